@@ -1,0 +1,454 @@
+"""Debates and what they are made of: models, participants, messages, votes, decisions.
+
+Database constraints carry the rules that must hold under any concurrency: one message
+per (debate, round, participant), one vote per (debate, participant, coin), one decision
+per (debate, coin), range checks on every bounded number. Rows change state only through
+the services in ``debates.services``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from arena.fields import EncryptedTextField
+from strategies.models import OIDuration, PromptVariant
+
+
+class Provider(models.TextChoices):
+    DEEPSEEK = "deepseek", "DeepSeek"
+    QWEN = "qwen", "Qwen (DashScope)"
+    OPENAI = "openai", "OpenAI"
+    CLAUDE = "claude", "Claude (Anthropic)"
+    GEMINI = "gemini", "Gemini"
+    GROK = "grok", "Grok (xAI)"
+    KIMI = "kimi", "Kimi (Moonshot)"
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (any base URL)"
+    SIMULATED = "simulated", "Simulated (built in, offline)"
+
+
+class AIModel(models.Model):
+    """A model configuration a user can seat in debates; the key is encrypted at rest."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ai_models"
+    )
+    name = models.CharField(max_length=100)
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    model_name = models.CharField(max_length=100, blank=True)
+    base_url = models.URLField(blank=True)
+    api_key = EncryptedTextField(blank=True)
+    temperature = models.FloatField(default=0.7)
+    max_tokens = models.PositiveIntegerField(default=2000)
+    timeout_seconds = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "AI model"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(temperature__gte=0, temperature__lte=2), name="aimodel_temperature_0_2"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_tokens__gte=1, max_tokens__lte=200_000),
+                name="aimodel_max_tokens_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(timeout_seconds__gte=1, timeout_seconds__lte=600),
+                name="aimodel_timeout_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        label = " [simulated]" if self.provider == Provider.SIMULATED else ""
+        return f"{self.name}{label}"
+
+
+class DebateStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    VOTING = "voting", "Voting"
+    COMPLETED = "completed", "Completed"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+ACTIVE_STATUSES = (DebateStatus.RUNNING, DebateStatus.VOTING)
+TERMINAL_STATUSES = (DebateStatus.COMPLETED, DebateStatus.CANCELLED, DebateStatus.FAILED)
+
+
+class DebatePhase(models.TextChoices):
+    CREATED = "created", "Created"
+    OPENING = "opening", "Opening analyses"
+    REBUTTAL = "rebuttal", "Rebuttals"
+    VOTING = "voting", "Voting"
+    CONSENSUS = "consensus", "Consensus"
+    EXECUTION = "execution", "Execution"
+    DONE = "done", "Done"
+
+
+class Debate(models.Model):
+    """One debate session: its settings, its state, and the market snapshot it saw."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="debates"
+    )
+    name = models.CharField(max_length=200)
+    strategy = models.ForeignKey(
+        "strategies.Strategy", on_delete=models.SET_NULL, null=True, related_name="debates"
+    )
+    symbol = models.CharField(max_length=20, blank=True)
+    symbols = models.JSONField(default=list, blank=True)
+    max_rounds = models.PositiveSmallIntegerField(default=3)
+    prompt_variant = models.CharField(
+        max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED
+    )
+    interval_minutes = models.PositiveIntegerField(default=5)
+    auto_execute = models.BooleanField(default=False)
+    trader = models.ForeignKey(
+        "traders.Trader", on_delete=models.SET_NULL, null=True, blank=True, related_name="debates"
+    )
+    enable_oi_ranking = models.BooleanField(default=False)
+    oi_ranking_limit = models.PositiveSmallIntegerField(default=10)
+    oi_duration = models.CharField(max_length=3, choices=OIDuration.choices, default="4h")
+    as_of = models.DateTimeField(
+        null=True, blank=True, help_text="Replay instant for the dataset market source."
+    )
+    schedule = models.ForeignKey(
+        "debates.Schedule",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="debates",
+    )
+
+    status = models.CharField(
+        max_length=10, choices=DebateStatus.choices, default=DebateStatus.PENDING
+    )
+    phase = models.CharField(max_length=10, choices=DebatePhase.choices, default="created")
+    current_round = models.PositiveSmallIntegerField(default=0)
+    current_speaker = models.ForeignKey(
+        "debates.Participant",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    market_snapshot = models.JSONField(null=True, blank=True)
+    error = models.JSONField(
+        null=True, blank=True, help_text="{step, code, message} of the step that failed."
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progressed_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last time a step of the run made progress."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_rounds__gte=2, max_rounds__lte=5), name="debate_max_rounds_2_5"
+            ),
+            models.CheckConstraint(
+                condition=Q(current_round__lte=5), name="debate_current_round_0_5"
+            ),
+            models.CheckConstraint(
+                condition=Q(interval_minutes__gte=1), name="debate_interval_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(oi_ranking_limit__gte=1, oi_ranking_limit__lte=10),
+                name="debate_oi_limit_1_10",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Personality(models.TextChoices):
+    BULL = "bull", "Bull"
+    BEAR = "bear", "Bear"
+    ANALYST = "analyst", "Analyst"
+    CONTRARIAN = "contrarian", "Contrarian"
+    RISK_MANAGER = "risk_manager", "Risk manager"
+
+
+class Participant(models.Model):
+    """A seat in a debate: a model playing a personality, speaking in ``speak_order``."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="participants")
+    ai_model = models.ForeignKey(AIModel, on_delete=models.PROTECT, related_name="participants")
+    personality = models.CharField(max_length=20, choices=Personality.choices)
+    speak_order = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["debate", "speak_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "speak_order"], name="participant_unique_speak_order"
+            ),
+            models.CheckConstraint(
+                condition=Q(speak_order__lte=5), name="participant_speak_order_0_5"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"P{self.speak_order + 1} {self.personality}"
+
+
+class MessageType(models.TextChoices):
+    ANALYSIS = "analysis", "Opening analysis"
+    REBUTTAL = "rebuttal", "Rebuttal"
+
+
+class StepStatus(models.TextChoices):
+    OK = "ok", "Answered"
+    ERROR = "error", "Failed"
+
+
+class ParseStatus(models.TextChoices):
+    OK = "ok", "Parsed"
+    PARTIAL = "partial", "Partly parsed"
+    FAILED = "failed", "Nothing usable"
+    NONE = "none", "No output"
+
+
+class Usage(models.Model):
+    """Fields shared by every stored model call: usage, latency, the provider's id."""
+
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    request_id = models.CharField(max_length=120, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Message(Usage):
+    """One turn: what a participant said in a round, raw and parsed per coin."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="messages")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="messages"
+    )
+    round = models.PositiveSmallIntegerField()
+    message_type = models.CharField(max_length=10, choices=MessageType.choices)
+    status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
+    content = models.TextField(blank=True)
+    reasoning = models.TextField(blank=True)
+    decisions = models.JSONField(default=list, blank=True)
+    parse_status = models.CharField(
+        max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE
+    )
+    dropped = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate", "round", "participant__speak_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "round", "participant"], name="message_one_per_round_participant"
+            ),
+            models.CheckConstraint(condition=Q(round__gte=1, round__lte=5), name="message_round_1_5"),
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.round} / {self.participant_id}"
+
+
+class Ballot(Usage):
+    """One voter's vote call: the raw answer, and whether it was usable."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="ballots")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="ballots"
+    )
+    status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
+    content = models.TextField(blank=True)
+    parse_status = models.CharField(
+        max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE
+    )
+    dropped = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate", "participant__speak_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "participant"], name="ballot_one_per_participant"
+            ),
+        ]
+
+
+class Action(models.TextChoices):
+    OPEN_LONG = "open_long", "Open long"
+    OPEN_SHORT = "open_short", "Open short"
+    CLOSE_LONG = "close_long", "Close long"
+    CLOSE_SHORT = "close_short", "Close short"
+    HOLD = "hold", "Hold"
+    WAIT = "wait", "Wait"
+
+
+def _trade_checks(prefix: str) -> list[models.CheckConstraint]:
+    return [
+        models.CheckConstraint(
+            condition=Q(confidence__isnull=True) | Q(confidence__gte=0, confidence__lte=100),
+            name=f"{prefix}_confidence_0_100",
+        ),
+        models.CheckConstraint(
+            condition=Q(leverage__isnull=True) | Q(leverage__gte=1, leverage__lte=125),
+            name=f"{prefix}_leverage_range",
+        ),
+        models.CheckConstraint(
+            condition=Q(position_pct__isnull=True) | Q(position_pct__gte=0, position_pct__lte=1),
+            name=f"{prefix}_position_pct_0_1",
+        ),
+    ]
+
+
+class Vote(models.Model):
+    """A voter's final position on one coin; an abstention has no action."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="votes")
+    ballot = models.ForeignKey(Ballot, on_delete=models.CASCADE, related_name="votes")
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="votes")
+    symbol = models.CharField(max_length=20)
+    action = models.CharField(max_length=12, choices=Action.choices, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    leverage = models.PositiveSmallIntegerField(null=True, blank=True)
+    position_pct = models.FloatField(null=True, blank=True)
+    stop_loss = models.FloatField(null=True, blank=True)
+    take_profit = models.FloatField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    abstained = models.BooleanField(default=False)
+    abstain_reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate", "participant__speak_order", "symbol"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "participant", "symbol"], name="vote_one_per_voter_coin"
+            ),
+            models.CheckConstraint(
+                condition=Q(abstained=True) | ~Q(action=""), name="vote_action_unless_abstained"
+            ),
+            *_trade_checks("vote"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.symbol}: {self.action or 'abstained'}"
+
+
+class Decision(models.Model):
+    """The consensus on one coin of a debate, with its score breakdown and clamps."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="decisions")
+    symbol = models.CharField(max_length=20)
+    action = models.CharField(max_length=12, choices=Action.choices)
+    confidence = models.FloatField()
+    leverage = models.PositiveSmallIntegerField(null=True, blank=True)
+    position_pct = models.FloatField(null=True, blank=True)
+    stop_loss = models.FloatField(null=True, blank=True)
+    take_profit = models.FloatField(null=True, blank=True)
+    scores = models.JSONField(default=dict)
+    clamps = models.JSONField(default=list, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+    supporters = models.PositiveSmallIntegerField(default=0)
+    voters = models.PositiveSmallIntegerField(default=0)
+    is_primary = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate", "-is_primary", "symbol"]
+        constraints = [
+            models.UniqueConstraint(fields=["debate", "symbol"], name="decision_one_per_coin"),
+            models.UniqueConstraint(
+                fields=["debate"], condition=Q(is_primary=True), name="decision_one_primary"
+            ),
+            *_trade_checks("decision"),
+            models.CheckConstraint(
+                condition=Q(leverage__isnull=True) | Q(leverage__lte=20),
+                name="decision_leverage_max_20",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.symbol}: {self.action} ({self.confidence:.0f})"
+
+
+class Schedule(models.Model):
+    """A recurring debate: a template fired by Celery beat every ``interval_minutes``."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="schedules"
+    )
+    name = models.CharField(max_length=200)
+    strategy = models.ForeignKey(
+        "strategies.Strategy", on_delete=models.SET_NULL, null=True, related_name="schedules"
+    )
+    symbol = models.CharField(max_length=20, blank=True)
+    participants = models.JSONField(
+        default=list, help_text='Seats of each debate: [{"ai_model": id, "personality": id}].'
+    )
+    max_rounds = models.PositiveSmallIntegerField(default=3)
+    prompt_variant = models.CharField(
+        max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED
+    )
+    auto_execute = models.BooleanField(default=False)
+    trader = models.ForeignKey(
+        "traders.Trader",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="schedules",
+    )
+    interval_minutes = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    replay_as_of = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
+    )
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    last_fired_at = models.DateTimeField(null=True, blank=True)
+    last_debate = models.ForeignKey(
+        Debate, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    run_count = models.PositiveIntegerField(default=0)
+    skip_count = models.PositiveIntegerField(default=0)
+    last_skip_reason = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(interval_minutes__gte=1), name="schedule_interval_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_rounds__gte=2, max_rounds__lte=5), name="schedule_max_rounds_2_5"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

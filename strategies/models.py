@@ -1,0 +1,131 @@
+"""Strategies: which coins a debate looks at, what data it shows, and the risk limits."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class CoinSource(models.TextChoices):
+    STATIC = "static", "Static list"
+    POOL = "pool", "Coin pool endpoint"
+    OI_TOP = "oi_top", "Top open-interest growth"
+    MIXED = "mixed", "Pool, then OI, then static"
+
+
+class MarketSource(models.TextChoices):
+    DATASET = "dataset", "Bundled dataset (replay)"
+    LIVE = "live", "Live exchange (ccxt)"
+
+
+class OIDuration(models.TextChoices):
+    H1 = "1h", "1 hour"
+    H4 = "4h", "4 hours"
+    H24 = "24h", "24 hours"
+
+
+class PromptVariant(models.TextChoices):
+    BALANCED = "balanced", "Balanced"
+    AGGRESSIVE = "aggressive", "Aggressive"
+    CONSERVATIVE = "conservative", "Conservative"
+    SCALPING = "scalping", "Scalping"
+
+
+def default_timeframes() -> list[str]:
+    return ["15m", "1h", "4h"]
+
+
+def default_indicators() -> list[str]:
+    return ["ema", "macd", "rsi", "atr", "bollinger", "volume"]
+
+
+def default_static_coins() -> list[str]:
+    return ["BTCUSDT", "ETHUSDT", "SOLUSDT"]
+
+
+class Strategy(models.Model):
+    """A user's recipe for the market data a debate sees and the limits its trades obey."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="strategies"
+    )
+    name = models.CharField(max_length=100)
+
+    coin_source = models.CharField(
+        max_length=10, choices=CoinSource.choices, default=CoinSource.STATIC
+    )
+    static_coins = models.JSONField(default=default_static_coins, blank=True)
+    excluded_coins = models.JSONField(default=list, blank=True)
+    pool_url = models.URLField(blank=True)
+    max_coins = models.PositiveSmallIntegerField(default=3)
+    oi_duration = models.CharField(max_length=3, choices=OIDuration.choices, default="4h")
+
+    market_source = models.CharField(
+        max_length=10, choices=MarketSource.choices, default=MarketSource.DATASET
+    )
+    exchange = models.CharField(max_length=30, default="binanceusdm")
+    timeframes = models.JSONField(default=default_timeframes)
+    rows_per_timeframe = models.PositiveSmallIntegerField(default=12)
+    indicators = models.JSONField(default=default_indicators, blank=True)
+    include_funding = models.BooleanField(default=True)
+    include_open_interest = models.BooleanField(default=True)
+
+    max_leverage_major = models.PositiveSmallIntegerField(
+        default=10, help_text="Maximum leverage for BTC and ETH."
+    )
+    max_leverage_other = models.PositiveSmallIntegerField(
+        default=5, help_text="Maximum leverage for every other coin."
+    )
+    max_position_multiple = models.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        default=Decimal("3"),
+        help_text="Maximum position value as a multiple of equity.",
+    )
+    min_confidence = models.PositiveSmallIntegerField(default=0)
+    min_risk_reward = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0"))
+    max_open_positions = models.PositiveSmallIntegerField(default=3)
+    min_order_usd = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("12"))
+
+    role_text = models.TextField(blank=True)
+    custom_prompt = models.TextField(blank=True)
+    prompt_variant = models.CharField(
+        max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_coins__gte=1, max_coins__lte=10), name="strategy_max_coins_1_10"
+            ),
+            models.CheckConstraint(
+                condition=Q(rows_per_timeframe__gte=1, rows_per_timeframe__lte=200),
+                name="strategy_rows_1_200",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_leverage_major__gte=1, max_leverage_major__lte=20)
+                & Q(max_leverage_other__gte=1, max_leverage_other__lte=20),
+                name="strategy_max_leverage_1_20",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_confidence__lte=100), name="strategy_min_confidence_0_100"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_position_multiple__gt=0), name="strategy_max_position_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def max_leverage_for(self, symbol: str) -> int:
+        """Return the leverage cap of ``symbol`` (BTC and ETH are the majors)."""
+        major = symbol.upper().startswith(("BTC", "ETH"))
+        return self.max_leverage_major if major else self.max_leverage_other

@@ -1,0 +1,222 @@
+"""Trader accounts and what they hold on an exchange: orders, positions, executions."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from arena.fields import EncryptedTextField
+
+MONEY = {"max_digits": 20, "decimal_places": 8}
+PRICE = {"max_digits": 24, "decimal_places": 10}
+QUANTITY = {"max_digits": 24, "decimal_places": 10}
+
+
+class Exchange(models.TextChoices):
+    PAPER = "paper", "Paper (simulated fills)"
+    BINANCEUSDM = "binanceusdm", "Binance USDT-M futures"
+    BYBIT = "bybit", "Bybit"
+    OKX = "okx", "OKX"
+
+
+class TraderStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    STOPPED = "stopped", "Stopped"
+
+
+class Trader(models.Model):
+    """An account that executes consensus decisions, on paper or on a real exchange."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="traders"
+    )
+    name = models.CharField(max_length=100)
+    exchange = models.CharField(max_length=20, choices=Exchange.choices, default=Exchange.PAPER)
+    api_key = EncryptedTextField(blank=True)
+    api_secret = EncryptedTextField(blank=True)
+    api_passphrase = EncryptedTextField(blank=True)
+    sandbox = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=10, choices=TraderStatus.choices, default=TraderStatus.RUNNING
+    )
+
+    # Paper accounts: money and the market whose prices fill their orders.
+    starting_balance = models.DecimalField(**MONEY, default=Decimal("1000"))
+    balance = models.DecimalField(**MONEY, default=Decimal("1000"))
+    fee_rate = models.DecimalField(max_digits=8, decimal_places=6, default=Decimal("0.0004"))
+    market_source = models.CharField(max_length=10, default="dataset")
+    replay_as_of = models.DateTimeField(
+        null=True, blank=True, help_text="Replay clock of a paper trader on the dataset."
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(balance__gte=0), name="trader_balance_non_negative"),
+            models.CheckConstraint(
+                condition=Q(fee_rate__gte=0, fee_rate__lt=Decimal("0.1")),
+                name="trader_fee_rate_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.exchange})"
+
+
+class PositionSide(models.TextChoices):
+    LONG = "long", "Long"
+    SHORT = "short", "Short"
+
+
+class PositionStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+
+class Position(models.Model):
+    """A position held by a trader; at most one open position per coin and side."""
+
+    trader = models.ForeignKey(Trader, on_delete=models.CASCADE, related_name="positions")
+    symbol = models.CharField(max_length=20)
+    side = models.CharField(max_length=5, choices=PositionSide.choices)
+    status = models.CharField(
+        max_length=6, choices=PositionStatus.choices, default=PositionStatus.OPEN
+    )
+    quantity = models.DecimalField(**QUANTITY)
+    entry_price = models.DecimalField(**PRICE)
+    leverage = models.PositiveSmallIntegerField(default=1)
+    margin = models.DecimalField(**MONEY, default=Decimal("0"))
+    stop_loss_price = models.DecimalField(**PRICE, null=True, blank=True)
+    take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
+    close_price = models.DecimalField(**PRICE, null=True, blank=True)
+    close_reason = models.CharField(max_length=30, blank=True)
+    realized_pnl = models.DecimalField(**MONEY, default=Decimal("0"))
+    fees = models.DecimalField(**MONEY, default=Decimal("0"))
+    opened_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trader", "symbol", "side"],
+                condition=Q(status="open"),
+                name="position_one_open_per_coin_side",
+            ),
+            models.CheckConstraint(condition=Q(quantity__gt=0), name="position_quantity_positive"),
+            models.CheckConstraint(
+                condition=Q(leverage__gte=1, leverage__lte=125), name="position_leverage_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.side} {self.symbol} x{self.quantity}"
+
+
+class OrderSide(models.TextChoices):
+    BUY = "buy", "Buy"
+    SELL = "sell", "Sell"
+
+
+class OrderType(models.TextChoices):
+    MARKET = "market", "Market"
+    STOP_MARKET = "stop_market", "Stop loss (market)"
+    TAKE_PROFIT_MARKET = "take_profit_market", "Take profit (market)"
+
+
+class OrderStatus(models.TextChoices):
+    NEW = "new", "New"
+    OPEN = "open", "Open (resting)"
+    FILLED = "filled", "Filled"
+    CANCELED = "canceled", "Canceled"
+    REJECTED = "rejected", "Rejected"
+
+
+class Order(models.Model):
+    """An order sent to an exchange; the client order id makes sending it idempotent."""
+
+    trader = models.ForeignKey(Trader, on_delete=models.CASCADE, related_name="orders")
+    execution = models.ForeignKey(
+        "traders.Execution",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="orders",
+    )
+    position = models.ForeignKey(
+        Position, on_delete=models.SET_NULL, null=True, blank=True, related_name="orders"
+    )
+    client_order_id = models.CharField(max_length=36)
+    exchange_order_id = models.CharField(max_length=64, blank=True)
+    symbol = models.CharField(max_length=20)
+    side = models.CharField(max_length=4, choices=OrderSide.choices)
+    type = models.CharField(max_length=20, choices=OrderType.choices)
+    reduce_only = models.BooleanField(default=False)
+    quantity = models.DecimalField(**QUANTITY)
+    trigger_price = models.DecimalField(**PRICE, null=True, blank=True)
+    status = models.CharField(max_length=10, choices=OrderStatus.choices, default=OrderStatus.NEW)
+    filled_quantity = models.DecimalField(**QUANTITY, default=Decimal("0"))
+    average_price = models.DecimalField(**PRICE, null=True, blank=True)
+    fee = models.DecimalField(**MONEY, default=Decimal("0"))
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trader", "client_order_id"], name="order_unique_client_order_id"
+            ),
+            models.CheckConstraint(condition=Q(quantity__gt=0), name="order_quantity_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.side} {self.symbol} {self.quantity}"
+
+
+class ExecutionStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SUBMITTED = "submitted", "Submitted"
+    FILLED = "filled", "Filled"
+    FAILED = "failed", "Failed"
+
+
+class Execution(models.Model):
+    """The execution of one consensus decision on one trader: at most one per decision."""
+
+    decision = models.OneToOneField(
+        "debates.Decision", on_delete=models.CASCADE, related_name="execution"
+    )
+    trader = models.ForeignKey(Trader, on_delete=models.PROTECT, related_name="executions")
+    status = models.CharField(
+        max_length=10, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING
+    )
+    trigger = models.CharField(max_length=10, default="manual")
+    client_order_id = models.CharField(max_length=36)
+    exchange_order_id = models.CharField(max_length=64, blank=True)
+    symbol = models.CharField(max_length=20)
+    action = models.CharField(max_length=12)
+    leverage = models.PositiveSmallIntegerField(null=True, blank=True)
+    requested_quantity = models.DecimalField(**QUANTITY, null=True, blank=True)
+    filled_quantity = models.DecimalField(**QUANTITY, default=Decimal("0"))
+    average_price = models.DecimalField(**PRICE, null=True, blank=True)
+    fee = models.DecimalField(**MONEY, default=Decimal("0"))
+    stop_loss_price = models.DecimalField(**PRICE, null=True, blank=True)
+    take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
+    stop_loss_order_id = models.CharField(max_length=64, blank=True)
+    take_profit_order_id = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.symbol} ({self.status})"
