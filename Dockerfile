@@ -1,0 +1,13 @@
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY arena arena
+COPY debates debates
+COPY strategies strategies
+COPY traders traders
+COPY templates templates
+COPY manage.py ./
+RUN pip install --no-cache-dir .
+RUN DJANGO_SETTINGS_MODULE=arena.settings.local python manage.py collectstatic --noinput
+EXPOSE 8000

@@ -1,0 +1,56 @@
+# Debate Arena: the two commands of the README, and the full stack.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast serve bench lint format migrate services clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# One whole debate on the embedded default: SQLite, no Redis, simulated models,
+# the bundled dataset, a paper trader.
+demo: $(STAMP)
+	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py migrate --verbosity 0
+	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py run_debate $(ARGS)
+
+# The whole suite, slow end-to-end tests included, on real PostgreSQL and Redis.
+test: $(STAMP) services
+	$(VENV)/bin/pytest $(ARGS)
+
+test-fast: $(STAMP) services
+	$(VENV)/bin/pytest -m "not slow" $(ARGS)
+
+services:
+	@scripts/ensure-services
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate
+
+# web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis.
+serve: $(STAMP) services
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/arena} \
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+		sh -c 'psql "$${DATABASE_URL%/*}/postgres" -qtc "CREATE DATABASE $${DATABASE_URL##*/}" 2>/dev/null; \
+		$(PY) manage.py migrate && $(VENV)/bin/honcho start'
+
+bench: $(STAMP) services
+	$(PY) -m bench $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

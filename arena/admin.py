@@ -1,0 +1,58 @@
+"""Admin helpers shared by the apps: write-only secret fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+
+from arena.fields import mask_secret
+
+
+def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.ModelForm]:
+    """Return a ModelForm where each secret is write-only: blank keeps the stored value."""
+
+    class SecretForm(forms.ModelForm):
+        class Meta:
+            fields = "__all__"
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            for name in secret_fields:
+                stored = bool(self.instance.pk and getattr(self.instance, name))
+                self.fields[name] = forms.CharField(
+                    required=False,
+                    strip=True,
+                    widget=forms.PasswordInput(render_value=False),
+                    help_text="Stored encrypted; leave blank to keep the current value."
+                    if stored
+                    else "Stored encrypted, never shown again.",
+                )
+                self.initial[name] = ""
+
+        def clean(self) -> dict[str, Any]:
+            cleaned = super().clean()
+            for name in secret_fields:
+                if not cleaned.get(name) and self.instance.pk:
+                    cleaned[name] = getattr(self.instance, name)
+            return cleaned
+
+    SecretForm.Meta.model = model
+    return SecretForm
+
+
+class SecretAdminMixin:
+    """Show secrets masked in lists and pages; edit them write-only."""
+
+    secret_fields: tuple[str, ...] = ()
+
+    def get_form(self, request: Any, obj: Any = None, **kwargs: Any) -> Any:
+        kwargs["form"] = secret_form(self.model, self.secret_fields)
+        return super().get_form(request, obj, **kwargs)
+
+
+@admin.display(description="key")
+def masked_key(obj: Any) -> str:
+    """Return the masked API key of ``obj`` for list columns."""
+    return mask_secret(obj.api_key) or "-"

@@ -1,0 +1,58 @@
+from django.contrib import admin
+
+from strategies.models import Strategy
+
+
+@admin.register(Strategy)
+class StrategyAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "owner",
+        "coin_source",
+        "market_source",
+        "prompt_variant",
+        "max_coins",
+        "min_confidence",
+        "created_at",
+    )
+    list_filter = ("coin_source", "market_source", "prompt_variant")
+    search_fields = ("name", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("created_at", "updated_at")
+    autocomplete_fields = ("owner",)
+    fieldsets = (
+        (None, {"fields": ("owner", "name", "prompt_variant", "role_text", "custom_prompt")}),
+        (
+            "Coins",
+            {"fields": ("coin_source", "static_coins", "excluded_coins", "pool_url", "max_coins", "oi_duration")},
+        ),
+        (
+            "Market data",
+            {
+                "fields": (
+                    "market_source",
+                    "exchange",
+                    "timeframes",
+                    "rows_per_timeframe",
+                    "indicators",
+                    "include_funding",
+                    "include_open_interest",
+                )
+            },
+        ),
+        (
+            "Risk limits",
+            {
+                "fields": (
+                    "max_leverage_major",
+                    "max_leverage_other",
+                    "max_position_multiple",
+                    "min_confidence",
+                    "min_risk_reward",
+                    "max_open_positions",
+                    "min_order_usd",
+                )
+            },
+        ),
+        ("Times", {"fields": ("created_at", "updated_at")}),
+    )

@@ -1,0 +1,91 @@
+"""Every admin list and page renders for staff and is closed to everyone else."""
+
+import pytest
+from django.contrib import admin
+
+from tests.debates.factories import (
+    AIModelFactory,
+    BallotFactory,
+    DecisionFactory,
+    MessageFactory,
+    ParticipantFactory,
+    ScheduleFactory,
+    VoteFactory,
+)
+from tests.strategies.factories import StrategyFactory
+from tests.traders.factories import (
+    ExecutionFactory,
+    OrderFactory,
+    PositionFactory,
+    TraderFactory,
+)
+
+PROJECT_APPS = {"debates", "strategies", "traders"}
+
+
+def project_models():
+    return sorted(
+        (model for model in admin.site._registry if model._meta.app_label in PROJECT_APPS),
+        key=lambda model: model._meta.label,
+    )
+
+
+@pytest.fixture
+def one_of_each(db):
+    """One row of every project model, so change pages have something to show."""
+    participant = ParticipantFactory()
+    MessageFactory(participant=participant)
+    VoteFactory(ballot=BallotFactory(participant=participant))
+    ExecutionFactory(decision=DecisionFactory(debate=participant.debate, symbol="ETHUSDT"))
+    PositionFactory()
+    OrderFactory()
+    AIModelFactory()
+    StrategyFactory()
+    TraderFactory()
+    ScheduleFactory()
+
+
+def test_every_project_model_is_registered():
+    labels = {model._meta.label for model in project_models()}
+    assert labels == {
+        "debates.AIModel",
+        "debates.Ballot",
+        "debates.Debate",
+        "debates.Decision",
+        "debates.Message",
+        "debates.Schedule",
+        "debates.Vote",
+        "strategies.Strategy",
+        "traders.Execution",
+        "traders.Order",
+        "traders.Position",
+        "traders.Trader",
+    }
+
+
+@pytest.mark.parametrize("model", project_models(), ids=lambda m: m._meta.label)
+def test_changelist_and_change_page_render_for_staff(client, staff_user, one_of_each, model):
+    # given an operator and a row of the model
+    client.force_login(staff_user)
+    obj = model.objects.order_by("pk").first()
+    opts = model._meta
+    # when the list and the page are opened
+    listing = client.get(f"/admin/{opts.app_label}/{opts.model_name}/")
+    page = client.get(f"/admin/{opts.app_label}/{opts.model_name}/{obj.pk}/change/")
+    # then both render
+    assert listing.status_code == 200
+    assert page.status_code == 200
+
+
+@pytest.mark.parametrize("model", project_models(), ids=lambda m: m._meta.label)
+def test_admin_redirects_non_staff_to_login(client, user, one_of_each, model):
+    client.force_login(user)
+    opts = model._meta
+    obj = model.objects.order_by("pk").first()
+    for url in (
+        f"/admin/{opts.app_label}/{opts.model_name}/",
+        f"/admin/{opts.app_label}/{opts.model_name}/{obj.pk}/change/",
+    ):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/admin/login/")

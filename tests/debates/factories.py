@@ -1,0 +1,97 @@
+import factory
+
+from debates.models import AIModel, Ballot, Debate, Decision, Message, Participant, Schedule, Vote
+from tests.factories import UserFactory
+from tests.strategies.factories import StrategyFactory
+
+
+class AIModelFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AIModel
+
+    owner = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Model {n}")
+    provider = "simulated"
+    model_name = "simulated-v1"
+
+
+class DebateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Debate
+
+    owner = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Debate {n}")
+    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
+    symbol = "BTCUSDT"
+    symbols = factory.LazyFunction(lambda: ["BTCUSDT", "ETHUSDT", "SOLUSDT"])
+
+
+class ParticipantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Participant
+
+    debate = factory.SubFactory(DebateFactory)
+    ai_model = factory.SubFactory(AIModelFactory, owner=factory.SelfAttribute("..debate.owner"))
+    personality = "bull"
+    speak_order = factory.Sequence(lambda n: n % 6)
+
+
+class MessageFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Message
+
+    participant = factory.SubFactory(ParticipantFactory)
+    debate = factory.SelfAttribute("participant.debate")
+    round = 1
+    message_type = "analysis"
+    content = "<reasoning>Trend up.</reasoning><decision>[]</decision>"
+    parse_status = "ok"
+
+
+class BallotFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Ballot
+
+    participant = factory.SubFactory(ParticipantFactory)
+    debate = factory.SelfAttribute("participant.debate")
+    parse_status = "ok"
+
+
+class VoteFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Vote
+
+    ballot = factory.SubFactory(BallotFactory)
+    participant = factory.SelfAttribute("ballot.participant")
+    debate = factory.SelfAttribute("ballot.debate")
+    symbol = "BTCUSDT"
+    action = "open_long"
+    confidence = 70.0
+    leverage = 5
+    position_pct = 0.2
+
+
+class DecisionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Decision
+
+    debate = factory.SubFactory(DebateFactory, status="completed")
+    symbol = "BTCUSDT"
+    action = "open_long"
+    confidence = 75.0
+    leverage = 5
+    position_pct = 0.25
+    stop_loss = 0.03
+    take_profit = 0.06
+    scores = factory.LazyFunction(lambda: {"open_long": 1.5})
+    is_primary = True
+
+
+class ScheduleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Schedule
+
+    owner = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Schedule {n}")
+    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
+    interval_minutes = 60
