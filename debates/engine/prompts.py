@@ -1,0 +1,264 @@
+"""Prompt builders for debate turns and final votes.
+
+Every prompt is a function of typed inputs and returns ``Prompt(system, user)``. Each
+variable part has a named character cap, so a prompt grows at most linearly with
+rounds x participants: see :func:`max_prompt_chars`. Caps count characters, never bytes,
+so Chinese text is never split inside a character.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from debates.engine.digest import (
+    COIN_REASON_MAX_CHARS,
+    LABEL_MAX_CHARS,
+    MESSAGE_DIGEST_MAX_CHARS,
+    POSITION_LINE_MAX_CHARS,
+    SUMMARY_MAX_CHARS,
+    HistoryEntry,
+    clip,
+    digest,
+    participant_label,
+    summarise,
+)
+from debates.engine.personalities import get_personality, get_variant
+from debates.engine.types import Action
+
+__all__ = [
+    "COIN_REASON_MAX_CHARS",
+    "LABEL_MAX_CHARS",
+    "MARKET_SUMMARY_MAX_CHARS",
+    "MARKET_TEXT_MAX_CHARS",
+    "MESSAGE_DIGEST_MAX_CHARS",
+    "POSITION_LINE_MAX_CHARS",
+    "PROMPT_FIXED_MAX_CHARS",
+    "STRATEGY_TEXT_MAX_CHARS",
+    "SUMMARY_MAX_CHARS",
+    "SYMBOL_MAX_CHARS",
+    "HistoryEntry",
+    "Prompt",
+    "TurnContext",
+    "VoteContext",
+    "build_turn_prompt",
+    "build_vote_prompt",
+    "max_prompt_chars",
+    "participant_label",
+    "summarise",
+]
+
+MARKET_TEXT_MAX_CHARS = 20_000
+"""Cap on the rendered market snapshot in a turn prompt."""
+MARKET_SUMMARY_MAX_CHARS = 6_000
+"""Cap on the compact market summary in a vote prompt (at most MARKET_TEXT_MAX_CHARS)."""
+STRATEGY_TEXT_MAX_CHARS = 2_000
+"""Cap on each of the strategy's role text and custom prompt."""
+SYMBOL_MAX_CHARS = 20
+"""Longest accepted candidate symbol."""
+PROMPT_FIXED_MAX_CHARS = 6_000
+"""Upper bound on everything else: role, rules, variant, contract, headings, labels."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The two texts sent to a model."""
+
+    system: str
+    user: str
+
+    def __len__(self) -> int:
+        return len(self.system) + len(self.user)
+
+
+def _check_common(personality: str, variant: str, symbols: Sequence[str]) -> None:
+    get_personality(personality)
+    get_variant(variant)
+    if not symbols:
+        raise ValueError("at least one candidate symbol is required")
+    for symbol in symbols:
+        if not symbol or len(symbol) > SYMBOL_MAX_CHARS:
+            raise ValueError(f"invalid candidate symbol {symbol!r}")
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything one debate turn's prompt depends on.
+
+    ``history`` holds every message stored before this turn, in speaking order; it is
+    shown from round 2 on (round 1 openings use the market data alone). ``participant``
+    is the speaker's own label, so it can recognise its earlier messages.
+    """
+
+    round: int
+    max_rounds: int
+    personality: str
+    variant: str
+    symbols: tuple[str, ...]
+    market_text: str
+    strategy_role: str = ""
+    custom_prompt: str = ""
+    history: tuple[HistoryEntry, ...] = ()
+    participant: str = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.round <= self.max_rounds:
+            raise ValueError(f"round {self.round} outside 1..{self.max_rounds}")
+        _check_common(self.personality, self.variant, self.symbols)
+
+
+@dataclass(frozen=True)
+class VoteContext:
+    """Everything one final vote's prompt depends on.
+
+    ``positions`` holds each participant's latest message, keyed by its label.
+    """
+
+    personality: str
+    variant: str
+    symbols: tuple[str, ...]
+    market_summary: str
+    positions: tuple[HistoryEntry, ...] = ()
+    strategy_role: str = ""
+    custom_prompt: str = ""
+    participant: str = ""
+
+    def __post_init__(self) -> None:
+        _check_common(self.personality, self.variant, self.symbols)
+
+
+def max_prompt_chars(rounds: int, participants: int, coins: int) -> int:
+    """Return the most characters any turn or vote prompt of such a debate can have.
+
+    A turn in the last round sees fewer than ``rounds * participants`` earlier messages
+    and a vote sees ``participants`` of them, each digest capped at
+    MESSAGE_DIGEST_MAX_CHARS (plus its line break).
+    """
+    return (
+        PROMPT_FIXED_MAX_CHARS
+        + MARKET_TEXT_MAX_CHARS
+        + 2 * STRATEGY_TEXT_MAX_CHARS
+        + (coins + 1) * (SYMBOL_MAX_CHARS + 2)
+        + rounds * participants * (MESSAGE_DIGEST_MAX_CHARS + 1)
+    )
+
+
+def build_turn_prompt(ctx: TurnContext) -> Prompt:
+    """Return the prompt for one participant's turn in a debate round."""
+    opening = ctx.round == 1
+    answer_rule = (
+        "This is the opening round: build your view from the market data alone."
+        if opening
+        else "Answer the other participants: say which of their points you accept or "
+        "reject and why, naming them by label (for example P1)."
+    )
+    rules = (
+        "Analyse every candidate coin listed in the message, not only the first one.",
+        "Support each claim with figures from the market data: price, indicators, "
+        "funding, open interest.",
+        answer_rule,
+        "Let your personality guide what you look for, but never let it override the data.",
+        "Different coins may deserve different actions.",
+    )
+    intro = (
+        f"You are taking part in a debate about the crypto market, round "
+        f"{ctx.round}/{ctx.max_rounds}. {_speaker(ctx.personality, ctx.participant)}"
+    )
+    hint = "your analysis, citing the data" + (
+        "" if opening else ", and your answers to the others"
+    )
+    system = _system(ctx, intro, rules, hint)
+    kind = "opening analysis" if opening else "rebuttal"
+    parts = [
+        f"Round {ctx.round}/{ctx.max_rounds}. Candidate coins: {', '.join(ctx.symbols)}.",
+        "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data"),
+    ]
+    if not opening:
+        parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
+    parts.append(
+        f"Write your {kind} for round {ctx.round} now, as a <reasoning> block followed by a "
+        "<decision> block."
+    )
+    return Prompt(system=system, user="\n\n".join(parts))
+
+
+def build_vote_prompt(ctx: VoteContext) -> Prompt:
+    """Return the prompt for one participant's final vote."""
+    rules = (
+        "Vote on every candidate coin listed in the message, one entry per coin.",
+        "Weigh the arguments made in the debate against the market data, and change your "
+        "mind where the others were more convincing.",
+        "Let your personality guide what you look for, but never let it override the data.",
+        "Give your honest confidence, and choose wait when the case is unclear.",
+    )
+    intro = (
+        "The debate about the crypto market is over and it is time for the final vote. "
+        + _speaker(ctx.personality, ctx.participant)
+    )
+    system = _system(ctx, intro, rules, "why you vote as you do, citing the data and debate")
+    parts = [
+        f"Candidate coins: {', '.join(ctx.symbols)}.",
+        "## Market summary\n"
+        + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
+        "## Latest positions of the participants\n"
+        + _digests(ctx.positions, "No positions were recorded."),
+        "Cast your vote now, as a <reasoning> block followed by a <decision> block.",
+    ]
+    return Prompt(system=system, user="\n\n".join(parts))
+
+
+def _speaker(personality_id: str, participant: str) -> str:
+    personality = get_personality(personality_id)
+    label = summarise(participant, LABEL_MAX_CHARS)
+    who = f"{personality.emoji} {personality.name}"
+    if not label:
+        return f"You are the {who}."
+    return f"You are {label}, the {who}; messages labelled {label} are your own."
+
+
+def _system(ctx: TurnContext | VoteContext, intro: str, rules: Sequence[str], hint: str) -> str:
+    parts = [
+        intro,
+        "## Your role\n" + get_personality(ctx.personality).role,
+        "## Rules\n" + "\n".join(f"{n}. {rule}" for n, rule in enumerate(rules, 1)),
+        "## Approach\n" + get_variant(ctx.variant),
+    ]
+    if ctx.strategy_role.strip():
+        parts.append("## Strategy\n" + clip(ctx.strategy_role, STRATEGY_TEXT_MAX_CHARS, "text"))
+    if ctx.custom_prompt.strip():
+        parts.append(
+            "## Additional instructions\n"
+            + clip(ctx.custom_prompt, STRATEGY_TEXT_MAX_CHARS, "text")
+        )
+    parts.append("## Output format\n" + _contract(ctx.symbols[0], hint))
+    return "\n\n".join(parts)
+
+
+def _contract(symbol: str, hint: str) -> str:
+    """Return the one output contract every prompt states."""
+    actions = ", ".join(action.value for action in Action)
+    example = (
+        f'{{"symbol": "{symbol}", "action": "open_long", "confidence": 70, "leverage": 5, '
+        '"position_pct": 0.2, "stop_loss": 0.03, "take_profit": 0.06, '
+        '"reasoning": "one or two sentences"}'
+    )
+    return (
+        "Answer with exactly these two blocks and nothing after them:\n"
+        f"<reasoning>\n{hint[0].upper()}{hint[1:]}.\n</reasoning>\n"
+        f"<decision>\n[\n  {example}\n]\n</decision>\n"
+        "The <decision> block holds a JSON array with one object per candidate coin:\n"
+        f"- action: one of {actions} (open_*: open a new position; close_*: close an "
+        "existing one; hold: keep current positions unchanged; wait: stay out).\n"
+        "- confidence: a number from 0 to 100.\n"
+        "- leverage: a whole number, at least 1.\n"
+        "- position_pct: the fraction of the account balance to use, from 0.1 to 1.0.\n"
+        "- stop_loss, take_profit: distance from the entry price as a fraction of the "
+        "price (0.03 = 3 %).\n"
+        "- reasoning: one or two sentences about this coin."
+    )
+
+
+def _digests(entries: Sequence[HistoryEntry], empty: str) -> str:
+    if not entries:
+        return empty
+    return "\n".join(digest(entry) for entry in entries)
