@@ -1,0 +1,56 @@
+"""The provider table: id -> display name, default base URL, default model, wire format.
+
+Default models were chosen in 2026 as each provider's current general-purpose model
+and are only defaults: every AI model configuration can name its own model and base
+URL. DeepSeek retired ``deepseek-chat`` / ``deepseek-reasoner`` in favour of
+``deepseek-v4-flash`` / ``deepseek-v4-pro``; ``qwen-plus`` is Alibaba's rolling alias;
+OpenAI's ``gpt-5-mini`` is a reasoning model (see ``openai_compat`` for what that
+changes in the request). ``openai_compatible`` has no default base URL or model: the
+configuration must give both (vLLM, Ollama, LM Studio, ...).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+WIRE_OPENAI = "openai"
+WIRE_ANTHROPIC = "anthropic"
+WIRE_SIMULATED = "simulated"
+
+
+class ProviderInfo(NamedTuple):
+    """One row of the provider table."""
+
+    display_name: str
+    default_base_url: str
+    default_model: str
+    wire: str
+
+
+PROVIDERS: dict[str, ProviderInfo] = {
+    "deepseek": ProviderInfo(
+        "DeepSeek", "https://api.deepseek.com", "deepseek-v4-flash", WIRE_OPENAI
+    ),
+    "qwen": ProviderInfo(
+        "Qwen (Alibaba Cloud)",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "qwen-plus",
+        WIRE_OPENAI,
+    ),
+    "openai": ProviderInfo("OpenAI", "https://api.openai.com/v1", "gpt-5-mini", WIRE_OPENAI),
+    "claude": ProviderInfo(
+        "Claude (Anthropic)", "https://api.anthropic.com/v1", "claude-sonnet-4-6", WIRE_ANTHROPIC
+    ),
+    "gemini": ProviderInfo(
+        "Gemini (Google)",
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        "gemini-2.5-flash",
+        WIRE_OPENAI,
+    ),
+    "grok": ProviderInfo("Grok (xAI)", "https://api.x.ai/v1", "grok-4", WIRE_OPENAI),
+    "kimi": ProviderInfo(
+        "Kimi (Moonshot AI)", "https://api.moonshot.ai/v1", "kimi-k2-0905-preview", WIRE_OPENAI
+    ),
+    "openai_compatible": ProviderInfo("OpenAI-compatible", "", "", WIRE_OPENAI),
+    "simulated": ProviderInfo("Simulated (built in)", "", "simulated-v1", WIRE_SIMULATED),
+}

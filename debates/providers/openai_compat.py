@@ -1,0 +1,95 @@
+"""The OpenAI chat-completions wire format (DeepSeek, Qwen, OpenAI, Gemini, Grok, Kimi, ...).
+
+``POST {base}/chat/completions`` with ``Authorization: Bearer <key>``, a system and a
+user message, ``temperature`` and the output cap. OpenAI itself takes
+``max_completion_tokens`` (``max_tokens`` is refused by its reasoning models) and its
+reasoning models (o1/o3/o4, gpt-5, gpt-5-mini, gpt-5-nano, gpt-5*-pro) accept only the
+default temperature, so none is sent to them; gpt-5.1 and later reason only on request
+and keep ``temperature``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
+from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
+
+_OPENAI_FIXED_TEMPERATURE = re.compile(
+    r"^(o[134](-.*)?|gpt-5(-mini|-nano|-pro)?(-\d{4}-\d{2}-\d{2})?|gpt-5.*-pro.*)$"
+)
+_FINISH_REASONS = {"stop": "stop", "length": "length", "max_tokens": "length"}
+
+
+def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
+    """Return the chat-completions request for ``request`` under ``config``."""
+    model = config.effective_model
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ],
+    }
+    if config.provider == "openai":
+        body["max_completion_tokens"] = config.max_tokens
+        if not _OPENAI_FIXED_TEMPERATURE.match(model.lower()):
+            body["temperature"] = config.temperature
+    else:
+        body["max_tokens"] = config.max_tokens
+        body["temperature"] = config.temperature
+    headers = {"Accept": "application/json"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    return WireRequest(
+        url=f"{config.effective_base_url}/chat/completions", headers=headers, body=body
+    )
+
+
+def parse_reply(reply: HttpReply) -> ParsedAnswer:
+    """Return the answer text, token usage and request id of a chat-completions reply."""
+    data = load_json_object(reply.body)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise TerminalProviderError("answer has no choices", code="malformed_response")
+    choice = choices[0]
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    finish = str(choice.get("finish_reason") or "")
+    if not isinstance(content, str) or not content.strip():
+        raise TerminalProviderError(
+            f"answer has no content (finish_reason={finish or 'none'})",
+            code="malformed_response",
+        )
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return ParsedAnswer(
+        text=content,
+        prompt_tokens=as_count(usage.get("prompt_tokens")),
+        completion_tokens=as_count(usage.get("completion_tokens")),
+        request_id=str(data.get("id") or reply.headers.get("x-request-id") or ""),
+        finish_reason=_FINISH_REASONS.get(finish, finish),
+    )
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    """Return ``body`` decoded as a JSON object, or raise a ``malformed_response`` error."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise TerminalProviderError("answer is not JSON", code="malformed_response") from None
+    if not isinstance(data, dict):
+        raise TerminalProviderError("answer is not a JSON object", code="malformed_response")
+    return data
+
+
+def as_count(value: object) -> int:
+    """Return a token count from a usage field, 0 when it is missing or not a number."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | float):
+        return max(0, int(value))
+    return 0

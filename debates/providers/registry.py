@@ -1,0 +1,141 @@
+"""The one entry point for model calls: ``complete(config, request, deadline=...)``.
+
+It checks the configuration, picks the wire format from ``PROVIDERS``, and runs the
+call under one overall deadline: ``config.timeout_s`` from now, or the caller's
+``deadline`` (a ``time.monotonic()`` instant) when that comes first. Retries happen
+inside that deadline (see ``transport``). The concurrency cap is the caller's business
+(``slots.model_slots()``): take a slot, then call ``complete``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from debates.providers import anthropic, openai_compat
+from debates.providers.base import (
+    DeadlineExceeded,
+    ModelRequest,
+    ModelResponse,
+    ProviderConfig,
+    TerminalProviderError,
+)
+from debates.providers.catalog import (
+    PROVIDERS,
+    WIRE_ANTHROPIC,
+    WIRE_OPENAI,
+    WIRE_SIMULATED,
+    ProviderInfo,
+)
+from debates.providers.simulated import complete_simulated
+from debates.providers.transport import DEFAULT_POLICY, RetryPolicy, post_with_retries, run_sync
+
+__all__ = ["PROVIDERS", "ProviderInfo", "acomplete", "call_deadline", "complete"]
+
+# Keyless servers are normal behind openai_compatible (a local Ollama or vLLM).
+_KEY_OPTIONAL = frozenset({"openai_compatible", "simulated"})
+
+_WIRES = {
+    WIRE_OPENAI: (openai_compat.build_request, openai_compat.parse_reply),
+    WIRE_ANTHROPIC: (anthropic.build_request, anthropic.parse_reply),
+}
+
+
+def call_deadline(config: ProviderConfig, deadline: float | None = None) -> float:
+    """Return the monotonic instant a call under ``config`` must end by."""
+    own = time.monotonic() + config.timeout_s
+    return own if deadline is None else min(own, deadline)
+
+
+def complete(
+    config: ProviderConfig,
+    request: ModelRequest,
+    *,
+    deadline: float | None = None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> ModelResponse:
+    """Call the model of ``config`` with ``request`` and return its answer.
+
+    Raise ``TerminalProviderError`` for bad configuration, 4xx answers and malformed
+    output, ``RetryableProviderError`` when 429/5xx/transport errors outlast the
+    attempts or the time, ``DeadlineExceeded`` when the deadline cuts the call.
+    """
+    end = call_deadline(config, deadline)
+    info = _check(config)
+    if info.wire == WIRE_SIMULATED:
+        return complete_simulated(config, request, deadline=end)
+    return run_sync(lambda: _complete_http(config, request, info, end, policy))
+
+
+async def acomplete(
+    config: ProviderConfig,
+    request: ModelRequest,
+    *,
+    deadline: float | None = None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> ModelResponse:
+    """Do what ``complete`` does, from async code (the simulated model still runs inline)."""
+    end = call_deadline(config, deadline)
+    info = _check(config)
+    if info.wire == WIRE_SIMULATED:
+        return complete_simulated(config, request, deadline=end)
+    return await _complete_http(config, request, info, end, policy)
+
+
+async def _complete_http(
+    config: ProviderConfig,
+    request: ModelRequest,
+    info: ProviderInfo,
+    deadline: float,
+    policy: RetryPolicy,
+) -> ModelResponse:
+    if deadline <= time.monotonic():
+        raise DeadlineExceeded(f"{config.provider}: the call deadline has already passed")
+    build, parse = _WIRES[info.wire]
+    model = config.effective_model
+    result = await post_with_retries(
+        provider=config.provider,
+        model=model,
+        wire=build(config, request),
+        parse=parse,
+        deadline=deadline,
+        secrets=(config.api_key,),
+        policy=policy,
+    )
+    answer = result.answer
+    return ModelResponse(
+        text=answer.text,
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        latency_ms=result.latency_ms,
+        request_id=answer.request_id,
+        provider=config.provider,
+        model=model,
+        attempts=result.attempts,
+        simulated=False,
+        finish_reason=answer.finish_reason,
+    )
+
+
+def _check(config: ProviderConfig) -> ProviderInfo:
+    info = PROVIDERS.get(config.provider)
+    if info is None:
+        raise TerminalProviderError(f"unknown provider {config.provider!r}", code="config_error")
+    if info.wire == WIRE_SIMULATED:
+        return info
+    if not config.effective_base_url:
+        raise TerminalProviderError(
+            f"{config.provider}: a base URL is required", code="config_error"
+        )
+    if not config.effective_model:
+        raise TerminalProviderError(
+            f"{config.provider}: a model name is required", code="config_error"
+        )
+    if not config.api_key and config.provider not in _KEY_OPTIONAL:
+        raise TerminalProviderError(
+            f"{config.provider}: no API key configured", code="config_error"
+        )
+    if config.timeout_s <= 0:
+        raise TerminalProviderError(
+            f"{config.provider}: timeout_s must be positive", code="config_error"
+        )
+    return info
