@@ -40,14 +40,15 @@ class _Profile:
     position: tuple[float, float]
     stop_mult: float
     reward_risk: float
+    max_confidence: int
 
 
 _PROFILES = {
-    "bull": _Profile("Bull", 0.35, 0.2, True, False, 8, (0.3, 0.5), 1.5, 2.5),
-    "bear": _Profile("Bear", -0.35, 0.2, False, True, 6, (0.25, 0.4), 1.3, 2.2),
-    "analyst": _Profile("Analyst", 0.0, 0.25, True, True, 5, (0.2, 0.35), 1.5, 2.0),
-    "contrarian": _Profile("Contrarian", 0.0, 0.2, True, True, 4, (0.15, 0.3), 1.4, 2.0),
-    "risk_manager": _Profile("Risk manager", 0.0, 0.4, True, True, 2, (0.1, 0.2), 1.0, 2.0),
+    "bull": _Profile("Bull", 0.35, 0.2, True, False, 8, (0.3, 0.5), 1.5, 2.5, 90),
+    "bear": _Profile("Bear", -0.35, 0.2, False, True, 6, (0.25, 0.4), 1.3, 2.2, 90),
+    "analyst": _Profile("Analyst", 0.0, 0.25, True, True, 5, (0.2, 0.35), 1.5, 2.0, 90),
+    "contrarian": _Profile("Contrarian", 0.0, 0.2, True, True, 4, (0.15, 0.3), 1.4, 2.0, 75),
+    "risk_manager": _Profile("Risk manager", 0.0, 0.4, True, True, 2, (0.1, 0.2), 1.0, 2.0, 75),
 }
 
 _LEANS = {
@@ -123,11 +124,13 @@ def render_answer(request: ModelRequest) -> tuple[str, str]:
     snapshot = MarketSnapshot.from_dict(request.snapshot) if request.snapshot else None
     symbols = list(request.symbols) or (snapshot.symbols if snapshot else [])
 
-    lines = [
-        f"Simulated {profile.title} model, {'final vote' if request.kind == 'vote' else 'turn'}"
-        f" in round {request.round}/{request.max_rounds}"
-        + (f", reading the {snapshot.source} snapshot as of {snapshot.as_of}." if snapshot else ".")
-    ]
+    stage = (
+        f"final vote after {request.max_rounds} rounds"
+        if request.kind == "vote"
+        else f"turn in round {request.round}/{request.max_rounds}"
+    )
+    source = f", reading the {snapshot.source} snapshot as of {snapshot.as_of}" if snapshot else ""
+    lines = [f"Simulated {profile.title} model, {stage}{source}."]
     decisions = []
     for symbol in symbols:
         coin = snapshot.coin(symbol) if snapshot else None
@@ -186,7 +189,7 @@ def _decide(
         confidence = 55 + round(20 * (1 - strength)) + rng.randint(0, 4)
         leverage, position_pct = 1, profile.position[0]
     else:
-        confidence = min(95, 50 + round(40 * strength) + rng.randint(0, 4))
+        confidence = min(profile.max_confidence, 50 + round(40 * strength) + rng.randint(0, 4))
         leverage = max(1, round(profile.leverage * (0.5 + 0.5 * strength)))
         low, high = profile.position
         position_pct = round(low + (high - low) * strength, 2)

@@ -226,7 +226,7 @@ class FakeLLMServer:
     def start(self) -> FakeLLMServer:
         """Start serving in a daemon thread."""
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
         self._thread.start()
         return self

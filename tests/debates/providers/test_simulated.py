@@ -1,0 +1,242 @@
+"""The simulated model: deterministic, reads the snapshot, leans by personality, real contract."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from debates.engine.parsing import parse_output
+from debates.engine.types import ParseStatus
+from debates.providers import ModelRequest, ProviderConfig, complete
+from strategies.market.snapshot import (
+    Candle,
+    CoinSnapshot,
+    Indicators,
+    MarketSnapshot,
+    TimeframeView,
+)
+
+SYMBOLS = ("BTCUSDT", "ETHUSDT")
+SIMULATED = ProviderConfig(provider="simulated", model_name="")
+
+
+def _coin(symbol: str, price: float, direction: int) -> CoinSnapshot:
+    """Return a coin whose every indicator points the same way (+1 up, -1 down)."""
+    step = price * 0.004 * direction
+
+    def view(timeframe: str) -> TimeframeView:
+        candle = Candle(1_700_000_000_000, price, price * 1.01, price * 0.99, price, 1000.0)
+        return TimeframeView(
+            timeframe=timeframe,
+            candles=(candle,),
+            indicators=Indicators(
+                ema20=price - step,
+                ema50=price - 3 * step,
+                macd=step,
+                macd_signal=step / 2,
+                macd_hist=step / 2,
+                rsi14=50 + 11.2 * direction,
+                atr14=price * 0.012,
+                bb_upper=price * 1.03,
+                bb_middle=price,
+                bb_lower=price * 0.97,
+                volume_change=0.1,
+            ),
+        )
+
+    return CoinSnapshot(
+        symbol=symbol,
+        source_tag="static",
+        price=price,
+        timeframes=(view("1h"), view("4h")),
+        funding_rate=0.0001,
+    )
+
+
+def _snapshot(direction: int) -> dict:
+    return MarketSnapshot(
+        source="dataset",
+        exchange="binance",
+        as_of="2024-06-01T00:00:00Z",
+        coins=(_coin("BTCUSDT", 58_300.0, direction), _coin("ETHUSDT", 3_456.78, direction)),
+    ).to_dict()
+
+
+def _request(personality: str = "analyst", **overrides) -> ModelRequest:
+    values = {
+        "system": f"You are the {personality}.",
+        "user": "Round 1 of 3.",
+        "kind": "turn",
+        "personality": personality,
+        "round": 1,
+        "max_rounds": 3,
+        "symbols": SYMBOLS,
+        "snapshot": _snapshot(+1),
+        "seed": 7,
+    }
+    values.update(overrides)
+    return ModelRequest(**values)
+
+
+def _actions(text: str) -> dict[str, str]:
+    result = parse_output(text, SYMBOLS)
+    return {decision.symbol: decision.action.value for decision in result.decisions}
+
+
+def test_same_input_gives_the_same_output() -> None:
+    # when
+    first = complete(SIMULATED, _request("bull"))
+    second = complete(SIMULATED, _request("bull"))
+
+    # then
+    assert first.text == second.text
+    assert first.request_id == second.request_id
+    assert re.fullmatch(r"sim-[0-9a-f]{16}", first.request_id)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"seed": 8}, {"round": 2}, {"kind": "vote"}, {"personality": "bear"}, {"snapshot": None}],
+)
+def test_a_different_input_gives_a_different_answer(change: dict) -> None:
+    # when
+    base = complete(SIMULATED, _request("bull"))
+    other = complete(SIMULATED, dataclasses.replace(_request("bull"), **change))
+
+    # then
+    assert other.request_id != base.request_id
+
+
+@pytest.mark.parametrize("personality", ["bull", "bear", "analyst", "contrarian", "risk_manager"])
+@pytest.mark.parametrize("kind", ["turn", "vote"])
+def test_output_parses_with_the_engine_parser_one_decision_per_symbol(
+    personality: str, kind: str
+) -> None:
+    # when
+    response = complete(SIMULATED, _request(personality, kind=kind))
+    result = parse_output(response.text, SYMBOLS)
+
+    # then
+    assert result.status == ParseStatus.OK
+    assert [decision.symbol for decision in result.decisions] == list(SYMBOLS)
+    for decision in result.decisions:
+        assert 0 <= decision.confidence <= 100
+        assert 0.1 <= decision.position_pct <= 1.0
+        assert 0 < decision.stop_loss < decision.take_profit < 0.5
+        assert decision.leverage >= 1
+
+
+def test_response_is_labelled_simulated_with_plausible_usage() -> None:
+    # given
+    request = _request("analyst")
+
+    # when
+    response = complete(SIMULATED, request)
+
+    # then
+    assert (response.provider, response.model, response.simulated) == (
+        "simulated",
+        "simulated-v1",
+        True,
+    )
+    assert (response.attempts, response.finish_reason) == (1, "stop")
+    assert response.prompt_tokens == len(request.system) // 4 + len(request.user) // 4
+    assert response.completion_tokens == len(response.text) // 4
+    assert response.latency_ms >= 0
+    assert response.text.startswith("<reasoning>\nSimulated Analyst model, turn in round 1/3")
+
+
+def test_reasoning_cites_the_snapshot_numbers() -> None:
+    # when
+    text = complete(SIMULATED, _request("analyst")).text
+
+    # then
+    reasoning = text.split("</reasoning>")[0]
+    assert (
+        "BTCUSDT 1h: price 58,300.0, EMA20 58,066.8 above EMA50 57,600.4, RSI 61.2, "
+        "MACD histogram +116.6, funding +0.0100%/8h, 4h trend up." in reasoning
+    )
+    assert "ETHUSDT 1h: price 3,456.8, EMA20 3,443.0 above EMA50 3,415.3, RSI 61.2" in reasoning
+
+
+def test_bull_and_bear_disagree_on_an_uptrend() -> None:
+    # when
+    bull = _actions(complete(SIMULATED, _request("bull")).text)
+    bear = _actions(complete(SIMULATED, _request("bear")).text)
+
+    # then
+    assert bull == {"BTCUSDT": "open_long", "ETHUSDT": "open_long"}
+    assert bear == {"BTCUSDT": "wait", "ETHUSDT": "wait"}
+
+
+def test_bull_and_bear_disagree_on_a_downtrend() -> None:
+    # given
+    down = _snapshot(-1)
+
+    # when
+    bull = _actions(complete(SIMULATED, _request("bull", snapshot=down)).text)
+    bear = _actions(complete(SIMULATED, _request("bear", snapshot=down)).text)
+
+    # then
+    assert bull == {"BTCUSDT": "wait", "ETHUSDT": "wait"}
+    assert bear == {"BTCUSDT": "open_short", "ETHUSDT": "open_short"}
+
+
+def test_analyst_follows_the_data() -> None:
+    # when
+    up = _actions(complete(SIMULATED, _request("analyst")).text)
+    down = _actions(complete(SIMULATED, _request("analyst", snapshot=_snapshot(-1))).text)
+
+    # then
+    assert up == {"BTCUSDT": "open_long", "ETHUSDT": "open_long"}
+    assert down == {"BTCUSDT": "open_short", "ETHUSDT": "open_short"}
+
+
+def test_contrarian_goes_against_the_trend_in_round_1() -> None:
+    # when
+    actions = _actions(complete(SIMULATED, _request("contrarian")).text)
+
+    # then
+    assert actions == {"BTCUSDT": "open_short", "ETHUSDT": "open_short"}
+
+
+def test_contrarian_goes_against_the_previous_majority_in_later_rounds() -> None:
+    # given: on an uptrend, the others went short on BTC and long on ETH
+    prior = {
+        "BTCUSDT": ("open_short", "open_short", "open_long"),
+        "ETHUSDT": ("open_long", "open_long", "wait"),
+    }
+
+    # when
+    response = complete(SIMULATED, _request("contrarian", round=2, prior_actions=prior))
+
+    # then
+    assert _actions(response.text) == {"BTCUSDT": "open_long", "ETHUSDT": "open_short"}
+    assert "The others so far on BTCUSDT: open_long x1, open_short x2." in response.text
+
+
+def test_risk_manager_sizes_smaller_with_tighter_stops_and_lower_leverage() -> None:
+    # when
+    analyst = parse_output(complete(SIMULATED, _request("analyst")).text, SYMBOLS).decisions
+    careful = parse_output(complete(SIMULATED, _request("risk_manager")).text, SYMBOLS).decisions
+
+    # then
+    for mine, theirs in zip(careful, analyst, strict=True):
+        assert mine.position_pct <= 0.2 < theirs.position_pct
+        assert mine.leverage <= 2 < theirs.leverage
+        assert mine.stop_loss < theirs.stop_loss
+
+
+def test_no_snapshot_means_wait_on_every_symbol() -> None:
+    # when
+    text = complete(SIMULATED, _request("bull", snapshot=None)).text
+
+    # then
+    decisions = json.loads(text.split("<decision>")[1].split("</decision>")[0])
+    assert [(d["symbol"], d["action"], d["confidence"]) for d in decisions] == [
+        ("BTCUSDT", "wait", 50),
+        ("ETHUSDT", "wait", 50),
+    ]
