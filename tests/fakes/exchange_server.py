@@ -1,0 +1,601 @@
+"""A fake Binance USDT-M futures exchange: a real HTTP server on 127.0.0.1 for tests.
+
+ccxt is pointed at it by moving every entry of ``exchange.urls['api']`` to ``fake.url``
+while keeping the paths (``LiveSource(api_urls=fake.url)`` does exactly that). Nothing
+leaves the machine.
+
+Market data comes from the bundled dataset (``strategies/data/market``, read here with the
+csv module, independently of ``strategies.market.dataset``) as it stood at the fake's
+``now``: klines up to and including the candle that is still open at ``now`` (served with
+its final dataset values, so a client that fails to drop the open candle sees the future
+and tests notice), tickers and prices from the last closed 15m candle (or the finest
+timeframe that has one), ``lastFundingRate`` = the last rate settled at or before ``now``.
+Daily klines are six 4h candles from 00:00 UTC, as Binance aligns them.
+
+The dataset has no open interest; the fake makes one up, deterministically: by default the
+volume of the 24 hourly candles closed by the instant (in contracts), or whatever the
+``open_interest(symbol, timestamp_ms)`` callable given to the constructor returns.
+
+Endpoints (``ROUTES``): ``GET /fapi/v1/exchangeInfo``, ``/fapi/v1/time``,
+``/fapi/v1/klines``, ``/fapi/v1/ticker/24hr``, ``/fapi/v1/ticker/price``,
+``/fapi/v1/premiumIndex``, ``/fapi/v1/fundingRate``, ``/fapi/v1/openInterest`` and
+``/futures/data/openInterestHist``. Every request is recorded in ``requests``; faults
+can be queued per path (``fail_next``, ``delay_next``, ``drop_next``).
+
+To add endpoints (orders, balances): write a method ``(self, request) -> (status, body)``,
+register it in ``ROUTES`` (or ``fake.routes`` for one instance) and keep any state on the
+instance under ``self.lock``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "strategies" / "data" / "market"
+DEFAULT_NOW = datetime(2024, 9, 5, tzinfo=UTC)
+SYMBOLS: tuple[str, ...] = (
+    "BTCUSDT",
+    "ETHUSDT",
+    "SOLUSDT",
+    "XRPUSDT",
+    "DOGEUSDT",
+    "AVAXUSDT",
+    "LINKUSDT",
+)
+INTERVAL_MS: dict[str, int] = {
+    "5m": 5 * 60_000,
+    "15m": 15 * 60_000,
+    "30m": 30 * 60_000,
+    "1h": 60 * 60_000,
+    "2h": 2 * 60 * 60_000,
+    "4h": 4 * 60 * 60_000,
+    "6h": 6 * 60 * 60_000,
+    "12h": 12 * 60 * 60_000,
+    "1d": 24 * 60 * 60_000,
+}
+KLINE_INTERVALS = ("15m", "1h", "4h", "1d")
+FUNDING_INTERVAL_MS = 8 * 60 * 60_000
+
+# (tick size, step size) roughly as Binance lists them; only the order endpoints care.
+PRECISION: dict[str, tuple[str, str]] = {
+    "BTCUSDT": ("0.10", "0.001"),
+    "ETHUSDT": ("0.01", "0.001"),
+    "SOLUSDT": ("0.0100", "1"),
+    "XRPUSDT": ("0.0001", "0.1"),
+    "DOGEUSDT": ("0.000010", "1"),
+    "AVAXUSDT": ("0.0010", "1"),
+    "LINKUSDT": ("0.001", "0.01"),
+}
+# Markets listed in exchangeInfo without data: a clients must filter them out.
+EXTRA_MARKETS: tuple[dict[str, str], ...] = (
+    {"symbol": "BTCUSDC", "base": "BTC", "quote": "USDC", "contractType": "PERPETUAL"},
+    {"symbol": "BTCUSDT_241227", "base": "BTC", "quote": "USDT", "contractType": "CURRENT_QUARTER"},
+)
+
+Row = tuple[int, str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the fake received it; ``params`` merges query and form body."""
+
+    method: str
+    path: str
+    params: dict[str, str]
+    headers: dict[str, str]
+    body: str
+
+
+@dataclass
+class Fault:
+    """What to do instead of (or before) answering one request to a path."""
+
+    status: int | None = None
+    delay_s: float = 0.0
+    drop: bool = False
+
+
+@dataclass
+class _Market:
+    klines: dict[str, list[Row]] = field(default_factory=dict)
+    open_times: dict[str, list[int]] = field(default_factory=dict)
+    funding_times: list[int] = field(default_factory=list)
+    funding_rates: list[str] = field(default_factory=list)
+    hourly_volume_prefix: list[float] = field(default_factory=list)
+
+
+Handler = Callable[["FakeExchange", RecordedRequest], tuple[int, Any]]
+
+
+class FakeExchange:
+    """A Binance USDT-M lookalike serving the dataset at ``now``; use as a context manager."""
+
+    ROUTES: dict[tuple[str, str], str] = {
+        ("GET", "/fapi/v1/exchangeInfo"): "exchange_info",
+        ("GET", "/fapi/v1/time"): "server_time",
+        ("GET", "/fapi/v1/klines"): "klines",
+        ("GET", "/fapi/v1/ticker/24hr"): "ticker_24hr",
+        ("GET", "/fapi/v1/ticker/price"): "ticker_price",
+        ("GET", "/fapi/v1/premiumIndex"): "premium_index",
+        ("GET", "/fapi/v1/fundingRate"): "funding_rate_history",
+        ("GET", "/fapi/v1/openInterest"): "open_interest",
+        ("GET", "/futures/data/openInterestHist"): "open_interest_hist",
+    }
+
+    def __init__(
+        self,
+        now: datetime = DEFAULT_NOW,
+        *,
+        symbols: tuple[str, ...] = SYMBOLS,
+        open_interest: Callable[[str, int], float] | None = None,
+        data_dir: Path = DATA_DIR,
+    ) -> None:
+        self.now_ms = int(now.timestamp() * 1000)
+        self.symbols = symbols
+        self.open_interest_at = open_interest or self._volume_open_interest
+        self.requests: list[RecordedRequest] = []
+        self.faults: dict[str, list[Fault]] = {}
+        self.routes: dict[tuple[str, str], Handler] = {
+            key: getattr(type(self), name) for key, name in self.ROUTES.items()
+        }
+        self.lock = threading.Lock()
+        self._markets = {symbol: _load_market(data_dir, symbol) for symbol in symbols}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> FakeExchange:
+        """Start serving on 127.0.0.1 and a free port, in a background thread."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeExchange:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Return the base URL, e.g. ``http://127.0.0.1:54321``."""
+        if self._server is None:
+            raise RuntimeError("the fake exchange is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def set_now(self, now: datetime) -> None:
+        """Move the fake's clock."""
+        self.now_ms = int(now.timestamp() * 1000)
+
+    # faults and inspection
+
+    def fail_next(self, path: str, status: int = 503, times: int = 1) -> None:
+        """Answer the next ``times`` requests to ``path`` with HTTP ``status``."""
+        self._queue(path, [Fault(status=status) for _ in range(times)])
+
+    def delay_next(self, path: str, seconds: float, times: int = 1) -> None:
+        """Hold the next ``times`` requests to ``path`` for ``seconds`` before answering."""
+        self._queue(path, [Fault(delay_s=seconds) for _ in range(times)])
+
+    def drop_next(self, path: str, times: int = 1) -> None:
+        """Close the connection without an answer on the next ``times`` requests to ``path``."""
+        self._queue(path, [Fault(drop=True) for _ in range(times)])
+
+    def paths(self) -> list[str]:
+        """Return the paths requested so far, in order."""
+        with self.lock:
+            return [request.path for request in self.requests]
+
+    def _queue(self, path: str, faults: list[Fault]) -> None:
+        with self.lock:
+            self.faults.setdefault(path, []).extend(faults)
+
+    def _next_fault(self, path: str) -> Fault | None:
+        with self.lock:
+            queue = self.faults.get(path)
+            return queue.pop(0) if queue else None
+
+    # endpoints
+
+    def exchange_info(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/exchangeInfo``: the dataset pairs as USDT perpetuals."""
+        entries = [
+            _market_info(
+                symbol, symbol[:-4], "USDT", "PERPETUAL", *PRECISION.get(symbol, ("0.0001", "1"))
+            )
+            for symbol in self.symbols
+        ]
+        entries += [
+            _market_info(m["symbol"], m["base"], m["quote"], m["contractType"], "0.10", "0.001")
+            for m in EXTRA_MARKETS
+        ]
+        assets = [{"asset": "USDT", "marginAvailable": True, "autoAssetExchange": "0"}]
+        return 200, {
+            "timezone": "UTC",
+            "serverTime": self.now_ms,
+            "futuresType": "U_MARGINED",
+            "rateLimits": [],
+            "exchangeFilters": [],
+            "assets": assets,
+            "symbols": entries,
+        }
+
+    def server_time(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/time`` with the fake's ``now``."""
+        return 200, {"serverTime": self.now_ms}
+
+    def klines(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/klines``: candles opened at or before min(endTime, now)."""
+        market, error = self._market(request)
+        if market is None:
+            return error
+        interval = request.params.get("interval", "")
+        if interval not in KLINE_INTERVALS:
+            return 400, {"code": -1120, "msg": "Invalid interval."}
+        limit = min(int(request.params.get("limit", 500)), 1500)
+        end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
+        rows = market.klines[interval]
+        stop = bisect_right(market.open_times[interval], end)
+        if "startTime" in request.params:
+            start = bisect_right(market.open_times[interval], int(request.params["startTime"]) - 1)
+            chosen = rows[start : min(stop, start + limit)]
+        else:
+            chosen = rows[max(0, stop - limit) : stop]
+        step = INTERVAL_MS[interval]
+        return 200, [
+            [t, o, h, low, c, v, t + step - 1, f"{float(v) * float(c):.4f}", 0, "0", "0", "0"]
+            for t, o, h, low, c, v in chosen
+        ]
+
+    def ticker_24hr(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/ticker/24hr`` for one symbol or (without one) all."""
+        if "symbol" not in request.params:
+            return 200, [self._ticker(symbol) for symbol in self.symbols]
+        market, error = self._market(request)
+        if market is None:
+            return error
+        return 200, self._ticker(request.params["symbol"])
+
+    def ticker_price(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/ticker/price`` for one symbol or all."""
+        if "symbol" not in request.params:
+            symbols = list(self.symbols)
+        else:
+            market, error = self._market(request)
+            if market is None:
+                return error
+            symbols = [request.params["symbol"]]
+        prices = [
+            {"symbol": symbol, "price": self._last_close(symbol), "time": self.now_ms}
+            for symbol in symbols
+        ]
+        return 200, prices if "symbol" not in request.params else prices[0]
+
+    def premium_index(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/premiumIndex`` (mark price and last settled funding rate)."""
+        if "symbol" not in request.params:
+            return 200, [self._premium(symbol) for symbol in self.symbols]
+        market, error = self._market(request)
+        if market is None:
+            return error
+        return 200, self._premium(request.params["symbol"])
+
+    def funding_rate_history(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/fundingRate``: settled rates up to min(endTime, now)."""
+        market, error = self._market(request)
+        if market is None:
+            return error
+        limit = min(int(request.params.get("limit", 100)), 1000)
+        end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
+        start = int(request.params.get("startTime", 0))
+        entries = [
+            {
+                "symbol": request.params["symbol"],
+                "fundingTime": t,
+                "fundingRate": rate,
+                "markPrice": "",
+            }
+            for t, rate in zip(market.funding_times, market.funding_rates, strict=True)
+            if start <= t <= end
+        ]
+        return 200, entries[:limit] if "startTime" in request.params else entries[-limit:]
+
+    def open_interest(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/openInterest`` at ``now``."""
+        market, error = self._market(request)
+        if market is None:
+            return error
+        symbol = request.params["symbol"]
+        value = self.open_interest_at(symbol, self.now_ms)
+        return 200, {"symbol": symbol, "openInterest": f"{value:.3f}", "time": self.now_ms}
+
+    def open_interest_hist(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /futures/data/openInterestHist``: one point per period up to now."""
+        market, error = self._market(request)
+        if market is None:
+            return error
+        period = request.params.get("period", "")
+        if period not in INTERVAL_MS:
+            return 400, {"code": -1130, "msg": "Data sent for parameter 'period' is not valid."}
+        step = INTERVAL_MS[period]
+        limit = min(int(request.params.get("limit", 30)), 500)
+        end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
+        last = end // step * step
+        symbol = request.params["symbol"]
+        price = float(self._last_close(symbol))
+        points = []
+        for index in range(limit - 1, -1, -1):
+            timestamp = last - index * step
+            value = self.open_interest_at(symbol, timestamp)
+            points.append(
+                {
+                    "symbol": symbol,
+                    "sumOpenInterest": f"{value:.8f}",
+                    "sumOpenInterestValue": f"{value * price:.8f}",
+                    "timestamp": timestamp,
+                }
+            )
+        return 200, points
+
+    # helpers
+
+    def _market(self, request: RecordedRequest) -> tuple[_Market | None, tuple[int, Any]]:
+        market = self._markets.get(request.params.get("symbol", ""))
+        if market is None:
+            return None, (400, {"code": -1121, "msg": "Invalid symbol."})
+        return market, (200, None)
+
+    def _closed(self, symbol: str, interval: str, at_ms: int) -> list[Row]:
+        market = self._markets[symbol]
+        stop = bisect_right(market.open_times[interval], at_ms - INTERVAL_MS[interval])
+        return market.klines[interval][:stop]
+
+    def _last_close(self, symbol: str) -> str:
+        for interval in ("15m", "1h", "4h"):
+            closed = self._closed(symbol, interval, self.now_ms)
+            if closed:
+                return closed[-1][4]
+        return "0"
+
+    def _ticker(self, symbol: str) -> dict[str, Any]:
+        day_ago = self.now_ms - INTERVAL_MS["1d"]
+        rows: list[Row] = []
+        for interval in ("15m", "1h", "4h"):
+            rows = [row for row in self._closed(symbol, interval, self.now_ms) if row[0] >= day_ago]
+            if rows:
+                break
+        if not rows:
+            rows = [(self.now_ms, "0", "0", "0", "0", "0")]
+        first_open, last_close = float(rows[0][1]), float(rows[-1][4])
+        volume = sum(float(row[5]) for row in rows)
+        quote_volume = sum(float(row[5]) * float(row[4]) for row in rows)
+        change = last_close - first_open
+        return {
+            "symbol": symbol,
+            "priceChange": f"{change:.8f}",
+            "priceChangePercent": f"{(change / first_open * 100) if first_open else 0:.3f}",
+            "weightedAvgPrice": f"{quote_volume / volume if volume else 0:.8f}",
+            "lastPrice": rows[-1][4],
+            "lastQty": "0",
+            "openPrice": rows[0][1],
+            "highPrice": repr(max(float(row[2]) for row in rows)),
+            "lowPrice": repr(min(float(row[3]) for row in rows)),
+            "volume": f"{volume:.8f}",
+            "quoteVolume": f"{quote_volume:.8f}",
+            "openTime": day_ago,
+            "closeTime": self.now_ms,
+            "firstId": 1,
+            "lastId": 1,
+            "count": 1,
+        }
+
+    def _premium(self, symbol: str) -> dict[str, Any]:
+        market = self._markets[symbol]
+        settled = bisect_right(market.funding_times, self.now_ms)
+        rate = market.funding_rates[settled - 1] if settled else "0"
+        price = self._last_close(symbol)
+        return {
+            "symbol": symbol,
+            "markPrice": price,
+            "indexPrice": price,
+            "estimatedSettlePrice": price,
+            "lastFundingRate": rate,
+            "interestRate": "0.00010000",
+            "nextFundingTime": (self.now_ms // FUNDING_INTERVAL_MS + 1) * FUNDING_INTERVAL_MS,
+            "time": self.now_ms,
+        }
+
+    def _volume_open_interest(self, symbol: str, timestamp: int) -> float:
+        market = self._markets[symbol]
+        closed = bisect_right(market.open_times["1h"], timestamp - INTERVAL_MS["1h"])
+        prefix = market.hourly_volume_prefix
+        return prefix[closed] - prefix[max(0, closed - 24)]
+
+    def dispatch(self, request: RecordedRequest) -> tuple[int, Any] | None:
+        """Record ``request`` and return (status, JSON body), or None to drop the connection."""
+        with self.lock:
+            self.requests.append(request)
+        fault = self._next_fault(request.path)
+        if fault is not None:
+            if fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault.drop:
+                return None
+            if fault.status is not None:
+                return fault.status, {"code": -1001, "msg": f"injected fault {fault.status}"}
+        handler = self.routes.get((request.method, request.path))
+        if handler is None:
+            return 404, {"code": -5000, "msg": f"no route {request.method} {request.path}"}
+        return handler(self, request)
+
+
+def _market_info(
+    symbol: str, base: str, quote: str, contract_type: str, tick: str, step: str
+) -> dict[str, Any]:
+    return {
+        "symbol": symbol,
+        "pair": symbol.split("_")[0],
+        "contractType": contract_type,
+        "deliveryDate": 4133404800000 if contract_type == "PERPETUAL" else 1735286400000,
+        "onboardDate": 1569398400000,
+        "status": "TRADING",
+        "baseAsset": base,
+        "quoteAsset": quote,
+        "marginAsset": quote,
+        "pricePrecision": max(0, len(tick.split(".")[1]) if "." in tick else 0),
+        "quantityPrecision": max(0, len(step.split(".")[1]) if "." in step else 0),
+        "baseAssetPrecision": 8,
+        "quotePrecision": 8,
+        "underlyingType": "COIN",
+        "filters": [
+            {
+                "filterType": "PRICE_FILTER",
+                "minPrice": tick,
+                "maxPrice": "1000000",
+                "tickSize": tick,
+            },
+            {"filterType": "LOT_SIZE", "minQty": step, "maxQty": "100000000", "stepSize": step},
+            {
+                "filterType": "MARKET_LOT_SIZE",
+                "minQty": step,
+                "maxQty": "10000000",
+                "stepSize": step,
+            },
+            {"filterType": "MIN_NOTIONAL", "notional": "5"},
+        ],
+        "orderTypes": [
+            "LIMIT",
+            "MARKET",
+            "STOP",
+            "STOP_MARKET",
+            "TAKE_PROFIT",
+            "TAKE_PROFIT_MARKET",
+        ],
+        "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
+    }
+
+
+def _load_market(data_dir: Path, symbol: str) -> _Market:
+    market = _Market()
+    for interval in ("15m", "1h", "4h"):
+        with (data_dir / f"{symbol}-{interval}.csv").open(newline="") as handle:
+            reader = csv.reader(handle)
+            next(reader)
+            market.klines[interval] = [(int(t), o, h, low, c, v) for t, o, h, low, c, v in reader]
+    market.klines["1d"] = _daily(market.klines["4h"])
+    for interval, rows in market.klines.items():
+        market.open_times[interval] = [row[0] for row in rows]
+    with (data_dir / f"{symbol}-funding-8h.csv").open(newline="") as handle:
+        reader = csv.reader(handle)
+        next(reader)
+        for timestamp, rate in reader:
+            market.funding_times.append(int(timestamp))
+            market.funding_rates.append(rate)
+    prefix = [0.0]
+    for row in market.klines["1h"]:
+        prefix.append(prefix[-1] + float(row[5]))
+    market.hourly_volume_prefix = prefix
+    return market
+
+
+def _daily(rows_4h: list[Row]) -> list[Row]:
+    day = INTERVAL_MS["1d"]
+    result: list[Row] = []
+    index = 0
+    while index + 6 <= len(rows_4h):
+        group = rows_4h[index : index + 6]
+        start = group[0][0]
+        if start % day or group[-1][0] != start + 5 * INTERVAL_MS["4h"]:
+            index += 1
+            continue
+        volume = 0.0
+        for row in group:
+            volume += float(row[5])
+        result.append(
+            (
+                start,
+                group[0][1],
+                repr(max(float(row[2]) for row in group)),
+                repr(min(float(row[3]) for row in group)),
+                group[-1][4],
+                repr(volume),
+            )
+        )
+        index += 6
+    return result
+
+
+def _handler_class(fake: FakeExchange) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def do_PUT(self) -> None:
+            self._serve()
+
+        def do_DELETE(self) -> None:
+            self._serve()
+
+        def _serve(self) -> None:
+            split = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else ""
+            params = dict(parse_qsl(split.query))
+            if body and "json" not in (self.headers.get("Content-Type") or ""):
+                params.update(parse_qsl(body))
+            request = RecordedRequest(
+                method=self.command,
+                path=split.path,
+                params=params,
+                headers={key: value for key, value in self.headers.items()},
+                body=body,
+            )
+            answer = fake.dispatch(request)
+            if answer is None:
+                self.close_connection = True
+                return
+            status, payload = answer
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return _Handler
