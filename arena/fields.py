@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
-TOKEN_PREFIX = "fernet:"
+TOKEN_PREFIX = "fernet:"  # noqa: S105 - a format marker, not a secret
 
 
 @cache

@@ -34,28 +34,66 @@ class ParticipantInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ("round", "participant", "message_type", "status", "parse_status", "reasoning",
-              "decisions", "error", "latency_ms")
+    fields = (
+        "round",
+        "participant",
+        "message_type",
+        "status",
+        "parse_status",
+        "reasoning",
+        "decisions",
+        "error",
+        "latency_ms",
+    )
     ordering = ("round", "participant__speak_order")
 
 
 class VoteInline(ReadOnlyInline):
     model = Vote
-    fields = ("participant", "symbol", "action", "confidence", "leverage", "position_pct",
-              "stop_loss", "take_profit", "abstained", "abstain_reason")
+    fields = (
+        "participant",
+        "symbol",
+        "action",
+        "confidence",
+        "leverage",
+        "position_pct",
+        "stop_loss",
+        "take_profit",
+        "abstained",
+        "abstain_reason",
+    )
 
 
 class DecisionInline(ReadOnlyInline):
     model = Decision
-    fields = ("symbol", "is_primary", "action", "confidence", "leverage", "position_pct",
-              "stop_loss", "take_profit", "scores", "clamps", "reason")
+    fields = (
+        "symbol",
+        "is_primary",
+        "action",
+        "confidence",
+        "leverage",
+        "position_pct",
+        "stop_loss",
+        "take_profit",
+        "scores",
+        "clamps",
+        "reason",
+    )
 
 
 @admin.register(AIModel)
 class AIModelAdmin(SecretAdminMixin, admin.ModelAdmin):
     secret_fields = ("api_key",)
-    list_display = ("name", "owner", "provider", "model_name", masked_key, "enabled",
-                    "timeout_seconds", "created_at")
+    list_display = (
+        "name",
+        "owner",
+        "provider",
+        "model_name",
+        masked_key,
+        "enabled",
+        "timeout_seconds",
+        "created_at",
+    )
     list_filter = ("provider", "enabled")
     search_fields = ("name", "model_name", "owner__username")
     list_select_related = ("owner",)
@@ -65,23 +103,52 @@ class AIModelAdmin(SecretAdminMixin, admin.ModelAdmin):
 
 @admin.register(Debate)
 class DebateAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "status", "phase", "current_round", "symbol",
-                    "max_rounds", "auto_execute", "created_at", "finished_at")
+    list_display = (
+        "name",
+        "owner",
+        "status",
+        "phase",
+        "current_round",
+        "symbol",
+        "max_rounds",
+        "auto_execute",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "phase", "prompt_variant", "auto_execute")
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
-    readonly_fields = ("status", "phase", "current_round", "current_speaker", "symbols",
-                       "market_snapshot", "error", "created_at", "started_at", "finished_at",
-                       "progressed_at", "schedule")
+    readonly_fields = (
+        "status",
+        "phase",
+        "current_round",
+        "current_speaker",
+        "symbols",
+        "market_snapshot",
+        "error",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "progressed_at",
+        "schedule",
+    )
     autocomplete_fields = ("owner", "strategy", "trader")
     inlines = (ParticipantInline, MessageInline, VoteInline, DecisionInline)
 
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ("debate", "round", "participant", "message_type", "status", "parse_status",
-                    "latency_ms", "created_at")
+    list_display = (
+        "debate",
+        "round",
+        "participant",
+        "message_type",
+        "status",
+        "parse_status",
+        "latency_ms",
+        "created_at",
+    )
     list_filter = ("status", "parse_status", "message_type")
     search_fields = ("debate__name", "content")
     list_select_related = ("debate", "participant")
@@ -108,8 +175,16 @@ class VoteAdmin(admin.ModelAdmin):
 
 @admin.register(Decision)
 class DecisionAdmin(admin.ModelAdmin):
-    list_display = ("debate", "symbol", "is_primary", "action", "confidence", "leverage",
-                    "position_pct", "created_at")
+    list_display = (
+        "debate",
+        "symbol",
+        "is_primary",
+        "action",
+        "confidence",
+        "leverage",
+        "position_pct",
+        "created_at",
+    )
     list_filter = ("action", "is_primary", "symbol")
     search_fields = ("debate__name", "symbol")
     list_select_related = ("debate",)
@@ -118,11 +193,28 @@ class DecisionAdmin(admin.ModelAdmin):
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "enabled", "interval_minutes", "auto_execute", "run_count",
-                    "skip_count", "last_fired_at", "last_skip_reason")
+    list_display = (
+        "name",
+        "owner",
+        "enabled",
+        "interval_minutes",
+        "auto_execute",
+        "run_count",
+        "skip_count",
+        "last_fired_at",
+        "last_skip_reason",
+    )
     list_filter = ("enabled", "auto_execute")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = ("periodic_task", "last_fired_at", "last_debate", "run_count",
-                       "skip_count", "last_skip_reason", "created_at", "updated_at")
+    readonly_fields = (
+        "periodic_task",
+        "last_fired_at",
+        "last_debate",
+        "run_count",
+        "skip_count",
+        "last_skip_reason",
+        "created_at",
+        "updated_at",
+    )
     autocomplete_fields = ("owner", "strategy", "trader")

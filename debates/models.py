@@ -58,7 +58,7 @@ class AIModel(models.Model):
                 name="aimodel_max_tokens_range",
             ),
             models.CheckConstraint(
-                condition=Q(timeout_seconds__gte=1, timeout_seconds__lte=600),
+                condition=Q(timeout_seconds__gte=1, timeout_seconds__lte=180),
                 name="aimodel_timeout_range",
             ),
         ]
@@ -238,9 +238,7 @@ class Message(Usage):
     """One turn: what a participant said in a round, raw and parsed per coin."""
 
     debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="messages")
-    participant = models.ForeignKey(
-        Participant, on_delete=models.CASCADE, related_name="messages"
-    )
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="messages")
     round = models.PositiveSmallIntegerField()
     message_type = models.CharField(max_length=10, choices=MessageType.choices)
     status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
@@ -260,7 +258,9 @@ class Message(Usage):
             models.UniqueConstraint(
                 fields=["debate", "round", "participant"], name="message_one_per_round_participant"
             ),
-            models.CheckConstraint(condition=Q(round__gte=1, round__lte=5), name="message_round_1_5"),
+            models.CheckConstraint(
+                condition=Q(round__gte=1, round__lte=5), name="message_round_1_5"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -271,9 +271,7 @@ class Ballot(Usage):
     """One voter's vote call: the raw answer, and whether it was usable."""
 
     debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="ballots")
-    participant = models.ForeignKey(
-        Participant, on_delete=models.CASCADE, related_name="ballots"
-    )
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="ballots")
     status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
     content = models.TextField(blank=True)
     parse_status = models.CharField(
@@ -290,6 +288,9 @@ class Ballot(Usage):
                 fields=["debate", "participant"], name="ballot_one_per_participant"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"ballot of {self.participant_id} ({self.status})"
 
 
 class Action(models.TextChoices):

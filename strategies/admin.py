@@ -24,7 +24,16 @@ class StrategyAdmin(admin.ModelAdmin):
         (None, {"fields": ("owner", "name", "prompt_variant", "role_text", "custom_prompt")}),
         (
             "Coins",
-            {"fields": ("coin_source", "static_coins", "excluded_coins", "pool_url", "max_coins", "oi_duration")},
+            {
+                "fields": (
+                    "coin_source",
+                    "static_coins",
+                    "excluded_coins",
+                    "pool_url",
+                    "max_coins",
+                    "oi_duration",
+                )
+            },
         ),
         (
             "Market data",

@@ -39,7 +39,7 @@ def default_timeframes() -> list[str]:
 
 
 def default_indicators() -> list[str]:
-    return ["ema", "macd", "rsi", "atr", "bollinger", "volume"]
+    return ["ema", "macd", "rsi", "atr", "bollinger", "volume_change"]
 
 
 def default_static_coins() -> list[str]:
@@ -124,8 +124,3 @@ class Strategy(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def max_leverage_for(self, symbol: str) -> int:
-        """Return the leverage cap of ``symbol`` (BTC and ETH are the majors)."""
-        major = symbol.upper().startswith(("BTC", "ETH"))
-        return self.max_leverage_major if major else self.max_leverage_other

@@ -120,6 +120,15 @@ LOGIN_URL = "/login/"
 # --- Redis: Celery broker and results, SSE fan-out, the model-call semaphore -------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
+# Step claims (one live copy of each model call) and short-lived market caches.
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 # --- Celery -------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
@@ -141,6 +150,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 0.5,
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    # The watchdog: resume active debates whose steps were lost (a dead worker, a
+    # Redis restart that emptied the queues).
+    "debates-resume-stale": {"task": "debates.resume_stale", "schedule": 15.0},
+}
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
 
@@ -150,9 +164,8 @@ MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 MODEL_CALL_TIMEOUT_S = env_int("MODEL_CALL_TIMEOUT_S", 60)
 
 # --- Market data --------------------------------------------------------------------------
-MARKET_DATASET_DIR = Path(
-    os.environ.get("MARKET_DATASET_DIR", BASE_DIR / "strategies" / "data" / "market")
-)
+# Base URL replacing the live exchange's API host (a local fake exchange in tests).
+MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")
 
 # --- Server-sent events -------------------------------------------------------------------
 EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.DjangoModelStorage"

@@ -9,8 +9,8 @@ if not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set in production.")
 if not FIELD_ENCRYPTION_KEYS:
     raise ImproperlyConfigured(
-        "FIELD_ENCRYPTION_KEY must be set in production (a Fernet key: "
-        "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')."
+        "FIELD_ENCRYPTION_KEY must be set in production (a Fernet key: python -c "
+        "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')."
     )
 
 DEBUG = False

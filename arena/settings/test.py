@@ -6,7 +6,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/arena"
 # A dedicated Redis database, so tests never touch a developer's data.
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
 
-from .local import *  # noqa: E402, F403
+from .local import *  # noqa: F403
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

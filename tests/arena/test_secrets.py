@@ -30,9 +30,7 @@ def test_model_api_key_is_stored_encrypted_and_read_back():
 def test_trader_credentials_are_stored_encrypted():
     trader = TraderFactory(exchange="binanceusdm", api_key=KEY, api_secret=SECRET)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT api_key, api_secret FROM traders_trader WHERE id = %s", [trader.pk]
-        )
+        cursor.execute("SELECT api_key, api_secret FROM traders_trader WHERE id = %s", [trader.pk])
         row = cursor.fetchone()
     assert KEY not in row[0] and SECRET not in row[1]
     trader.refresh_from_db()

@@ -1,0 +1,51 @@
+"""The in-process Celery worker of the embedded default (no Redis, no worker process).
+
+With ``REDIS_URL`` unset, Celery's broker is in memory, so a worker must live in the
+process that enqueues the work. The first enqueue starts one worker thread with a
+thread pool of ``MODEL_CALL_CAP`` threads; it consumes the same canvas as a real
+worker does.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from celery import worker as celery_worker
+from django.conf import settings
+
+from arena.celery import app
+
+_lock = threading.Lock()
+_worker: celery_worker.WorkController | None = None
+
+
+class _InProcessWorker(celery_worker.WorkController):
+    def __init__(self, *args, **kwargs) -> None:
+        self.ready = threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def on_consumer_ready(self, consumer) -> None:
+        self.ready.set()
+
+
+def ensure_in_process_worker(timeout_s: float = 30.0) -> celery_worker.WorkController:
+    """Start the in-process worker thread unless it runs already; return it once ready."""
+    global _worker
+    with _lock:
+        if _worker is None:
+            app.set_current()
+            worker = _InProcessWorker(
+                app=app,
+                concurrency=max(settings.MODEL_CALL_CAP, 2),
+                pool="threads",
+                loglevel="WARNING",
+                hostname="in-process@arena",
+                without_heartbeat=True,
+                without_mingle=True,
+                without_gossip=True,
+            )
+            threading.Thread(target=worker.start, name="celery-in-process", daemon=True).start()
+            if not worker.ready.wait(timeout_s):
+                raise RuntimeError("the in-process Celery worker did not start")
+            _worker = worker
+    return _worker

@@ -1,0 +1,88 @@
+"""Step claims: at most one live copy of a debate step calls the model.
+
+A copy of a step (a turn or a vote) claims it before calling the model and gives the
+claim back once the result is stored. While it holds the claim, a heartbeat renews it
+and marks the debate as alive (``Debate.progressed_at``), so a claim outlives its
+holder by at most CLAIM_TTL_S and the stale-debate watchdog leaves live debates alone.
+A redelivered message carries the task id of the copy that died with it, so it takes
+the claim over at once; any other copy (a resumed plan) waits until the holder stores
+its result or dies. Claims live in the cache: Redis with the full stack, process
+memory in the embedded default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+
+from django.core.cache import cache
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+CLAIM_TTL_S = 15
+HEARTBEAT_S = 5.0
+
+
+class StepBusy(Exception):
+    """Another live copy holds the step."""
+
+
+def _key(step: str) -> str:
+    return f"arena:claim:{step}"
+
+
+def step_claim(*, step: str, holder: str, ttl_s: float = CLAIM_TTL_S) -> bool:
+    """Claim ``step`` for ``holder``; return False while another holder has it."""
+    if cache.add(_key(step), holder, timeout=ttl_s):
+        return True
+    if cache.get(_key(step)) == holder:
+        cache.touch(_key(step), ttl_s)
+        return True
+    return False
+
+
+def step_release(*, step: str, holder: str) -> None:
+    """Give the claim back if ``holder`` still has it."""
+    if cache.get(_key(step)) == holder:
+        cache.delete(_key(step))
+
+
+def _beat(step: str, holder: str, debate_id: int, stop: threading.Event) -> None:
+    from debates.models import Debate
+
+    try:
+        while not stop.wait(HEARTBEAT_S):
+            if cache.get(_key(step)) == holder:
+                cache.touch(_key(step), CLAIM_TTL_S)
+            Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
+    except Exception:
+        logger.exception("heartbeat of step %s stopped", step)
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
+    """Hold ``step`` for the ``with`` block, with a heartbeat; raise ``StepBusy`` if taken.
+
+    The claim is released when the block ends normally; when it raises, the claim is
+    left to expire, so a retry of the same task (same ``holder``) finds it again.
+    """
+    if not step_claim(step=step, holder=holder):
+        raise StepBusy(step)
+    close_old_connections()
+    stop = threading.Event()
+    beat = threading.Thread(
+        target=_beat, args=(step, holder, debate_id, stop), name=f"beat-{step}", daemon=True
+    )
+    beat.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beat.join()
+    step_release(step=step, holder=holder)

@@ -1,0 +1,218 @@
+"""Run one whole debate from the command line and print it as it happens."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rich.console import Console
+from rich.table import Table
+
+from arena.exceptions import ApplicationError
+from debates.engine.personalities import PERSONALITIES
+from debates.models import AIModel, Ballot, Debate, Message, Vote
+from debates.selectors import debate_representation
+from debates.services import DebateInput, debate_create, debate_start
+from strategies.market.dataset import DATASET_END
+from strategies.models import Strategy
+from traders.models import Trader
+
+BADGES = {
+    "open_long": "[bold green]LONG[/]",
+    "open_short": "[bold red]SHORT[/]",
+    "close_long": "[yellow]CLOSE LONG[/]",
+    "close_short": "[yellow]CLOSE SHORT[/]",
+    "hold": "[cyan]HOLD[/]",
+    "wait": "[dim]WAIT[/]",
+}
+TERMINAL = {"completed", "cancelled", "failed"}
+
+
+def parse_instant(value: str) -> datetime:
+    """Return an aware datetime from ISO 8601 text such as ``2024-08-05T12:00Z``."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError("give a time zone, e.g. 2024-08-05T12:00Z")
+    return moment
+
+
+class Command(BaseCommand):
+    help = "Create and run a debate through the normal Celery canvas, printing it live."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--symbol", default="BTCUSDT", help="primary coin")
+        parser.add_argument(
+            "--participants",
+            default="bull,bear,analyst",
+            help="personalities, comma-separated (simulated models unless --models is given)",
+        )
+        parser.add_argument("--models", default="", help="AI model ids, one per participant")
+        parser.add_argument("--rounds", type=int, default=3)
+        parser.add_argument("--variant", default="balanced")
+        parser.add_argument(
+            "--as-of",
+            default=DATASET_END.strftime("%Y-%m-%dT%H:%MZ"),
+            help="dataset replay instant, e.g. 2024-08-05T12:00Z",
+        )
+        parser.add_argument("--user", default="demo", help="owner of the debate")
+        parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait")
+        parser.add_argument("--json", action="store_true", help="print the final detail as JSON")
+
+    def handle(self, *args, **options) -> None:
+        console = Console(stderr=options["json"], highlight=False)
+        owner, _ = get_user_model().objects.get_or_create(username=options["user"])
+        personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
+        models = self._models(owner, personalities, options["models"])
+        try:
+            as_of = parse_instant(options["as_of"])
+        except ValueError as exc:
+            raise CommandError(f"--as-of: {exc}") from exc
+
+        strategy, _ = Strategy.objects.get_or_create(
+            owner=owner,
+            name="Demo: majors on the bundled dataset",
+            defaults={
+                "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+                "market_source": "dataset",
+            },
+        )
+        trader, _ = Trader.objects.get_or_create(
+            owner=owner, name="Demo paper account", defaults={"exchange": "paper"}
+        )
+        data = DebateInput(
+            name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
+            strategy=strategy.pk,
+            symbol=options["symbol"],
+            max_rounds=options["rounds"],
+            prompt_variant=options["variant"],
+            participants=[
+                {"ai_model": model.pk, "personality": personality}
+                for model, personality in zip(models, personalities, strict=True)
+            ],
+            as_of=as_of,
+            trader=trader.pk,
+        )
+        try:
+            debate = debate_create(owner=owner, data=data)
+            debate_start(debate_id=debate.pk)
+        except ApplicationError as exc:
+            raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
+
+        final = self._follow(console, debate.pk, options["timeout"])
+        if options["json"]:
+            self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
+        if final.status != "completed":
+            raise CommandError(f"debate {final.pk} ended {final.status}: {final.error}")
+
+    def _models(self, owner, personalities: list[str], ids: str) -> list[AIModel]:
+        unknown = [p for p in personalities if p not in PERSONALITIES]
+        if unknown:
+            raise CommandError(f"unknown personalities {unknown}; one of {list(PERSONALITIES)}")
+        if ids:
+            wanted = [int(i) for i in ids.split(",")]
+            found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
+            if len(wanted) != len(personalities) or set(wanted) - set(found):
+                raise CommandError("--models needs one model id of yours per participant")
+            return [found[i] for i in wanted]
+        model, _ = AIModel.objects.get_or_create(
+            owner=owner,
+            provider="simulated",
+            name="Simulated model",
+            defaults={"model_name": "simulated-v1"},
+        )
+        return [model] * len(personalities)
+
+    def _follow(self, console: Console, debate_id: int, timeout: float) -> Debate:
+        """Print each stored turn, vote and the consensus until the debate ends."""
+        shown_messages: set[int] = set()
+        shown_ballots: set[int] = set()
+        shown_round = 0
+        deadline = time.monotonic() + timeout
+        debate = Debate.objects.get(pk=debate_id)
+        labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
+        console.rule(f"[bold]{debate.name}[/]  ·  coins: {', '.join(debate.symbols)}")
+        console.print(
+            "Participants: "
+            + ", ".join(
+                f"{PERSONALITIES[p.personality].emoji} {p.personality} ({p.ai_model})"
+                for p in labels.values()
+            )
+        )
+        while True:
+            debate.refresh_from_db()
+            for message in (
+                Message.objects.filter(debate_id=debate_id)
+                .exclude(pk__in=shown_messages)
+                .order_by("round", "participant__speak_order")
+            ):
+                if message.round != shown_round:
+                    shown_round = message.round
+                    console.rule(f"Round {shown_round}/{debate.max_rounds}")
+                self._print_message(console, labels[message.participant_id], message)
+                shown_messages.add(message.pk)
+            for ballot in Ballot.objects.filter(debate_id=debate_id).exclude(pk__in=shown_ballots):
+                if not shown_ballots:
+                    console.rule("Votes")
+                self._print_ballot(console, labels[ballot.participant_id], ballot)
+                shown_ballots.add(ballot.pk)
+            if debate.status in TERMINAL:
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(f"debate {debate_id} still {debate.status} after {timeout}s")
+            time.sleep(0.2)
+        if debate.status == "completed":
+            self._print_consensus(console, debate)
+        else:
+            console.print(f"[bold red]Debate {debate.status}[/]: {debate.error}")
+        return debate
+
+    def _print_message(self, console: Console, participant, message: Message) -> None:
+        head = f"{PERSONALITIES[participant.personality].emoji} [bold]{participant.personality}[/]"
+        if message.status == "error":
+            console.print(f"{head}  [red]failed: {message.error}[/]")
+            return
+        positions = "  ".join(
+            f"{d['symbol']} {BADGES[d['action']]} {d['confidence']:.0f}" for d in message.decisions
+        )
+        console.print(f"{head}  {positions}  [dim]({message.latency_ms} ms)[/]")
+        console.print(f"  [dim]{message.reasoning[:300]}[/]")
+
+    def _print_ballot(self, console: Console, participant, ballot: Ballot) -> None:
+        votes = Vote.objects.filter(ballot=ballot).order_by("symbol")
+        cells = "  ".join(
+            f"{v.symbol} "
+            + ("[dim]abstains[/]" if v.abstained else f"{BADGES[v.action]} {v.confidence:.0f}")
+            for v in votes
+        )
+        console.print(
+            f"{PERSONALITIES[participant.personality].emoji} {participant.personality}  {cells}"
+        )
+
+    def _print_consensus(self, console: Console, debate: Debate) -> None:
+        table = Table(title="Consensus")
+        for column in (
+            "coin",
+            "action",
+            "confidence",
+            "leverage",
+            "position",
+            "SL",
+            "TP",
+            "scores",
+        ):
+            table.add_column(column)
+        for d in debate.decisions.order_by("-is_primary", "symbol"):
+            table.add_row(
+                ("★ " if d.is_primary else "") + d.symbol,
+                BADGES[d.action],
+                f"{d.confidence:.1f}",
+                "-" if d.leverage is None else f"{d.leverage}x",
+                "-" if d.position_pct is None else f"{d.position_pct:.1%}",
+                "-" if d.stop_loss is None else f"{d.stop_loss:.1%}",
+                "-" if d.take_profit is None else f"{d.take_profit:.1%}",
+                ", ".join(f"{k} {v:.2f}" for k, v in d.scores.items()),
+            )
+        console.print(table)

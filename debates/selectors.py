@@ -1,0 +1,68 @@
+"""Reads of debates and their children, each with a fixed number of queries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django_eventstream import get_current_event_id
+
+from arena.exceptions import NotFound
+from arena.sse import debate_channel
+from debates.models import Debate, Decision, Message, Participant, Vote
+
+
+def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
+    """Return the owner's debates, newest first, optionally of one status."""
+    queryset = Debate.objects.filter(owner=owner).prefetch_related(
+        Prefetch("decisions", queryset=Decision.objects.select_related("execution"))
+    )
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("-created_at", "-id")
+
+
+def debate_detail_queryset() -> QuerySet[Debate]:
+    """Return debates with everything the detail representation reads, prefetched."""
+    return Debate.objects.select_related("strategy").prefetch_related(
+        Prefetch(
+            "participants",
+            queryset=Participant.objects.select_related("ai_model").order_by("speak_order"),
+        ),
+        Prefetch(
+            "messages",
+            queryset=Message.objects.order_by("round", "participant__speak_order"),
+        ),
+        Prefetch("votes", queryset=Vote.objects.order_by("participant__speak_order", "symbol")),
+        Prefetch(
+            "decisions",
+            queryset=Decision.objects.select_related("execution", "execution__decision").order_by(
+                "-is_primary", "symbol"
+            ),
+        ),
+    )
+
+
+def debate_get(*, debate_id: int, owner: Any | None = None) -> Debate:
+    """Return one debate with its children; another user's debate is not found."""
+    queryset = debate_detail_queryset()
+    if owner is not None:
+        queryset = queryset.filter(owner=owner)
+    try:
+        return queryset.get(pk=debate_id)
+    except Debate.DoesNotExist as exc:
+        raise NotFound("Debate not found.") from exc
+
+
+def debate_event_id(*, debate_id: int) -> str:
+    """Return the id of the latest stored event of a debate's stream."""
+    return get_current_event_id([debate_channel(debate_id)])
+
+
+def debate_representation(*, debate_id: int, owner: Any | None = None) -> dict[str, Any]:
+    """Return the detail representation (REST, the ``initial`` event, ``run_debate``)."""
+    from debates.serializers import DebateDetailSerializer
+
+    debate = debate_get(debate_id=debate_id, owner=owner)
+    context = {"event_id": debate_event_id(debate_id=debate_id)}
+    return DebateDetailSerializer(debate, context=context).data

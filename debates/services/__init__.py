@@ -1,0 +1,32 @@
+"""Every write to debates goes through these services."""
+
+from debates.services.consensus import consensus_finalize
+from debates.services.lifecycle import (
+    DebateInput,
+    debate_cancel,
+    debate_create,
+    debate_delete,
+    debate_fail,
+    debate_prepare,
+    debate_retry,
+    debate_start,
+)
+from debates.services.runs import debates_resume_stale, run_enqueue, run_plan
+from debates.services.steps import turn_run, vote_run
+
+__all__ = [
+    "DebateInput",
+    "consensus_finalize",
+    "debate_cancel",
+    "debate_create",
+    "debate_delete",
+    "debate_fail",
+    "debate_prepare",
+    "debate_retry",
+    "debate_start",
+    "debates_resume_stale",
+    "run_enqueue",
+    "run_plan",
+    "turn_run",
+    "vote_run",
+]

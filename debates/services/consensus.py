@@ -1,0 +1,89 @@
+"""Turning the stored votes into per-coin decisions and completing the debate."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from debates import events
+from debates.engine.consensus import Ballot, ConsensusLimits, decide
+from debates.engine.types import Action, CoinDecision
+from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
+
+
+def _limits(debate: Debate) -> ConsensusLimits:
+    strategy = debate.strategy
+    if strategy is None:
+        return ConsensusLimits()
+    return ConsensusLimits.by_major(
+        major=strategy.max_leverage_major,
+        others=strategy.max_leverage_other,
+        min_confidence=strategy.min_confidence,
+    )
+
+
+def _ballots(debate: Debate) -> list[Ballot]:
+    votes = Vote.objects.filter(debate=debate, abstained=False)
+    return [
+        Ballot(
+            voter=str(vote.participant_id),
+            decision=CoinDecision(
+                symbol=vote.symbol,
+                action=Action(vote.action),
+                confidence=vote.confidence,
+                leverage=vote.leverage,
+                position_pct=vote.position_pct,
+                stop_loss=vote.stop_loss,
+                take_profit=vote.take_profit,
+            ),
+        )
+        for vote in votes
+    ]
+
+
+def consensus_finalize(*, debate_id: int) -> None:
+    """Compute and store every coin's decision, then complete the debate.
+
+    Does nothing unless the debate is voting; abstentions count nowhere.
+    """
+    from debates.services.runs import after_consensus
+
+    with transaction.atomic():
+        debate = (
+            Debate.objects.select_for_update(of=("self",))
+            .select_related("strategy")
+            .filter(pk=debate_id)
+            .first()
+        )
+        if debate is None or debate.status != DebateStatus.VOTING:
+            return
+        results = decide(_ballots(debate), debate.symbols, _limits(debate))
+        decisions = Decision.objects.bulk_create(
+            Decision(
+                debate=debate,
+                symbol=result.symbol,
+                action=result.action.value,
+                confidence=result.confidence,
+                leverage=result.leverage,
+                position_pct=result.position_pct,
+                stop_loss=result.stop_loss,
+                take_profit=result.take_profit,
+                scores=dict(result.scores),
+                clamps=[clamp.to_dict() for clamp in result.clamps],
+                reason=result.reason[:300],
+                supporters=result.supporters,
+                voters=result.voters,
+                is_primary=result.symbol == debate.symbol,
+            )
+            for result in results
+        )
+        Debate.objects.filter(pk=debate_id).update(
+            status=DebateStatus.COMPLETED,
+            phase=DebatePhase.DONE,
+            current_speaker=None,
+            finished_at=timezone.now(),
+            progressed_at=timezone.now(),
+        )
+        events.consensus_reached(debate_id, decisions)
+        events.status_changed(Debate.objects.get(pk=debate_id))
+        after_consensus(debate_id=debate_id)

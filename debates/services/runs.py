@@ -1,0 +1,119 @@
+"""The Celery canvas of a debate run, built from what is already stored.
+
+A run is: the round-1 openings as a group (they do not depend on each other), the
+turns of rounds 2..N one after another in speaking order, then the votes as a group
+whose chord callback computes the consensus. The same function plans a fresh start,
+a retry and a resume after a crash: it leaves out every step already stored, so no
+stored turn is ever asked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import chain, group
+from celery.canvas import Signature
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from debates.models import (
+    ACTIVE_STATUSES,
+    Ballot,
+    Debate,
+    DebateStatus,
+    Message,
+    Participant,
+)
+
+logger = logging.getLogger(__name__)
+
+# An active debate with no progress for this long is resumed from its stored steps.
+STALE_AFTER = timedelta(seconds=45)
+
+
+def run_plan(*, debate: Debate) -> Signature | None:
+    """Return the canvas of the steps of ``debate`` that are not stored yet."""
+    from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
+
+    seats = list(
+        Participant.objects.filter(debate=debate)
+        .order_by("speak_order")
+        .values_list("pk", flat=True)
+    )
+    steps: list[Signature] = []
+    if debate.status == DebateStatus.RUNNING:
+        stored = set(Message.objects.filter(debate=debate).values_list("round", "participant_id"))
+        for round_number in range(max(debate.current_round, 1), debate.max_rounds + 1):
+            missing = [pk for pk in seats if (round_number, pk) not in stored]
+            turns = [turn_run_task.si(debate.pk, round_number, pk) for pk in missing]
+            if round_number == 1 and len(turns) > 1:
+                steps.append(group(turns))
+            else:
+                steps.extend(turns)
+    elif debate.status != DebateStatus.VOTING:
+        return None
+    voted = set(Ballot.objects.filter(debate=debate).values_list("participant_id", flat=True))
+    votes = [vote_run_task.si(debate.pk, pk) for pk in seats if pk not in voted]
+    if len(votes) > 1:
+        steps.append(group(votes))
+    else:
+        steps.extend(votes)
+    steps.append(consensus_finalize_task.si(debate.pk))
+    return chain(*steps)
+
+
+def run_enqueue(*, debate: Debate) -> None:
+    """Send the remaining steps of ``debate`` to the workers once the transaction commits."""
+    plan = run_plan(debate=debate)
+    if plan is None:
+        return
+
+    def send() -> None:
+        if settings.CELERY_IN_PROCESS_WORKER:
+            from arena.worker import ensure_in_process_worker
+
+            ensure_in_process_worker()
+        plan.apply_async()
+
+    transaction.on_commit(send)
+
+
+def after_consensus(*, debate_id: int) -> None:
+    """Hand the primary decision to execution when the debate asked for it."""
+    from traders.hooks import auto_execute
+
+    auto_execute(debate_id=debate_id)
+
+
+def debates_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]:
+    """Re-enqueue the remaining steps of every active debate that stopped progressing.
+
+    A debate whose worker died, or whose queued messages were lost with a Redis restart,
+    goes on from its stored steps; step claims keep a still-running step from being
+    asked twice. Return the ids of the debates resumed.
+    """
+    from debates.services.lifecycle import debate_prepare
+
+    cutoff = timezone.now() - older_than
+    resumed = []
+    stale = Debate.objects.filter(status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff)
+    for debate_id in stale.values_list("pk", flat=True):
+        # Claim the resume itself, so two watchdogs never resume the same debate at once.
+        with transaction.atomic():
+            claimed = Debate.objects.filter(
+                pk=debate_id, status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff
+            ).update(progressed_at=timezone.now())
+            if not claimed:
+                continue
+        if not debate_prepare(debate_id=debate_id):
+            continue
+        with transaction.atomic():
+            debate = Debate.objects.get(pk=debate_id)
+            logger.warning(
+                "resuming debate %s (%s, round %s)", debate_id, debate.status, debate.current_round
+            )
+            run_enqueue(debate=debate)
+        resumed.append(debate_id)
+    return resumed

@@ -1,0 +1,379 @@
+"""The steps of a debate run: one participant's turn, one voter's ballot.
+
+Each step is idempotent: a stored turn or ballot is never asked again, a second copy
+of a step in flight waits for the first (``debates.claims``), and a step of a debate
+that is no longer active does nothing. A model failure is stored as a failed turn or
+an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from debates import events
+from debates.claims import StepBusy, step_held
+from debates.engine.digest import HistoryEntry, participant_label
+from debates.engine.parsing import parse_output
+from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
+from debates.engine.types import CoinDecision
+from debates.models import (
+    Ballot,
+    Debate,
+    DebatePhase,
+    DebateStatus,
+    Message,
+    MessageType,
+    ParseStatus,
+    Participant,
+    StepStatus,
+    Vote,
+)
+from debates.providers.base import ModelRequest
+from debates.services.calls import CallOutcome, StepDeferred, call_model
+from debates.services.lifecycle import debate_fail
+from strategies.snapshots import market_summary, market_text
+
+logger = logging.getLogger(__name__)
+
+
+def _history(debate: Debate, before_round: int) -> list[HistoryEntry]:
+    """Return every stored message of rounds before ``before_round``, in speaking order."""
+    messages = (
+        Message.objects.filter(debate=debate, round__lt=before_round)
+        .select_related("participant")
+        .order_by("round", "participant__speak_order")
+    )
+    return [_entry(message) for message in messages]
+
+
+def _entry(message: Message) -> HistoryEntry:
+    return HistoryEntry(
+        participant=participant_label(message.participant.speak_order),
+        personality=message.participant.personality,
+        round=message.round,
+        decisions=tuple(CoinDecision.from_dict(d) for d in message.decisions),
+        reasoning=message.reasoning,
+        failed=message.status == StepStatus.ERROR,
+    )
+
+
+def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dict:
+    label = participant_label(participant.speak_order)
+    actions: dict[str, list[str]] = defaultdict(list)
+    for entry in history:
+        if entry.participant != label:
+            for decision in entry.decisions:
+                actions[decision.symbol].append(decision.action.value)
+    return {symbol: tuple(found) for symbol, found in actions.items()}
+
+
+def _still_running(debate_id: int, status: str) -> bool:
+    return Debate.objects.filter(pk=debate_id, status=status).exists()
+
+
+def _announce_speaker(debate_id: int, participant_id: int) -> bool:
+    """Mark the speaker of a running debate; return False if it is no longer running."""
+    with transaction.atomic():
+        moved = Debate.objects.filter(pk=debate_id, status=DebateStatus.RUNNING).update(
+            current_speaker_id=participant_id
+        )
+        if moved:
+            events.status_changed(Debate.objects.get(pk=debate_id))
+    return bool(moved)
+
+
+def _usage(outcome: CallOutcome) -> dict:
+    response = outcome.response
+    if response is None:
+        return {"attempts": outcome.error.attempts if outcome.error else 0}
+    return {
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+        "latency_ms": response.latency_ms,
+        "request_id": response.request_id[:120],
+        "attempts": response.attempts,
+    }
+
+
+def _error(outcome: CallOutcome) -> dict | None:
+    if outcome.error is None:
+        return None
+    return {"code": outcome.error.code, "message": outcome.error.message}
+
+
+def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: str) -> None:
+    """Ask one participant for its turn in a round, and store what it said.
+
+    Raise ``StepDeferred`` when the step must be tried again later.
+    """
+    debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
+    if debate is None or debate.status != DebateStatus.RUNNING:
+        return
+    participant = Participant.objects.select_related("ai_model").get(
+        pk=participant_id, debate_id=debate_id
+    )
+    if Message.objects.filter(
+        debate_id=debate_id, round=round_number, participant_id=participant_id
+    ).exists():
+        return
+    step = f"{debate_id}:turn:{round_number}:{participant_id}"
+    try:
+        with step_held(step=step, holder=holder, debate_id=debate_id):
+            _ask_turn(debate, participant, round_number)
+    except StepBusy as exc:
+        raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
+
+
+def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> None:
+    debate_id = debate.pk
+    history = _history(debate, round_number)
+    strategy = debate.strategy
+    context = TurnContext(
+        round=round_number,
+        max_rounds=debate.max_rounds,
+        personality=participant.personality,
+        variant=debate.prompt_variant,
+        symbols=tuple(debate.symbols),
+        market_text=market_text(debate.market_snapshot),
+        strategy_role=strategy.role_text if strategy else "",
+        custom_prompt=strategy.custom_prompt if strategy else "",
+        history=tuple(history),
+        participant=participant_label(participant.speak_order),
+    )
+    prompt = build_turn_prompt(context)
+    request = ModelRequest(
+        system=prompt.system,
+        user=prompt.user,
+        kind="turn",
+        personality=participant.personality,
+        round=round_number,
+        max_rounds=debate.max_rounds,
+        symbols=tuple(debate.symbols),
+        snapshot=debate.market_snapshot,
+        prior_actions=_prior_actions(history, participant),
+        seed=debate_id * 100 + participant.speak_order,
+    )
+    outcome = call_model(
+        participant.ai_model,
+        request,
+        before_call=lambda: _announce_speaker(debate_id, participant.pk),
+    )
+    if outcome is not None:
+        _store_turn(debate, participant, round_number, outcome)
+
+
+def _store_turn(
+    debate: Debate, participant: Participant, round_number: int, outcome: CallOutcome
+) -> None:
+    fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
+    if outcome.response is not None:
+        parsed = parse_output(outcome.response.text, debate.symbols)
+        fields.update(
+            content=outcome.response.text,
+            reasoning=parsed.reasoning,
+            decisions=[d.to_dict() for d in parsed.decisions],
+            parse_status=parsed.status.value,
+            dropped=[d.to_dict() for d in parsed.dropped],
+        )
+    else:
+        fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
+
+    with transaction.atomic():
+        locked = Debate.objects.select_for_update().get(pk=debate.pk)
+        if locked.status != DebateStatus.RUNNING:
+            logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
+            return
+        try:
+            with transaction.atomic():
+                message = Message.objects.create(
+                    debate=locked,
+                    participant=participant,
+                    round=round_number,
+                    message_type=MessageType.ANALYSIS
+                    if round_number == 1
+                    else MessageType.REBUTTAL,
+                    **fields,
+                )
+        except IntegrityError:
+            return  # another copy stored this turn first
+        Debate.objects.filter(pk=debate.pk).update(progressed_at=timezone.now())
+        events.message_stored(message)
+        if message.status == StepStatus.ERROR:
+            events.step_failed(
+                debate.pk,
+                step=f"round {round_number} turn",
+                participant=participant.pk,
+                **fields["error"],
+            )
+        _advance_round(locked, round_number)
+
+
+def _advance_round(debate: Debate, round_number: int) -> None:
+    """Close round ``round_number`` once every participant's turn in it is stored.
+
+    Runs under the debate's row lock, so exactly one of the round's steps closes it.
+    """
+    if debate.current_round != round_number:
+        return
+    seats = debate.participants.count()
+    turns = Message.objects.filter(debate=debate, round=round_number)
+    if turns.count() < seats:
+        return
+    events.round_ended(debate.pk, round_number)
+    if not turns.filter(status=StepStatus.OK).exists():
+        debate_fail(
+            debate_id=debate.pk,
+            step=f"round {round_number}",
+            code="round_failed",
+            message=f"Every turn of round {round_number} failed.",
+        )
+        return
+    if round_number < debate.max_rounds:
+        Debate.objects.filter(pk=debate.pk).update(
+            current_round=round_number + 1, phase=DebatePhase.REBUTTAL, current_speaker=None
+        )
+        events.round_started(debate.pk, round_number + 1)
+    else:
+        answered = (
+            Message.objects.filter(debate=debate, status=StepStatus.OK)
+            .values("participant")
+            .distinct()
+            .count()
+        )
+        if answered < 2:
+            debate_fail(
+                debate_id=debate.pk,
+                step="rounds",
+                code="not_enough_participants",
+                message=f"Only {answered} participant(s) ever answered; a debate needs 2.",
+            )
+            return
+        Debate.objects.filter(pk=debate.pk).update(
+            status=DebateStatus.VOTING, phase=DebatePhase.VOTING, current_speaker=None
+        )
+    events.status_changed(Debate.objects.get(pk=debate.pk))
+
+
+def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
+    """Ask one participant for its final vote on every candidate coin, and store it.
+
+    Raise ``StepDeferred`` when the step must be tried again later.
+    """
+    debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
+    if debate is None or debate.status != DebateStatus.VOTING:
+        return
+    participant = Participant.objects.select_related("ai_model").get(
+        pk=participant_id, debate_id=debate_id
+    )
+    if Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
+        return
+    step = f"{debate_id}:vote:{participant_id}"
+    try:
+        with step_held(step=step, holder=holder, debate_id=debate_id):
+            _ask_vote(debate, participant)
+    except StepBusy as exc:
+        raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
+
+
+def _ask_vote(debate: Debate, participant: Participant) -> None:
+    debate_id = debate.pk
+    history = _history(debate, debate.max_rounds + 1)
+    latest: dict[str, HistoryEntry] = {}
+    for entry in history:
+        if not entry.failed:
+            latest[entry.participant] = entry
+    strategy = debate.strategy
+    context = VoteContext(
+        personality=participant.personality,
+        variant=debate.prompt_variant,
+        symbols=tuple(debate.symbols),
+        market_summary=market_summary(debate.market_snapshot),
+        positions=tuple(latest.values()),
+        strategy_role=strategy.role_text if strategy else "",
+        custom_prompt=strategy.custom_prompt if strategy else "",
+        participant=participant_label(participant.speak_order),
+    )
+    prompt = build_vote_prompt(context)
+    request = ModelRequest(
+        system=prompt.system,
+        user=prompt.user,
+        kind="vote",
+        personality=participant.personality,
+        round=debate.max_rounds,
+        max_rounds=debate.max_rounds,
+        symbols=tuple(debate.symbols),
+        snapshot=debate.market_snapshot,
+        prior_actions=_prior_actions(history, participant),
+        seed=debate_id * 100 + 50 + participant.speak_order,
+    )
+    outcome = call_model(
+        participant.ai_model,
+        request,
+        before_call=lambda: _still_running(debate_id, DebateStatus.VOTING),
+    )
+    if outcome is not None:
+        _store_ballot(debate, participant, outcome)
+
+
+def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome) -> None:
+    fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
+    decisions: dict[str, CoinDecision] = {}
+    if outcome.response is not None:
+        parsed = parse_output(outcome.response.text, debate.symbols)
+        for decision in parsed.decisions:
+            decisions.setdefault(decision.symbol, decision)
+        fields.update(
+            content=outcome.response.text,
+            parse_status=parsed.status.value,
+            dropped=[d.to_dict() for d in parsed.dropped],
+        )
+        why_not = "no usable vote for this coin in the answer"
+    else:
+        fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
+        why_not = f"the vote call failed: {outcome.error.code}"
+
+    with transaction.atomic():
+        locked = Debate.objects.select_for_update().get(pk=debate.pk)
+        if locked.status != DebateStatus.VOTING:
+            logger.info("debate %s is %s: ballot dropped", debate.pk, locked.status)
+            return
+        try:
+            with transaction.atomic():
+                ballot = Ballot.objects.create(debate=locked, participant=participant, **fields)
+        except IntegrityError:
+            return  # another copy stored this ballot first
+        votes = Vote.objects.bulk_create(
+            _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
+        )
+        Debate.objects.filter(pk=debate.pk).update(progressed_at=timezone.now())
+        if ballot.status == StepStatus.ERROR:
+            events.step_failed(
+                debate.pk, step="vote", participant=participant.pk, **fields["error"]
+            )
+        for vote in votes:
+            events.vote_stored(vote)
+
+
+def _vote(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
+    base = {
+        "debate_id": ballot.debate_id,
+        "ballot": ballot,
+        "participant_id": ballot.participant_id,
+        "symbol": symbol,
+    }
+    if decision is None:
+        return Vote(**base, abstained=True, abstain_reason=why_not[:200])
+    return Vote(
+        **base,
+        action=decision.action.value,
+        confidence=decision.confidence,
+        leverage=decision.leverage,
+        position_pct=decision.position_pct,
+        stop_loss=decision.stop_loss,
+        take_profit=decision.take_profit,
+        reasoning=decision.reasoning,
+    )

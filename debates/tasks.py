@@ -1,0 +1,84 @@
+"""Celery tasks of a debate run: thin, idempotent interfaces to the services.
+
+Each task receives ids only, calls one service and owns its retry policy. A step that
+cannot run yet (no free model slot, or another live copy of it) is retried shortly
+after; everything else the service records itself, so a task never fails a chain.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from debates import services
+from debates.claims import CLAIM_TTL_S
+from debates.services.calls import StepDeferred
+
+# A step may wait its turn for a model slot many times when many debates run at once.
+STEP_MAX_RETRIES = 2000
+STEP_OPTIONS = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": STEP_MAX_RETRIES,
+    "soft_time_limit": 240,
+    "time_limit": 300,
+}
+# A freshly started worker resumes the debates whose steps died with a previous worker,
+# once their claims have expired (debates.claims.CLAIM_TTL_S).
+RESUME_ON_BOOT_AFTER_S = CLAIM_TTL_S + 5
+
+
+@shared_task(name="debates.turn_run", **STEP_OPTIONS)
+def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) -> None:
+    """Ask one participant for its turn in one round."""
+    try:
+        services.turn_run(
+            debate_id=debate_id,
+            round_number=round_number,
+            participant_id=participant_id,
+            holder=self.request.id,
+        )
+    except StepDeferred as exc:
+        raise self.retry(countdown=exc.retry_after) from exc
+
+
+@shared_task(name="debates.vote_run", **STEP_OPTIONS)
+def vote_run_task(self, debate_id: int, participant_id: int) -> None:
+    """Ask one participant for its final vote."""
+    try:
+        services.vote_run(
+            debate_id=debate_id, participant_id=participant_id, holder=self.request.id
+        )
+    except StepDeferred as exc:
+        raise self.retry(countdown=exc.retry_after) from exc
+
+
+@shared_task(
+    name="debates.consensus_finalize",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=60,
+    time_limit=90,
+)
+def consensus_finalize_task(debate_id: int) -> None:
+    """Compute and store the consensus of a debate whose votes are in."""
+    services.consensus_finalize(debate_id=debate_id)
+
+
+@shared_task(name="debates.resume_stale", soft_time_limit=60, time_limit=90)
+def resume_stale_task(older_than_s: float | None = None) -> list[int]:
+    """Resume active debates that stopped making progress (the watchdog)."""
+    if older_than_s is None:
+        return services.debates_resume_stale()
+    return services.debates_resume_stale(older_than=timedelta(seconds=older_than_s))
+
+
+@worker_ready.connect
+def resume_after_boot(sender=None, **kwargs) -> None:
+    """Resume the debates a dead worker left behind, as soon as a worker is up."""
+    resume_stale_task.apply_async(
+        kwargs={"older_than_s": CLAIM_TTL_S}, countdown=RESUME_ON_BOOT_AFTER_S
+    )

@@ -1,0 +1,79 @@
+"""The market snapshot of a debate, built from its strategy, and its prompt renderings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from strategies.market.builder import SnapshotSpec, build_snapshot
+from strategies.market.coins import CoinSelectionSpec, select_coins
+from strategies.market.exceptions import MarketDataError
+from strategies.market.render import render_snapshot, render_summary
+from strategies.market.snapshot import MarketSnapshot
+from strategies.market.sources import MarketSource, source_for
+
+if TYPE_CHECKING:
+    from debates.models import Debate
+    from strategies.models import Strategy
+
+
+def market_source(strategy: Strategy) -> MarketSource:
+    """Return the market source a strategy reads (live sources can be pointed elsewhere)."""
+    if strategy.market_source == "live":
+        return _live_source(strategy.exchange, settings.MARKET_LIVE_API_URL or None)
+    return source_for("dataset")
+
+
+@lru_cache(maxsize=8)
+def _live_source(exchange: str, api_url: str | None) -> MarketSource:
+    # One per process and exchange: its short cache and its markets are reused.
+    return source_for("live", exchange=exchange, api_urls=api_url)
+
+
+def debate_snapshot(debate: Debate) -> MarketSnapshot:
+    """Select a debate's candidate coins and return the market snapshot they are seen in.
+
+    Raise ``MarketDataError`` with a readable reason when the data cannot be had.
+    """
+    strategy = debate.strategy
+    if strategy is None:
+        raise MarketDataError("the debate's strategy was deleted")
+    source = market_source(strategy)
+    as_of = debate.as_of
+    try:
+        coin_spec = CoinSelectionSpec(
+            coin_source="mixed" if debate.enable_oi_ranking else strategy.coin_source,
+            static_coins=tuple(strategy.static_coins),
+            excluded_coins=tuple(strategy.excluded_coins),
+            pool_url=strategy.pool_url or None,
+            max_coins=strategy.max_coins,
+            oi_duration=debate.oi_duration if debate.enable_oi_ranking else strategy.oi_duration,
+            oi_limit=debate.oi_ranking_limit,
+            primary_symbol=debate.symbol or None,
+        )
+        selection = select_coins(coin_spec, source, as_of=as_of)
+        spec = SnapshotSpec.from_selection(
+            selection,
+            timeframes=tuple(strategy.timeframes),
+            rows=strategy.rows_per_timeframe,
+            indicators=tuple(strategy.indicators),
+            include_funding=strategy.include_funding,
+            include_open_interest=strategy.include_open_interest,
+            oi_duration=coin_spec.oi_duration,
+            as_of=as_of,
+        )
+    except ValueError as exc:
+        raise MarketDataError(str(exc)) from exc
+    return build_snapshot(spec, source)
+
+
+def market_text(snapshot: dict[str, Any]) -> str:
+    """Return the prompt rendering of a stored snapshot."""
+    return render_snapshot(MarketSnapshot.from_dict(snapshot))
+
+
+def market_summary(snapshot: dict[str, Any]) -> str:
+    """Return the compact rendering of a stored snapshot used by vote prompts."""
+    return render_summary(MarketSnapshot.from_dict(snapshot))
