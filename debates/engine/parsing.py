@@ -48,7 +48,8 @@ __all__ = ["normalise_action", "normalise_symbol", "parse_output"]
 
 EXCERPT_MAX_CHARS = 120
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_THINK_OPEN = re.compile(r"<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
 _BLOCK_OPEN = re.compile(r"[<＜]\s*(?:decision|final_vote)\s*[>＞]", re.I)
 _BLOCK_CLOSE = re.compile(r"[<＜]\s*/\s*(?:decision|final_vote)\s*[>＞]", re.I)
 _REASONING_OPEN = re.compile(r"[<＜]\s*reasoning\s*[>＞]", re.I)
@@ -78,7 +79,7 @@ _OPTIONAL_FIELDS: dict[str, Callable[[Any], Any]] = {
 
 def parse_output(text: str, candidates: Sequence[str]) -> ParseResult:
     """Parse a model answer into decisions for ``candidates``; never raise."""
-    text = _THINK.sub("", text) if isinstance(text, str) else ""
+    text = _without_thinking(text) if isinstance(text, str) else ""
     allowed = {normalise_symbol(symbol) or symbol for symbol in candidates}
     found = _find_block(text)
     reasoning = _reasoning(text, found)
@@ -100,6 +101,19 @@ def parse_output(text: str, candidates: Sequence[str]) -> ParseResult:
         return _failed(reasoning, *dropped)
     status = ParseStatus.PARTIAL if dropped else ParseStatus.OK
     return ParseResult(reasoning, tuple(decisions), status, tuple(dropped))
+
+
+def _without_thinking(text: str) -> str:
+    """Return ``text`` without closed ``<think>`` blocks, in one pass over the text."""
+    kept, position = [], 0
+    while opening := _THINK_OPEN.search(text, position):
+        closing = _THINK_CLOSE.search(text, opening.end())
+        if closing is None:
+            break
+        kept.append(text[position : opening.start()])
+        position = closing.end()
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def _failed(reasoning: str, *dropped: Dropped) -> ParseResult:

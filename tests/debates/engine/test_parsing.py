@@ -461,3 +461,23 @@ def test_normalise_symbol(raw, symbol):
 )
 def test_normalise_action(raw, action):
     assert normalise_action(raw) == action
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>" * 20_000,
+        "[" * 200_000,
+        "<decision>" + "{" * 200_000,
+        "```" * 50_000,
+        '<decision>[{"symbol": "' + "a" * 500_000,
+        '<decision>[{"symbol": "BTC", "action": "long", "confidence": ' + "9" * 5_000 + "}]",
+    ],
+    ids=["unclosed think tags", "brackets", "braces", "fences", "endless string", "huge number"],
+)
+def test_parse_output_survives_pathological_answers(text):
+    # given an answer built to break a parser (deep nesting, endless tokens)
+    # when
+    result = parse_output(text, CANDIDATES)
+    # then
+    assert (result.status, result.decisions) == (ParseStatus.FAILED, ())
