@@ -375,6 +375,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        """Send small writes at once (headers and body go out in separate writes)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         """Keep the test output quiet."""
 

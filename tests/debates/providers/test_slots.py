@@ -1,0 +1,307 @@
+"""The model-call cap: in-process and Redis semaphores with expiring leases."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from debates.providers import ModelRequest, ProviderConfig, complete
+from debates.providers.slots import (
+    LocalSlots,
+    RedisSlots,
+    Slots,
+    SlotUnavailable,
+    hold,
+    lease_for,
+    model_slots,
+)
+from tests.fakes.llm_server import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def slot_key() -> Iterator[str]:
+    """Give each test its own Redis key prefix, removed afterwards, so tests never collide."""
+    key = f"test-slots:{uuid.uuid4().hex}"
+    yield key
+    RedisSlots(settings.REDIS_URL, key=key).clear()
+
+
+@pytest.fixture(params=["local", "redis"])
+def make_slots(request: pytest.FixtureRequest, slot_key: str) -> Callable[..., Slots]:
+    """Build either implementation, so both are held to the same contract."""
+
+    def build(cap: int, *, poll_s: float = 0.1) -> Slots:
+        if request.param == "local":
+            return LocalSlots(cap)
+        return RedisSlots(settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s)
+
+    return build
+
+
+def test_at_most_cap_slots_are_handed_out(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(2)
+
+    # when
+    first, second = slots.acquire(0), slots.acquire(0)
+    third = slots.acquire(0)
+
+    # then
+    assert first is not None and second is not None
+    assert first.token != second.token
+    assert third is None
+    assert slots.in_use() == 2
+
+
+def test_a_released_slot_can_be_taken_again(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(1)
+    lease = slots.acquire(0)
+
+    # when
+    slots.release(lease)
+    again = slots.acquire(0)
+
+    # then
+    assert again is not None
+    assert slots.in_use() == 1
+
+
+def test_acquire_gives_up_after_wait_s(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(1)
+    slots.acquire(0)
+    started = time.monotonic()
+
+    # when
+    lease = slots.acquire(0.3)
+
+    # then
+    assert lease is None
+    assert 0.3 <= time.monotonic() - started < 0.5
+
+
+def test_a_waiter_takes_a_freed_slot_at_once(make_slots: Callable[..., Slots]) -> None:
+    # given: polling is slowed to 2 s, so only the wake-up can explain a fast hand-over
+    slots = make_slots(1, poll_s=2.0)
+    held = slots.acquire(0)
+    got: list[float] = []
+    waiter = threading.Thread(target=lambda: slots.acquire(3) and got.append(time.monotonic()))
+    waiter.start()
+    time.sleep(0.2)
+
+    # when
+    released_at = time.monotonic()
+    slots.release(held)
+    waiter.join()
+
+    # then
+    assert len(got) == 1
+    assert got[0] - released_at < 0.05
+
+
+def test_an_unreleased_lease_expires(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(1, poll_s=0.02)
+    slots.acquire(0, lease_s=0.3)
+    started = time.monotonic()
+
+    # when
+    lease = slots.acquire(2)
+
+    # then
+    assert lease is not None
+    assert 0.25 <= time.monotonic() - started < 0.45
+
+
+def test_releasing_an_expired_lease_frees_nobody_elses_slot(
+    make_slots: Callable[..., Slots],
+) -> None:
+    # given: A's lease expired and B now holds the only slot
+    slots = make_slots(1)
+    old = slots.acquire(0, lease_s=0.1)
+    time.sleep(0.15)
+    current = slots.acquire(0)
+
+    # when
+    slots.release(old)
+
+    # then
+    assert current is not None
+    assert slots.acquire(0) is None
+
+
+def test_hold_raises_when_no_slot_frees_and_releases_after_the_block() -> None:
+    # given
+    slots = LocalSlots(1)
+
+    # when
+    with hold(slots, 0) as lease, pytest.raises(SlotUnavailable):
+        assert lease.token
+        with hold(slots, 0.05):
+            pass
+
+    # then
+    assert slots.in_use() == 0
+
+
+def test_lease_lasts_the_call_deadline_plus_a_margin() -> None:
+    # when / then
+    assert lease_for(60) == 75
+
+
+def test_model_slots_is_in_process_without_redis(settings) -> None:
+    # given
+    settings.REDIS_URL = ""
+    settings.MODEL_CALL_CAP = 4
+
+    # when
+    slots = model_slots()
+
+    # then
+    assert isinstance(slots, LocalSlots)
+    assert slots.cap == 4
+    assert model_slots() is slots
+
+
+def test_model_slots_uses_redis_when_configured(settings, slot_key: str) -> None:
+    # given
+    settings.MODEL_CALL_CAP = 3
+    settings.MODEL_SLOT_KEY = slot_key
+
+    # when
+    slots = model_slots()
+
+    # then
+    assert isinstance(slots, RedisSlots)
+    assert (slots.cap, slots.key) == (3, slot_key)
+
+
+def test_threads_sharing_local_slots_never_exceed_the_cap() -> None:
+    # given: 8 threads, a cap of 3, answers taking 100 ms
+    slots = LocalSlots(3)
+
+    with FakeLLMServer(latency_s=0.1) as server:
+        config, request = _fake_call_parts(server)
+        remaining = list(range(20))
+        lock = threading.Lock()
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    if not remaining:
+                        return
+                    remaining.pop()
+                with hold(slots, 10):
+                    complete(config, request)
+
+        # when
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        # then
+        stats = server.stats()
+    assert (stats["requests"], stats["max_in_flight"]) == (20, 3)
+
+
+def test_two_processes_of_three_threads_never_exceed_a_cap_of_3(slot_key: str) -> None:
+    # given
+    with FakeLLMServer(latency_s=0.1) as server:
+        command = [
+            sys.executable,
+            "-m",
+            "tests.fakes.cap_worker",
+            "run",
+            "--redis-url",
+            settings.REDIS_URL,
+            "--key",
+            slot_key,
+            "--cap",
+            "3",
+            "--base-url",
+            f"{server.url}/v1",
+            "--calls",
+            "10",
+            "--threads",
+            "3",
+        ]
+
+        # when
+        workers = [
+            subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)
+        ]
+        outputs = [worker.communicate(timeout=60)[0] for worker in workers]
+
+        # then
+        stats = server.stats()
+    summaries = [json.loads(output) for output in outputs]
+    assert summaries == [{"ok": 10, "not_acquired": 0, "errors": []}] * 2
+    assert (stats["requests"], stats["max_in_flight"], stats["by_status"]) == (
+        20,
+        3,
+        {"200": 20},
+    )
+
+
+def test_a_killed_holders_slot_comes_back_when_its_lease_expires_not_before(
+    slot_key: str,
+) -> None:
+    # given: another process holds the only slot with a 1 s lease, then dies
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.fakes.cap_worker",
+            "hold",
+            "--redis-url",
+            settings.REDIS_URL,
+            "--key",
+            slot_key,
+            "--cap",
+            "1",
+            "--lease",
+            "1.0",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = holder.stdout.readline()
+    held_at = float(line.split()[1])
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=10)
+    holder.stdout.close()
+    slots = RedisSlots(settings.REDIS_URL, cap=1, key=slot_key, poll_s=0.05)
+
+    # when
+    right_after_death = slots.acquire(0)
+    lease = slots.acquire(5)
+    got_at = time.time()
+
+    # then
+    assert right_after_death is None
+    assert lease is not None
+    assert 1.0 - 0.05 <= got_at - held_at < 1.0 + 0.2
+
+
+def _fake_call_parts(server: FakeLLMServer) -> tuple[ProviderConfig, ModelRequest]:
+    config = ProviderConfig(
+        "openai_compatible", "fake-model", base_url=f"{server.url}/v1", timeout_s=10
+    )
+    return config, ModelRequest(system="Candidates: BTCUSDT.", user="Round 1 of 1.")
