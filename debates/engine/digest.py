@@ -23,6 +23,7 @@ MESSAGE_DIGEST_MAX_CHARS = 2_400
 """Cap on the whole digest of one earlier message (header, positions, summary)."""
 
 _TAG = re.compile(r"[<＜]\s*(/?)\s*([A-Za-z_]+)\s*[>＞]")
+_FENCE = re.compile(r"`{3,}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def summarise(text: str, max_chars: int) -> str:
         return flat
     cut = flat[: max_chars - 1]
     space = cut.rfind(" ")
-    if space >= max_chars * 0.8:
+    if flat[max_chars - 1] != " " and space >= max_chars * 0.8:
         cut = cut[:space]
     return cut.rstrip() + "…"
 
@@ -82,9 +83,12 @@ def clip(text: str, max_chars: int, what: str) -> str:
     return cut.rstrip() + note
 
 
-def neutralise_tags(text: str) -> str:
-    """Return ``text`` with tag-like markup bracketed, so quotes cannot pose as a contract."""
-    return _TAG.sub(r"[\1\2]", text)
+def neutralise_markup(text: str) -> str:
+    """Return ``text`` with tags bracketed and code fences shortened.
+
+    Quoted model output then cannot pose as a second output contract.
+    """
+    return _FENCE.sub("`", _TAG.sub(r"[\1\2]", text))
 
 
 def digest(entry: HistoryEntry) -> str:
@@ -99,7 +103,7 @@ def digest(entry: HistoryEntry) -> str:
     lines.extend("  " + _position(decision) for decision in entry.decisions)
     if not entry.decisions:
         lines.append("  no usable positions")
-    summary = summarise(neutralise_tags(entry.reasoning), SUMMARY_MAX_CHARS)
+    summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
     if summary:
         lines.append("  reasoning: " + summary)
     return clip("\n".join(lines), MESSAGE_DIGEST_MAX_CHARS, "message")
@@ -116,7 +120,7 @@ def _position(decision: CoinDecision) -> str:
     if decision.take_profit is not None:
         parts.append(f"TP {decision.take_profit * 100:.3g}%")
     line = " ".join(parts)
-    reason = summarise(neutralise_tags(decision.reasoning), COIN_REASON_MAX_CHARS)
+    reason = summarise(neutralise_markup(decision.reasoning), COIN_REASON_MAX_CHARS)
     if reason:
         line += f": {reason}"
     return summarise(line, POSITION_LINE_MAX_CHARS)
