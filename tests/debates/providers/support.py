@@ -6,7 +6,7 @@ from typing import Any
 
 from debates.providers import ModelRequest, ProviderConfig
 from debates.providers.transport import RetryPolicy
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, LLMServerClient
 
 API_KEY = "sk-test-4f9a1c2e7b3d8e6f0a5c"
 FAST_RETRIES = RetryPolicy(backoff_base_s=0.01)
@@ -14,7 +14,7 @@ FAST_RETRIES = RetryPolicy(backoff_base_s=0.01)
 
 
 def make_config(
-    server: FakeLLMServer, provider: str = "deepseek", **overrides: Any
+    server: FakeLLMServer | LLMServerClient, provider: str = "deepseek", **overrides: Any
 ) -> ProviderConfig:
     """Return a config pointing ``provider`` at the fake server (path prefix ``/v1``)."""
     values: dict[str, Any] = {"model_name": "", "api_key": API_KEY, "base_url": f"{server.url}/v1"}
