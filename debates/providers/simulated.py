@@ -19,7 +19,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from debates.providers.base import DeadlineExceeded, ModelRequest, ModelResponse, ProviderConfig
+from debates.providers.base import (
+    DeadlineExceeded,
+    ModelRequest,
+    ModelResponse,
+    ProviderConfig,
+    TerminalProviderError,
+)
 from strategies.market.snapshot import CoinSnapshot, MarketSnapshot, TimeframeView
 
 PROVIDER = "simulated"
@@ -117,11 +123,14 @@ def complete_simulated(
 
 
 def render_answer(request: ModelRequest) -> tuple[str, str]:
-    """Return the simulated answer text for ``request`` and its ``sim-`` request id."""
+    """Return the simulated answer text for ``request`` and its ``sim-`` request id.
+
+    Raise ``TerminalProviderError`` (``bad_request``) when the snapshot cannot be read.
+    """
     digest = _digest(request)
     rng = random.Random(int(digest[:16], 16))
     profile = _PROFILES.get(request.personality, _PROFILES["analyst"])
-    snapshot = MarketSnapshot.from_dict(request.snapshot) if request.snapshot else None
+    snapshot = _load_snapshot(request.snapshot)
     symbols = list(request.symbols) or (snapshot.symbols if snapshot else [])
 
     stage = (
@@ -272,6 +281,18 @@ def _read_coin(coin: CoinSnapshot) -> _Reading | None:
         stop_loss=atr_fraction,
         fields=fields,
     )
+
+
+def _load_snapshot(data: dict[str, Any] | None) -> MarketSnapshot | None:
+    if not data:
+        return None
+    try:
+        return MarketSnapshot.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TerminalProviderError(
+            f"simulated: unreadable market snapshot ({type(exc).__name__}: {exc})",
+            code="bad_request",
+        ) from None
 
 
 def _trend_word(view: TimeframeView | None) -> str:

@@ -10,7 +10,13 @@ import pytest
 
 from debates.engine.parsing import parse_output
 from debates.engine.types import ParseStatus
-from debates.providers import ModelRequest, ProviderConfig, complete
+from debates.providers import (
+    DeadlineExceeded,
+    ModelRequest,
+    ProviderConfig,
+    TerminalProviderError,
+    complete,
+)
 from strategies.market.snapshot import (
     Candle,
     CoinSnapshot,
@@ -240,3 +246,29 @@ def test_no_snapshot_means_wait_on_every_symbol() -> None:
         ("BTCUSDT", "wait", 50),
         ("ETHUSDT", "wait", 50),
     ]
+
+
+def test_an_unreadable_snapshot_is_a_terminal_bad_request() -> None:
+    # when
+    with pytest.raises(TerminalProviderError) as caught:
+        complete(SIMULATED, _request("bull", snapshot={"coins": []}))
+
+    # then
+    assert (caught.value.code, caught.value.message) == (
+        "bad_request",
+        "simulated: unreadable market snapshot (KeyError: 'source')",
+    )
+
+
+def test_artificial_latency_comes_from_settings_and_respects_the_deadline(settings) -> None:
+    # given
+    settings.SIMULATED_MODEL_LATENCY_S = 0.1
+    hurried = ProviderConfig(provider="simulated", model_name="", timeout_s=0.05)
+
+    # when
+    response = complete(SIMULATED, _request("bull"))
+    with pytest.raises(DeadlineExceeded):
+        complete(hurried, _request("bull"))
+
+    # then
+    assert 100 <= response.latency_ms < 200
