@@ -30,3 +30,13 @@ def api_client(user):
     client = APIClient()
     client.force_authenticate(user)
     return client
+
+
+@pytest.fixture(scope="session", autouse=True)
+def clean_redis():
+    """Start from an empty test Redis database: no queued tasks, claims or slot leases
+    left behind by an earlier run."""
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()

@@ -12,3 +12,5 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_IN_PROCESS_WORKER = False
 MODEL_SLOT_KEY = "arena-test:model-slots"
+# Separate test databases let several suites run side by side on one machine.
+DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME", "test_arena")}  # noqa: F405

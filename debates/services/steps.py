@@ -40,6 +40,11 @@ from strategies.snapshots import market_summary, market_text
 logger = logging.getLogger(__name__)
 
 
+def _label(participant: Participant) -> str:
+    """Return the prompt label of a participant: P1 for the first speaker."""
+    return participant_label(participant.speak_order + 1)
+
+
 def _history(debate: Debate, before_round: int) -> list[HistoryEntry]:
     """Return every stored message of rounds before ``before_round``, in speaking order."""
     messages = (
@@ -52,7 +57,7 @@ def _history(debate: Debate, before_round: int) -> list[HistoryEntry]:
 
 def _entry(message: Message) -> HistoryEntry:
     return HistoryEntry(
-        participant=participant_label(message.participant.speak_order),
+        participant=_label(message.participant),
         personality=message.participant.personality,
         round=message.round,
         decisions=tuple(CoinDecision.from_dict(d) for d in message.decisions),
@@ -62,7 +67,7 @@ def _entry(message: Message) -> HistoryEntry:
 
 
 def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dict:
-    label = participant_label(participant.speak_order)
+    label = _label(participant)
     actions: dict[str, list[str]] = defaultdict(list)
     for entry in history:
         if entry.participant != label:
@@ -142,7 +147,7 @@ def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> No
         strategy_role=strategy.role_text if strategy else "",
         custom_prompt=strategy.custom_prompt if strategy else "",
         history=tuple(history),
-        participant=participant_label(participant.speak_order),
+        participant=_label(participant),
     )
     prompt = build_turn_prompt(context)
     request = ModelRequest(
@@ -295,7 +300,7 @@ def _ask_vote(debate: Debate, participant: Participant) -> None:
         positions=tuple(latest.values()),
         strategy_role=strategy.role_text if strategy else "",
         custom_prompt=strategy.custom_prompt if strategy else "",
-        participant=participant_label(participant.speak_order),
+        participant=_label(participant),
     )
     prompt = build_vote_prompt(context)
     request = ModelRequest(

@@ -1,0 +1,85 @@
+"""Fixtures for running whole debates: a fake model server and a real Celery worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from arena.celery import app
+from debates.models import Debate
+from debates.services import DebateInput, debate_create
+from tests.debates.factories import AIModelFactory
+from tests.fakes.llm_server import FakeLLMServer
+from tests.strategies.factories import StrategyFactory
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    """A fake OpenAI-compatible model server on a free local port."""
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def celery_worker(transactional_db) -> Iterator[object]:
+    """A real Celery worker (3 threads) on the test broker, started on an empty queue.
+
+    The run's tasks go through Redis exactly as in production; only the pool is threads,
+    so the worker shares this process's test database settings.
+    """
+    app.control.purge()
+    with start_worker(
+        app, pool="threads", concurrency=3, perform_ping_check=False, shutdown_timeout=30
+    ) as worker:
+        yield worker
+    app.control.purge()
+
+
+@pytest.fixture
+def make_debate(user, llm) -> Callable[..., Debate]:
+    """Create a pending debate whose participants call the fake model server."""
+
+    def make(personalities=("bull", "bear", "analyst"), rounds=3, timeout=10, **fields) -> Debate:
+        strategy = StrategyFactory(owner=user)
+        seats = []
+        for personality in personalities:
+            model = AIModelFactory(
+                owner=user,
+                provider="openai_compatible",
+                model_name="fake-model",
+                base_url=f"{llm.url}/v1",
+                timeout_seconds=timeout,
+            )
+            seats.append({"ai_model": model.pk, "personality": personality})
+        data = DebateInput(
+            name="Test debate",
+            strategy=strategy.pk,
+            symbol="BTCUSDT",
+            max_rounds=rounds,
+            participants=seats,
+            **fields,
+        )
+        return debate_create(owner=user, data=data)
+
+    return make
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> None:
+    """Wait until ``predicate()`` is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(every)
+
+
+def wait_until_finished(debate_id: int, timeout: float = 60.0) -> Debate:
+    """Wait for a debate to reach a terminal state and return it."""
+    wait_for(
+        lambda: Debate.objects.get(pk=debate_id).status in ("completed", "cancelled", "failed"),
+        timeout,
+    )
+    return Debate.objects.get(pk=debate_id)

@@ -1,0 +1,27 @@
+"""Reading back what a debate published on its stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django_eventstream.models import Event
+
+from arena.sse import debate_channel
+
+
+def published(debate_id: int) -> list[tuple[str, Any]]:
+    """Return every stored event of a debate's channel, oldest first, as (type, data)."""
+    # eid 0 is the storage's placeholder row, not an event.
+    rows = Event.objects.filter(channel=debate_channel(debate_id), eid__gt=0).order_by("eid")
+    out = []
+    for row in rows:
+        data = json.loads(row.data)
+        # send_event encodes the payload once and the model storage once more.
+        out.append((row.type, json.loads(data) if isinstance(data, str) else data))
+    return out
+
+
+def published_types(debate_id: int) -> list[str]:
+    """Return the types of every stored event of a debate's channel, oldest first."""
+    return [event_type for event_type, _ in published(debate_id)]

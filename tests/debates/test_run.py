@@ -1,0 +1,247 @@
+"""Whole debates run through the real Celery canvas against the fake model server."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.db import connection
+
+from debates.models import Ballot, Debate, Decision, Message, Vote
+from debates.services import debate_cancel, debate_retry, debate_start
+from tests.debates.conftest import wait_for, wait_until_finished
+from tests.debates.events_helpers import published, published_types
+from tests.fakes.llm_server import Reply, default_answer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COINS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
+
+
+def vote_text(actions: dict[str, tuple[str, int]]) -> str:
+    """Return a contract answer voting ``action`` with ``confidence`` per coin."""
+    decisions = [
+        {
+            "symbol": symbol,
+            "action": action,
+            "confidence": confidence,
+            "leverage": 4,
+            "position_pct": 0.2,
+            "stop_loss": 0.02,
+            "take_profit": 0.05,
+            "reasoning": f"{action} {symbol}",
+        }
+        for symbol, (action, confidence) in actions.items()
+    ]
+    return f"<reasoning>Final view.</reasoning>\n<decision>{json.dumps(decisions)}</decision>"
+
+
+def script_votes(llm, votes: dict[str, dict[str, tuple[str, int]]]) -> None:
+    """Answer the vote of each participant label (P1, P2, ...) with the given actions."""
+    for label, actions in votes.items():
+        llm.add_rule(Reply.answer(vote_text(actions), match=f"final vote. You are {label},"))
+
+
+def test_three_by_three_debate_completes_with_the_scripted_consensus(
+    celery_worker, llm, make_debate
+):
+    # given a 3-participant, 3-round debate and scripted votes
+    debate = make_debate()
+    script_votes(
+        llm,
+        {
+            "P1": {"BTCUSDT": ("open_long", 80), "ETHUSDT": ("wait", 60), "SOLUSDT": ("hold", 50)},
+            "P2": {"BTCUSDT": ("open_short", 60), "ETHUSDT": ("wait", 70), "SOLUSDT": ("hold", 40)},
+            "P3": {
+                "BTCUSDT": ("open_long", 70),
+                "ETHUSDT": ("open_long", 90),
+                "SOLUSDT": ("wait", 30),
+            },
+        },
+    )
+    # when it is started and the worker runs it
+    debate_start(debate_id=debate.pk)
+    finished = wait_until_finished(debate.pk)
+    # then it completed with every turn, every vote and the scripted consensus
+    assert finished.status == "completed"
+    assert finished.phase == "done"
+    assert Message.objects.filter(debate=debate, status="ok").count() == 9
+    assert Vote.objects.filter(debate=debate, abstained=False).count() == 9
+    decisions = {d.symbol: d for d in Decision.objects.filter(debate=debate)}
+    assert {s: (d.action, d.confidence) for s, d in decisions.items()} == {
+        "BTCUSDT": ("open_long", 75.0),
+        "ETHUSDT": ("wait", 65.0),
+        "SOLUSDT": ("hold", 45.0),
+    }
+    assert decisions["BTCUSDT"].scores == {"open_long": 1.5, "open_short": 0.6}
+    assert decisions["BTCUSDT"].is_primary
+    assert len(llm.requests) == 12
+
+
+def test_events_are_published_in_order(celery_worker, llm, make_debate):
+    # given a 2x2 debate
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    # when it runs
+    debate_start(debate_id=debate.pk)
+    wait_until_finished(debate.pk)
+    # then the stream tells the run in order (status changes between speakers omitted)
+    kinds = [t for t in published_types(debate.pk) if t != "status"]
+    assert kinds == [
+        "round_start",
+        "message",
+        "message",
+        "round_end",
+        "round_start",
+        "message",
+        "message",
+        "round_end",
+        *["vote"] * 6,
+        "consensus",
+    ]
+    statuses = [data["status"] for t, data in published(debate.pk) if t == "status"]
+    assert statuses[0] == "running"
+    assert statuses[-1] == "completed"
+    assert statuses.index("voting") > statuses.index("running")
+    consensus = next(data for t, data in published(debate.pk) if t == "consensus")
+    assert [d["symbol"] for d in consensus["decisions"]] == ["BTCUSDT", "ETHUSDT", "SOLUSDT"]
+    assert consensus["decisions"][0]["is_primary"] is True
+
+
+def test_later_rounds_see_every_earlier_message(celery_worker, llm, make_debate):
+    debate = make_debate(rounds=3)
+    debate_start(debate_id=debate.pk)
+    wait_until_finished(debate.pk)
+    turns = [r for r in llm.requests if "final vote" not in r.prompt]
+    round3 = [r for r in turns if "round 3/3" in r.prompt]
+    assert len(round3) == 3
+    # the last speaker of round 3 sees rounds 1 and 2 of everyone and round 3 of P1 and P2
+    last = round3[-1].prompt
+    for label in ("P1", "P2", "P3"):
+        assert f"{label} " in last
+
+
+def test_twenty_concurrent_starts_launch_one_run(celery_worker, llm, make_debate):
+    # given a pending debate
+    debate = make_debate()
+    outcomes: list[str] = []
+
+    def start() -> None:
+        try:
+            debate_start(debate_id=debate.pk)
+            outcomes.append("started")
+        except Exception as exc:  # the refusals are what is counted
+            outcomes.append(getattr(exc, "code", repr(exc)))
+        finally:
+            connection.close()
+
+    # when 20 threads start it at once
+    threads = [threading.Thread(target=start) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wait_until_finished(debate.pk)
+    # then one start went through, 19 were refused, and the model was asked 12 times
+    assert sorted(outcomes) == ["invalid_state"] * 19 + ["started"]
+    assert len(llm.requests) == 12
+    assert Message.objects.filter(debate=debate).count() == 9
+
+
+def test_cancel_mid_round_stops_every_later_call(celery_worker, llm, make_debate):
+    # given a running debate whose model answers slowly
+    llm.set_latency(0.3)
+    debate = make_debate()
+    debate_start(debate_id=debate.pk)
+    wait_for(lambda: Message.objects.filter(debate=debate, round=2).exists(), timeout=30)
+    # when it is cancelled in round 2
+    debate_cancel(debate_id=debate.pk)
+    cancelled_at = len(llm.requests)
+    in_flight = llm.stats()["in_flight"]
+    wait_for(lambda: llm.stats()["in_flight"] == 0, timeout=10)
+    # then no new request reached the server, nothing more was stored, status stays
+    import time
+
+    time.sleep(1.5)
+    assert len(llm.requests) == cancelled_at
+    assert in_flight <= 1
+    debate.refresh_from_db()
+    assert debate.status == "cancelled"
+    assert Message.objects.filter(debate=debate, round=3).count() == 0
+    assert not Ballot.objects.filter(debate=debate).exists()
+
+
+def test_a_participant_that_always_fails_is_recorded_and_the_debate_completes(
+    celery_worker, llm, make_debate
+):
+    # given the bear's model always answers 400 (terminal: not retried)
+    llm.add_rule(Reply.error(400, "bad request", match="You are P2, the"))
+    debate = make_debate()
+    # when the debate runs
+    debate_start(debate_id=debate.pk)
+    finished = wait_until_finished(debate.pk)
+    # then its three turns are stored as errors, its vote abstains, the debate completes
+    assert finished.status == "completed"
+    failed = Message.objects.filter(debate=debate, status="error")
+    assert failed.count() == 3
+    assert {m.participant.speak_order for m in failed} == {1}
+    assert {m.error["code"] for m in failed} == {"bad_request"}
+    assert Vote.objects.filter(debate=debate, abstained=True).count() == 3
+    assert "error" in published_types(debate.pk)
+
+
+def test_every_participant_failing_fails_the_debate_with_a_reason(celery_worker, llm, make_debate):
+    llm.add_rule(Reply.error(401, "invalid key", match="You are"))
+    debate = make_debate(rounds=2)
+    debate_start(debate_id=debate.pk)
+    finished = wait_until_finished(debate.pk)
+    assert finished.status == "failed"
+    assert finished.error == {
+        "step": "round 1",
+        "code": "round_failed",
+        "message": "Every turn of round 1 failed.",
+    }
+    assert Message.objects.filter(debate=debate).count() == 3
+    assert not Message.objects.filter(debate=debate, round=2).exists()
+
+
+def test_a_voter_answering_garbage_abstains_and_the_others_decide(celery_worker, llm, make_debate):
+    llm.add_rule(Reply.answer("I think it will go up, probably.", match="final vote. You are P3,"))
+    debate = make_debate(rounds=2)
+    debate_start(debate_id=debate.pk)
+    finished = wait_until_finished(debate.pk)
+    assert finished.status == "completed"
+    ballot = Ballot.objects.get(debate=debate, participant__speak_order=2)
+    assert (ballot.status, ballot.parse_status) == ("ok", "failed")
+    assert list(
+        Vote.objects.filter(ballot=ballot).values_list("symbol", "abstained", "action")
+    ) == [(coin, True, "") for coin in COINS]
+    for decision in Decision.objects.filter(debate=debate):
+        assert decision.voters == 2
+
+
+def test_retry_resumes_from_the_failed_round_reusing_stored_turns(celery_worker, llm, make_debate):
+    # given a debate whose round 2 fails entirely (every model refuses round 2 once)
+    for label in ("P1", "P2", "P3"):
+        llm.add_rule(Reply.error(400, "refused", match=f"round 2/2. You are {label},", times=1))
+    debate = make_debate(rounds=2)
+    debate_start(debate_id=debate.pk)
+    failed = wait_until_finished(debate.pk)
+    assert (failed.status, failed.error["step"]) == ("failed", "round 2")
+    round1 = set(Message.objects.filter(debate=debate, round=1).values_list("pk", flat=True))
+    asked = len(llm.requests)
+    # when it is retried
+    debate_retry(debate_id=debate.pk)
+    finished = wait_until_finished(debate.pk)
+    # then round 1 was reused, round 2 asked again, and the debate completed
+    assert finished.status == "completed"
+    assert (
+        set(Message.objects.filter(debate=debate, round=1).values_list("pk", flat=True)) == round1
+    )
+    assert Message.objects.filter(debate=debate, round=2, status="ok").count() == 3
+    assert len(llm.requests) == asked + 3 + 3
+
+
+def test_default_fake_answer_parses(make_debate):
+    assert "<decision>" in default_answer("BTCUSDT")
+    assert Debate.objects.count() == 0
