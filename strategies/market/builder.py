@@ -41,7 +41,7 @@ from strategies.market.symbols import normalize_symbol
 
 DEFAULT_TIMEFRAMES: tuple[str, ...] = ("15m", "1h", "4h")
 DEFAULT_ROWS = 20
-MAX_ROWS = 100
+MAX_ROWS = 200
 
 __all__ = ["DEFAULT_ROWS", "MAX_ROWS", "SnapshotSpec", "build_snapshot", "source_for"]
 

@@ -12,8 +12,11 @@ and a rate limiter of its own shared by all of them (one request start per
 ``exchange.rateLimit`` ms, 50 ms for Binance: about 20 requests a second).
 
 Every request has a timeout (``timeout_s``, default 10 s) and is retried on
-``ccxt.NetworkError`` (timeouts, dropped connections, 5xx, 429) up to ``attempts`` times
-in all, with exponential backoff and jitter; then ``SourceUnavailableError`` is raised.
+``ccxt.NetworkError`` (timeouts, dropped connections, 5xx, 429) and on the rest of
+``ccxt.OperationFailed`` (Binance's -1000/-1001 "internal error, please try again", empty
+or garbled answers; safe because every call here is a read) up to ``attempts`` times in
+all, with exponential backoff and jitter; then ``SourceUnavailableError`` is raised.
+Other errors (bad request, unknown symbol) are not retried.
 
 Only closed candles are returned: klines are asked for with ``endTime`` set to the open
 time of the last candle closed at ``as_of``, and anything still open is dropped again.
@@ -377,7 +380,7 @@ class LiveSource:
                 return attempt()
             except ccxt.BadSymbol as error:
                 raise UnknownSymbolError(f"{self.exchange} {what}: {error}") from error
-            except ccxt.NetworkError as error:
+            except ccxt.OperationFailed as error:
                 if number == self._attempts:
                     raise SourceUnavailableError(
                         f"{self.exchange} {what}: no answer after {self._attempts} attempts "

@@ -141,7 +141,9 @@ def rank_open_interest_growth(
                 else f"no usable open-interest history for any of {len(symbols)} symbols, "
                 f"e.g. {errors[0]}"
             )
-        raise SourceUnavailableError(f"open-interest ranking failed: {errors[0]}")
+        raise SourceUnavailableError(
+            f"no open interest could be fetched for {len(symbols)} symbols, e.g. {errors[0]}"
+        )
     entries.sort(key=lambda entry: (-entry.change_pct, entry.symbol))
     notes = tuple(f"open interest skipped: {error}" for error in errors)
     return OpenInterestRanking(tuple(entries[:limit]), notes)

@@ -61,7 +61,7 @@ def format_volume(value: float | None) -> str:
         return "n/a"
     magnitude = abs(value)
     if magnitude < 1000:
-        return f"{value:.4g}" if magnitude >= 1e-3 or magnitude == 0 else f"{value:.2e}"
+        return f"{value:.4g}" if magnitude >= 1e-3 or magnitude == 0 else f"{value:.1e}"
     for suffix, scale in (("K", 1e3), ("M", 1e6), ("B", 1e9), ("T", 1e12)):
         if magnitude < scale * 999.5:
             return f"{value / scale:.3g}{suffix}"

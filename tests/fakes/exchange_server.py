@@ -20,7 +20,8 @@ Endpoints (``ROUTES``): ``GET /fapi/v1/exchangeInfo``, ``/fapi/v1/time``,
 ``/fapi/v1/klines``, ``/fapi/v1/ticker/24hr``, ``/fapi/v1/ticker/price``,
 ``/fapi/v1/premiumIndex``, ``/fapi/v1/fundingRate``, ``/fapi/v1/openInterest`` and
 ``/futures/data/openInterestHist``. Every request is recorded in ``requests``; faults
-can be queued per path (``fail_next``, ``delay_next``, ``drop_next``).
+can be queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_flight``
+tells how many requests were ever served at once.
 
 To add endpoints (orders, balances): write a method ``(self, request) -> (status, body)``,
 register it in ``ROUTES`` (or ``fake.routes`` for one instance) and keep any state on the
@@ -37,6 +38,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,7 @@ class Fault:
     status: int | None = None
     delay_s: float = 0.0
     drop: bool = False
+    body: Any = None
 
 
 @dataclass
@@ -143,6 +146,8 @@ class FakeExchange:
     ) -> None:
         self.now_ms = int(now.timestamp() * 1000)
         self.symbols = symbols
+        # Serve klines up to ``now`` whatever endTime says, the forming candle included.
+        self.ignore_end_time = False
         self.open_interest_at = open_interest or self._volume_open_interest
         self.requests: list[RecordedRequest] = []
         self.faults: dict[str, list[Fault]] = {}
@@ -150,6 +155,8 @@ class FakeExchange:
             key: getattr(type(self), name) for key, name in self.ROUTES.items()
         }
         self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._markets = {symbol: _load_market(data_dir, symbol) for symbol in symbols}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -160,7 +167,9 @@ class FakeExchange:
         """Start serving on 127.0.0.1 and a free port, in a background thread."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -194,9 +203,15 @@ class FakeExchange:
 
     # faults and inspection
 
-    def fail_next(self, path: str, status: int = 503, times: int = 1) -> None:
-        """Answer the next ``times`` requests to ``path`` with HTTP ``status``."""
-        self._queue(path, [Fault(status=status) for _ in range(times)])
+    def fail_next(self, path: str, status: int = 503, times: int = 1, body: Any = None) -> None:
+        """Answer the next ``times`` requests to ``path`` with HTTP ``status``.
+
+        The body defaults to Binance's error for the status: -1001 "internal error" for
+        5xx, -1003 "too many requests" for 429, -1100 "illegal characters" otherwise.
+        """
+        if body is None:
+            body = _default_error(status)
+        self._queue(path, [Fault(status=status, body=body) for _ in range(times)])
 
     def delay_next(self, path: str, seconds: float, times: int = 1) -> None:
         """Hold the next ``times`` requests to ``path`` for ``seconds`` before answering."""
@@ -259,6 +274,8 @@ class FakeExchange:
             return 400, {"code": -1120, "msg": "Invalid interval."}
         limit = min(int(request.params.get("limit", 500)), 1500)
         end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
+        if self.ignore_end_time:
+            end = self.now_ms
         rows = market.klines[interval]
         stop = bisect_right(market.open_times[interval], end)
         if "startTime" in request.params:
@@ -440,6 +457,15 @@ class FakeExchange:
         """Record ``request`` and return (status, JSON body), or None to drop the connection."""
         with self.lock:
             self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(self, request: RecordedRequest) -> tuple[int, Any] | None:
         fault = self._next_fault(request.path)
         if fault is not None:
             if fault.delay_s:
@@ -447,11 +473,19 @@ class FakeExchange:
             if fault.drop:
                 return None
             if fault.status is not None:
-                return fault.status, {"code": -1001, "msg": f"injected fault {fault.status}"}
+                return fault.status, fault.body
         handler = self.routes.get((request.method, request.path))
         if handler is None:
             return 404, {"code": -5000, "msg": f"no route {request.method} {request.path}"}
         return handler(self, request)
+
+
+def _default_error(status: int) -> dict[str, Any]:
+    if status >= 500:
+        return {"code": -1001, "msg": "Internal error; unable to process your request."}
+    if status == 429:
+        return {"code": -1003, "msg": "Too many requests."}
+    return {"code": -1100, "msg": "Illegal characters found in a parameter."}
 
 
 def _market_info(
@@ -500,7 +534,9 @@ def _market_info(
     }
 
 
+@cache
 def _load_market(data_dir: Path, symbol: str) -> _Market:
+    """Read one pair's files once per process; instances share the result read-only."""
     market = _Market()
     for interval in ("15m", "1h", "4h"):
         with (data_dir / f"{symbol}-{interval}.csv").open(newline="") as handle:
