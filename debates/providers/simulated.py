@@ -80,6 +80,11 @@ _LEANS = {
     ),
 }
 
+_WAITS = (
+    "The {net} reading gives me no edge worth taking at this price.",
+    "Nothing here fits my book yet; staying out costs nothing.",
+)
+
 
 @dataclass(frozen=True)
 class _Reading:
@@ -212,7 +217,8 @@ def _decide(
     if reading is None:
         comment = f"nothing to read, so I {action} (confidence {confidence})."
     else:
-        comment = rng.choice(_LEANS.get(personality, _LEANS["analyst"])).format(**fields)
+        lines = _WAITS if action == "wait" else _LEANS.get(personality, _LEANS["analyst"])
+        comment = rng.choice(lines).format(**fields)
         comment += f" Decision: {action} at confidence {confidence}."
     decision = {
         "symbol": symbol,

@@ -17,6 +17,8 @@ from debates.providers import (
     TerminalProviderError,
     complete,
 )
+from strategies.market.builder import SnapshotSpec, build_snapshot
+from strategies.market.dataset import DATASET_SYMBOLS, DatasetSource
 from strategies.market.snapshot import (
     Candle,
     CoinSnapshot,
@@ -272,3 +274,27 @@ def test_artificial_latency_comes_from_settings_and_respects_the_deadline(settin
 
     # then
     assert 100 <= response.latency_ms < 200
+
+
+def test_on_the_dataset_every_personality_answers_each_coin_and_bull_differs_from_bear() -> None:
+    # given: the seven dataset coins at the dataset's end, built by the market package
+    spec = SnapshotSpec(coins=tuple((s, "static") for s in DATASET_SYMBOLS))
+    snapshot = build_snapshot(spec, DatasetSource()).to_dict()
+    symbols = tuple(DATASET_SYMBOLS)
+
+    # when
+    results = {
+        personality: parse_output(
+            complete(SIMULATED, _request(personality, symbols=symbols, snapshot=snapshot)).text,
+            symbols,
+        )
+        for personality in ("bull", "bear", "analyst", "contrarian", "risk_manager")
+    }
+
+    # then
+    for result in results.values():
+        assert result.status == ParseStatus.OK
+        assert [decision.symbol for decision in result.decisions] == list(symbols)
+    bull = [decision.action for decision in results["bull"].decisions]
+    bear = [decision.action for decision in results["bear"].decisions]
+    assert all(mine != theirs for mine, theirs in zip(bull, bear, strict=True))
