@@ -10,6 +10,9 @@ source's "now" when None). Requests run concurrently up to the source's
 A coin other than the first whose data cannot be had is dropped, with a note; a failure
 on the first coin (the debate's primary) raises. Missing funding or open interest is
 None, with a note. Notes from coin selection (``spec.notes``) come first.
+
+``as_of`` is recorded (and used) to the whole second, rounded down, so the stored ISO
+string is exactly the instant the data was taken at.
 """
 
 from __future__ import annotations
@@ -194,6 +197,8 @@ def build_snapshot(spec: SnapshotSpec, source: MarketSource) -> MarketSnapshot:
         notes.append(
             f"indicator warm-up shortened by the data window: {label} for {', '.join(symbols)}"
         )
+    if any(coin.open_interest_change_pct is not None for coin in coins):
+        notes.append(f"open-interest change is over the last {spec.oi_duration}")
     if oi_missing:
         notes.append(
             f"open-interest growth not available on the {source.name} source "

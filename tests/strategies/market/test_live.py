@@ -91,6 +91,21 @@ def test_live_source_calls_only_the_binance_usdm_market_endpoints(fake_exchange)
     ]
 
 
+def test_open_interest_growth_is_read_from_the_history(fake_exchange):
+    # given the fake's hourly open interest at 12:00 and 24 hours earlier
+    noon = _ms(datetime(2024, 9, 1, 12, tzinfo=UTC))
+    latest, base = (
+        float(f"{fake_exchange.open_interest_at('BTCUSDT', t):.8f}")
+        for t in (noon, noon - 86_400_000)
+    )
+    spec = SnapshotSpec(coins=(("BTC", "static"),), timeframes=("1h",), rows=5, as_of=MID_WINDOW)
+    # when a snapshot with open interest is built
+    snapshot = build_snapshot(spec, _live(fake_exchange))
+    # then the change over 24h is recorded and its span noted
+    assert snapshot.coins[0].open_interest_change_pct == (latest - base) / base * 100.0
+    assert snapshot.notes == ("open-interest change is over the last 24h",)
+
+
 def test_the_forming_candle_is_dropped(fake_exchange):
     # given an exchange that answers klines up to now, the forming 12:00 candle included
     fake_exchange.ignore_end_time = True
