@@ -179,8 +179,3 @@ def check_timeframe(timeframe: str) -> int:
     except KeyError:
         known = ", ".join(TIMEFRAME_MS)
         raise ValueError(f"unknown timeframe {timeframe!r}: expected one of {known}") from None
-
-
-def is_closed(candle: Candle, timeframe: str, as_of_ms: int) -> bool:
-    """Return whether ``candle`` had closed at ``as_of_ms``."""
-    return candle.open_time + TIMEFRAME_MS[timeframe] <= as_of_ms

@@ -9,6 +9,7 @@ from strategies.market.dataset import (
     DATASET_END,
     DATASET_SYMBOLS,
     DATASET_WINDOWS,
+    FUNDING_START,
     DatasetSource,
     dataset_window,
 )
@@ -38,6 +39,17 @@ def test_window_constants_match_the_files(symbol, timeframe):
     window = dataset_window(timeframe)
     assert first_open == _ms(window.start)
     assert last_open + TIMEFRAME_MS[timeframe] == _ms(window.end) == _ms(DATASET_END)
+
+
+@pytest.mark.parametrize("symbol", DATASET_SYMBOLS)
+def test_funding_window_matches_the_files(symbol):
+    # given a funding file
+    rates = read_funding(symbol)
+    # when its first and last settlements are read
+    # then the first is FUNDING_START and the last the documented 2024-09-04 16:00
+    assert rates[0][0] == _ms(FUNDING_START)
+    assert rates[-1][0] == _ms(datetime(2024, 9, 4, 16, tzinfo=UTC))
+    assert len(rates) == 744
 
 
 def test_dataset_end_is_the_last_close():
