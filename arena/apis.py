@@ -1,0 +1,290 @@
+"""What every API shares: strict input fields, validation, pagination, error schemas.
+
+Also the token endpoint and the JSON answers for URLs that match no route and for
+unhandled errors under ``/api/``, so a client always gets ``{"code", "message", "fields"}``.
+
+Input serializers check types and shapes: a JSON string where an integer is expected is
+refused (``"3"`` is not 3), unknown keys are refused (a misspelt field is an error, not
+a silent default). Domain rules (ownership, ranges that depend on other fields, what a
+state allows) stay in the services, which every caller goes through.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth import authenticate
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.authtoken.models import Token
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from arena.exceptions import ApplicationError, NotFound, ValidationError
+
+logger = logging.getLogger(__name__)
+
+MAX_ID = 2**63 - 1
+MAX_INT = 2**31 - 1
+
+
+# --- Strict input fields ------------------------------------------------------------------
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer given as a JSON number; strings, floats and booleans are refused."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -MAX_INT - 1)
+        kwargs.setdefault("max_value", MAX_INT)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return data
+
+
+class IdField(StrictIntegerField):
+    """The id of a stored object."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A number given as a JSON number; strings and booleans are refused."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """``true`` or ``false``; ``"yes"``, ``1`` and ``"true"`` are refused."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string; numbers are refused rather than turned into text."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """One of fixed strings; the message names the choices."""
+
+    def __init__(self, choices: Iterable[Any], **kwargs: Any) -> None:
+        super().__init__(choices, **kwargs)
+        names = ", ".join(str(key) for key in self.choices)
+        self.error_messages["invalid_choice"] = f"{{input!r}} is not one of: {names}."
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer that refuses keys it does not declare."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown = {}
+        if isinstance(data, dict):
+            unknown = {str(key): ["Unknown field."] for key in data if key not in self.fields}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                exc.detail.update(unknown)
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Return DRF's nested errors as ``{"participants[0].ai_model": [messages]}``."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if isinstance(key, int):
+                name = f"{prefix}[{key}]"
+            elif key == api_settings.NON_FIELD_ERRORS_KEY and prefix:
+                name = prefix
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            for field, messages in flatten_errors(value, name).items():
+                flat.setdefault(field, []).extend(messages)
+    elif isinstance(errors, list) and all(isinstance(item, str) for item in errors):
+        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(item) for item in errors]
+    elif isinstance(errors, list):
+        for index, item in enumerate(errors):
+            if item:
+                flat.update(flatten_errors(item, f"{prefix}[{index}]"))
+    else:
+        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(errors)]
+    return flat
+
+
+def validate(
+    serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False
+) -> dict[str, Any]:
+    """Return the validated input, or raise ``ValidationError`` naming each bad field."""
+    serializer = serializer_class(data=data, partial=partial)
+    if not serializer.is_valid():
+        raise ValidationError(fields=flatten_errors(serializer.errors))
+    return dict(serializer.validated_data)
+
+
+# --- Views --------------------------------------------------------------------------------
+
+
+class JsonApi(APIView):
+    """An API operation that reads JSON bodies only (no forms, no multipart)."""
+
+    parser_classes = [JSONParser]
+
+
+def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
+    """Return the object ``pk`` of ``queryset`` (already scoped to its owner) or 404."""
+    obj = queryset.filter(pk=pk).first()
+    if obj is None:
+        raise NotFound(f"{label} not found.")
+    return obj
+
+
+def paginated_response(
+    *,
+    request: Request,
+    view: APIView,
+    queryset: QuerySet,
+    serializer_class: type[serializers.BaseSerializer],
+) -> Response:
+    """Return one page of ``queryset`` as ``{count, next, previous, results}``."""
+    paginator = view.pagination_class()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+# --- Error bodies in the schema -----------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error answer."""
+
+    code = serializers.CharField(help_text="A stable code, e.g. validation_error, not_found.")
+    message = serializers.CharField(help_text="A sentence for people.")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Each bad field (dotted, indexed: participants[0].ai_model) and its messages.",
+    )
+
+
+_ERROR_DESCRIPTIONS = {
+    400: "Bad input: validation_error (fields name each bad field), parse_error, ...",
+    401: "not_authenticated or authentication_failed.",
+    404: "not_found: no such object, or it belongs to another user.",
+    409: "The state or stored data forbids it: invalid_state, conflict, ...",
+}
+
+
+def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
+    """Return the schema of the error answers ``codes`` (401 is always included)."""
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=_ERROR_DESCRIPTIONS[code])
+        for code in sorted({401, *codes})
+    }
+
+
+# --- Token --------------------------------------------------------------------------------
+
+
+class InvalidCredentials(ApplicationError):
+    code = "invalid_credentials"
+    default_message = "Unable to log in with the given username and password."
+
+
+class TokenObtainApi(JsonApi):
+    """Exchange a username and password for the user's API token."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema_serializer(component_name="TokenInput")
+    class InputSerializer(StrictSerializer):
+        username = StrictCharField(max_length=150)
+        password = StrictCharField(max_length=128, trim_whitespace=False)
+
+    @extend_schema_serializer(component_name="Token")
+    class OutputSerializer(serializers.Serializer):
+        token = serializers.CharField()
+
+    @extend_schema(
+        operation_id="auth_token_create",
+        request=InputSerializer,
+        responses={200: OutputSerializer, 400: OpenApiResponse(ErrorSerializer)},
+        auth=[],
+    )
+    def post(self, request: Request) -> Response:
+        data = validate(self.InputSerializer, request.data)
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None or not user.is_active:
+            raise InvalidCredentials()
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response(self.OutputSerializer({"token": token.key}).data)
+
+
+# --- Plain Django answers under /api/ -----------------------------------------------------
+
+
+def _error_body(code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message, "fields": {}}
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Answer a URL that matches no route: JSON under ``/api/``, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(_error_body("not_found", "Not found."), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """Answer an unhandled error: JSON under ``/api/`` (no details), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        body = _error_body("server_error", "The server failed; the error was logged.")
+        return JsonResponse(body, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    return defaults.server_error(request)
+
+
+def combine(*apis: type[APIView]) -> Any:
+    """Return one view serving the methods of several single-operation APIs on one URL.
+
+    Each API class stays one operation (``DebateListApi`` for GET, ``DebateCreateApi``
+    for POST); the URL ``/api/debates`` needs both.
+    """
+    name = "".join(api.__name__.removesuffix("Api") for api in apis) + "Api"
+    return type(name, apis, {"__module__": apis[0].__module__}).as_view()

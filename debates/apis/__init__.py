@@ -1,0 +1,1 @@
+"""The REST API of debates, AI models and schedules, one module per resource."""

@@ -1,0 +1,272 @@
+"""The debate endpoints of SPEC 6 (the live stream is served by its own view).
+
+Every operation is scoped to the requesting user: another user's debate is a 404 for
+every verb. Representations come from ``debates.serializers``, the same ones the live
+events carry.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from arena.apis import (
+    IdField,
+    JsonApi,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+    StrictSerializer,
+    error_responses,
+    paginated_response,
+    validate,
+)
+from debates.engine.personalities import PERSONALITIES
+from debates.models import DebateStatus, OIDuration
+from debates.selectors import debate_get, debate_list, debate_representation
+from debates.serializers import (
+    DebateDetailSerializer,
+    DebateListSerializer,
+    MessageSerializer,
+    VoteSerializer,
+)
+from debates.services import (
+    DebateInput,
+    debate_cancel,
+    debate_create,
+    debate_delete,
+    debate_retry,
+    debate_start,
+)
+from strategies.models import PromptVariant
+from traders.serializers import ExecutionSerializer
+
+TAGS = ["debates"]
+
+
+class DebateListApi(JsonApi):
+    """List the user's debates, newest first."""
+
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+
+    class FilterSerializer(serializers.Serializer):
+        status = StrictChoiceField(choices=DebateStatus.choices, required=False)
+
+    @extend_schema(
+        operation_id="debates_list",
+        tags=TAGS,
+        parameters=[FilterSerializer],
+        responses={200: DebateListSerializer(many=True), **error_responses(400, 404)},
+    )
+    def get(self, request: Request) -> Response:
+        filters = validate(self.FilterSerializer, request.query_params)
+        debates = debate_list(owner=request.user, status=filters.get("status"))
+        return paginated_response(
+            request=request, view=self, queryset=debates, serializer_class=DebateListSerializer
+        )
+
+
+class ParticipantInputSerializer(StrictSerializer):
+    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    personality = StrictChoiceField(choices=list(PERSONALITIES))
+
+
+class DebateCreateApi(JsonApi):
+    """Create a pending debate (SPEC 5.1); nothing is written when any field is bad."""
+
+    @extend_schema_serializer(component_name="DebateCreateInput")
+    class InputSerializer(StrictSerializer):
+        name = StrictCharField(max_length=200)
+        strategy = IdField(help_text="One of your strategies.")
+        symbol = StrictCharField(
+            required=False,
+            allow_blank=True,
+            max_length=40,
+            help_text="Primary coin (BTC, BTCUSDT, BTC/USDT...); empty: from the strategy.",
+        )
+        participants = serializers.ListField(
+            child=ParticipantInputSerializer(), help_text="2 to 6 seats."
+        )
+        max_rounds = StrictIntegerField(required=False, min_value=2, max_value=5)
+        interval_minutes = StrictIntegerField(required=False, min_value=1)
+        prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
+        auto_execute = StrictBooleanField(required=False)
+        trader = IdField(
+            required=False, allow_null=True, help_text="Required when auto_execute is true."
+        )
+        enable_oi_ranking = StrictBooleanField(required=False)
+        oi_ranking_limit = StrictIntegerField(required=False, min_value=1, max_value=10)
+        oi_duration = StrictChoiceField(choices=OIDuration.choices, required=False)
+        as_of = serializers.DateTimeField(
+            required=False,
+            allow_null=True,
+            help_text="Replay instant for a strategy on the dataset market source.",
+        )
+
+    @extend_schema(
+        operation_id="debates_create",
+        tags=TAGS,
+        request=InputSerializer,
+        responses={201: DebateDetailSerializer, **error_responses(400)},
+    )
+    def post(self, request: Request) -> Response:
+        data = validate(self.InputSerializer, request.data)
+        debate = debate_create(owner=request.user, data=DebateInput(**data))
+        detail = debate_representation(debate_id=debate.pk, owner=request.user)
+        return Response(detail, status=status.HTTP_201_CREATED)
+
+
+class PersonalityListApi(JsonApi):
+    """List the five personalities a participant can play."""
+
+    @extend_schema_serializer(component_name="Personality")
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.CharField()
+        name = serializers.CharField()
+        emoji = serializers.CharField()
+        color = serializers.CharField()
+        description = serializers.CharField()
+
+    @extend_schema(
+        operation_id="debates_personalities_list",
+        tags=TAGS,
+        responses={200: OutputSerializer(many=True), **error_responses()},
+    )
+    def get(self, request: Request) -> Response:
+        personalities = [personality.to_dict() for personality in PERSONALITIES.values()]
+        return Response(self.OutputSerializer(personalities, many=True).data)
+
+
+class DebateDetailApi(JsonApi):
+    """Return a debate with its participants, messages, votes, decisions and state."""
+
+    @extend_schema(
+        operation_id="debates_retrieve",
+        tags=TAGS,
+        responses={200: DebateDetailSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, debate_id: int) -> Response:
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateDeleteApi(JsonApi):
+    """Delete a pending or finished debate and everything it holds (409 while active)."""
+
+    @extend_schema(
+        operation_id="debates_destroy",
+        tags=TAGS,
+        responses={204: None, **error_responses(404, 409)},
+    )
+    def delete(self, request: Request, debate_id: int) -> Response:
+        debate_delete(debate_id=debate_id, owner=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DebateStartApi(JsonApi):
+    """Start a pending debate: snapshot the market and hand the rounds to the workers."""
+
+    @extend_schema(
+        operation_id="debates_start",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_start(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateCancelApi(JsonApi):
+    """Cancel a pending or running debate; no model call starts after it."""
+
+    @extend_schema(
+        operation_id="debates_cancel",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_cancel(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateRetryApi(JsonApi):
+    """Resume a failed debate from the step that failed, keeping every stored turn."""
+
+    @extend_schema(
+        operation_id="debates_retry",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_retry(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateExecuteApi(JsonApi):
+    """Execute a completed debate's consensus on one of the user's traders (SPEC 10)."""
+
+    @extend_schema_serializer(component_name="DebateExecuteInput")
+    class InputSerializer(StrictSerializer):
+        trader = IdField(help_text="One of your traders, running.")
+        symbol = StrictCharField(
+            required=False, max_length=40, help_text="The coin to execute; default: primary."
+        )
+
+    @extend_schema(
+        operation_id="debates_execute",
+        tags=TAGS,
+        request=InputSerializer,
+        responses={
+            202: OpenApiResponse(
+                ExecutionSerializer,
+                description="The execution (the same one when asked again).",
+            ),
+            **error_responses(400, 404, 409),
+        },
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        # Imported at call time: the execution service is built in parallel with this
+        # API, and a missing service must fail this operation only, not the URL conf.
+        from traders.services import execution_request
+
+        data = validate(self.InputSerializer, request.data)
+        execution = execution_request(
+            owner=request.user,
+            debate_id=debate_id,
+            trader_id=data["trader"],
+            symbol=data.get("symbol"),
+            trigger="manual",
+        )
+        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
+
+
+class DebateMessageListApi(JsonApi):
+    """List a debate's messages by round and speaking order."""
+
+    @extend_schema(
+        operation_id="debates_messages_list",
+        tags=TAGS,
+        responses={200: MessageSerializer(many=True), **error_responses(404)},
+    )
+    def get(self, request: Request, debate_id: int) -> Response:
+        debate = debate_get(debate_id=debate_id, owner=request.user)
+        return Response(MessageSerializer(debate.messages.all(), many=True).data)
+
+
+class DebateVoteListApi(JsonApi):
+    """List a debate's votes (abstentions included) by speaking order and coin."""
+
+    @extend_schema(
+        operation_id="debates_votes_list",
+        tags=TAGS,
+        responses={200: VoteSerializer(many=True), **error_responses(404)},
+    )
+    def get(self, request: Request, debate_id: int) -> Response:
+        debate = debate_get(debate_id=debate_id, owner=request.user)
+        return Response(VoteSerializer(debate.votes.all(), many=True).data)

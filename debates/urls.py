@@ -1,0 +1,60 @@
+"""Routes of debates, AI models and schedules, under ``/api/``."""
+
+from django.urls import path
+
+from arena.apis import combine
+from debates.apis import ai_models, debates, schedules
+
+urlpatterns = [
+    path("debates", combine(debates.DebateListApi, debates.DebateCreateApi), name="debates"),
+    path(
+        "debates/personalities",
+        debates.PersonalityListApi.as_view(),
+        name="debate-personalities",
+    ),
+    path(
+        "debates/<int:debate_id>",
+        combine(debates.DebateDetailApi, debates.DebateDeleteApi),
+        name="debate",
+    ),
+    path("debates/<int:debate_id>/start", debates.DebateStartApi.as_view(), name="debate-start"),
+    path("debates/<int:debate_id>/cancel", debates.DebateCancelApi.as_view(), name="debate-cancel"),
+    path("debates/<int:debate_id>/retry", debates.DebateRetryApi.as_view(), name="debate-retry"),
+    path(
+        "debates/<int:debate_id>/execute",
+        debates.DebateExecuteApi.as_view(),
+        name="debate-execute",
+    ),
+    path(
+        "debates/<int:debate_id>/messages",
+        debates.DebateMessageListApi.as_view(),
+        name="debate-messages",
+    ),
+    path(
+        "debates/<int:debate_id>/votes",
+        debates.DebateVoteListApi.as_view(),
+        name="debate-votes",
+    ),
+    path(
+        "ai-models",
+        combine(ai_models.AIModelListApi, ai_models.AIModelCreateApi),
+        name="ai-models",
+    ),
+    path(
+        "ai-models/<int:ai_model_id>",
+        combine(ai_models.AIModelDetailApi, ai_models.AIModelUpdateApi, ai_models.AIModelDeleteApi),
+        name="ai-model",
+    ),
+    path(
+        "schedules",
+        combine(schedules.ScheduleListApi, schedules.ScheduleCreateApi),
+        name="schedules",
+    ),
+    path(
+        "schedules/<int:schedule_id>",
+        combine(
+            schedules.ScheduleDetailApi, schedules.ScheduleUpdateApi, schedules.ScheduleDeleteApi
+        ),
+        name="schedule",
+    ),
+]
