@@ -42,6 +42,18 @@ MIN_ROUNDS, MAX_ROUNDS = 2, 5
 KEYLESS_PROVIDERS = frozenset({"simulated", "openai_compatible"})
 
 
+class NotEnoughParticipants(ValidationError):
+    """Fewer than two participants were given; ``fields`` still names every bad field."""
+
+    code = "not_enough_participants"
+
+
+def input_refusal(data: DebateInput) -> ValidationError:
+    """Return the error refusing ``data``, whose ``errors`` are not empty."""
+    few = isinstance(data.participants, list) and len(data.participants) < MIN_PARTICIPANTS
+    return (NotEnoughParticipants if few else ValidationError)(fields=data.errors)
+
+
 @dataclass(frozen=True)
 class Seat:
     """One requested participant: a model id and a personality id."""
@@ -190,7 +202,7 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing."""
     values = _clean(owner, data)
     if data.errors:
-        raise ValidationError(fields=data.errors)
+        raise input_refusal(data)
     seats = values.pop("seats")
     with transaction.atomic():
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)

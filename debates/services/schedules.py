@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from arena.exceptions import NotFound, ValidationError
 from debates.models import Schedule
-from debates.services.lifecycle import DebateInput
+from debates.services.lifecycle import DebateInput, input_refusal
 from debates.services.lifecycle import _clean as debate_input_clean
 
 FIELDS = (
@@ -54,7 +54,8 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(values["enabled"], bool):
         errors["enabled"] = ["Must be true or false."]
     if errors:
-        raise ValidationError(fields=errors)
+        # The same code as for a debate: not_enough_participants when seats are missing.
+        raise type(input_refusal(data))(fields=errors)
     return {
         "name": cleaned["name"],
         "strategy": cleaned["strategy"],
