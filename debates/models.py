@@ -366,6 +366,9 @@ class Decision(models.Model):
     take_profit = models.FloatField(null=True, blank=True)
     scores = models.JSONField(default=dict)
     clamps = models.JSONField(default=list, blank=True)
+    defaults = models.JSONField(
+        default=list, blank=True, help_text="Fields set by default, not by any voter."
+    )
     reason = models.CharField(max_length=300, blank=True)
     supporters = models.PositiveSmallIntegerField(default=0)
     voters = models.PositiveSmallIntegerField(default=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
@@ -50,6 +51,16 @@ class ParticipantSerializer(serializers.ModelSerializer):
         return PERSONALITIES[obj.personality].color
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            "prompt_tokens": {"type": "integer"},
+            "completion_tokens": {"type": "integer"},
+        },
+        "required": ["prompt_tokens", "completion_tokens"],
+    }
+)
 class UsageField(serializers.Field):
     """Token usage of a stored model call."""
 
@@ -131,6 +142,7 @@ class DecisionSerializer(serializers.ModelSerializer):
             "take_profit",
             "scores",
             "clamps",
+            "defaults",
             "reason",
             "supporters",
             "voters",
@@ -139,6 +151,7 @@ class DecisionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(ExecutionSerializer(allow_null=True))
     def get_execution(self, obj: Decision) -> dict[str, Any] | None:
         execution = getattr(obj, "execution", None)
         return ExecutionSerializer(execution).data if execution else None
@@ -156,7 +169,9 @@ class StrategySummarySerializer(serializers.Serializer):
 class StateSerializer(serializers.ModelSerializer):
     """The state fields of a debate: what a ``status`` event carries."""
 
-    current_speaker = serializers.IntegerField(source="current_speaker_id", read_only=True)
+    current_speaker = serializers.IntegerField(
+        source="current_speaker_id", allow_null=True, read_only=True
+    )
     available_actions = serializers.SerializerMethodField()
 
     class Meta:
@@ -176,8 +191,8 @@ class StateSerializer(serializers.ModelSerializer):
 
 
 class DebateListSerializer(StateSerializer):
-    strategy = serializers.IntegerField(source="strategy_id", read_only=True)
-    trader = serializers.IntegerField(source="trader_id", read_only=True)
+    strategy = serializers.IntegerField(source="strategy_id", allow_null=True, read_only=True)
+    trader = serializers.IntegerField(source="trader_id", allow_null=True, read_only=True)
 
     class Meta(StateSerializer.Meta):
         fields = [
@@ -224,6 +239,7 @@ class DebateDetailSerializer(DebateListSerializer):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(StrategySummarySerializer(allow_null=True))
     def get_strategy(self, obj: Debate) -> dict[str, Any] | None:
         return StrategySummarySerializer(obj.strategy).data if obj.strategy else None
 

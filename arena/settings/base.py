@@ -154,6 +154,8 @@ CELERY_BEAT_SCHEDULE = {
     # The watchdog: resume active debates whose steps were lost (a dead worker, a
     # Redis restart that emptied the queues).
     "debates-resume-stale": {"task": "debates.resume_stale", "schedule": 15.0},
+    # Paper trading: fill the stops and targets that prices crossed since the last sweep.
+    "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
 }
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
@@ -161,7 +163,8 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 # --- Model calls --------------------------------------------------------------------------
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
-MODEL_CALL_TIMEOUT_S = env_int("MODEL_CALL_TIMEOUT_S", 60)
+# Seconds the simulated model takes per answer, so a demo can be watched as it happens.
+SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))
 
 # --- Market data --------------------------------------------------------------------------
 # Base URL replacing the live exchange's API host (a local fake exchange in tests).

@@ -144,13 +144,17 @@ def parse_confidence(raw: Any) -> float | None:
     return min(100.0, max(0.0, parsed[0]))
 
 
+# No exchange offers more; a larger figure is a misreading, not a leverage.
+MAX_READABLE_LEVERAGE = 125
+
+
 def parse_leverage(raw: Any) -> int | None:
-    """Return a leverage of at least 1, or None when ``raw`` is not one."""
+    """Return a leverage in 1..MAX_READABLE_LEVERAGE, or None when ``raw`` is not one."""
     parsed = parse_number(raw, suffixes="x×")
-    if parsed is None:
+    if parsed is None or not parsed[0] < MAX_READABLE_LEVERAGE + 1:
         return None
     rounded = int(Decimal(repr(parsed[0])).to_integral_value(rounding=ROUND_HALF_DOWN))
-    return rounded if rounded >= 1 else None
+    return rounded if 1 <= rounded <= MAX_READABLE_LEVERAGE else None
 
 
 def parse_position_pct(raw: Any) -> float | None:

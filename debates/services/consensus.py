@@ -70,6 +70,7 @@ def consensus_finalize(*, debate_id: int) -> None:
                 take_profit=result.take_profit,
                 scores=dict(result.scores),
                 clamps=[clamp.to_dict() for clamp in result.clamps],
+                defaults=list(result.defaults),
                 reason=result.reason[:300],
                 supporters=result.supporters,
                 voters=result.voters,

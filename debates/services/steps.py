@@ -12,6 +12,7 @@ import logging
 from collections import defaultdict
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from debates import events
@@ -45,10 +46,21 @@ def _label(participant: Participant) -> str:
     return participant_label(participant.speak_order + 1)
 
 
-def _history(debate: Debate, before_round: int) -> list[HistoryEntry]:
-    """Return every stored message of rounds before ``before_round``, in speaking order."""
+def _history(debate: Debate, before: tuple[int, int]) -> list[HistoryEntry]:
+    """Return every stored message spoken before (round, speak order) ``before``.
+
+    In rounds 2..N turns follow one another, so a speaker sees the earlier rounds and
+    the speakers before it in its own round.
+    """
+    round_number, speak_order = before
+    if round_number == 1:
+        return []  # the openings are written independently, at the same time
     messages = (
-        Message.objects.filter(debate=debate, round__lt=before_round)
+        Message.objects.filter(debate=debate)
+        .filter(
+            Q(round__lt=round_number)
+            | Q(round=round_number, participant__speak_order__lt=speak_order)
+        )
         .select_related("participant")
         .order_by("round", "participant__speak_order")
     )
@@ -135,7 +147,7 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
 def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> None:
     debate_id = debate.pk
-    history = _history(debate, round_number)
+    history = _history(debate, (round_number, participant.speak_order))
     strategy = debate.strategy
     context = TurnContext(
         round=round_number,
@@ -286,7 +298,7 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
 def _ask_vote(debate: Debate, participant: Participant) -> None:
     debate_id = debate.pk
-    history = _history(debate, debate.max_rounds + 1)
+    history = _history(debate, (debate.max_rounds + 1, 0))
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:

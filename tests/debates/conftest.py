@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.conf import settings
+from django.db import connection
 
 from arena.celery import app
 from debates.models import Debate
@@ -83,3 +90,53 @@ def wait_until_finished(debate_id: int, timeout: float = 60.0) -> Debate:
         timeout,
     )
     return Debate.objects.get(pk=debate_id)
+
+
+def worker_env() -> dict[str, str]:
+    """Return the environment of a worker process that uses this test run's databases."""
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="arena.settings.test",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        REDIS_URL=settings.REDIS_URL,
+    )
+    return env
+
+
+def start_worker_process(name: str, concurrency: int = 3):
+    """Start ``celery worker`` (prefork) in its own process group; return the Popen."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "arena",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
+            "--prefetch-multiplier",
+            "1",
+            "--hostname",
+            f"{name}@%h",
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=settings.BASE_DIR,
+        env=worker_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def kill_process_group(process) -> None:
+    """SIGKILL a worker and every pool child, as a machine crash would."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)

@@ -25,3 +25,11 @@ def published(debate_id: int) -> list[tuple[str, Any]]:
 def published_types(debate_id: int) -> list[str]:
     """Return the types of every stored event of a debate's channel, oldest first."""
     return [event_type for event_type, _ in published(debate_id)]
+
+
+def last_status(debate_id: int) -> str | None:
+    """Return the status carried by the latest ``status`` event of a debate, if any."""
+    statuses = [
+        data["status"] for event_type, data in published(debate_id) if event_type == "status"
+    ]
+    return statuses[-1] if statuses else None

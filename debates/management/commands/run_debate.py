@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import datetime
 
@@ -63,6 +64,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
+        # The transcript is the output; task bookkeeping would only bury it.
+        for name in ("celery", "debates.providers"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
         models = self._models(owner, personalities, options["models"])

@@ -481,3 +481,13 @@ def test_parse_output_survives_pathological_answers(text):
     result = parse_output(text, CANDIDATES)
     # then
     assert (result.status, result.decisions) == (ParseStatus.FAILED, ())
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("10", 10), ("125x", 125), (125.4, 125), ("126", None), (1e9, None), ("0", None)],
+)
+def test_leverage_outside_what_an_exchange_offers_is_ignored(raw, expected):
+    from debates.engine.normalise import parse_leverage
+
+    assert parse_leverage(raw) == expected
