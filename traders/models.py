@@ -49,7 +49,15 @@ class Trader(models.Model):
     fee_rate = models.DecimalField(max_digits=8, decimal_places=6, default=Decimal("0.0004"))
     market_source = models.CharField(max_length=10, default="dataset")
     replay_as_of = models.DateTimeField(
-        null=True, blank=True, help_text="Replay clock of a paper trader on the dataset."
+        null=True,
+        blank=True,
+        help_text="Paper clock: the market instant a paper trader is at (dataset replay), "
+        "or the last instant its stops were checked (live prices).",
+    )
+    symbol_leverage = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Paper: the leverage set per coin, as an exchange keeps it.",
     )
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -96,8 +104,12 @@ class Position(models.Model):
     take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_reason = models.CharField(max_length=30, blank=True)
-    realized_pnl = models.DecimalField(**MONEY, default=Decimal("0"))
-    fees = models.DecimalField(**MONEY, default=Decimal("0"))
+    realized_pnl = models.DecimalField(
+        **MONEY, default=Decimal("0"), help_text="Price gain or loss, before fees."
+    )
+    fees = models.DecimalField(
+        **MONEY, default=Decimal("0"), help_text="Fees of opening and closing."
+    )
     opened_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
@@ -164,6 +176,7 @@ class Order(models.Model):
     filled_quantity = models.DecimalField(**QUANTITY, default=Decimal("0"))
     average_price = models.DecimalField(**PRICE, null=True, blank=True)
     fee = models.DecimalField(**MONEY, default=Decimal("0"))
+    error = models.TextField(blank=True, help_text="Why the exchange refused the order.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -211,7 +224,17 @@ class Execution(models.Model):
     take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
     stop_loss_order_id = models.CharField(max_length=64, blank=True)
     take_profit_order_id = models.CharField(max_length=64, blank=True)
+    adjustments = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Values the risk limits changed: [{field, requested, applied, reason}].",
+    )
     error = models.TextField(blank=True)
+    lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While set in the future, one worker is submitting this execution.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
