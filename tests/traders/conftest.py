@@ -1,0 +1,77 @@
+"""Fixtures for trading: the fake Binance USDT-M exchange, traders, decisions, a worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from arena.celery import app
+from debates.models import Decision
+from tests.debates.factories import DecisionFactory
+from tests.fakes.exchange_server import FakeExchange
+from tests.traders.factories import TraderFactory
+from traders.models import Trader
+
+API_KEY = "fake-api-key-0123456789"
+API_SECRET = "fake-api-secret-9876543210"
+
+
+@pytest.fixture
+def fake_exchange(settings) -> Iterator[FakeExchange]:
+    """A fake Binance USDT-M exchange checking our credentials; ccxt traders are sent to it.
+
+    Its clock is the dataset's end (BTCUSDT at 57970.9) and its wallet holds 10,000 USDT.
+    """
+    with FakeExchange() as fake:
+        fake.api_key, fake.api_secret = API_KEY, API_SECRET
+        settings.TRADER_EXCHANGE_API_URL = fake.url
+        yield fake
+
+
+@pytest.fixture
+def paper_trader(user) -> Trader:
+    """A running paper trader of ``user`` on the dataset: 1,000 USDT, fee rate 0.04 %."""
+    return TraderFactory(
+        owner=user,
+        exchange="paper",
+        starting_balance=Decimal("1000"),
+        balance=Decimal("1000"),
+        fee_rate=Decimal("0.0004"),
+        market_source="dataset",
+    )
+
+
+@pytest.fixture
+def binance_trader(user, fake_exchange) -> Trader:
+    """A running binanceusdm trader of ``user`` whose credentials the fake exchange accepts."""
+    return TraderFactory(owner=user, exchange="binanceusdm", api_key=API_KEY, api_secret=API_SECRET)
+
+
+@pytest.fixture
+def make_decision(user) -> Callable[..., Decision]:
+    """Build a decision of a completed debate of ``user`` (primary BTCUSDT open_long).
+
+    ``as_of`` sets the debate's snapshot instant (``market_snapshot['as_of']``).
+    """
+
+    def make(as_of: str | None = None, debate=None, **fields) -> Decision:
+        if debate is not None:
+            return DecisionFactory(debate=debate, **fields)
+        snapshot = {"as_of": as_of, "coins": []} if as_of else None
+        return DecisionFactory(debate__owner=user, debate__market_snapshot=snapshot, **fields)
+
+    return make
+
+
+@pytest.fixture
+def celery_worker(transactional_db) -> Iterator[object]:
+    """A real Celery worker (3 threads) on the test broker, started on an empty queue."""
+    app.control.purge()
+    with start_worker(
+        app, pool="threads", concurrency=3, perform_ping_check=False, shutdown_timeout=30
+    ) as worker:
+        yield worker
+    app.control.purge()

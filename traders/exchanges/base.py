@@ -1,0 +1,132 @@
+"""The exchange adapter interface, its value types and its errors.
+
+An adapter speaks for one trader's account on one exchange: USDT-margined perpetuals,
+symbols in the normalised ``BTCUSDT`` form, quantities in contracts, money and prices
+as ``Decimal``. Two implementations exist: ``paper`` (simulated fills kept in the
+database) and ``ccxt_exchange`` (a real exchange through ccxt).
+
+Errors are split by what the caller should do next: ``ExchangeUnavailable`` (transport
+failures, timeouts, 429 and 5xx: retry later; the order may or may not have arrived),
+``OrderRejected`` (the exchange answered no: terminal), ``OrderNotFound`` (a lookup by
+client order id found nothing). Messages never carry credentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Protocol
+
+from traders.risk import Funds, MarketRules
+
+BUY = "buy"
+SELL = "sell"
+STOP_LOSS = "stop_loss"
+TAKE_PROFIT = "take_profit"
+
+
+class ExchangeError(Exception):
+    """Base of every adapter error; the message is safe to store and show."""
+
+
+class ExchangeUnavailable(ExchangeError):
+    """The exchange could not be reached or answered with a transient error: retry."""
+
+
+class OrderRejected(ExchangeError):
+    """The exchange refused the request; retrying the same request would not help."""
+
+
+class OrderNotFound(ExchangeError):
+    """No order with the given client order id exists on the exchange."""
+
+
+@dataclass(frozen=True)
+class ExchangePosition:
+    """An open position: ``side`` is long or short, ``quantity`` in contracts (positive)."""
+
+    symbol: str
+    side: str
+    quantity: Decimal
+    entry_price: Decimal
+    leverage: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderResult:
+    """What the exchange says about one order.
+
+    ``status``: ``filled``, ``open`` (resting, e.g. a stop order), ``canceled`` or
+    ``rejected``. ``average_price`` is None until something fills; ``fee`` is in the
+    settlement currency.
+    """
+
+    order_id: str
+    client_order_id: str
+    status: str
+    filled: Decimal
+    average_price: Decimal | None
+    fee: Decimal
+
+
+class ExchangeAdapter(Protocol):
+    """What execution needs from an exchange account."""
+
+    name: str
+
+    def market(self, symbol: str) -> MarketRules:
+        """Return the amount step, price tick, minimum amount and contract size of a market."""
+        ...
+
+    def price(self, symbol: str) -> Decimal:
+        """Return the current price of ``symbol``."""
+        ...
+
+    def balance(self) -> Funds:
+        """Return available balance, total equity and wallet balance (USDT)."""
+        ...
+
+    def positions(self) -> list[ExchangePosition]:
+        """Return every open position of the account."""
+        ...
+
+    def set_leverage(self, symbol: str, leverage: int) -> None:
+        """Set the leverage used by the next orders in ``symbol``."""
+        ...
+
+    def market_order(
+        self,
+        symbol: str,
+        side: str,
+        quantity: Decimal,
+        *,
+        client_order_id: str,
+        reduce_only: bool = False,
+    ) -> OrderResult:
+        """Send a market order carrying ``client_order_id``; return its fill."""
+        ...
+
+    def protective_order(
+        self,
+        symbol: str,
+        side: str,
+        quantity: Decimal,
+        *,
+        kind: str,
+        trigger_price: Decimal,
+        client_order_id: str,
+    ) -> OrderResult:
+        """Place a reduce-only stop-market (``stop_loss``) or take-profit-market order."""
+        ...
+
+    def fetch_order(
+        self, symbol: str, client_order_id: str, *, conditional: bool = False
+    ) -> OrderResult:
+        """Return the order sent with ``client_order_id``; raise ``OrderNotFound`` if none."""
+        ...
+
+    def cancel_order(
+        self, symbol: str, client_order_id: str, *, conditional: bool = False
+    ) -> OrderResult:
+        """Cancel a resting order by client order id."""
+        ...

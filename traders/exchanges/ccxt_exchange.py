@@ -1,0 +1,345 @@
+"""A real exchange account through ccxt: USDT-margined perpetual swaps.
+
+Supported exchanges: ``binanceusdm`` (Binance USDT-M futures), ``bybit`` and ``okx``.
+Each order carries our client order id in the exchange's own idempotency field
+(``CLIENT_ID_PARAMS``: ccxt passes binance's ``clientOrderId`` on as ``newClientOrderId``,
+or ``clientAlgoId`` for conditional orders; bybit's is ``orderLinkId``, okx's ``clOrdId``),
+and a lost answer is recovered with ``fetch_order`` by that id before anything is sent
+again.
+
+Stop loss and take profit are separate reduce-only market orders with ccxt's
+``stopLossPrice`` / ``takeProfitPrice`` (binanceusdm ignores the ``stopLoss`` /
+``takeProfit`` dicts that bybit and okx attach natively). On binanceusdm, ccxt 4.5 sends
+them as conditional orders to ``POST /fapi/v1/algoOrder`` (``algoType=CONDITIONAL``,
+``type=STOP_MARKET`` or ``TAKE_PROFIT_MARKET``, ``triggerPrice``, ``reduceOnly``,
+``clientAlgoId``), looks them up on ``GET /fapi/v1/algoOrder`` and cancels them on
+``DELETE /fapi/v1/algoOrder``. Plain orders go to ``/fapi/v1/order``; leverage to
+``POST /fapi/v1/leverage``; balance from ``GET /fapi/v3/account``; positions from
+``GET /fapi/v3/positionRisk`` (after ``GET /fapi/v1/leverageBracket``); fees from
+``GET /fapi/v1/userTrades``. Only binanceusdm is exercised end to end (against the fake
+exchange in the tests); bybit and okx are built with the same code and parameters.
+
+ccxt errors are translated: ``ccxt.NetworkError`` (timeouts, dropped connections, 429,
+5xx) becomes ``ExchangeUnavailable``, ``ccxt.OrderNotFound`` ``OrderNotFound``, anything
+else ``OrderRejected``. Messages are scrubbed of the credentials and of request
+signatures before they leave this module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import ccxt
+
+from strategies.market.symbols import from_ccxt, to_ccxt
+from traders.exchanges.base import (
+    STOP_LOSS,
+    ExchangePosition,
+    ExchangeUnavailable,
+    OrderNotFound,
+    OrderRejected,
+    OrderResult,
+)
+from traders.risk import Funds, MarketRules
+
+SUPPORTED: tuple[str, ...] = ("binanceusdm", "bybit", "okx")
+CLIENT_ID_PARAMS: dict[str, str] = {
+    "binanceusdm": "clientOrderId",
+    "bybit": "orderLinkId",
+    "okx": "clOrdId",
+}
+# Extra parameters some exchanges need to look an order up by client order id.
+FETCH_ORDER_PARAMS: dict[str, dict[str, Any]] = {
+    # bybit's unified account only finds the last 500 orders, and says so unless told.
+    "bybit": {"acknowledged": True},
+}
+SETTLE = "USDT"
+DEFAULT_TIMEOUT_S = 10.0
+MAX_ERROR_CHARS = 500
+_SIGNATURE = re.compile(r"(signature|sign|X-MBX-APIKEY|apiKey)=[^&\s\"']+", re.IGNORECASE)
+
+T = TypeVar("T")
+
+
+def override_api_urls(urls: Any, base_url: str) -> Any:
+    """Return ccxt ``urls['api']`` moved to ``base_url``'s host, keeping every path."""
+    base = base_url.rstrip("/")
+    if isinstance(urls, str):
+        return base + urlsplit(urls).path
+    if isinstance(urls, Mapping):
+        return {key: override_api_urls(value, base) for key, value in urls.items()}
+    return urls
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    return Decimal(str(value))
+
+
+class CcxtExchange:
+    """One account on a ccxt exchange (USDT-margined perpetuals)."""
+
+    def __init__(
+        self,
+        exchange_id: str,
+        *,
+        api_key: str,
+        secret: str,
+        password: str = "",
+        sandbox: bool = False,
+        api_url: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        if exchange_id not in SUPPORTED:
+            raise ValueError(f"unsupported exchange {exchange_id!r}: one of {SUPPORTED}")
+        self.name = exchange_id
+        config: dict[str, Any] = {
+            "apiKey": api_key,
+            "secret": secret,
+            "timeout": int(timeout_s * 1000),
+            "enableRateLimit": True,
+            "options": {"defaultType": "swap", "fetchCurrencies": False},
+        }
+        if password:
+            config["password"] = password
+        self.client: ccxt.Exchange = getattr(ccxt, exchange_id)(config)
+        if sandbox:
+            self.client.set_sandbox_mode(True)
+        if api_url:
+            self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
+        self._secrets = tuple(value for value in (api_key, secret, password) if value)
+        self._id_param = CLIENT_ID_PARAMS[exchange_id]
+
+    # reads
+
+    def market(self, symbol: str) -> MarketRules:
+        """Return the amount step, price tick, minimum amount and contract size of ``symbol``."""
+        market = self._market(symbol)
+        precision = market.get("precision") or {}
+        limits = market.get("limits") or {}
+        step = self._step(precision.get("amount"))
+        tick = self._step(precision.get("price"))
+        min_amount = _decimal((limits.get("amount") or {}).get("min")) or step
+        max_leverage = (limits.get("leverage") or {}).get("max")
+        return MarketRules(
+            amount_step=step,
+            price_tick=tick,
+            min_amount=min_amount,
+            contract_size=_decimal(market.get("contractSize")) or Decimal("1"),
+            max_leverage=int(max_leverage) if max_leverage else None,
+        )
+
+    def price(self, symbol: str) -> Decimal:
+        """Return the last traded price of ``symbol``."""
+        ticker = self._call(f"{symbol} price", lambda c: c.fetch_ticker(to_ccxt(symbol)))
+        for key in ("last", "close", "mark"):
+            value = _decimal(ticker.get(key))
+            if value is not None and value > 0:
+                return value
+        raise OrderRejected(f"{self.name} gave no price for {symbol}")
+
+    def balance(self) -> Funds:
+        """Return available balance, total equity and wallet balance in USDT."""
+        balance = self._call("balance", lambda c: c.fetch_balance())
+        settle = balance.get(SETTLE) or {}
+        info = balance.get("info") or {}
+        wallet = info.get("totalWalletBalance") if isinstance(info, Mapping) else None
+        return Funds(
+            available=_decimal(settle.get("free")),
+            equity=_decimal(settle.get("total")),
+            wallet=_decimal(wallet),
+        )
+
+    def positions(self) -> list[ExchangePosition]:
+        """Return the account's open positions in USDT-margined perpetuals."""
+        raw = self._call("positions", lambda c: c.fetch_positions())
+        positions = []
+        for entry in raw:
+            contracts = _decimal(entry.get("contracts"))
+            symbol = entry.get("symbol") or ""
+            if not contracts or contracts == 0 or not symbol.endswith(f":{SETTLE}"):
+                continue
+            side = entry.get("side") or ("long" if contracts > 0 else "short")
+            leverage = entry.get("leverage")
+            positions.append(
+                ExchangePosition(
+                    symbol=from_ccxt(symbol),
+                    side=side,
+                    quantity=abs(contracts),
+                    entry_price=_decimal(entry.get("entryPrice")) or Decimal("0"),
+                    leverage=int(leverage) if leverage else None,
+                )
+            )
+        return positions
+
+    def fetch_order(
+        self, symbol: str, client_order_id: str, *, conditional: bool = False
+    ) -> OrderResult:
+        """Look an order up by client order id; raise ``OrderNotFound`` when there is none."""
+        params = {
+            self._id_param: client_order_id,
+            **FETCH_ORDER_PARAMS.get(self.name, {}),
+        }
+        if conditional:
+            params["trigger"] = True
+        order = self._call(
+            f"order {client_order_id}",
+            lambda c: c.fetch_order(None, to_ccxt(symbol), params),
+        )
+        return self._result(symbol, order, client_order_id)
+
+    # writes
+
+    def set_leverage(self, symbol: str, leverage: int) -> None:
+        """Set the leverage of ``symbol``."""
+        try:
+            self._call(f"{symbol} leverage", lambda c: c.set_leverage(leverage, to_ccxt(symbol)))
+        except OrderRejected as exc:
+            # bybit answers an error when the leverage is already what was asked.
+            if "not modified" not in str(exc).lower():
+                raise
+
+    def market_order(
+        self,
+        symbol: str,
+        side: str,
+        quantity: Decimal,
+        *,
+        client_order_id: str,
+        reduce_only: bool = False,
+    ) -> OrderResult:
+        """Send a market order with ``client_order_id``; return its fill and fee."""
+        params: dict[str, Any] = {self._id_param: client_order_id}
+        if reduce_only:
+            params["reduceOnly"] = True
+        order = self._call(
+            f"{side} {symbol} market order",
+            lambda c: c.create_order(to_ccxt(symbol), "market", side, str(quantity), None, params),
+        )
+        return self._result(symbol, order, client_order_id)
+
+    def protective_order(
+        self,
+        symbol: str,
+        side: str,
+        quantity: Decimal,
+        *,
+        kind: str,
+        trigger_price: Decimal,
+        client_order_id: str,
+    ) -> OrderResult:
+        """Place a reduce-only stop-market or take-profit-market order."""
+        price_key = "stopLossPrice" if kind == STOP_LOSS else "takeProfitPrice"
+        params = {
+            self._id_param: client_order_id,
+            "reduceOnly": True,
+            price_key: str(trigger_price),
+        }
+        order = self._call(
+            f"{kind} order for {symbol}",
+            lambda c: c.create_order(to_ccxt(symbol), "market", side, str(quantity), None, params),
+        )
+        return self._result(symbol, order, client_order_id, with_fee=False)
+
+    def cancel_order(
+        self, symbol: str, client_order_id: str, *, conditional: bool = False
+    ) -> OrderResult:
+        """Cancel a resting order by client order id."""
+        params: dict[str, Any] = {self._id_param: client_order_id}
+        if conditional:
+            params["trigger"] = True
+        order = self._call(
+            f"cancel {client_order_id}",
+            lambda c: c.cancel_order(None, to_ccxt(symbol), params),
+        )
+        result = self._result(symbol, order, client_order_id, with_fee=False)
+        if result.status != "canceled":
+            result = OrderResult(
+                result.order_id, client_order_id, "canceled", result.filled, None, result.fee
+            )
+        return result
+
+    # helpers
+
+    def _market(self, symbol: str) -> dict[str, Any]:
+        self._call("markets", lambda c: c.load_markets())
+        try:
+            return self.client.market(to_ccxt(symbol))
+        except ccxt.BadSymbol as exc:
+            raise OrderRejected(f"{self.name} has no market {symbol}") from exc
+
+    def _step(self, precision: Any) -> Decimal:
+        value = _decimal(precision)
+        if value is None:
+            return Decimal("1")
+        if self.client.precisionMode == ccxt.DECIMAL_PLACES:
+            return Decimal(1).scaleb(-int(value))
+        return value
+
+    def _result(
+        self, symbol: str, order: Mapping[str, Any], client_order_id: str, *, with_fee: bool = True
+    ) -> OrderResult:
+        status = {
+            "closed": "filled",
+            "open": "open",
+            "canceled": "canceled",
+            "expired": "canceled",
+            "rejected": "rejected",
+        }.get(order.get("status") or "", "open")
+        filled = _decimal(order.get("filled")) or Decimal("0")
+        average = _decimal(order.get("average"))
+        if average is None and filled > 0:
+            cost = _decimal(order.get("cost"))
+            average = cost / filled if cost else _decimal(order.get("price"))
+        order_id = str(order.get("id") or "")
+        fee = self._fee(symbol, order, order_id) if with_fee and filled > 0 else Decimal("0")
+        return OrderResult(
+            order_id=order_id,
+            client_order_id=order.get("clientOrderId") or client_order_id,
+            status=status,
+            filled=filled,
+            average_price=average,
+            fee=fee,
+        )
+
+    def _fee(self, symbol: str, order: Mapping[str, Any], order_id: str) -> Decimal:
+        fees = order.get("fees") or ([order["fee"]] if order.get("fee") else [])
+        known = [_decimal(fee.get("cost")) for fee in fees if fee and fee.get("cost") is not None]
+        if known:
+            return sum((value for value in known if value is not None), Decimal("0"))
+        if self.name != "binanceusdm" or not order_id:
+            return Decimal("0")
+        # Binance's order answer has no fee: its trades carry the commission.
+        trades = self._call(
+            f"trades of order {order_id}",
+            lambda c: c.fetch_my_trades(to_ccxt(symbol), params={"orderId": order_id}),
+        )
+        total = Decimal("0")
+        for trade in trades:
+            fee = trade.get("fee") or {}
+            if fee.get("currency") in (None, SETTLE) and fee.get("cost") is not None:
+                total += Decimal(str(fee["cost"]))
+        return total
+
+    def _call(self, what: str, call: Callable[[ccxt.Exchange], T]) -> T:
+        try:
+            return call(self.client)
+        except ccxt.OrderNotFound as exc:
+            raise OrderNotFound(self._scrub(f"{what}: {exc}")) from None
+        except ccxt.NetworkError as exc:
+            raise ExchangeUnavailable(self._scrub(f"{what}: {type(exc).__name__}: {exc}")) from None
+        except ccxt.BaseError as exc:
+            raise OrderRejected(self._scrub(f"{what}: {type(exc).__name__}: {exc}")) from None
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        text = _SIGNATURE.sub(r"\1=***", text)
+        if len(text) > MAX_ERROR_CHARS:
+            text = text[: MAX_ERROR_CHARS - 3] + "..."
+        return text

@@ -1,0 +1,21 @@
+"""Every write to traders goes through these services."""
+
+from traders.services.executions import (
+    ExecutionBusy,
+    client_order_id,
+    execution_abandon,
+    execution_request,
+    execution_submit,
+)
+from traders.services.paper import candles_between, paper_check_stops, paper_clock_advance
+
+__all__ = [
+    "ExecutionBusy",
+    "candles_between",
+    "client_order_id",
+    "execution_abandon",
+    "execution_request",
+    "execution_submit",
+    "paper_check_stops",
+    "paper_clock_advance",
+]

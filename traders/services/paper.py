@@ -1,0 +1,173 @@
+"""The paper clock: moving a paper trader through market time and filling its stops.
+
+A paper trader's clock (``Trader.replay_as_of``) is the market instant it is at. On the
+dataset, its prices are the dataset's at that instant; with live prices, the clock is
+the last instant its stops were checked. ``paper_clock_advance`` moves the clock forward
+and, on the way, walks the candles that closed after the old clock and by the new one,
+oldest first, filling each resting stop or take-profit order whose price a candle's low
+or high reached, at that order's price and with the fee (``traders.exchanges.fills``:
+stop before target when one candle crosses both). The finest candles the source has are
+used: 15m where they exist, then 1h, then 4h (the dataset's 15m candles start on
+2024-08-05). A clock never moves back: a later debate at an earlier instant trades at
+the clock's prices.
+
+``paper_check_stops`` is the periodic sweep (Celery beat, ``traders.paper_check_stops``):
+live-priced paper traders advance to now; dataset traders advance to the latest replay
+instant their completed debates reached.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from debates.models import Debate, DebateStatus
+from strategies.market.dataset import DATASET_END
+from strategies.market.exceptions import MarketDataError
+from strategies.market.snapshot import TIMEFRAME_MS, Candle
+from strategies.market.sources import MarketSource, to_ms
+from traders import locks
+from traders.exchanges.fills import crossing
+from traders.exchanges.paper import PROTECTIVE_TYPES, PaperExchange, paper_source
+from traders.models import Exchange, Order, OrderStatus, OrderType, PositionStatus, Trader
+
+logger = logging.getLogger(__name__)
+
+SCAN_TIMEFRAMES: tuple[str, ...] = ("15m", "1h", "4h")
+# The live source serves at most this many candles per request.
+MAX_LIVE_CANDLES = 999
+
+
+def candles_between(
+    source: MarketSource, symbol: str, start: datetime, end: datetime
+) -> list[Candle]:
+    """Return the candles of ``symbol`` that closed after ``start`` and by ``end``, oldest first.
+
+    Each stretch of time is covered by the finest timeframe that has candles for it.
+    """
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    chosen: list[Candle] = []
+    covered_from = end_ms
+    for timeframe in SCAN_TIMEFRAMES:
+        step = TIMEFRAME_MS[timeframe]
+        limit = (end_ms - start_ms) // step + 2
+        if source.name == "live":
+            limit = min(limit, MAX_LIVE_CANDLES)
+        candles = source.fetch_candles(symbol, timeframe, limit, end, min_rows=0)
+        fitting = [
+            c for c in candles if c.open_time + step > start_ms and c.open_time + step <= end_ms
+        ]
+        # Coarser candles fill only the time before the finer ones begin.
+        fitting = [c for c in fitting if c.open_time + step <= covered_from]
+        if fitting:
+            chosen.extend(fitting)
+            covered_from = min(covered_from, fitting[0].open_time)
+        if covered_from <= start_ms:
+            break
+    return sorted(chosen, key=lambda c: c.open_time)
+
+
+def paper_clock_advance(*, trader_id: int, to: datetime) -> list[int]:
+    """Move a paper trader's clock to ``to``, filling the stops and targets crossed on the way.
+
+    Return the ids of the orders filled. A clock already at or past ``to`` stays; an unset
+    clock is simply set. On the dataset, ``to`` is capped at ``DATASET_END``.
+    """
+    filled: list[int] = []
+    with transaction.atomic():
+        trader = locks.lock_trader(trader_id=trader_id)
+        if trader.exchange != Exchange.PAPER:
+            raise ValueError(f"trader {trader_id} is not a paper trader")
+        if trader.market_source != "live":
+            to = min(to, DATASET_END)
+        start = trader.replay_as_of
+        if start is not None and to <= start:
+            return filled
+        if start is not None:
+            filled = _fill_crossed(trader, start, to)
+        Trader.objects.filter(pk=trader_id).update(replay_as_of=to, updated_at=timezone.now())
+    return filled
+
+
+def _fill_crossed(trader: Trader, start: datetime, end: datetime) -> list[int]:
+    resting = Order.objects.filter(
+        trader=trader,
+        status=OrderStatus.OPEN,
+        type__in=PROTECTIVE_TYPES,
+        position__status=PositionStatus.OPEN,
+    ).select_related("position")
+    by_position: dict[int, list[Order]] = defaultdict(list)
+    for order in resting:
+        by_position[order.position_id].append(order)
+    if not by_position:
+        return []
+    source = paper_source(trader)
+    exchange = PaperExchange(trader.pk)
+    candles: dict[str, list[Candle]] = {}
+    filled = []
+    for orders in by_position.values():
+        position = orders[0].position
+        stop = next((o for o in orders if o.type == OrderType.STOP_MARKET), None)
+        target = next((o for o in orders if o.type == OrderType.TAKE_PROFIT_MARKET), None)
+        if position.symbol not in candles:
+            try:
+                candles[position.symbol] = candles_between(source, position.symbol, start, end)
+            except MarketDataError:
+                logger.exception("no candles for %s: its stops wait", position.symbol)
+                candles[position.symbol] = []
+        for candle in candles[position.symbol]:
+            hit = crossing(
+                position.side,
+                stop.trigger_price if stop else None,
+                target.trigger_price if target else None,
+                Decimal(str(candle.low)),
+                Decimal(str(candle.high)),
+            )
+            if hit is None:
+                continue
+            kind, price = hit
+            order = stop if kind == "stop_loss" else target
+            assert order is not None
+            if exchange.fill_trigger(order_id=order.pk, price=price):
+                filled.append(order.pk)
+            break
+    return filled
+
+
+def paper_check_stops() -> list[int]:
+    """Advance every paper trader holding protected positions; return the orders filled.
+
+    Live-priced traders advance to now; dataset traders to the latest replay instant of
+    their completed debates (a dataset clock only moves with the replay).
+    """
+    trader_ids = (
+        Order.objects.filter(
+            trader__exchange=Exchange.PAPER,
+            status=OrderStatus.OPEN,
+            type__in=PROTECTIVE_TYPES,
+            position__status=PositionStatus.OPEN,
+        )
+        .values_list("trader_id", flat=True)
+        .distinct()
+    )
+    filled: list[int] = []
+    for trader in Trader.objects.filter(pk__in=list(trader_ids)).order_by("pk"):
+        if trader.market_source == "live":
+            target: datetime | None = timezone.now()
+        else:
+            target = Debate.objects.filter(
+                trader=trader, status=DebateStatus.COMPLETED, as_of__isnull=False
+            ).aggregate(latest=Max("as_of"))["latest"]
+        if target is None:
+            continue
+        try:
+            filled += paper_clock_advance(trader_id=trader.pk, to=target)
+        except MarketDataError:
+            logger.exception("paper trader %s: stops not checked", trader.pk)
+    return filled

@@ -1,0 +1,50 @@
+"""Celery tasks of trading: thin, idempotent interfaces to the services.
+
+Each task receives ids only, calls one service and owns its retry policy: only an
+unreachable exchange (or another worker holding the execution) is retried, with
+exponential backoff; every other outcome is recorded on the execution by the service.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from traders import services
+from traders.exchanges.base import ExchangeUnavailable
+
+SUBMIT_MAX_RETRIES = 8
+BACKOFF_BASE_S = 2
+BACKOFF_MAX_S = 60
+
+
+def backoff_s(retries: int) -> int:
+    """Return the wait before retry number ``retries + 1``: 2, 4, 8, ... capped at 60 s."""
+    return min(BACKOFF_BASE_S * 2**retries, BACKOFF_MAX_S)
+
+
+@shared_task(
+    name="traders.execution_submit",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=SUBMIT_MAX_RETRIES,
+    soft_time_limit=180,
+    time_limit=210,
+)
+def execution_submit_task(self, execution_id: int) -> None:
+    """Send an execution's orders to its trader's exchange."""
+    try:
+        services.execution_submit(execution_id=execution_id)
+    except services.ExecutionBusy as exc:
+        raise self.retry(exc=exc, countdown=backoff_s(self.request.retries)) from exc
+    except ExchangeUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            services.execution_abandon(execution_id=execution_id, reason=str(exc))
+            return
+        raise self.retry(exc=exc, countdown=backoff_s(self.request.retries)) from exc
+
+
+@shared_task(name="traders.paper_check_stops", soft_time_limit=50, time_limit=60)
+def paper_check_stops_task() -> list[int]:
+    """Fill the paper stops and targets that prices crossed since the last check."""
+    return services.paper_check_stops()
