@@ -111,6 +111,7 @@ class TraderInputSerializer(StrictSerializer):
         max_digits=20,
         decimal_places=8,
         min_value=Decimal("0.00000001"),
+        error_messages={"min_value": "Must be more than 0."},
         required=False,
         help_text="Paper: the USDT it starts with. Fixed once the trader exists.",
     )

@@ -1,0 +1,218 @@
+"""AI model configurations over the API: the key is write-only and shown masked."""
+
+import pytest
+
+from debates.models import AIModel
+from tests.api.conftest import MODEL_KEY
+from tests.debates.factories import AIModelFactory, ParticipantFactory, ScheduleFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_a_simulated_model(api, user):
+    response = api.post("/api/ai-models", {"name": "Sim", "provider": "simulated"}, format="json")
+    assert response.status_code == 201
+    model = AIModel.objects.get()
+    body = response.json()
+    assert (model.owner, model.name, model.provider) == (user, "Sim", "simulated")
+    assert {k: v for k, v in body.items() if k not in ("created_at", "updated_at")} == {
+        "id": model.pk,
+        "name": "Sim",
+        "provider": "simulated",
+        "provider_name": "Simulated (built in)",
+        "simulated": True,
+        "model_name": "",
+        "base_url": "",
+        "api_key_masked": "",
+        "has_api_key": False,
+        "temperature": 0.7,
+        "max_tokens": 2000,
+        "timeout_seconds": 60,
+        "enabled": True,
+    }
+
+
+def test_the_key_is_stored_and_only_shown_masked(api):
+    # given a model posted with a key
+    body = {"name": "GPT", "provider": "openai", "api_key": f"  {MODEL_KEY} "}
+    # when it is created
+    response = api.post("/api/ai-models", body, format="json")
+    # then the key is stored (stripped) and the answer shows it masked only
+    assert response.status_code == 201
+    assert AIModel.objects.get().api_key == MODEL_KEY
+    assert (response.json()["api_key_masked"], response.json()["has_api_key"]) == (
+        "sk-...cdef",
+        True,
+    )
+    assert "api_key" not in response.json()
+
+
+def test_create_an_openai_compatible_model_with_its_endpoint(api):
+    body = {
+        "name": "Local",
+        "provider": "openai_compatible",
+        "base_url": "http://127.0.0.1:11434/v1",
+        "model_name": "llama3",
+        "temperature": 0,
+        "max_tokens": 200000,
+        "timeout_seconds": 180,
+        "enabled": False,
+    }
+    response = api.post("/api/ai-models", body, format="json")
+    assert response.status_code == 201
+    model = AIModel.objects.get()
+    assert (model.base_url, model.model_name, model.temperature, model.enabled) == (
+        "http://127.0.0.1:11434/v1",
+        "llama3",
+        0,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        (
+            {"name": "X", "provider": "mistral"},
+            {
+                "provider": [
+                    "'mistral' is not one of: deepseek, qwen, openai, claude, gemini, grok, "
+                    "kimi, openai_compatible, simulated."
+                ]
+            },
+        ),
+        (
+            {"name": "X", "provider": "openai_compatible"},
+            {
+                "base_url": ["Required for provider openai_compatible."],
+                "model_name": ["Required for provider openai_compatible."],
+            },
+        ),
+        (
+            {"name": "X", "provider": "openai", "base_url": "ftp://example.com"},
+            {"base_url": ["Must be an http or https URL."]},
+        ),
+        (
+            {"name": "X", "provider": "simulated", "temperature": 2.5},
+            {"temperature": ["Ensure this value is less than or equal to 2."]},
+        ),
+        (
+            {"name": "X", "provider": "simulated", "max_tokens": 0},
+            {"max_tokens": ["Ensure this value is greater than or equal to 1."]},
+        ),
+        (
+            {"name": "X", "provider": "simulated", "timeout_seconds": 181},
+            {"timeout_seconds": ["Ensure this value is less than or equal to 180."]},
+        ),
+        (
+            {"name": "X", "provider": "simulated", "timeout_seconds": 0},
+            {"timeout_seconds": ["Ensure this value is greater than or equal to 1."]},
+        ),
+        ({"provider": "simulated"}, {"name": ["This field is required."]}),
+        ({"name": "", "provider": "simulated"}, {"name": ["This field may not be blank."]}),
+    ],
+    ids=[
+        "unknown-provider",
+        "compatible-without-endpoint",
+        "not-http",
+        "temperature",
+        "max-tokens",
+        "timeout-high",
+        "timeout-low",
+        "no-name",
+        "blank-name",
+    ],
+)
+def test_create_refuses_bad_input_naming_each_field(api, body, fields):
+    response = api.post("/api/ai-models", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": fields,
+    }
+    assert AIModel.objects.count() == 0
+
+
+def test_list_shows_own_models_newest_first(api, user, other_user):
+    older, newer = AIModelFactory(owner=user), AIModelFactory(owner=user)
+    AIModelFactory(owner=other_user)
+    response = api.get("/api/ai-models")
+    assert response.status_code == 200
+    assert [m["id"] for m in response.json()["results"]] == [newer.pk, older.pk]
+
+
+def test_detail(api, user):
+    model = AIModelFactory(owner=user, provider="openai", api_key=MODEL_KEY)
+    response = api.get(f"/api/ai-models/{model.pk}")
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["api_key_masked"]) == (model.pk, "sk-...cdef")
+
+
+def test_update_changes_only_the_given_fields_and_keeps_the_key(api, user):
+    # given a keyed model
+    model = AIModelFactory(owner=user, provider="openai", api_key=MODEL_KEY, temperature=0.7)
+    # when only its temperature is changed
+    response = api.patch(f"/api/ai-models/{model.pk}", {"temperature": 0.2}, format="json")
+    # then the key and the other fields stay
+    assert response.status_code == 200
+    model.refresh_from_db()
+    assert (model.temperature, model.api_key, model.provider) == (0.2, MODEL_KEY, "openai")
+    assert response.json()["has_api_key"] is True
+
+
+def test_update_with_an_empty_key_removes_it(api, user):
+    model = AIModelFactory(owner=user, provider="openai", api_key=MODEL_KEY)
+    response = api.patch(f"/api/ai-models/{model.pk}", {"api_key": ""}, format="json")
+    assert response.status_code == 200
+    model.refresh_from_db()
+    assert (model.api_key, response.json()["has_api_key"]) == ("", False)
+
+
+def test_update_checks_the_whole_model_again(api, user):
+    # given a simulated model
+    model = AIModelFactory(owner=user)
+    # when it becomes openai_compatible without an endpoint
+    response = api.patch(
+        f"/api/ai-models/{model.pk}", {"provider": "openai_compatible"}, format="json"
+    )
+    # then it is refused and unchanged
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"base_url": ["Required for provider openai_compatible."]}
+    model.refresh_from_db()
+    assert model.provider == "simulated"
+
+
+def test_delete(api, user):
+    model = AIModelFactory(owner=user)
+    response = api.delete(f"/api/ai-models/{model.pk}")
+    assert response.status_code == 204
+    assert AIModel.objects.count() == 0
+
+
+def test_delete_refuses_a_model_seated_in_a_debate(api, user):
+    # given a model seated in a debate
+    participant = ParticipantFactory(debate__owner=user, ai_model__owner=user, ai_model__name="M")
+    # when it is deleted
+    response = api.delete(f"/api/ai-models/{participant.ai_model_id}")
+    # then it is a conflict and the model stays
+    assert response.status_code == 409
+    assert response.json() == {
+        "code": "conflict",
+        "message": "AI model 'M' is seated in debates; delete those debates first.",
+        "fields": {},
+    }
+    assert AIModel.objects.filter(pk=participant.ai_model_id).exists()
+
+
+def test_delete_refuses_a_model_a_schedule_seats(api, user):
+    model = AIModelFactory(owner=user, name="M")
+    ScheduleFactory(
+        owner=user, name="Hourly", participants=[{"ai_model": model.pk, "personality": "bull"}]
+    )
+    response = api.delete(f"/api/ai-models/{model.pk}")
+    assert response.status_code == 409
+    assert response.json()["message"] == (
+        "AI model 'M' is seated by schedule(s) Hourly; change or delete them first."
+    )
+    assert AIModel.objects.filter(pk=model.pk).exists()

@@ -1,0 +1,272 @@
+"""Trader accounts over the API: credentials write-only; positions, orders and executions
+read-only below each trader."""
+
+from decimal import Decimal
+
+import pytest
+
+from tests.api.conftest import EXCHANGE_KEY, EXCHANGE_PASSPHRASE, EXCHANGE_SECRET
+from tests.debates.factories import DebateFactory, ScheduleFactory
+from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
+from traders.models import Trader
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_a_paper_trader(api, user):
+    body = {"name": "Paper", "starting_balance": "2500", "fee_rate": 0.0005}
+    response = api.post("/api/traders", body, format="json")
+    assert response.status_code == 201
+    trader = Trader.objects.get()
+    assert (trader.owner, trader.exchange, trader.balance, trader.fee_rate) == (
+        user,
+        "paper",
+        Decimal("2500"),
+        Decimal("0.0005"),
+    )
+    assert {k: v for k, v in response.json().items() if k not in ("created_at", "updated_at")} == {
+        "id": trader.pk,
+        "name": "Paper",
+        "exchange": "paper",
+        "sandbox": False,
+        "status": "running",
+        "api_key_masked": "",
+        "has_api_key": False,
+        "has_api_secret": False,
+        "has_api_passphrase": False,
+        "starting_balance": "2500.00000000",
+        "balance": "2500.00000000",
+        "fee_rate": "0.000500",
+        "market_source": "dataset",
+    }
+
+
+def test_credentials_are_stored_and_never_shown(api):
+    # given an OKX account with its three credentials
+    body = {
+        "name": "OKX",
+        "exchange": "okx",
+        "api_key": EXCHANGE_KEY,
+        "api_secret": EXCHANGE_SECRET,
+        "api_passphrase": EXCHANGE_PASSPHRASE,
+        "sandbox": True,
+    }
+    # when it is created
+    response = api.post("/api/traders", body, format="json")
+    # then they are stored, and the answer only says they are set
+    assert response.status_code == 201
+    trader = Trader.objects.get()
+    assert (trader.api_key, trader.api_secret, trader.api_passphrase) == (
+        EXCHANGE_KEY,
+        EXCHANGE_SECRET,
+        EXCHANGE_PASSPHRASE,
+    )
+    shown = response.json()
+    assert (shown["api_key_masked"], shown["has_api_secret"], shown["has_api_passphrase"]) == (
+        "exc...3210",
+        True,
+        True,
+    )
+    assert not {"api_key", "api_secret", "api_passphrase"} & set(shown)
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        (
+            {"exchange": "binanceusdm", "api_key": EXCHANGE_KEY},
+            {"api_secret": ["Required for the binanceusdm exchange."]},
+        ),
+        (
+            {"exchange": "okx", "api_key": EXCHANGE_KEY, "api_secret": EXCHANGE_SECRET},
+            {"api_passphrase": ["Required for the okx exchange."]},
+        ),
+        (
+            {"exchange": "kraken"},
+            {"exchange": ["'kraken' is not one of: paper, binanceusdm, bybit, okx."]},
+        ),
+        (
+            {"fee_rate": "0.2"},
+            {"fee_rate": ["Ensure this value is less than or equal to 0.099999."]},
+        ),
+        (
+            {"starting_balance": "0"},
+            {"starting_balance": ["Must be more than 0."]},
+        ),
+        ({"status": "paused"}, {"status": ["'paused' is not one of: running, stopped."]}),
+        ({"market_source": "csv"}, {"market_source": ["'csv' is not one of: dataset, live."]}),
+    ],
+    ids=[
+        "missing-secret",
+        "missing-passphrase",
+        "unknown-exchange",
+        "fee-rate",
+        "balance",
+        "status",
+        "market-source",
+    ],
+)
+def test_create_refuses_bad_input_naming_each_field(api, body, fields):
+    response = api.post("/api/traders", {"name": "T", **body}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": fields,
+    }
+    assert Trader.objects.count() == 0
+
+
+def test_list_filters_by_status_newest_first(api, user, other_user):
+    older, newer = TraderFactory(owner=user), TraderFactory(owner=user)
+    stopped = TraderFactory(owner=user, status="stopped")
+    TraderFactory(owner=other_user)
+    everything = api.get("/api/traders").json()["results"]
+    running = api.get("/api/traders", {"status": "running"}).json()["results"]
+    assert [t["id"] for t in everything] == [stopped.pk, newer.pk, older.pk]
+    assert [t["id"] for t in running] == [newer.pk, older.pk]
+
+
+def test_detail(api, user):
+    trader = TraderFactory(owner=user, name="Mine")
+    response = api.get(f"/api/traders/{trader.pk}")
+    assert (response.status_code, response.json()["name"]) == (200, "Mine")
+
+
+def test_stop_a_trader(api, user):
+    trader = TraderFactory(owner=user)
+    response = api.patch(f"/api/traders/{trader.pk}", {"status": "stopped"}, format="json")
+    assert (response.status_code, response.json()["status"]) == (200, "stopped")
+    trader.refresh_from_db()
+    assert trader.status == "stopped"
+
+
+def test_update_keeps_credentials_not_given(api, user):
+    trader = TraderFactory(
+        owner=user, exchange="bybit", api_key=EXCHANGE_KEY, api_secret=EXCHANGE_SECRET
+    )
+    response = api.patch(f"/api/traders/{trader.pk}", {"name": "Renamed"}, format="json")
+    assert response.status_code == 200
+    trader.refresh_from_db()
+    assert (trader.name, trader.api_key, trader.api_secret) == (
+        "Renamed",
+        EXCHANGE_KEY,
+        EXCHANGE_SECRET,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"exchange": "bybit"}, "exchange"), ({"starting_balance": "5000"}, "starting_balance")],
+)
+def test_update_refuses_to_change_the_exchange_or_the_starting_balance(api, user, change, field):
+    # given a paper trader
+    trader = TraderFactory(owner=user)
+    # when its exchange or starting balance is changed
+    response = api.patch(f"/api/traders/{trader.pk}", change, format="json")
+    # then it is refused and unchanged
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        field: ["Cannot change once the trader exists; create a new trader."]
+    }
+    trader.refresh_from_db()
+    assert (trader.exchange, trader.starting_balance) == ("paper", Decimal("1000"))
+
+
+def test_update_accepts_the_unchanged_exchange(api, user):
+    trader = TraderFactory(owner=user)
+    body = {"exchange": "paper", "starting_balance": "1000.00", "name": "Same"}
+    response = api.patch(f"/api/traders/{trader.pk}", body, format="json")
+    assert (response.status_code, response.json()["name"]) == (200, "Same")
+
+
+def test_update_refuses_removing_a_required_credential(api, user):
+    trader = TraderFactory(
+        owner=user, exchange="bybit", api_key=EXCHANGE_KEY, api_secret=EXCHANGE_SECRET
+    )
+    response = api.patch(f"/api/traders/{trader.pk}", {"api_secret": ""}, format="json")
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"api_secret": ["Required for the bybit exchange."]}
+    trader.refresh_from_db()
+    assert trader.api_secret == EXCHANGE_SECRET
+
+
+def test_delete(api, user):
+    trader = TraderFactory(owner=user)
+    PositionFactory(trader=trader)
+    response = api.delete(f"/api/traders/{trader.pk}")
+    assert response.status_code == 204
+    assert Trader.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("arrange", "message"),
+    [
+        (
+            lambda t: ExecutionFactory(trader=t, decision__debate__owner=t.owner),
+            "Trader 'T' has executions, which are kept as a record; stop the trader instead.",
+        ),
+        (
+            lambda t: DebateFactory(owner=t.owner, trader=t, auto_execute=True),
+            "Trader 'T' executes a pending or running debate or a schedule automatically; "
+            "change or delete those first.",
+        ),
+        (
+            lambda t: ScheduleFactory(owner=t.owner, trader=t, auto_execute=True),
+            "Trader 'T' executes a pending or running debate or a schedule automatically; "
+            "change or delete those first.",
+        ),
+    ],
+    ids=["executions", "auto-executed-debate", "auto-executing-schedule"],
+)
+def test_delete_refuses_a_trader_in_use(api, user, arrange, message):
+    trader = TraderFactory(owner=user, name="T")
+    arrange(trader)
+    response = api.delete(f"/api/traders/{trader.pk}")
+    assert response.status_code == 409
+    assert response.json() == {"code": "conflict", "message": message, "fields": {}}
+    assert Trader.objects.filter(pk=trader.pk).exists()
+
+
+def test_positions_newest_first_and_filtered_by_status(api, user):
+    # given an open and a closed position, and another trader's
+    trader = TraderFactory(owner=user)
+    closed = PositionFactory(trader=trader, status="closed", symbol="ETHUSDT")
+    opened = PositionFactory(trader=trader)
+    PositionFactory(trader=TraderFactory(owner=user))
+    # when they are listed, all and open only
+    everything = api.get(f"/api/traders/{trader.pk}/positions").json()
+    open_only = api.get(f"/api/traders/{trader.pk}/positions", {"status": "open"}).json()
+    # then the trader's own are shown, newest first
+    assert [p["id"] for p in everything["results"]] == [opened.pk, closed.pk]
+    assert [p["id"] for p in open_only["results"]] == [opened.pk]
+
+
+def test_orders_newest_first_and_filtered_by_status(api, user):
+    trader = TraderFactory(owner=user)
+    filled = OrderFactory(trader=trader, status="filled")
+    resting = OrderFactory(trader=trader, status="open", type="stop_market")
+    everything = api.get(f"/api/traders/{trader.pk}/orders").json()["results"]
+    filled_only = api.get(f"/api/traders/{trader.pk}/orders", {"status": "filled"}).json()
+    assert [o["id"] for o in everything] == [resting.pk, filled.pk]
+    assert [o["id"] for o in filled_only["results"]] == [filled.pk]
+
+
+def test_executions_newest_first_and_filtered_by_status(api, user):
+    trader = TraderFactory(owner=user)
+    failed = ExecutionFactory(trader=trader, decision__debate__owner=user, status="failed")
+    pending = ExecutionFactory(trader=trader, decision__debate__owner=user)
+    everything = api.get(f"/api/traders/{trader.pk}/executions").json()["results"]
+    failed_only = api.get(f"/api/traders/{trader.pk}/executions", {"status": "failed"}).json()
+    assert [(e["id"], e["debate"]) for e in everything] == [
+        (pending.pk, pending.decision.debate_id),
+        (failed.pk, failed.decision.debate_id),
+    ]
+    assert [e["id"] for e in failed_only["results"]] == [failed.pk]
+
+
+def test_sub_lists_refuse_an_unknown_status(api, user):
+    trader = TraderFactory(owner=user)
+    response = api.get(f"/api/traders/{trader.pk}/positions", {"status": "half"})
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"status": ["'half' is not one of: open, closed."]}
