@@ -23,14 +23,35 @@ Endpoints (``ROUTES``): ``GET /fapi/v1/exchangeInfo``, ``/fapi/v1/time``,
 can be queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_flight``
 tells how many requests were ever served at once.
 
-To add endpoints (orders, balances): write a method ``(self, request) -> (status, body)``,
-register it in ``ROUTES`` (or ``fake.routes`` for one instance) and keep any state on the
-instance under ``self.lock``.
+Trading (one account, one-way position mode, USDT margin): ``POST /fapi/v1/leverage``,
+``GET /fapi/v1/leverageBracket``, ``GET /fapi/v3/account`` and ``/fapi/v2/balance``,
+``GET /fapi/v3/positionRisk`` and ``/fapi/v2/positionRisk``, ``POST|GET|DELETE
+/fapi/v1/order`` (market orders only; ``GET`` finds an order by ``origClientOrderId`` or
+``orderId``), ``POST|GET|DELETE /fapi/v1/algoOrder`` (the conditional ``STOP_MARKET`` and
+``TAKE_PROFIT_MARKET`` orders ccxt sends for ``stopLossPrice`` / ``takeProfitPrice``,
+keyed by ``clientAlgoId``; they rest and are never triggered) and ``GET
+/fapi/v1/userTrades``. Market orders fill at once at the current price (the last closed
+15m close) with a taker fee of ``fee_rate``; a reused client order id is refused
+(-4116), a reduce-only order needs a position to reduce (-2022), an order needs its
+margin (-2019), a stop that would trigger at once is refused (-2021), an unknown order is
+-2013. With ``api_key`` and ``api_secret`` set, private endpoints check the
+``X-MBX-APIKEY`` header and the HMAC-SHA256 signature as Binance does. Every order
+placed is kept in ``orders`` / ``algo_orders``; ``order_requests()`` lists the order
+requests as received (accepted or not). Two more faults serve order tests:
+``reject_next`` answers with a Binance error code, ``drop_after_next`` processes the
+request (the order is placed) and then closes the connection without an answer.
+
+To add endpoints: write a method ``(self, request) -> (status, body)``, register it in
+``ROUTES`` (or ``fake.routes`` for one instance) and keep any state on the instance under
+``self.lock``.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
+import itertools
 import json
 import threading
 import time
@@ -38,6 +59,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -97,6 +119,7 @@ class RecordedRequest:
     params: dict[str, str]
     headers: dict[str, str]
     body: str
+    query: str = ""
 
 
 @dataclass
@@ -107,6 +130,16 @@ class Fault:
     delay_s: float = 0.0
     drop: bool = False
     body: Any = None
+    # Handle the request first (an order is placed), then drop the connection.
+    drop_after: bool = False
+
+
+@dataclass
+class _Position:
+    """A one-way position: ``amount`` in contracts, negative when short."""
+
+    amount: Decimal = Decimal("0")
+    entry_price: Decimal = Decimal("0")
 
 
 @dataclass
@@ -134,7 +167,21 @@ class FakeExchange:
         ("GET", "/fapi/v1/fundingRate"): "funding_rate_history",
         ("GET", "/fapi/v1/openInterest"): "open_interest",
         ("GET", "/futures/data/openInterestHist"): "open_interest_hist",
+        ("POST", "/fapi/v1/leverage"): "change_leverage",
+        ("GET", "/fapi/v1/leverageBracket"): "leverage_bracket",
+        ("GET", "/fapi/v3/account"): "account",
+        ("GET", "/fapi/v2/balance"): "balance",
+        ("GET", "/fapi/v3/positionRisk"): "position_risk",
+        ("GET", "/fapi/v2/positionRisk"): "position_risk",
+        ("POST", "/fapi/v1/order"): "new_order",
+        ("GET", "/fapi/v1/order"): "query_order",
+        ("DELETE", "/fapi/v1/order"): "cancel_order",
+        ("POST", "/fapi/v1/algoOrder"): "new_algo_order",
+        ("GET", "/fapi/v1/algoOrder"): "query_algo_order",
+        ("DELETE", "/fapi/v1/algoOrder"): "cancel_algo_order",
+        ("GET", "/fapi/v1/userTrades"): "user_trades",
     }
+    ORDER_PATHS = ("/fapi/v1/order", "/fapi/v1/algoOrder")
 
     def __init__(
         self,
@@ -158,6 +205,18 @@ class FakeExchange:
         self.in_flight = 0
         self.max_in_flight = 0
         self._markets = {symbol: _load_market(data_dir, symbol) for symbol in symbols}
+        # The trading account; credentials are checked only when both are set.
+        self.api_key: str | None = None
+        self.api_secret: str | None = None
+        self.wallet_balance = Decimal("10000")
+        self.fee_rate = Decimal("0.0004")
+        self.max_leverage = 125
+        self.leverage: dict[str, int] = {}
+        self.positions: dict[str, _Position] = {}
+        self.orders: list[dict[str, Any]] = []
+        self.algo_orders: list[dict[str, Any]] = []
+        self.trades: list[dict[str, Any]] = []
+        self._ids = itertools.count(1001)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -212,6 +271,26 @@ class FakeExchange:
         if body is None:
             body = _default_error(status)
         self._queue(path, [Fault(status=status, body=body) for _ in range(times)])
+
+    def reject_next(
+        self,
+        path: str,
+        *,
+        code: int = -2021,
+        msg: str = "Order would immediately trigger.",
+        times: int = 1,
+    ) -> None:
+        """Refuse the next ``times`` requests to ``path`` with a Binance error; place nothing."""
+        self.fail_next(path, 400, times, body={"code": code, "msg": msg})
+
+    def drop_after_next(self, path: str, times: int = 1) -> None:
+        """Handle the next ``times`` requests to ``path`` (placing the order), then drop them."""
+        self._queue(path, [Fault(drop_after=True) for _ in range(times)])
+
+    def order_requests(self) -> list[RecordedRequest]:
+        """Return the order placements received (``POST`` to an order path), in order."""
+        with self.lock:
+            return [r for r in self.requests if r.method == "POST" and r.path in self.ORDER_PATHS]
 
     def delay_next(self, path: str, seconds: float, times: int = 1) -> None:
         """Hold the next ``times`` requests to ``path`` for ``seconds`` before answering."""
@@ -379,6 +458,439 @@ class FakeExchange:
             )
         return 200, points
 
+    # trading endpoints (private: signed like Binance when credentials are set)
+
+    def change_leverage(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``POST /fapi/v1/leverage``: set the leverage of one symbol."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        market, error = self._market(request)
+        if market is None:
+            return error
+        leverage = int(request.params.get("leverage", "0"))
+        if not 1 <= leverage <= self.max_leverage:
+            return 400, {"code": -4028, "msg": f"Leverage {leverage} is not valid"}
+        symbol = request.params["symbol"]
+        with self.lock:
+            self.leverage[symbol] = leverage
+        return 200, {"leverage": leverage, "maxNotionalValue": "1000000", "symbol": symbol}
+
+    def leverage_bracket(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/leverageBracket``: one bracket per symbol."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        bracket = {
+            "bracket": 1,
+            "initialLeverage": self.max_leverage,
+            "notionalCap": 1000000,
+            "notionalFloor": 0,
+            "maintMarginRatio": 0.004,
+            "cum": 0.0,
+        }
+        return 200, [{"symbol": symbol, "brackets": [bracket]} for symbol in self.symbols]
+
+    def account(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v3/account``: the USDT wallet, margins and open positions."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            wallet, unrealized, margin = self._funds()
+            positions = [self._position_info(s, p) for s, p in self.positions.items() if p.amount]
+        available = wallet + unrealized - margin
+        asset = {
+            "asset": "USDT",
+            "walletBalance": str(wallet),
+            "unrealizedProfit": str(unrealized),
+            "marginBalance": str(wallet + unrealized),
+            "maintMargin": "0",
+            "initialMargin": str(margin),
+            "positionInitialMargin": str(margin),
+            "openOrderInitialMargin": "0",
+            "crossWalletBalance": str(wallet),
+            "crossUnPnl": str(unrealized),
+            "availableBalance": str(available),
+            "maxWithdrawAmount": str(available),
+            "updateTime": self.now_ms,
+        }
+        return 200, {
+            "totalInitialMargin": str(margin),
+            "totalMaintMargin": "0",
+            "totalWalletBalance": str(wallet),
+            "totalUnrealizedProfit": str(unrealized),
+            "totalMarginBalance": str(wallet + unrealized),
+            "totalPositionInitialMargin": str(margin),
+            "totalOpenOrderInitialMargin": "0",
+            "totalCrossWalletBalance": str(wallet),
+            "totalCrossUnPnl": str(unrealized),
+            "availableBalance": str(available),
+            "maxWithdrawAmount": str(available),
+            "assets": [asset],
+            "positions": positions,
+        }
+
+    def balance(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v2/balance``: the USDT balance."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            wallet, unrealized, margin = self._funds()
+        available = wallet + unrealized - margin
+        return 200, [
+            {
+                "accountAlias": "fake",
+                "asset": "USDT",
+                "balance": str(wallet),
+                "crossWalletBalance": str(wallet),
+                "crossUnPnl": str(unrealized),
+                "availableBalance": str(available),
+                "maxWithdrawAmount": str(available),
+                "marginAvailable": True,
+                "updateTime": self.now_ms,
+            }
+        ]
+
+    def position_risk(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v3/positionRisk`` (and v2): the open positions."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        wanted = request.params.get("symbol")
+        with self.lock:
+            return 200, [
+                self._position_info(symbol, position)
+                for symbol, position in self.positions.items()
+                if position.amount and wanted in (None, symbol)
+            ]
+
+    def new_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``POST /fapi/v1/order``: fill a market order at once at the current price."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        market, error = self._market(request)
+        if market is None:
+            return error
+        params = request.params
+        if params.get("type") != "MARKET":
+            return 400, {"code": -1116, "msg": "Invalid orderType."}
+        symbol, side = params["symbol"], params.get("side", "")
+        quantity, error = self._quantity(symbol, params.get("quantity", ""))
+        if quantity is None:
+            return error
+        reduce_only = params.get("reduceOnly") == "true"
+        with self.lock:
+            client_id = params.get("newClientOrderId") or f"fake{next(self._ids)}"
+            if any(order["clientOrderId"] == client_id for order in self.orders):
+                return 400, {"code": -4116, "msg": "ClientOrderId is duplicated."}
+            price = Decimal(self._last_close(symbol))
+            position = self.positions.setdefault(symbol, _Position())
+            signed = quantity if side == "BUY" else -quantity
+            if reduce_only:
+                if position.amount == 0 or (position.amount > 0) == (signed > 0):
+                    return 400, {"code": -2022, "msg": "ReduceOnly Order is rejected."}
+                quantity = min(quantity, abs(position.amount))
+                signed = quantity if side == "BUY" else -quantity
+            else:
+                notional = quantity * price
+                if notional < 5:
+                    return 400, {
+                        "code": -4164,
+                        "msg": "Order's notional must be no smaller than 5 "
+                        "(unless you choose reduce only).",
+                    }
+                wallet, unrealized, margin = self._funds()
+                needed = notional / self.leverage.get(symbol, 20) + notional * self.fee_rate
+                if needed > wallet + unrealized - margin:
+                    return 400, {"code": -2019, "msg": "Margin is insufficient."}
+            order_id = next(self._ids)
+            realized = self._fill(symbol, position, signed, price)
+            fee = quantity * price * self.fee_rate
+            self.wallet_balance += realized - fee
+            self.trades.append(
+                {
+                    "symbol": symbol,
+                    "id": next(self._ids),
+                    "orderId": order_id,
+                    "side": side,
+                    "price": str(price),
+                    "qty": str(quantity),
+                    "realizedPnl": str(realized),
+                    "quoteQty": str(quantity * price),
+                    "commission": str(fee),
+                    "commissionAsset": "USDT",
+                    "time": self.now_ms,
+                    "positionSide": "BOTH",
+                    "buyer": side == "BUY",
+                    "maker": False,
+                }
+            )
+            order = {
+                "orderId": order_id,
+                "symbol": symbol,
+                "status": "FILLED",
+                "clientOrderId": client_id,
+                "price": "0",
+                "avgPrice": str(price),
+                "origQty": str(quantity),
+                "executedQty": str(quantity),
+                "cumQty": str(quantity),
+                "cumQuote": str(quantity * price),
+                "timeInForce": "GTC",
+                "type": "MARKET",
+                "reduceOnly": reduce_only,
+                "closePosition": False,
+                "side": side,
+                "positionSide": "BOTH",
+                "stopPrice": "0",
+                "workingType": "CONTRACT_PRICE",
+                "priceProtect": False,
+                "origType": "MARKET",
+                "priceMatch": "NONE",
+                "selfTradePreventionMode": "NONE",
+                "goodTillDate": 0,
+                "updateTime": self.now_ms,
+            }
+            self.orders.append(order)
+            return 200, dict(order)
+
+    def query_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/order`` by ``origClientOrderId`` or ``orderId``."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            order = self._find(self.orders, request, "origClientOrderId", "clientOrderId")
+            if order is None:
+                return 400, {"code": -2013, "msg": "Order does not exist."}
+            return 200, dict(order)
+
+    def cancel_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``DELETE /fapi/v1/order``: market orders are filled, so -2011 when found."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            order = self._find(self.orders, request, "origClientOrderId", "clientOrderId")
+        if order is None:
+            return 400, {"code": -2013, "msg": "Order does not exist."}
+        return 400, {"code": -2011, "msg": "Unknown order sent."}
+
+    def new_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``POST /fapi/v1/algoOrder``: rest a conditional stop or take-profit order."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        market, error = self._market(request)
+        if market is None:
+            return error
+        params = request.params
+        order_type = params.get("type", "")
+        if params.get("algoType") != "CONDITIONAL" or order_type not in (
+            "STOP_MARKET",
+            "TAKE_PROFIT_MARKET",
+        ):
+            return 400, {"code": -1116, "msg": "Invalid orderType."}
+        symbol, side = params["symbol"], params.get("side", "")
+        quantity, error = self._quantity(symbol, params.get("quantity", ""))
+        if quantity is None:
+            return error
+        trigger = Decimal(params.get("triggerPrice", "0"))
+        with self.lock:
+            client_id = params.get("clientAlgoId") or f"fake{next(self._ids)}"
+            if any(order["clientAlgoId"] == client_id for order in self.algo_orders):
+                return 400, {"code": -4116, "msg": "ClientOrderId is duplicated."}
+            price = Decimal(self._last_close(symbol))
+            # A sell stop rests below the price and a sell target above it; buys mirrored.
+            rests_below = (order_type == "STOP_MARKET") == (side == "SELL")
+            if trigger <= 0 or (trigger < price) != rests_below or trigger == price:
+                return 400, {"code": -2021, "msg": "Order would immediately trigger."}
+            order = {
+                "algoId": next(self._ids),
+                "clientAlgoId": client_id,
+                "algoType": "CONDITIONAL",
+                "orderType": order_type,
+                "symbol": symbol,
+                "side": side,
+                "positionSide": "BOTH",
+                "timeInForce": "GTC",
+                "quantity": str(quantity),
+                "algoStatus": "NEW",
+                "triggerPrice": str(trigger),
+                "price": "0",
+                "icebergQuantity": None,
+                "selfTradePreventionMode": "EXPIRE_MAKER",
+                "workingType": params.get("workingType", "CONTRACT_PRICE"),
+                "priceMatch": "NONE",
+                "closePosition": False,
+                "priceProtect": False,
+                "reduceOnly": params.get("reduceOnly") == "true",
+                "createTime": self.now_ms,
+                "updateTime": self.now_ms,
+                "triggerTime": 0,
+                "goodTillDate": 0,
+            }
+            self.algo_orders.append(order)
+            return 200, dict(order)
+
+    def query_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/algoOrder`` by ``clientAlgoId`` or ``algoId``."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            order = self._find(self.algo_orders, request, "clientAlgoId", "clientAlgoId", "algoId")
+            if order is None:
+                return 400, {"code": -2013, "msg": "Order does not exist."}
+            return 200, dict(order)
+
+    def cancel_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``DELETE /fapi/v1/algoOrder``: cancel a resting conditional order."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        with self.lock:
+            order = self._find(self.algo_orders, request, "clientAlgoId", "clientAlgoId", "algoId")
+            if order is None:
+                return 400, {"code": -2013, "msg": "Order does not exist."}
+            if order["algoStatus"] != "NEW":
+                return 400, {"code": -2011, "msg": "Unknown order sent."}
+            order["algoStatus"] = "CANCELED"
+            order["updateTime"] = self.now_ms
+            return 200, {
+                "algoId": order["algoId"],
+                "clientAlgoId": order["clientAlgoId"],
+                "code": "200",
+                "msg": "success",
+            }
+
+    def user_trades(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/userTrades`` for a symbol, optionally one order's trades."""
+        refused = self._refuse_private(request)
+        if refused is not None:
+            return refused
+        symbol = request.params.get("symbol")
+        order_id = request.params.get("orderId")
+        with self.lock:
+            return 200, [
+                dict(trade)
+                for trade in self.trades
+                if trade["symbol"] == symbol and order_id in (None, str(trade["orderId"]))
+            ]
+
+    # trading helpers (called with ``self.lock`` held where they read the account)
+
+    def _refuse_private(self, request: RecordedRequest) -> tuple[int, Any] | None:
+        if not (self.api_key and self.api_secret):
+            return None
+        if request.headers.get("X-MBX-APIKEY") != self.api_key:
+            return 401, {"code": -2015, "msg": "Invalid API-key, IP, or permissions for action."}
+        payload = request.query if request.method in ("GET", "DELETE") else request.body
+        unsigned, _, signature = payload.rpartition("&signature=")
+        expected = hmac.new(self.api_secret.encode(), unsigned.encode(), hashlib.sha256)
+        if not hmac.compare_digest(expected.hexdigest(), signature):
+            return 400, {"code": -1022, "msg": "Signature for this request is not valid."}
+        return None
+
+    def _quantity(self, symbol: str, raw: str) -> tuple[Decimal | None, tuple[int, Any]]:
+        step = Decimal(PRECISION.get(symbol, ("0.0001", "1"))[1])
+        try:
+            quantity = Decimal(raw)
+        except ArithmeticError:
+            quantity = Decimal("0")
+        if quantity <= 0:
+            return None, (400, {"code": -1102, "msg": "Parameter 'quantity' was empty."})
+        if quantity % step:
+            return None, (
+                400,
+                {"code": -1111, "msg": "Precision is over the maximum defined for this asset."},
+            )
+        return quantity, (200, None)
+
+    def _fill(self, symbol: str, position: _Position, signed: Decimal, price: Decimal) -> Decimal:
+        """Apply a fill of ``signed`` contracts to ``position``; return the realised P&L."""
+        amount = position.amount
+        if amount == 0 or (amount > 0) == (signed > 0):
+            total = amount + signed
+            position.entry_price = (position.entry_price * abs(amount) + price * abs(signed)) / abs(
+                total
+            )
+            position.amount = total
+            return Decimal("0")
+        closed = min(abs(signed), abs(amount))
+        direction = 1 if amount > 0 else -1
+        realized = (price - position.entry_price) * closed * direction
+        position.amount = amount + signed
+        if position.amount == 0:
+            position.entry_price = Decimal("0")
+        elif (position.amount > 0) != (amount > 0):
+            position.entry_price = price
+        return realized
+
+    def _funds(self) -> tuple[Decimal, Decimal, Decimal]:
+        """Return (wallet balance, unrealised P&L, initial margin)."""
+        unrealized = Decimal("0")
+        margin = Decimal("0")
+        for symbol, position in self.positions.items():
+            if not position.amount:
+                continue
+            price = Decimal(self._last_close(symbol))
+            unrealized += (price - position.entry_price) * position.amount
+            margin += abs(position.amount) * position.entry_price / self.leverage.get(symbol, 20)
+        return self.wallet_balance, unrealized, margin
+
+    def _position_info(self, symbol: str, position: _Position) -> dict[str, Any]:
+        price = Decimal(self._last_close(symbol))
+        leverage = self.leverage.get(symbol, 20)
+        notional = position.amount * price
+        margin = abs(notional) / leverage
+        return {
+            "symbol": symbol,
+            "positionSide": "BOTH",
+            "positionAmt": str(position.amount),
+            "entryPrice": str(position.entry_price),
+            "breakEvenPrice": str(position.entry_price),
+            "markPrice": str(price),
+            "unRealizedProfit": str((price - position.entry_price) * position.amount),
+            "liquidationPrice": "0",
+            "isolatedMargin": "0",
+            "notional": str(notional),
+            "marginAsset": "USDT",
+            "isolatedWallet": "0",
+            "initialMargin": str(margin),
+            "maintMargin": "0",
+            "positionInitialMargin": str(margin),
+            "openOrderInitialMargin": "0",
+            "adl": 0,
+            "bidNotional": "0",
+            "askNotional": "0",
+            "leverage": str(leverage),
+            "marginType": "cross",
+            "updateTime": self.now_ms,
+        }
+
+    @staticmethod
+    def _find(
+        orders: list[dict[str, Any]],
+        request: RecordedRequest,
+        by: str,
+        key: str,
+        id_key: str = "orderId",
+    ) -> dict[str, Any] | None:
+        wanted = request.params.get(by) or request.params.get(key)
+        order_id = request.params.get(id_key) or request.params.get("orderId")
+        for order in orders:
+            if order["symbol"] != request.params.get("symbol"):
+                continue
+            if wanted is not None and order.get(key) == wanted:
+                return order
+            if wanted is None and order_id is not None and str(order.get(id_key)) == order_id:
+                return order
+        return None
+
     # helpers
 
     def _market(self, request: RecordedRequest) -> tuple[_Market | None, tuple[int, Any]]:
@@ -477,7 +989,10 @@ class FakeExchange:
         handler = self.routes.get((request.method, request.path))
         if handler is None:
             return 404, {"code": -5000, "msg": f"no route {request.method} {request.path}"}
-        return handler(self, request)
+        answer = handler(self, request)
+        if fault is not None and fault.drop_after:
+            return None
+        return answer
 
 
 def _default_error(status: int) -> dict[str, Any]:
@@ -615,6 +1130,7 @@ def _handler_class(fake: FakeExchange) -> type[BaseHTTPRequestHandler]:
                 params=params,
                 headers={key: value for key, value in self.headers.items()},
                 body=body,
+                query=split.query,
             )
             answer = fake.dispatch(request)
             if answer is None:

@@ -19,14 +19,17 @@ them as conditional orders to ``POST /fapi/v1/algoOrder`` (``algoType=CONDITIONA
 ``GET /fapi/v1/userTrades``. Only binanceusdm is exercised end to end (against the fake
 exchange in the tests); bybit and okx are built with the same code and parameters.
 
-ccxt errors are translated: ``ccxt.NetworkError`` (timeouts, dropped connections, 429,
-5xx) becomes ``ExchangeUnavailable``, ``ccxt.OrderNotFound`` ``OrderNotFound``, anything
-else ``OrderRejected``. Messages are scrubbed of the credentials and of request
-signatures before they leave this module.
+ccxt errors are translated: ``ccxt.OperationFailed`` (its ``NetworkError``: timeouts,
+dropped connections, 429, 5xx; and exchange codes meaning "internal error, try again",
+such as Binance's -1001) becomes ``ExchangeUnavailable``, ``ccxt.OrderNotFound``
+``OrderNotFound``, anything else (refusals, bad credentials) ``OrderRejected``. Error
+messages and ccxt's debug log of requests are scrubbed of the credentials and of request
+signatures.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -61,6 +64,31 @@ SETTLE = "USDT"
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
 _SIGNATURE = re.compile(r"(signature|sign|X-MBX-APIKEY|apiKey)=[^&\s\"']+", re.IGNORECASE)
+# Request headers carrying an API key, a passphrase or a signature (binance, bybit, okx).
+_SECRET_HEADERS = re.compile(
+    r"('(?:X-MBX-APIKEY|X-BAPI-API-KEY|X-BAPI-SIGN|OK-ACCESS-KEY|OK-ACCESS-SIGN|"
+    r"OK-ACCESS-PASSPHRASE)':\s*')[^']*(')",
+    re.IGNORECASE,
+)
+
+
+# ccxt logs each request's headers (the API key) and each answer at DEBUG on the
+# instance's logger: every instance gets one that masks the credentials first.
+WIRE_LOGGER = logging.getLogger("traders.exchanges.wire")
+
+
+class _ScrubbingLogger(logging.LoggerAdapter):
+    """Log through ``WIRE_LOGGER`` with credentials and signatures masked."""
+
+    def __init__(self, scrub: Callable[[str], str]) -> None:
+        super().__init__(WIRE_LOGGER, {})
+        self._scrub = scrub
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if self.isEnabledFor(level):
+            text = str(msg) % args if args else str(msg)
+            self.logger.log(level, self._scrub(text), **kwargs)
+
 
 T = TypeVar("T")
 
@@ -107,12 +135,13 @@ class CcxtExchange:
         }
         if password:
             config["password"] = password
+        self._secrets = tuple(value for value in (api_key, secret, password) if value)
+        config["logger"] = _ScrubbingLogger(self._scrub)
         self.client: ccxt.Exchange = getattr(ccxt, exchange_id)(config)
         if sandbox:
             self.client.set_sandbox_mode(True)
         if api_url:
             self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
-        self._secrets = tuple(value for value in (api_key, secret, password) if value)
         self._id_param = CLIENT_ID_PARAMS[exchange_id]
 
     # reads
@@ -330,16 +359,24 @@ class CcxtExchange:
         try:
             return call(self.client)
         except ccxt.OrderNotFound as exc:
-            raise OrderNotFound(self._scrub(f"{what}: {exc}")) from None
-        except ccxt.NetworkError as exc:
-            raise ExchangeUnavailable(self._scrub(f"{what}: {type(exc).__name__}: {exc}")) from None
+            raise OrderNotFound(self._scrub_error(f"{what}: {exc}")) from None
+        except ccxt.OperationFailed as exc:
+            # NetworkError (timeouts, dropped connections, 429, 5xx) and the exchange's own
+            # "internal error, try again" codes: the request may or may not have landed.
+            raise ExchangeUnavailable(
+                self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")
+            ) from None
         except ccxt.BaseError as exc:
-            raise OrderRejected(self._scrub(f"{what}: {type(exc).__name__}: {exc}")) from None
+            raise OrderRejected(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         text = _SIGNATURE.sub(r"\1=***", text)
+        return _SECRET_HEADERS.sub(r"\1***\2", text)
+
+    def _scrub_error(self, text: str) -> str:
+        text = self._scrub(text)
         if len(text) > MAX_ERROR_CHARS:
             text = text[: MAX_ERROR_CHARS - 3] + "..."
         return text
