@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 
 from django.core.cache import cache
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,6 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
     """
     if not step_claim(step=step, holder=holder):
         raise StepBusy(step)
-    close_old_connections()
     stop = threading.Event()
     beat = threading.Thread(
         target=_beat, args=(step, holder, debate_id, stop), name=f"beat-{step}", daemon=True

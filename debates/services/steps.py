@@ -22,6 +22,7 @@ from debates.engine.parsing import parse_output
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.models import (
+    TERMINAL_STATUSES,
     Ballot,
     Debate,
     DebatePhase,
@@ -90,17 +91,6 @@ def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dic
 
 def _still_running(debate_id: int, status: str) -> bool:
     return Debate.objects.filter(pk=debate_id, status=status).exists()
-
-
-def _announce_speaker(debate_id: int, participant_id: int) -> bool:
-    """Mark the speaker of a running debate; return False if it is no longer running."""
-    with transaction.atomic():
-        moved = Debate.objects.filter(pk=debate_id, status=DebateStatus.RUNNING).update(
-            current_speaker_id=participant_id
-        )
-        if moved:
-            events.status_changed(Debate.objects.get(pk=debate_id))
-    return bool(moved)
 
 
 def _usage(outcome: CallOutcome) -> dict:
@@ -177,7 +167,7 @@ def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> No
     outcome = call_model(
         participant.ai_model,
         request,
-        before_call=lambda: _announce_speaker(debate_id, participant.pk),
+        before_call=lambda: _still_running(debate_id, DebateStatus.RUNNING),
     )
     if outcome is not None:
         _store_turn(debate, participant, round_number, outcome)
@@ -227,6 +217,7 @@ def _store_turn(
                 **fields["error"],
             )
         _advance_round(locked, round_number)
+        _announce_state(locked)
 
 
 def _advance_round(debate: Debate, round_number: int) -> None:
@@ -251,28 +242,51 @@ def _advance_round(debate: Debate, round_number: int) -> None:
         return
     if round_number < debate.max_rounds:
         Debate.objects.filter(pk=debate.pk).update(
-            current_round=round_number + 1, phase=DebatePhase.REBUTTAL, current_speaker=None
+            current_round=round_number + 1, phase=DebatePhase.REBUTTAL
         )
         events.round_started(debate.pk, round_number + 1)
-    else:
-        answered = (
-            Message.objects.filter(debate=debate, status=StepStatus.OK)
-            .values("participant")
-            .distinct()
-            .count()
+        return
+    answered = (
+        Message.objects.filter(debate=debate, status=StepStatus.OK)
+        .values("participant")
+        .distinct()
+        .count()
+    )
+    if answered < 2:
+        debate_fail(
+            debate_id=debate.pk,
+            step="rounds",
+            code="not_enough_participants",
+            message=f"Only {answered} participant(s) ever answered; a debate needs 2.",
         )
-        if answered < 2:
-            debate_fail(
-                debate_id=debate.pk,
-                step="rounds",
-                code="not_enough_participants",
-                message=f"Only {answered} participant(s) ever answered; a debate needs 2.",
-            )
-            return
-        Debate.objects.filter(pk=debate.pk).update(
-            status=DebateStatus.VOTING, phase=DebatePhase.VOTING, current_speaker=None
+        return
+    Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.VOTING, phase=DebatePhase.VOTING)
+
+
+def _announce_state(before: Debate) -> None:
+    """Set who speaks next and publish the state if a stored turn changed it.
+
+    Rounds 2..N are spoken in order, so the next speaker is known the moment a turn is
+    stored; announcing it here costs the next turn no extra transaction.
+    """
+    debate = Debate.objects.get(pk=before.pk)
+    if debate.status in TERMINAL_STATUSES:
+        return  # debate_fail announced it
+    speaker = None
+    if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
+        spoken = Message.objects.filter(debate=debate, round=debate.current_round).values(
+            "participant"
         )
-    events.status_changed(Debate.objects.get(pk=debate.pk))
+        speaker = debate.participants.exclude(pk__in=spoken).order_by("speak_order").first()
+    if speaker is not None and speaker.pk != debate.current_speaker_id:
+        Debate.objects.filter(pk=debate.pk).update(current_speaker=speaker)
+        debate.current_speaker = speaker
+    elif speaker is None and debate.current_speaker_id is not None:
+        Debate.objects.filter(pk=debate.pk).update(current_speaker=None)
+        debate.current_speaker = None
+    state = ("status", "phase", "current_round", "current_speaker_id")
+    if any(getattr(debate, name) != getattr(before, name) for name in state):
+        events.status_changed(debate)
 
 
 def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints figures that can be compared run to run (``make bench``)."""

@@ -1,0 +1,147 @@
+"""What every benchmark needs: its own database and Redis, Django, workers, fakes.
+
+Benchmarks run against the real stack on this machine: PostgreSQL (database
+``arena_bench``, recreated by migrations as needed) and Redis (database 11), so they
+never touch a developer's data or a test run's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATABASE_URL = os.environ.get(
+    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/arena_bench"
+)
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/11")
+
+
+def bench_env() -> dict[str, str]:
+    """Return the environment of the benchmark's processes."""
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="arena.settings.local",
+        DATABASE_URL=DATABASE_URL,
+        REDIS_URL=REDIS_URL,
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def setup_django() -> None:
+    """Create the benchmark database if needed, configure Django and migrate."""
+    import psycopg
+
+    os.environ.update(bench_env())
+    server, name = DATABASE_URL.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+@contextlib.contextmanager
+def worker_processes(count: int = 1, concurrency: int = 3) -> Iterator[list[subprocess.Popen]]:
+    """Run ``count`` Celery worker processes (prefork) for the duration of the block."""
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "arena",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                str(concurrency),
+                "--prefetch-multiplier",
+                "1",
+                "--hostname",
+                f"bench{i}@%h",
+                "--loglevel",
+                "WARNING",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=bench_env(),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i in range(count)
+    ]
+    try:
+        wait_for_workers(count)
+        yield processes
+    finally:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def wait_for_workers(count: int, timeout: float = 60.0) -> None:
+    """Wait until ``count`` workers answer a ping."""
+    from arena.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=1.0) or []
+        if len(replies) >= count:
+            return
+    raise RuntimeError(f"{count} Celery worker(s) did not start within {timeout}s")
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, every: float = 0.01) -> None:
+    """Wait until ``predicate()`` holds; raise after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not done within {timeout}s")
+        time.sleep(every)
+
+
+def machine() -> str:
+    """Return a one-line description of this machine."""
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Return the ``q`` percentile (0..100) of ``values``."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]

@@ -1,0 +1,169 @@
+"""Orchestration overhead: a debate's wall time against the ideal critical path.
+
+A 3-participant, 3-round debate runs against the fake model server, every call taking
+a fixed latency L, on one Celery worker process (prefork, 3 processes; the model-call
+cap is 3). The ideal critical path of the canvas is: the round-1 openings in parallel
+within the cap, rounds 2..N one turn after another, the votes in parallel within the
+cap. The same debate run fully sequentially, one call after another (as the original
+service did), is measured too, by calling the same step services in order in one
+thread.
+
+    python -m bench.orchestration [--latency 0.2] [--runs 5] [--participants 3] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+import uuid
+
+from bench.common import machine, setup_django, wait_until, worker_processes
+
+
+def ideal_critical_path(participants: int, rounds: int, cap: int, latency: float) -> float:
+    """Return the shortest possible wall time of the canvas with a perfect scheduler."""
+    parallel_stage = math.ceil(participants / cap) * latency
+    return parallel_stage + (rounds - 1) * participants * latency + parallel_stage
+
+
+def make_debate(owner, models, personalities, rounds):
+    from debates.services import DebateInput, debate_create
+    from strategies.models import Strategy
+
+    strategy = Strategy.objects.create(owner=owner, name=f"bench {uuid.uuid4().hex[:6]}")
+    data = DebateInput(
+        name="bench",
+        strategy=strategy.pk,
+        symbol="BTCUSDT",
+        max_rounds=rounds,
+        participants=[
+            {"ai_model": m.pk, "personality": p} for m, p in zip(models, personalities, strict=True)
+        ],
+    )
+    return debate_create(owner=owner, data=data)
+
+
+def run_on_workers(owner, models, personalities, rounds) -> float:
+    from debates.models import Debate
+    from debates.services import debate_start
+
+    debate = make_debate(owner, models, personalities, rounds)
+    started = time.perf_counter()
+    debate_start(debate_id=debate.pk)
+    wait_until(
+        lambda: Debate.objects.filter(pk=debate.pk, status__in=("completed", "failed")).exists(),
+        timeout=120,
+    )
+    elapsed = time.perf_counter() - started
+    status = Debate.objects.get(pk=debate.pk).status
+    if status != "completed":
+        raise RuntimeError(f"debate {debate.pk} ended {status}")
+    return elapsed
+
+
+def run_sequentially(owner, models, personalities, rounds) -> float:
+    """Run every step of a debate one after another in this thread, without Celery."""
+    from django.db import transaction
+
+    from arena.celery import app
+    from debates.models import Debate, DebateStatus
+    from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
+
+    debate = make_debate(owner, models, personalities, rounds)
+    started = time.perf_counter()
+    with transaction.atomic():
+        Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
+    debate_prepare(debate_id=debate.pk)
+    seats = list(debate.participants.order_by("speak_order"))
+    for round_number in range(1, rounds + 1):
+        for seat in seats:
+            turn_run(
+                debate_id=debate.pk, round_number=round_number, participant_id=seat.pk, holder="seq"
+            )
+    for seat in seats:
+        vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="seq")
+    consensus_finalize(debate_id=debate.pk)
+    elapsed = time.perf_counter() - started
+    app.control.purge()
+    if Debate.objects.get(pk=debate.pk).status != "completed":
+        raise RuntimeError("the sequential run did not complete")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--participants", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    setup_django()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from debates.models import AIModel
+    from tests.fakes.llm_server import FakeLLMServer
+
+    personalities = ["bull", "bear", "analyst", "contrarian", "risk_manager", "analyst"][
+        : args.participants
+    ]
+    cap = settings.MODEL_CALL_CAP
+    with FakeLLMServer(latency_s=args.latency) as llm:
+        owner, _ = get_user_model().objects.get_or_create(username="bench")
+        models = [
+            AIModel.objects.create(
+                owner=owner,
+                name=f"fake {i}",
+                provider="openai_compatible",
+                model_name="fake",
+                base_url=f"{llm.url}/v1",
+            )
+            for i in range(args.participants)
+        ]
+        sequential = [
+            run_sequentially(owner, models, personalities, args.rounds) for _ in range(args.runs)
+        ]
+        with worker_processes(count=1, concurrency=cap):
+            run_on_workers(owner, models, personalities, args.rounds)  # warm-up
+            canvas = [
+                run_on_workers(owner, models, personalities, args.rounds) for _ in range(args.runs)
+            ]
+        calls = args.participants * (args.rounds + 1)
+        prompt_chars = sum(len(r.prompt) for r in llm.requests[-calls:])
+
+    ideal = ideal_critical_path(args.participants, args.rounds, cap, args.latency)
+    measured = statistics.median(canvas)
+    seq = statistics.median(sequential)
+    result = {
+        "debate": f"{args.participants} participants x {args.rounds} rounds",
+        "latency_s": args.latency,
+        "runs": args.runs,
+        "canvas_median_s": round(measured, 3),
+        "canvas_runs_s": [round(x, 3) for x in canvas],
+        "ideal_critical_path_s": round(ideal, 3),
+        "ratio_to_ideal": round(measured / ideal, 3),
+        "sequential_median_s": round(seq, 3),
+        "speedup_vs_sequential": round(seq / measured, 3),
+        "model_calls": calls,
+        "prompt_chars_last_debate": prompt_chars,
+        "machine": machine(),
+    }
+    print(
+        f"Orchestration, {result['debate']}, model latency {args.latency * 1000:.0f} ms, {args.runs} runs"
+    )
+    print(
+        f"  canvas (1 worker, {cap} processes): median {measured:.3f} s  runs {result['canvas_runs_s']}"
+    )
+    print(f"  ideal critical path:               {ideal:.3f} s  ratio {measured / ideal:.3f}")
+    print(
+        f"  fully sequential (one call at a time): median {seq:.3f} s  speed-up {seq / measured:.2f}x"
+    )
+    print(f"  {machine()}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
