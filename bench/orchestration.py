@@ -151,16 +151,10 @@ def main(argv: list[str] | None = None) -> dict:
         "prompt_chars_last_debate": prompt_chars,
         "machine": machine(),
     }
-    print(
-        f"Orchestration, {result['debate']}, model latency {args.latency * 1000:.0f} ms, {args.runs} runs"
-    )
-    print(
-        f"  canvas (1 worker, {cap} processes): median {measured:.3f} s  runs {result['canvas_runs_s']}"
-    )
-    print(f"  ideal critical path:               {ideal:.3f} s  ratio {measured / ideal:.3f}")
-    print(
-        f"  fully sequential (one call at a time): median {seq:.3f} s  speed-up {seq / measured:.2f}x"
-    )
+    print(f"Orchestration, {result['debate']}, latency {args.latency * 1000:.0f} ms")
+    print(f"  canvas, 1 worker x {cap}: median {measured:.3f} s {result['canvas_runs_s']}")
+    print(f"  ideal critical path: {ideal:.3f} s, ratio {measured / ideal:.3f}")
+    print(f"  fully sequential: median {seq:.3f} s, canvas {seq / measured:.2f}x faster")
     print(f"  {machine()}")
     return result
 
