@@ -38,6 +38,9 @@ TAGS = ["strategies"]
 
 
 class StrategySerializer(serializers.ModelSerializer):
+    # A plain string: empty when the coin source needs no pool, which is no URI.
+    pool_url = serializers.CharField(read_only=True)
+
     class Meta:
         model = Strategy
         fields = ["id", *FIELDS, "created_at", "updated_at"]

@@ -36,6 +36,8 @@ TAGS = ["ai-models"]
 
 
 class AIModelSerializer(serializers.ModelSerializer):
+    # A plain string: empty means the provider's default, which is no URI.
+    base_url = serializers.CharField(read_only=True)
     provider_name = serializers.SerializerMethodField()
     simulated = serializers.SerializerMethodField()
     api_key_masked = serializers.SerializerMethodField()

@@ -1,0 +1,127 @@
+"""List and detail endpoints run a fixed number of queries, whatever the number of rows."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.debates.factories import (
+    AIModelFactory,
+    BallotFactory,
+    DebateFactory,
+    DecisionFactory,
+    MessageFactory,
+    ParticipantFactory,
+    ScheduleFactory,
+    VoteFactory,
+)
+from tests.strategies.factories import StrategyFactory
+from tests.traders.factories import (
+    ExecutionFactory,
+    OrderFactory,
+    PositionFactory,
+    TraderFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+COINS = [
+    "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT",
+    "AVAXUSDT", "LINKUSDT", "ADAUSDT", "DOTUSDT", "TRXUSDT",
+]  # fmt: skip
+
+
+def _debates(user: Any, trader: Any, rows: int) -> str:
+    for _ in range(rows):
+        decision = DecisionFactory(debate__owner=user)
+        ExecutionFactory(decision=decision, trader=trader)
+    return "/api/debates"
+
+
+def _executions(user: Any, trader: Any, rows: int) -> str:
+    for _ in range(rows):
+        ExecutionFactory(decision__debate__owner=user, trader=trader)
+    return f"/api/traders/{trader.pk}/executions"
+
+
+def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
+    """Return a debate with ``rows`` messages, ``rows`` votes and up to 10 decisions."""
+    debate = DebateFactory(owner=user, status="completed")
+    seats = [
+        ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=i)
+        for i in range(min(rows, 5))
+    ]
+    cells = [(round_number, seat) for round_number in range(1, 6) for seat in seats][:rows]
+    for round_number, seat in cells:
+        MessageFactory(participant=seat, round=round_number)
+    votes = [(seat, coin) for seat in seats for coin in COINS][:rows]
+    ballots = {seat.pk: BallotFactory(participant=seat) for seat in seats}
+    for seat, coin in votes:
+        VoteFactory(ballot=ballots[seat.pk], symbol=coin)
+    for index, coin in enumerate(COINS[: min(rows, 10)]):
+        decision = DecisionFactory(debate=debate, symbol=coin, is_primary=index == 0)
+        ExecutionFactory(decision=decision, trader=trader)
+    return debate.pk
+
+
+LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
+    # name: (make ``rows`` rows and return the path, queries expected)
+    "debates": (_debates, 3),
+    "ai-models": (
+        lambda u, t, n: AIModelFactory.create_batch(n, owner=u) and "/api/ai-models",
+        2,
+    ),
+    "strategies": (
+        lambda u, t, n: StrategyFactory.create_batch(n, owner=u) and "/api/strategies",
+        2,
+    ),
+    "traders": (lambda u, t, n: TraderFactory.create_batch(n, owner=u) and "/api/traders", 2),
+    "schedules": (
+        lambda u, t, n: ScheduleFactory.create_batch(n, owner=u) and "/api/schedules",
+        2,
+    ),
+    "positions": (
+        lambda u, t, n: (
+            [PositionFactory(trader=t, symbol=f"C{i}USDT") for i in range(n)]
+            and f"/api/traders/{t.pk}/positions"
+        ),
+        3,
+    ),
+    "orders": (
+        lambda u, t, n: OrderFactory.create_batch(n, trader=t) and f"/api/traders/{t.pk}/orders",
+        3,
+    ),
+    "executions": (_executions, 3),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 6),
+    "debate messages": (
+        lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
+        5,
+    ),
+    "debate votes": (
+        lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/votes",
+        5,
+    ),
+}
+
+
+def _queries(api: Any, path: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = api.get(path)
+    assert response.status_code == 200
+    return len(captured.captured_queries)
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_queries_do_not_grow_with_rows(api, user, other_user, name):
+    # given an endpoint showing 1 row for one user and 50 rows for another
+    make, expected = LISTS[name]
+    one_path = make(user, TraderFactory(owner=user), 1)
+    fifty_client = api.__class__(api.answers)
+    fifty_client.force_authenticate(other_user)
+    fifty_path = make(other_user, TraderFactory(owner=other_user), 50)
+    # when each reads it
+    one, fifty = _queries(api, one_path), _queries(fifty_client, fifty_path)
+    # then both run the same, fixed number of queries
+    assert (one, fifty) == (expected, expected)
