@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import time
@@ -19,7 +20,8 @@ from debates.selectors import debate_representation
 from debates.services import DebateInput, debate_create, debate_start
 from strategies.market.dataset import DATASET_END
 from strategies.models import Strategy
-from traders.models import Trader
+from traders.models import Execution, Trader
+from traders.services import execution_request
 
 BADGES = {
     "open_long": "[bold green]LONG[/]",
@@ -61,6 +63,12 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="demo", help="owner of the debate")
         parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the final detail as JSON")
+        parser.add_argument(
+            "--execute",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="execute the primary decision on the demo paper trader (default: yes)",
+        )
 
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
@@ -106,6 +114,8 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
 
         final = self._follow(console, debate.pk, options["timeout"])
+        if final.status == "completed" and options["execute"]:
+            self._execute(console, owner, final, trader, options["timeout"])
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
@@ -220,3 +230,45 @@ class Command(BaseCommand):
                 ", ".join(f"{k} {v:.2f}" for k, v in d.scores.items()),
             )
         console.print(table)
+
+    def _execute(
+        self, console: Console, owner, debate: Debate, trader: Trader, timeout: float
+    ) -> None:
+        """Execute the primary decision on the paper trader, wait for it and print it."""
+        primary = debate.decisions.get(is_primary=True)
+        if primary.action in ("hold", "wait"):
+            console.print(f"Execution: the decision is {primary.action}; nothing was executed.")
+            return
+        try:
+            execution = execution_request(owner=owner, debate_id=debate.pk, trader_id=trader.pk)
+        except ApplicationError as exc:
+            console.print(f"[yellow]Execution refused[/]: {exc.message}")
+            return
+        deadline = time.monotonic() + timeout
+        while execution.status not in ("filled", "failed"):
+            if time.monotonic() > deadline:
+                raise CommandError(f"execution {execution.pk} still {execution.status}")
+            time.sleep(0.2)
+            execution = Execution.objects.get(pk=execution.pk)
+        trader.refresh_from_db()
+        if execution.status == "failed":
+            console.print(f"[bold red]Execution failed[/]: {execution.error}")
+            return
+        side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
+        console.rule(f"Paper execution on {trader.name}")
+        console.print(
+            f"{BADGES[execution.action]} order {execution.client_order_id}: {side} "
+            f"{execution.filled_quantity.normalize()} {execution.symbol} at "
+            f"{execution.average_price.normalize()} (fee {execution.fee.normalize()} USDT)"
+            + (f", {execution.leverage}x" if execution.leverage else "")
+        )
+        if execution.stop_loss_price is not None:
+            console.print(
+                f"  stop loss {execution.stop_loss_price.normalize()}, take profit "
+                f"{execution.take_profit_price.normalize()}"
+                + (f"  [yellow]{execution.error}[/]" if execution.error else "")
+            )
+        clock = (
+            f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
+        )
+        console.print(f"  {clock}balance {trader.balance.normalize()} USDT")
