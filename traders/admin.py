@@ -1,7 +1,25 @@
-from django.contrib import admin
+"""Admin of trading: accounts (secrets write-only), and read-only positions, orders, executions.
+
+Positions, orders and executions are records of what an exchange did: the admin shows
+them and never edits them. The account state a paper exchange keeps (balance, clock,
+per-coin leverage) is read-only too; it changes only through execution.
+"""
+
+from django.contrib import admin, messages
 
 from arena.admin import SecretAdminMixin, masked_key
-from traders.models import Execution, Order, Position, Trader
+from traders.models import Execution, ExecutionStatus, Order, Position, Trader
+from traders.services import execution_resubmit
+
+
+class ReadOnlyAdminMixin:
+    """Show every field, change none, add none."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 class PositionInline(admin.TabularInline):
@@ -27,6 +45,31 @@ class PositionInline(admin.TabularInline):
         return False
 
 
+class OrderInline(admin.TabularInline):
+    model = Order
+    extra = 0
+    can_delete = False
+    fields = (
+        "client_order_id",
+        "exchange_order_id",
+        "type",
+        "side",
+        "reduce_only",
+        "quantity",
+        "trigger_price",
+        "status",
+        "filled_quantity",
+        "average_price",
+        "fee",
+        "error",
+    )
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Trader)
 class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
     secret_fields = ("api_key", "api_secret", "api_passphrase")
@@ -38,18 +81,20 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
         "sandbox",
         "status",
         "balance",
+        "market_source",
+        "replay_as_of",
         "created_at",
     )
     list_filter = ("exchange", "status", "sandbox")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("balance", "replay_as_of", "symbol_leverage", "created_at", "updated_at")
     autocomplete_fields = ("owner",)
     inlines = (PositionInline,)
 
 
 @admin.register(Position)
-class PositionAdmin(admin.ModelAdmin):
+class PositionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "symbol",
         "side",
@@ -60,17 +105,19 @@ class PositionAdmin(admin.ModelAdmin):
         "leverage",
         "stop_loss_price",
         "take_profit_price",
+        "close_reason",
         "realized_pnl",
+        "fees",
         "opened_at",
     )
-    list_filter = ("status", "side", "symbol")
+    list_filter = ("status", "side", "symbol", "close_reason")
     search_fields = ("symbol", "trader__name")
     list_select_related = ("trader",)
-    readonly_fields = ("opened_at", "closed_at")
+    inlines = (OrderInline,)
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "client_order_id",
         "trader",
@@ -82,16 +129,16 @@ class OrderAdmin(admin.ModelAdmin):
         "trigger_price",
         "status",
         "average_price",
+        "fee",
         "created_at",
     )
     list_filter = ("status", "type", "side", "reduce_only")
     search_fields = ("client_order_id", "exchange_order_id", "symbol", "trader__name")
     list_select_related = ("trader",)
-    readonly_fields = ("created_at", "updated_at")
 
 
 @admin.register(Execution)
-class ExecutionAdmin(admin.ModelAdmin):
+class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "decision",
@@ -99,6 +146,7 @@ class ExecutionAdmin(admin.ModelAdmin):
         "symbol",
         "action",
         "status",
+        "trigger",
         "filled_quantity",
         "average_price",
         "fee",
@@ -107,7 +155,15 @@ class ExecutionAdmin(admin.ModelAdmin):
     list_filter = ("status", "action", "trigger")
     search_fields = ("client_order_id", "exchange_order_id", "symbol", "trader__name")
     list_select_related = ("trader", "decision")
-    readonly_fields = [f.name for f in Execution._meta.fields]
+    inlines = (OrderInline,)
+    actions = ("resubmit",)
 
-    def has_add_permission(self, request):
-        return False
+    @admin.action(description="Resubmit unfinished executions (looks orders up first)")
+    def resubmit(self, request, queryset):
+        unfinished = queryset.filter(
+            status__in=(ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
+        )
+        count = sum(
+            execution_resubmit(execution_id=pk) for pk in unfinished.values_list("pk", flat=True)
+        )
+        self.message_user(request, f"{count} execution(s) sent to the workers.", messages.INFO)

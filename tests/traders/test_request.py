@@ -10,7 +10,7 @@ from tests.debates.factories import DebateFactory, DecisionFactory
 from tests.traders.factories import TraderFactory
 from traders.exceptions import AlreadyExecuted, NotExecutable, TraderStopped
 from traders.models import Execution, Order
-from traders.services import client_order_id, execution_request
+from traders.services import client_order_id, execution_request, execution_resubmit
 
 pytestmark = pytest.mark.django_db
 
@@ -179,3 +179,22 @@ def test_a_malformed_symbol_is_a_validation_error(user, paper_trader, make_decis
         )
     # then the field is named
     assert list(refused.value.fields) == ["symbol"]
+
+
+def test_only_unfinished_executions_are_resubmitted(
+    user, paper_trader, make_decision, django_capture_on_commit_callbacks
+):
+    # given a pending execution and a filled one
+    pending = execution_request(
+        owner=user, debate_id=make_decision().debate_id, trader_id=paper_trader.pk
+    )
+    filled = execution_request(
+        owner=user, debate_id=make_decision().debate_id, trader_id=paper_trader.pk
+    )
+    Execution.objects.filter(pk=filled.pk).update(status="filled")
+    # when an operator resubmits both
+    with django_capture_on_commit_callbacks() as enqueued:
+        answers = [execution_resubmit(execution_id=e.pk) for e in (pending, filled)]
+    # then only the pending one goes back to the workers
+    assert answers == [True, False]
+    assert len(enqueued) == 1

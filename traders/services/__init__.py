@@ -5,6 +5,7 @@ from traders.services.executions import (
     client_order_id,
     execution_abandon,
     execution_request,
+    execution_resubmit,
     execution_submit,
 )
 from traders.services.paper import candles_between, paper_check_stops, paper_clock_advance
@@ -15,6 +16,7 @@ __all__ = [
     "client_order_id",
     "execution_abandon",
     "execution_request",
+    "execution_resubmit",
     "execution_submit",
     "paper_check_stops",
     "paper_clock_advance",

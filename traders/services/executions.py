@@ -213,6 +213,17 @@ def _enqueue_submit(execution_id: int) -> None:
     transaction.on_commit(send)
 
 
+def execution_resubmit(*, execution_id: int) -> bool:
+    """Enqueue the submission of an unfinished execution again; return whether it was.
+
+    Safe at any time: the submission looks up whatever may already be on the exchange.
+    """
+    if not Execution.objects.filter(pk=execution_id, status__in=UNFINISHED_STATUSES).exists():
+        return False
+    _enqueue_submit(execution_id)
+    return True
+
+
 # -- submit --------------------------------------------------------------------------
 
 
