@@ -44,6 +44,7 @@ from debates.services import (
 )
 from strategies.models import PromptVariant
 from traders.serializers import ExecutionSerializer
+from traders.services import execution_request
 
 TAGS = ["debates"]
 
@@ -231,10 +232,6 @@ class DebateExecuteApi(JsonApi):
         },
     )
     def post(self, request: Request, debate_id: int) -> Response:
-        # Imported at call time: the execution service is built in parallel with this
-        # API, and a missing service must fail this operation only, not the URL conf.
-        from traders.services import execution_request
-
         data = validate(self.InputSerializer, request.data)
         execution = execution_request(
             owner=request.user,
