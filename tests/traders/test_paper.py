@@ -10,8 +10,9 @@ import pytest
 from strategies.market.dataset import DatasetSource
 from tests.debates.events_helpers import published
 from tests.debates.factories import DebateFactory, DecisionFactory
+from tests.fakes.exchange_server import FakeExchange
 from tests.strategies.factories import StrategyFactory
-from tests.traders.factories import PositionFactory
+from tests.traders.factories import PositionFactory, TraderFactory
 from traders.models import Execution, Order, Position, Trader
 from traders.services import (
     execution_request,
@@ -344,3 +345,33 @@ def test_a_trader_stopped_before_submission_sends_nothing(user, paper_trader, ma
         f"Trader {paper_trader.name} was stopped before the order was sent.",
     )
     assert Order.objects.count() == 0
+
+
+def test_an_unexpected_error_before_any_order_fails_the_execution(
+    user, paper_trader, make_decision
+):
+    # given a debate whose stored snapshot instant cannot be read
+    decision = make_decision(as_of="not an instant")
+    # when it is executed
+    execution = execute(user, paper_trader, decision)
+    # then it failed without sending anything, and no worker is left holding it
+    assert (execution.status, execution.error) == (
+        "failed",
+        "An internal error stopped the execution before any order was sent.",
+    )
+    assert Order.objects.count() == 0
+    assert Execution.objects.get(pk=execution.pk).lease_until is None
+
+
+def test_a_live_priced_paper_trader_fills_at_the_exchanges_current_price(
+    user, make_decision, settings
+):
+    # given a paper trader on live prices, the live exchange being the fake one
+    trader = TraderFactory(owner=user, exchange="paper", market_source="live")
+    with FakeExchange() as fake:
+        settings.MARKET_LIVE_API_URL = fake.url
+        # when a BTC long is executed
+        execution = execute(user, trader, make_decision())
+    # then it filled at the exchange's last price, and the clock is the wall clock
+    assert (execution.status, execution.average_price) == ("filled", Decimal("57970.9"))
+    assert Trader.objects.get(pk=trader.pk).replay_as_of.year >= 2025

@@ -232,6 +232,8 @@ def execution_submit(*, execution_id: int) -> Execution:
 
     Raise ``ExchangeUnavailable`` when the exchange cannot be reached (retry later: every
     step resumes where it stopped) and ``ExecutionBusy`` while another worker holds it.
+    An unexpected error fails a still-pending execution (nothing was sent) and is raised
+    again for a submitted one, which an operator can resubmit.
     """
     execution = _load(execution_id)
     if execution.status in FINAL_STATUSES:
@@ -243,6 +245,18 @@ def execution_submit(*, execution_id: int) -> Execution:
         if execution.status in FINAL_STATUSES:
             return execution
         return _submit(execution)
+    except (ExchangeUnavailable, ExecutionBusy):
+        raise
+    except Exception:
+        logger.exception("execution %s stopped on an unexpected error", execution_id)
+        current = _load(execution_id)
+        if current.status != ExecutionStatus.PENDING:
+            raise
+        return _finish(
+            current,
+            ExecutionStatus.FAILED,
+            error="An internal error stopped the execution before any order was sent.",
+        )
     finally:
         Execution.objects.filter(pk=execution_id).update(lease_until=None)
 
