@@ -384,3 +384,24 @@ def test_bybit_and_okx_orders_carry_their_own_idempotency_field(exchange_id, id_
             {id_param: "arena7abcS", "reduceOnly": True, "stopLossPrice": "48500"},
         ),
     ]
+
+
+def test_a_stop_loss_the_exchange_never_answers_leaves_a_plain_warning(
+    user, binance_trader, fake_exchange, make_decision
+):
+    # given an exchange that fills the entry, then drops every conditional-order request
+    execution = request_execution(user, binance_trader, make_decision())
+    fake_exchange.drop_next(ALGO, times=SUBMIT_MAX_RETRIES + 1)
+    # when the task has used up its retries
+    execution_submit_task.apply(args=[execution.pk])
+    # then the stop was sent once and looked up on every retry, the entry was never repeated,
+    # and the execution says the position may be unprotected
+    algo = [r.method for r in fake_exchange.requests if r.path == ALGO]
+    assert algo == ["POST"] + ["GET"] * SUBMIT_MAX_RETRIES
+    assert len(placed(fake_exchange)) == 1
+    execution.refresh_from_db()
+    assert execution.status == "failed"
+    assert execution.error.startswith(
+        "The entry filled, then the exchange could not be reached to protect it: the "
+        "position may be OPEN WITHOUT A STOP, check the exchange."
+    )

@@ -266,6 +266,11 @@ def execution_abandon(*, execution_id: int, reason: str) -> Execution:
     execution = _load(execution_id)
     if execution.status == ExecutionStatus.PENDING:
         message = f"The exchange could not be reached; nothing was sent. {reason}"
+    elif execution.filled_quantity > 0:
+        message = (
+            "The entry filled, then the exchange could not be reached to protect it: the "
+            f"position may be OPEN WITHOUT A STOP, check the exchange. {reason}"
+        )
     else:
         message = (
             "The exchange could not be reached to confirm the order: its outcome is unknown, "
