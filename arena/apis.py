@@ -11,7 +11,6 @@ state allows) stay in the services, which every caller goes through.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,8 +29,6 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
-
-logger = logging.getLogger(__name__)
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1

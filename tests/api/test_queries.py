@@ -66,8 +66,11 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
     return debate.pk
 
 
+# name: (make ``rows`` rows and return the path, queries expected). A list is a count
+# and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
+# their executions); the debate detail is the debate with its strategy, then
+# participants, messages, votes and decisions, and the stream's latest event id.
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
-    # name: (make ``rows`` rows and return the path, queries expected)
     "debates": (_debates, 3),
     "ai-models": (
         lambda u, t, n: AIModelFactory.create_batch(n, owner=u) and "/api/ai-models",
