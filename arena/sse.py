@@ -1,21 +1,62 @@
-"""The one door for publishing live events.
+"""The one door for live events: publishing them, and streaming a channel to a client.
 
-Services never send an event directly: they call ``publish_on_commit``, which hands the
-event to django-eventstream once the surrounding transaction commits, so a client never
-hears of a row that was rolled back. django-eventstream stores the event (ids, replay)
-and, with ``EVENTSTREAM_REDIS`` set, fans it out to every web process through Redis
-pub/sub; without it, delivery is in-process.
+Publishing: services never send an event directly; they call ``publish_on_commit``,
+which hands the event to django-eventstream once the surrounding transaction commits, so
+a client never hears of a row that was rolled back. django-eventstream stores the event
+(``DjangoModelStorage``: ids, replay; the rows outlive a Redis restart) and, with
+``EVENTSTREAM_REDIS`` set, fans it out to every web process through its Redis pub/sub
+channel; without it, delivery is in-process.
+
+Streaming: ``channel_stream`` serves one channel to one client from django-eventstream's
+storage and its per-process listener registry, and is stricter than the library's own
+stream loop in three ways:
+
+- storage is authoritative: a live event is passed on only if its id follows the last
+  one sent; a gap (a burst that overflowed the listener's 10-event queue, events from
+  two publishers crossing, a message lost while Redis restarted) makes the stream re-read
+  storage from its last id, and an id already sent is dropped. Clients see every id once,
+  in order.
+- storage is read through a few shared threads (``SSE_DB_THREADS`` per process), each
+  treating a read like a request (connections are closed past ``CONN_MAX_AGE``): an open
+  stream holds no connection of its own, and a web process uses at most
+  ``SSE_DB_THREADS`` connections whatever the number of open streams.
+- the Redis subscriber (``_Relay``) reconnects for ever and, after each (re)subscription,
+  makes every local stream re-read storage; a periodic sweep catches up a stream whose
+  channel moved on without it hearing (a publisher killed between storing an event and
+  publishing it). The library's own subscriber task stops at its first Redis outage.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import logging
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import unquote
 
-from django.db import transaction
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, transaction
 from django_eventstream import send_event
+from django_eventstream.event import Event
+from django_eventstream.storage import EventDoesNotExist
+from django_eventstream.utils import get_storage, make_id, parse_last_event_id, sse_encode_event
+from django_eventstream.views import Listener, get_listener_manager
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# django-eventstream's pub/sub channel: ``send_event`` publishes every event on it.
+PUBSUB_CHANNEL = "events_channel"
+# Events per storage read; a longer backlog is read in several passes.
+READ_LIMIT = 100
+# The first chunk: 2 KB of padding (some proxies and old browsers hold back small bodies).
+PADDING = ":" + " " * 2048 + "\n\n"
+HEARTBEAT = "event: keep-alive\ndata:\n\n"
 
 
 def debate_channel(debate_id: int) -> str:
@@ -27,7 +68,8 @@ def publish_on_commit(channel: str, event_type: str, data: dict[str, Any]) -> No
     """Publish ``event_type`` with ``data`` on ``channel`` once the transaction commits.
 
     Outside a transaction the event is published at once. A failure to publish is
-    logged and does not undo the committed work: clients catch up from storage.
+    logged and does not undo the committed work: once the event is stored, streams catch
+    up from storage (see the module docstring).
     """
 
     def send() -> None:
@@ -37,3 +79,287 @@ def publish_on_commit(channel: str, event_type: str, data: dict[str, Any]) -> No
             logger.exception("could not publish %s on %s", event_type, channel)
 
     transaction.on_commit(send)
+
+
+# --- Event ids ----------------------------------------------------------------------------
+
+
+def event_id(channel: str, number: int) -> str:
+    """Return the SSE id of event ``number`` of ``channel`` (``debate-7:12``)."""
+    return make_id({channel: number})
+
+
+def parse_event_id(value: str, channel: str) -> int | None:
+    """Return the number ``value`` (a ``Last-Event-ID``) gives for ``channel``.
+
+    ``None`` when the id names other channels only; ``ValueError`` when it is malformed.
+    """
+    try:
+        parsed = {unquote(name): number for name, number in parse_last_event_id(value).items()}
+        number = parsed.get(channel)
+        return None if number is None else _non_negative(int(number))
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"malformed event id {value!r}") from exc
+
+
+def _non_negative(number: int) -> int:
+    if number < 0:
+        raise ValueError("negative event number")
+    return number
+
+
+def current_event_number(channel: str) -> int:
+    """Return the number of the latest stored event of ``channel`` (0 when none)."""
+    return int(get_storage().get_current_id(channel))
+
+
+def stored_event_known(channel: str, number: int) -> bool:
+    """Return whether a stream may resume after event ``number`` of ``channel``."""
+    try:
+        get_storage().get_events(channel, number, limit=0)
+    except EventDoesNotExist:
+        return False
+    return number <= current_event_number(channel)
+
+
+def encode(event_type: str, data: str, channel: str, number: int) -> str:
+    """Return one SSE event: ``data`` is JSON text, the id is ``channel:number``."""
+    return sse_encode_event(event_type, data, event_id=event_id(channel, number))
+
+
+# --- Database access from streams ---------------------------------------------------------
+
+_executor: ThreadPoolExecutor | None = None
+
+
+def _db_executor() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(
+            max_workers=settings.SSE_DB_THREADS, thread_name_prefix="sse-db"
+        )
+    return _executor
+
+
+async def run_db(function: Callable[..., T], *args: Any) -> T:
+    """Run ``function(*args)`` on a stream database thread; return its result.
+
+    Each call is treated like a request: connections past ``CONN_MAX_AGE`` are closed
+    before and after it. At most ``SSE_DB_THREADS`` connections per process serve every
+    open stream (none between reads with ``CONN_MAX_AGE = 0``).
+    """
+
+    def call() -> T:
+        close_old_connections()
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
+
+    return await sync_to_async(call, thread_sensitive=False, executor=_db_executor())()
+
+
+def _read(channel: str, after: int) -> list[Event] | None:
+    """Return up to ``READ_LIMIT`` stored events after ``after``; ``None`` if unknown."""
+    try:
+        return get_storage().get_events(channel, after, limit=READ_LIMIT)
+    except EventDoesNotExist:
+        return None
+
+
+def _current_numbers(channels: Iterable[str]) -> dict[str, int]:
+    return {channel: current_event_number(channel) for channel in channels}
+
+
+# --- One client's stream ------------------------------------------------------------------
+
+
+class StreamListener(Listener):
+    """A django-eventstream listener that remembers the last event id it sent."""
+
+    def __init__(self, channel: str, last_id: int, user_id: Any) -> None:
+        super().__init__()
+        self.channel = channel
+        self.channels = {channel}
+        self.user_id = user_id
+        self.last_id = last_id
+
+
+def _wake_to_reread(listeners: Iterable[Listener]) -> None:
+    """Make ``listeners`` re-read storage (the library's overflow flag means just that)."""
+    manager = get_listener_manager()
+    woken = []
+    with manager.lock:
+        for listener in listeners:
+            listener.overflow = True
+            woken.append(listener)
+    for listener in woken:
+        listener.wake_threadsafe()
+
+
+def _local_listeners() -> list[StreamListener]:
+    manager = get_listener_manager()
+    with manager.lock:
+        return [
+            listener
+            for listeners in manager.listeners_by_channel.values()
+            for listener in listeners
+            if isinstance(listener, StreamListener)
+        ]
+
+
+async def channel_stream(
+    channel: str, *, after: int, head: str = "", user_id: Any = "anonymous"
+) -> AsyncIterator[str]:
+    """Yield the SSE text of every event of ``channel`` after number ``after``, for ever.
+
+    ``head`` (already encoded events, such as ``initial``) goes out first, after the
+    padding. A keep-alive event goes out after ``SSE_HEARTBEAT_SECONDS`` of silence. The
+    stream ends when ``after`` is no longer in storage (trimmed): the client reconnects
+    with its last id and is told to start over.
+    """
+    manager = get_listener_manager()
+    listener = StreamListener(channel, after, user_id)
+    listener.assign_loop()
+    relay.ensure_running()
+    manager.add_listener(listener)
+    heartbeat = settings.SSE_HEARTBEAT_SECONDS
+    try:
+        yield PADDING + head
+        last = after
+        reread = True
+        while True:
+            if reread:
+                events = await run_db(_read, channel, last)
+                if events is None:
+                    return
+                body = ""
+                for event in events:
+                    if event.id > last:
+                        last = event.id
+                        body += encode(event.type, event.data, channel, last)
+                listener.last_id = last
+                if body:
+                    yield body
+                if len(events) == READ_LIMIT:
+                    continue
+            with manager.lock:
+                items = listener.channel_items.pop(channel, [])
+                reread = listener.overflow
+                listener.overflow = False
+                listener.aevent.clear()
+            if reread:
+                continue
+            body = ""
+            for item in items:
+                number = None if item.id is None else int(item.id)
+                if number is not None and number <= last:
+                    continue  # already sent (read from storage, or delivered twice)
+                if number != last + 1:
+                    reread = True  # a gap: storage has what came in between
+                    break
+                last = number
+                body += encode(item.type, item.data, channel, last)
+            listener.last_id = last
+            if body:
+                yield body
+            if reread or items:
+                continue
+            try:
+                await asyncio.wait_for(listener.aevent.wait(), heartbeat)
+            except TimeoutError:
+                yield HEARTBEAT
+    finally:
+        manager.remove_listener(listener)
+
+
+# --- Events from other processes ----------------------------------------------------------
+
+
+class _Relay:
+    """This process's subscriber to django-eventstream's Redis channel.
+
+    It replaces the library's subscriber task, which ends for good at its first Redis
+    error. This one reconnects with a growing pause (up to 5 s); every subscription
+    (the first one too) is followed by a re-read of storage by every local stream, which
+    recovers the events published while nobody in this process was subscribed. A sweep
+    every ``SSE_HEARTBEAT_SECONDS`` does the same for streams behind their channel.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def ensure_running(self) -> None:
+        """Start the subscriber and the sweep on the running loop, unless they run."""
+        config = getattr(settings, "EVENTSTREAM_REDIS", None)
+        if config is None:
+            return  # in-process delivery: send_event queues to this process's listeners
+        get_listener_manager().redis_listener = None  # never start the library's task
+        loop = asyncio.get_running_loop()
+        if self._loop is loop and all(not task.done() for task in self._tasks):
+            return
+        self._loop = loop
+        self._tasks = [
+            loop.create_task(self._subscribe(dict(config))),
+            loop.create_task(self._sweep()),
+        ]
+
+    async def _subscribe(self, config: dict[str, Any]) -> None:
+        from redis.asyncio import Redis
+
+        pause = 0.1
+        while True:
+            client = Redis(
+                **config, health_check_interval=10, socket_keepalive=True, socket_timeout=15
+            )
+            pubsub = client.pubsub()
+            try:
+                await pubsub.subscribe(PUBSUB_CHANNEL)
+                while True:
+                    message = await pubsub.get_message(timeout=5.0)
+                    if message is None:
+                        continue
+                    if message["type"] == "message":
+                        self._deliver(message["data"])
+                    elif message["type"] == "subscribe":
+                        # (Re)subscribed, perhaps after a Redis restart inside redis-py's
+                        # own retries: whatever was published meanwhile is in storage.
+                        pause = 0.1
+                        _wake_to_reread(_local_listeners())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("SSE relay lost Redis (%s); reconnecting in %.1fs", exc, pause)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 5.0)
+
+    @staticmethod
+    def _deliver(raw: bytes | str) -> None:
+        message = json.loads(raw)
+        event = Event(
+            message["channel"], message["event_type"], message["data"], id=message["pub_id"]
+        )
+        get_listener_manager().add_to_queues(event.channel, event)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(settings.SSE_HEARTBEAT_SECONDS)
+            try:
+                listeners = _local_listeners()
+                if not listeners:
+                    continue
+                current = await run_db(_current_numbers, {lsn.channel for lsn in listeners})
+                _wake_to_reread(lsn for lsn in listeners if lsn.last_id < current[lsn.channel])
+            except Exception:
+                logger.exception("SSE catch-up sweep failed")
+
+
+relay = _Relay()

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from arena.apis import combine
+from debates import streams
 from debates.apis import ai_models, debates, schedules
 
 urlpatterns = [
@@ -34,6 +35,12 @@ urlpatterns = [
         "debates/<int:debate_id>/votes",
         debates.DebateVoteListApi.as_view(),
         name="debate-votes",
+    ),
+    path("debates/<int:debate_id>/stream", streams.debate_stream, name="debate-stream"),
+    path(
+        "debates/<int:debate_id>/stream-token",
+        streams.DebateStreamTokenApi.as_view(),
+        name="debate-stream-token",
     ),
     path(
         "ai-models",

@@ -171,6 +171,10 @@ SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0
 MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")
 
 # --- Server-sent events -------------------------------------------------------------------
+# Events are stored in the database (ids, replay after a reconnect; they outlive a Redis
+# restart) and, with REDIS_URL, fanned out to every web process through Redis pub/sub.
+# Streams read storage through SSE_DB_THREADS shared threads per web process: open
+# streams hold no connection of their own (arena.sse).
 EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.DjangoModelStorage"
 if REDIS_URL:
     from redis.connection import parse_url as _parse_redis_url
@@ -180,7 +184,14 @@ if REDIS_URL:
         "host": _redis.get("host", "127.0.0.1"),
         "port": _redis.get("port", 6379),
         "db": _redis.get("db", 0),
+        **{key: _redis[key] for key in ("username", "password") if _redis.get(key)},
+        **({"ssl": True} if REDIS_URL.startswith("rediss://") else {}),
     }
+# Seconds of silence before a stream sends a keep-alive event (proxies close idle ones).
+SSE_HEARTBEAT_SECONDS = float(os.environ.get("SSE_HEARTBEAT_SECONDS", "15"))
+SSE_DB_THREADS = env_int("SSE_DB_THREADS", 4)
+# Lifetime of a stream token (POST /api/debates/{id}/stream-token), in seconds.
+SSE_TOKEN_MAX_AGE = env_int("SSE_TOKEN_MAX_AGE", 300)
 
 # --- REST framework and OpenAPI -----------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,0 +1,221 @@
+"""Fixtures for the live stream: uvicorn web processes, a private Redis, stream tokens."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from debates.streams import stream_token_issue
+from tests.debates.conftest import llm, make_debate, worker_env  # noqa: F401 (fixtures)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run ``@pytest.mark.anyio`` tests on asyncio, the loop uvicorn and Django use."""
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def stream_reads_close_connections(monkeypatch) -> None:
+    """Make this process's stream database threads close their connection after each
+    read (``CONN_MAX_AGE`` 0), so none outlives a test and blocks dropping the database."""
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+
+
+def free_port() -> int:
+    """Return a TCP port that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 5.0) -> None:
+    """SIGTERM a process group, then SIGKILL it if it has not exited within ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@dataclass
+class WebServer:
+    """A uvicorn process serving the app on this test run's database."""
+
+    url: str
+    process: subprocess.Popen
+
+    def stream_url(self, debate_id: int) -> str:
+        """Return the URL of a debate's stream on this server."""
+        return f"{self.url}/api/debates/{debate_id}/stream"
+
+
+def start_web(**env: str) -> WebServer:
+    """Start ``uvicorn arena.asgi:application`` on a free port; return once it answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "arena.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--timeout-graceful-shutdown",
+            "1",
+        ],
+        cwd=settings.BASE_DIR,
+        env={**worker_env(), "LOG_LEVEL": "WARNING", **env},
+        start_new_session=True,
+    )
+    server = WebServer(url=f"http://127.0.0.1:{port}", process=process)
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode}")
+        with contextlib.suppress(httpx.TransportError):
+            httpx.get(f"{server.url}/api/schema/", timeout=2)
+            return server
+        if time.monotonic() > deadline:
+            stop_process(process)
+            raise RuntimeError("uvicorn did not answer within 30 s")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def web(transactional_db) -> Iterator[Callable[..., WebServer]]:
+    """Start uvicorn web processes (environment overrides as keyword arguments).
+
+    Each serves this test run's database and Redis, as ``make serve`` does in
+    production; all are stopped at the end of the test.
+    """
+    started: list[WebServer] = []
+
+    def start(**env: str) -> WebServer:
+        server = start_web(**env)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        stop_process(server.process)
+
+
+@dataclass
+class RedisServer:
+    """A private redis-server process, which a test may stop and start again."""
+
+    port: int
+    directory: str
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """Return the URL of database 0 of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start the server (no persistence, like the machine's) and wait for PONG."""
+        self.process = subprocess.Popen(
+            [
+                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", self.directory),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        import redis
+
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(redis.ConnectionError):
+                if redis.Redis(port=self.port, socket_connect_timeout=1).ping():
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop the server at once (SIGKILL): everything in it is gone."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    """A redis-server of this test's own, so a test can restart Redis without touching
+    the one other test runs share."""
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is needed (apt-get install redis-server)")
+    with tempfile.TemporaryDirectory() as directory:
+        server = RedisServer(port=free_port(), directory=directory)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def api_token(user) -> str:
+    """The owner's REST API token (``Authorization: Token ...``)."""
+    return Token.objects.create(user=user).key
+
+
+@pytest.fixture
+def stream_token(user) -> Callable[[int], str]:
+    """Issue stream tokens for the owner, as ``POST .../stream-token`` does."""
+
+    def issue(debate_id: int) -> str:
+        return stream_token_issue(user=user, debate_id=debate_id).token
+
+    return issue
+
+
+def database_connections() -> int:
+    """Return how many PostgreSQL connections this test run's database has open now."""
+    db = connection.settings_dict
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"], user=db["USER"], dbname="postgres", autocommit=True
+    ) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [db["NAME"]]
+        ).fetchone()
+    return int(row[0])
+
+
+def publish_process(*, channel: str, count: int, redis_url: str, start: int = 0) -> None:
+    """Publish ``count`` events from another process (like a worker) through arena.sse."""
+    env = {**worker_env(), "REDIS_URL": redis_url}
+    subprocess.run(
+        [sys.executable, "-m", "tests.streams.publisher", channel, str(count), str(start)],
+        cwd=settings.BASE_DIR,
+        env=env,
+        check=True,
+        timeout=60,
+    )
