@@ -170,6 +170,9 @@ SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0
 # Base URL replacing the live exchange's API host (a local fake exchange in tests).
 MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")
 
+# Base URL replacing ccxt traders' exchange API host (a local fake exchange in tests).
+TRADER_EXCHANGE_API_URL = os.environ.get("TRADER_EXCHANGE_API_URL", "")
+
 # --- Server-sent events -------------------------------------------------------------------
 # Events are stored in the database (ids, replay after a reconnect; they outlive a Redis
 # restart) and, with REDIS_URL, fanned out to every web process through Redis pub/sub.

@@ -32,5 +32,5 @@ def exchange_for(trader: Trader) -> ExchangeAdapter:
         secret=trader.api_secret,
         password=trader.api_passphrase,
         sandbox=trader.sandbox,
-        api_url=getattr(settings, "TRADER_EXCHANGE_API_URL", "") or None,
+        api_url=settings.TRADER_EXCHANGE_API_URL or None,
     )
