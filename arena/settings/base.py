@@ -213,6 +213,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "AI models debate a crypto market and reach a consensus trade decision.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models have a "status" or "exchange" with different choices: name each set.
+    "ENUM_NAME_OVERRIDES": {
+        "DebateStatusEnum": "debates.models.DebateStatus",
+        "StepStatusEnum": "debates.models.StepStatus",
+        "TraderStatusEnum": "traders.models.TraderStatus",
+        "ExecutionStatusEnum": "traders.models.ExecutionStatus",
+        "OrderStatusEnum": "traders.models.OrderStatus",
+        "PositionStatusEnum": "traders.models.PositionStatus",
+        "TraderExchangeEnum": "traders.models.Exchange",
+    },
 }
 
 LOGGING = {
