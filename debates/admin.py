@@ -1,6 +1,10 @@
-from django.contrib import admin
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
 
 from arena.admin import SecretAdminMixin, masked_key
+from arena.exceptions import ApplicationError, ValidationError
 from debates.models import (
     AIModel,
     Ballot,
@@ -10,6 +14,39 @@ from debates.models import (
     Participant,
     Schedule,
     Vote,
+)
+from debates.services.schedules import (
+    schedule_check,
+    schedule_create,
+    schedule_delete,
+    schedule_pause,
+    schedule_resume,
+    schedule_update,
+)
+
+SCHEDULE_FIELDS = (
+    "owner",
+    "name",
+    "strategy",
+    "symbol",
+    "participants",
+    "max_rounds",
+    "prompt_variant",
+    "auto_execute",
+    "trader",
+    "interval_minutes",
+    "enabled",
+    "replay_as_of",
+)
+SCHEDULE_READONLY_FIELDS = (
+    "periodic_task",
+    "last_fired_at",
+    "last_debate",
+    "run_count",
+    "skip_count",
+    "last_skip_reason",
+    "created_at",
+    "updated_at",
 )
 
 
@@ -191,14 +228,51 @@ class DecisionAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Decision._meta.fields]
 
 
+class ScheduleAdminForm(forms.ModelForm):
+    """The schedule form: refused by the same rules as the API, next to each field."""
+
+    class Meta:
+        model = Schedule
+        fields = SCHEDULE_FIELDS
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        owner = cleaned.get("owner") or self.instance.owner
+        try:
+            schedule_check(owner=owner, data=schedule_values(cleaned))
+        except ValidationError as exc:
+            for name, messages in exc.fields.items():
+                field = name.split("[")[0].split(".")[0]
+                self.add_error(field if field in self.fields else None, messages)
+        return cleaned
+
+
+def schedule_values(cleaned: dict[str, Any]) -> dict[str, Any]:
+    """Return the service input of a schedule form: objects become ids, owner goes."""
+    values = {name: cleaned[name] for name in SCHEDULE_FIELDS if name in cleaned}
+    values.pop("owner", None)
+    for name in ("strategy", "trader"):
+        if name in values:
+            values[name] = values[name].pk if values[name] is not None else None
+    return values
+
+
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
+    """Schedules, written only through ``debates.services.schedules``, so every save,
+    pause, resume and delete keeps the Celery beat entry in step."""
+
+    form = ScheduleAdminForm
+    fields = (*SCHEDULE_FIELDS, *SCHEDULE_READONLY_FIELDS)
     list_display = (
         "name",
         "owner",
         "enabled",
         "interval_minutes",
         "auto_execute",
+        "replay_as_of",
         "run_count",
         "skip_count",
         "last_fired_at",
@@ -207,14 +281,49 @@ class ScheduleAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "auto_execute")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = (
-        "periodic_task",
-        "last_fired_at",
-        "last_debate",
-        "run_count",
-        "skip_count",
-        "last_skip_reason",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = SCHEDULE_READONLY_FIELDS
     autocomplete_fields = ("owner", "strategy", "trader")
+    actions = ("pause_schedules", "resume_schedules")
+
+    def get_readonly_fields(self, request, obj=None):
+        # The owner of an existing schedule stays: its debates and objects are theirs.
+        return self.readonly_fields + (("owner",) if obj is not None else ())
+
+    def save_model(self, request, obj, form, change):
+        values = schedule_values(form.cleaned_data)
+        if change:
+            saved = schedule_update(owner=obj.owner, schedule_id=obj.pk, changes=values)
+        else:
+            saved = schedule_create(owner=form.cleaned_data["owner"], data=values)
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        schedule_delete(owner=obj.owner, schedule_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for schedule in queryset.select_related("owner").order_by("pk"):
+            schedule_delete(owner=schedule.owner, schedule_id=schedule.pk)
+
+    @admin.action(description="Pause the selected schedules")
+    def pause_schedules(self, request, queryset):
+        schedules = list(queryset.select_related("owner").order_by("pk"))
+        for schedule in schedules:
+            schedule_pause(owner=schedule.owner, schedule_id=schedule.pk)
+        self.message_user(request, f"Paused {len(schedules)} schedule(s).", messages.SUCCESS)
+
+    @admin.action(description="Resume the selected schedules")
+    def resume_schedules(self, request, queryset):
+        resumed = 0
+        for schedule in queryset.select_related("owner").order_by("pk"):
+            try:
+                schedule_resume(owner=schedule.owner, schedule_id=schedule.pk)
+            except ApplicationError as exc:
+                self.message_user(
+                    request,
+                    f"{schedule.name} stays paused: {exc.message} {exc.fields}",
+                    messages.ERROR,
+                )
+            else:
+                resumed += 1
+        self.message_user(request, f"Resumed {resumed} schedule(s).", messages.SUCCESS)

@@ -7,7 +7,9 @@ after; everything else the service records itself, so a task never fails a chain
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
@@ -15,6 +17,7 @@ from celery.signals import worker_ready
 from debates import services
 from debates.claims import CLAIM_TTL_S
 from debates.services.calls import StepDeferred
+from debates.services.schedules import schedule_fire
 
 # A step may wait its turn for a model slot many times when many debates run at once.
 STEP_MAX_RETRIES = 2000
@@ -82,3 +85,9 @@ def resume_after_boot(sender=None, **kwargs) -> None:
     resume_stale_task.apply_async(
         kwargs={"older_than_s": CLAIM_TTL_S}, countdown=RESUME_ON_BOOT_AFTER_S
     )
+
+
+@shared_task(name="debates.schedule_fire", soft_time_limit=120, time_limit=150)
+def schedule_fire_task(schedule_id: int) -> dict[str, Any]:
+    """Fire one schedule (sent by Celery beat): start its next debate or record why not."""
+    return asdict(schedule_fire(schedule_id=schedule_id))

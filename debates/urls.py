@@ -64,4 +64,14 @@ urlpatterns = [
         ),
         name="schedule",
     ),
+    path(
+        "schedules/<int:schedule_id>/pause",
+        schedules.SchedulePauseApi.as_view(),
+        name="schedule-pause",
+    ),
+    path(
+        "schedules/<int:schedule_id>/resume",
+        schedules.ScheduleResumeApi.as_view(),
+        name="schedule-resume",
+    ),
 ]

@@ -1,4 +1,6 @@
-"""Schedules: recurring debate templates; create, list, read, change, delete (SPEC 11)."""
+"""Schedules: recurring debate templates; create, list, read, change, pause, resume, delete
+(SPEC 11). Every write goes through ``debates.services.schedules``, which keeps the
+schedule's Celery beat entry in step."""
 
 from __future__ import annotations
 
@@ -23,7 +25,13 @@ from arena.apis import (
 )
 from debates.apis.debates import ParticipantInputSerializer
 from debates.models import Schedule
-from debates.services.schedules import schedule_create, schedule_delete, schedule_update
+from debates.services.schedules import (
+    schedule_create,
+    schedule_delete,
+    schedule_pause,
+    schedule_resume,
+    schedule_update,
+)
 from strategies.models import PromptVariant
 
 TAGS = ["schedules"]
@@ -166,3 +174,31 @@ class ScheduleDeleteApi(JsonApi):
     def delete(self, request: Request, schedule_id: int) -> Response:
         schedule_delete(owner=request.user, schedule_id=schedule_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SchedulePauseApi(JsonApi):
+    """Pause a schedule: beat stops firing it until it is resumed."""
+
+    @extend_schema(
+        operation_id="schedules_pause",
+        tags=TAGS,
+        request=None,
+        responses={200: ScheduleSerializer, **error_responses(404)},
+    )
+    def post(self, request: Request, schedule_id: int) -> Response:
+        schedule = schedule_pause(owner=request.user, schedule_id=schedule_id)
+        return Response(ScheduleSerializer(schedule).data)
+
+
+class ScheduleResumeApi(JsonApi):
+    """Resume a paused schedule; refused (400) when its template is no longer valid."""
+
+    @extend_schema(
+        operation_id="schedules_resume",
+        tags=TAGS,
+        request=None,
+        responses={200: ScheduleSerializer, **error_responses(400, 404)},
+    )
+    def post(self, request: Request, schedule_id: int) -> Response:
+        schedule = schedule_resume(owner=request.user, schedule_id=schedule_id)
+        return Response(ScheduleSerializer(schedule).data)

@@ -1,22 +1,63 @@
-"""Creating, changing and deleting schedules: debate templates fired every N minutes.
+"""Schedules: debate templates fired every N minutes by Celery beat (SPEC 11).
 
 A schedule holds what each of its debates is created from, so it is checked by the
 same rules as a debate (SPEC 5.1): an owned strategy, 2 to 6 participants seating the
 owner's enabled models, rounds 2..5, an owned trader when it executes automatically.
-Firing the schedule (Celery beat) is wired separately.
+
+Beat is kept in step here and nowhere else: every service that creates, changes,
+pauses, resumes or deletes a schedule writes its ``django_celery_beat`` periodic task
+in the same transaction: an ``IntervalSchedule`` of ``interval_minutes``, the task
+``debates.schedule_fire`` with the kwargs ``{"schedule_id": id}``, enabled exactly when
+the schedule is. The task is saved or deleted one instance at a time, never with a
+bulk ``update()``, so the database scheduler's change signal fires and a running beat
+picks the change up within seconds.
+
+``schedule_fire`` is what beat sends: under the schedule's row lock it either creates
+and starts the next debate, or records why it did not (``skip_count`` and
+``last_skip_reason``, as ``"<code>: <message>"``). A firing while the schedule's
+previous debate is pending, running or voting is skipped, never queued behind it;
+concurrent firings of one schedule queue on the lock, so they start one debate.
+
+Replay: with ``replay_as_of`` set (a strategy on the dataset), each firing's debate
+sees the market at ``replay_as_of`` and the firing moves ``replay_as_of`` on by the
+interval, so a recurring debate walks through the bundled history. An automatic
+paper trader's clock is advanced to the debate's instant first, which fills the stops
+and targets the prices crossed since the previous firing. A replay that runs past the
+end of the dataset pauses its schedule.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from arena.exceptions import NotFound, ValidationError
-from debates.models import Schedule
-from debates.services.lifecycle import DebateInput, input_refusal
+from arena.exceptions import ApplicationError, NotFound, ValidationError
+from debates.models import Debate, DebateStatus, Schedule
+from debates.services.lifecycle import DebateInput, debate_create, debate_start, input_refusal
 from debates.services.lifecycle import _clean as debate_input_clean
+from strategies.market.dataset import DATASET_END, DATASET_WINDOWS
+from strategies.market.snapshot import TIMEFRAME_MS
+from strategies.models import MarketSource, Strategy
+from traders.models import Exchange, Trader, TraderStatus
+from traders.services import paper_clock_advance
+
+FIRE_TASK = "debates.schedule_fire"
+# A firing still queued when the next one is due is stale (workers were down): beat
+# sends it with this expiry, capped so long intervals keep a sane bound.
+MAX_FIRING_EXPIRY_S = 24 * 3600
+# While the previous debate is in one of these, a firing is skipped.
+BUSY_STATUSES = (DebateStatus.PENDING, DebateStatus.RUNNING, DebateStatus.VOTING)
+# A debate is named after its schedule and its run number.
+MAX_SCHEDULE_NAME_IN_DEBATE = 180
 
 FIELDS = (
     "name",
@@ -31,6 +72,62 @@ FIELDS = (
     "enabled",
     "replay_as_of",
 )
+
+
+@dataclass(frozen=True)
+class ScheduleFiring:
+    """What one firing did: the debate it started, or the code and reason of its skip."""
+
+    schedule_id: int
+    debate_id: int | None = None
+    skipped: str = ""
+    reason: str = ""
+
+
+# -- checking a template ------------------------------------------------------------
+
+
+def replay_window(strategy: Strategy) -> tuple[datetime, datetime]:
+    """Return the first and last instants a replay of ``strategy`` can be at.
+
+    The first is when every timeframe of the strategy has its rows of closed candles
+    in the dataset; the last is the dataset's end.
+    """
+    starts = [
+        DATASET_WINDOWS[tf].start
+        + timedelta(milliseconds=TIMEFRAME_MS[tf] * strategy.rows_per_timeframe)
+        for tf in strategy.timeframes
+        if tf in DATASET_WINDOWS
+    ]
+    return max(starts, default=DATASET_WINDOWS["4h"].first_close), DATASET_END
+
+
+def _replay_refusals(
+    strategy: Strategy | None, trader: Trader | None, values: dict[str, Any]
+) -> dict[str, list[str]]:
+    """Return what is wrong with a replay schedule (nothing when it does not replay)."""
+    as_of = values["replay_as_of"]
+    if not isinstance(as_of, datetime) or as_of.tzinfo is None or strategy is None:
+        return {}
+    errors: dict[str, list[str]] = {}
+    if strategy.market_source != MarketSource.DATASET:
+        errors["replay_as_of"] = [
+            f"A replay needs a strategy on the dataset; {strategy.name} reads live prices."
+        ]
+    else:
+        first, last = replay_window(strategy)
+        if not first <= as_of <= last:
+            errors["replay_as_of"] = [
+                f"Outside the dataset window of this strategy: "
+                f"{first.isoformat()} .. {last.isoformat()}."
+            ]
+    if (
+        values["auto_execute"] is True
+        and trader is not None
+        and (trader.exchange != Exchange.PAPER or trader.market_source != MarketSource.DATASET)
+    ):
+        errors["trader"] = ["A replay executes only on a paper trader priced from the dataset."]
+    return errors
 
 
 def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +148,11 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
     errors = dict(data.errors)
     if "as_of" in errors:
         errors["replay_as_of"] = errors.pop("as_of")
+    else:
+        for name, messages in _replay_refusals(
+            cleaned["strategy"], cleaned["trader"], values
+        ).items():
+            errors.setdefault(name, []).extend(messages)
     if not isinstance(values["enabled"], bool):
         errors["enabled"] = ["Must be true or false."]
     if errors:
@@ -81,7 +183,13 @@ def _unknown(data: Mapping[str, Any]) -> None:
 
 
 def _owned(owner: AbstractBaseUser, schedule_id: int) -> Schedule:
-    schedule = Schedule.objects.filter(owner=owner, pk=schedule_id).first()
+    """Return the owner's schedule, row-locked until the transaction ends."""
+    schedule = (
+        Schedule.objects.select_for_update(of=("self",))
+        .select_related("periodic_task")
+        .filter(owner=owner, pk=schedule_id)
+        .first()
+    )
     if schedule is None:
         raise NotFound("Schedule not found.")
     return schedule
@@ -96,30 +204,268 @@ def _defaults() -> dict[str, Any]:
     return {**values, "strategy": None, "trader": None}
 
 
+def _current(schedule: Schedule) -> dict[str, Any]:
+    values = {
+        name: getattr(schedule, name) for name in FIELDS if name not in ("strategy", "trader")
+    }
+    return {**values, "strategy": schedule.strategy_id, "trader": schedule.trader_id}
+
+
+def schedule_check(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> None:
+    """Raise ``ValidationError`` unless ``data`` (every field, ids for objects) is valid.
+
+    For forms that show the refusal next to their fields before saving (the admin).
+    """
+    _unknown(data)
+    _clean(owner, {**_defaults(), **data})
+
+
+# -- keeping beat in step -------------------------------------------------------------
+
+
+def periodic_task_name(schedule_id: int) -> str:
+    """Return the name of the periodic task that fires schedule ``schedule_id``."""
+    return f"debates.schedule:{schedule_id}"
+
+
+def _interval(minutes: int) -> IntervalSchedule:
+    # IntervalSchedule has no unique constraint: reuse the oldest equal row.
+    interval = (
+        IntervalSchedule.objects.filter(every=minutes, period=IntervalSchedule.MINUTES)
+        .order_by("pk")
+        .first()
+    )
+    return interval or IntervalSchedule.objects.create(
+        every=minutes, period=IntervalSchedule.MINUTES
+    )
+
+
+def _periodic_task_sync(schedule: Schedule) -> PeriodicTask:
+    """Write the schedule's periodic task as the schedule says; link it if it is new.
+
+    ``PeriodicTask.save()`` (not a queryset update) signals the change to beat.
+    """
+    name = periodic_task_name(schedule.pk)
+    task = (
+        schedule.periodic_task
+        or PeriodicTask.objects.filter(name=name).first()
+        or PeriodicTask(name=name)
+    )
+    task.task = FIRE_TASK
+    task.kwargs = json.dumps({"schedule_id": schedule.pk})
+    task.interval = _interval(schedule.interval_minutes)
+    task.enabled = schedule.enabled
+    task.expire_seconds = min(schedule.interval_minutes * 60, MAX_FIRING_EXPIRY_S)
+    task.description = f"Recurring debate: {schedule.name}"
+    task.save()
+    if schedule.periodic_task_id != task.pk:
+        schedule.periodic_task = task
+        Schedule.objects.filter(pk=schedule.pk).update(periodic_task=task)
+    return task
+
+
+def _set_enabled(schedule: Schedule, enabled: bool) -> Schedule:
+    schedule.enabled = enabled
+    schedule.save(update_fields=["enabled", "updated_at"])
+    _periodic_task_sync(schedule)
+    return schedule
+
+
+# -- create, change, pause, resume, delete -------------------------------------------------
+
+
 def schedule_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Schedule:
-    """Create a schedule; ``strategy``, ``trader`` and seat models are given by id."""
+    """Create a schedule and its periodic task; ``strategy``, ``trader`` and seat models
+    are given by id."""
     _unknown(data)
     values = _clean(owner, {**_defaults(), **data})
-    return Schedule.objects.create(owner=owner, **values)
+    with transaction.atomic():
+        schedule = Schedule.objects.create(owner=owner, **values)
+        _periodic_task_sync(schedule)
+    return schedule
 
 
 def schedule_update(
     *, owner: AbstractBaseUser, schedule_id: int, changes: Mapping[str, Any]
 ) -> Schedule:
-    """Change the fields in ``changes``; the whole template is checked again."""
+    """Change the fields in ``changes`` and the periodic task with them.
+
+    The whole template is checked again, except for a bare pause (``enabled: false``),
+    which never needs a valid template.
+    """
     _unknown(changes)
-    schedule = _owned(owner, schedule_id)
-    current = {
-        name: getattr(schedule, name) for name in FIELDS if name not in ("strategy", "trader")
-    }
-    current.update(strategy=schedule.strategy_id, trader=schedule.trader_id)
-    values = _clean(owner, {**current, **changes})
-    for name, value in values.items():
-        setattr(schedule, name, value)
-    schedule.save()
+    if dict(changes) == {"enabled": False}:
+        return schedule_pause(owner=owner, schedule_id=schedule_id)
+    with transaction.atomic():
+        schedule = _owned(owner, schedule_id)
+        values = _clean(owner, {**_current(schedule), **changes})
+        for name, value in values.items():
+            setattr(schedule, name, value)
+        schedule.save()
+        _periodic_task_sync(schedule)
     return schedule
 
 
+def schedule_pause(*, owner: AbstractBaseUser, schedule_id: int) -> Schedule:
+    """Stop firing a schedule: disable it and its periodic task."""
+    with transaction.atomic():
+        return _set_enabled(_owned(owner, schedule_id), False)
+
+
+def schedule_resume(*, owner: AbstractBaseUser, schedule_id: int) -> Schedule:
+    """Fire a paused schedule again, once its template is still valid."""
+    with transaction.atomic():
+        schedule = _owned(owner, schedule_id)
+        _clean(owner, {**_current(schedule), "enabled": True})
+        return _set_enabled(schedule, True)
+
+
 def schedule_delete(*, owner: AbstractBaseUser, schedule_id: int) -> None:
-    """Delete a schedule; the debates it created stay."""
-    _owned(owner, schedule_id).delete()
+    """Delete a schedule and its periodic task; the debates it created stay."""
+    with transaction.atomic():
+        schedule = _owned(owner, schedule_id)
+        task = schedule.periodic_task
+        schedule.delete()
+        if task is not None:
+            task.delete()
+
+
+# -- firing ---------------------------------------------------------------------------
+
+
+def _lock(schedule_id: int) -> Schedule | None:
+    return (
+        Schedule.objects.select_for_update(of=("self",))
+        .select_related("owner", "strategy", "trader", "periodic_task")
+        .filter(pk=schedule_id)
+        .first()
+    )
+
+
+def _refusal(schedule: Schedule) -> tuple[str, str] | None:
+    """Return (code, reason) when the schedule must not start a debate now."""
+    if not schedule.enabled:
+        return "disabled", "The schedule is paused."
+    busy = (
+        Debate.objects.filter(schedule=schedule, status__in=BUSY_STATUSES)
+        .order_by("pk")
+        .values_list("pk", "status")
+        .first()
+    )
+    if busy is not None:
+        return "previous_debate_active", f"Debate {busy[0]} is still {busy[1]}."
+    if schedule.strategy is None:
+        return "strategy_deleted", "The schedule's strategy was deleted."
+    trader = schedule.trader
+    if schedule.auto_execute:
+        if trader is None:
+            return "trader_deleted", "The schedule executes automatically; its trader was deleted."
+        if trader.status != TraderStatus.RUNNING:
+            return "trader_stopped", f"Trader {trader.name} is stopped."
+    as_of = schedule.replay_as_of
+    if as_of is not None and as_of > DATASET_END:
+        return (
+            "replay_finished",
+            f"The replay reached the end of the dataset ({DATASET_END.isoformat()}); "
+            "the schedule was paused.",
+        )
+    replay_errors = _replay_refusals(
+        schedule.strategy,
+        trader,
+        {"replay_as_of": as_of, "auto_execute": schedule.auto_execute},
+    )
+    if replay_errors:
+        return "invalid_template", " ".join(m for ms in replay_errors.values() for m in ms)
+    if (
+        as_of is not None
+        and _paper_clock_driven(schedule)
+        and trader.replay_as_of is not None
+        and trader.replay_as_of > as_of
+    ):
+        return (
+            "trader_clock_ahead",
+            f"Paper trader {trader.name} is at {trader.replay_as_of.isoformat()}, after "
+            f"this firing's instant {as_of.isoformat()}.",
+        )
+    return None
+
+
+def _paper_clock_driven(schedule: Schedule) -> bool:
+    """Say whether this schedule's firings move its paper trader's clock."""
+    trader = schedule.trader
+    return bool(
+        schedule.replay_as_of is not None
+        and schedule.auto_execute
+        and trader is not None
+        and trader.exchange == Exchange.PAPER
+        and trader.market_source == MarketSource.DATASET
+    )
+
+
+def _skip(schedule: Schedule, code: str, reason: str) -> ScheduleFiring:
+    message = f"{code}: {reason}"[: Schedule._meta.get_field("last_skip_reason").max_length]
+    Schedule.objects.filter(pk=schedule.pk).update(
+        skip_count=F("skip_count") + 1, last_skip_reason=message, updated_at=timezone.now()
+    )
+    if code == "replay_finished":
+        _set_enabled(schedule, False)
+    return ScheduleFiring(schedule_id=schedule.pk, skipped=code, reason=reason)
+
+
+def _debate_input(schedule: Schedule) -> DebateInput:
+    return DebateInput(
+        name=f"{schedule.name[:MAX_SCHEDULE_NAME_IN_DEBATE]} #{schedule.run_count + 1}",
+        strategy=schedule.strategy_id,
+        participants=list(schedule.participants),
+        symbol=schedule.symbol,
+        max_rounds=schedule.max_rounds,
+        interval_minutes=schedule.interval_minutes,
+        prompt_variant=schedule.prompt_variant,
+        auto_execute=schedule.auto_execute,
+        trader=schedule.trader_id,
+        as_of=schedule.replay_as_of,
+        schedule_id=schedule.pk,
+    )
+
+
+def _describe(error: ApplicationError) -> str:
+    details = "; ".join(
+        f"{name}: {' '.join(str(m) for m in messages)}" for name, messages in error.fields.items()
+    )
+    return f"{error.message} {details}".strip()
+
+
+def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
+    """Create and start the schedule's next debate, or record why not (Celery beat's call).
+
+    Everything happens under the schedule's row lock, in one transaction: the checks,
+    the debate, the schedule's counters and replay instant, the paper clock and the
+    start (whose run is enqueued when the transaction commits). A firing that cannot
+    start a debate changes nothing but ``skip_count`` and ``last_skip_reason``.
+    """
+    with transaction.atomic():
+        schedule = _lock(schedule_id)
+        if schedule is None:
+            return ScheduleFiring(
+                schedule_id=schedule_id, skipped="deleted", reason="No such schedule."
+            )
+        refusal = _refusal(schedule)
+        if refusal is not None:
+            return _skip(schedule, *refusal)
+        try:
+            debate = debate_create(owner=schedule.owner, data=_debate_input(schedule))
+        except ValidationError as exc:
+            return _skip(schedule, "invalid_template", _describe(exc))
+        as_of = schedule.replay_as_of
+        Schedule.objects.filter(pk=schedule.pk).update(
+            last_debate=debate,
+            last_fired_at=timezone.now(),
+            run_count=F("run_count") + 1,
+            replay_as_of=(as_of + timedelta(minutes=schedule.interval_minutes) if as_of else None),
+            updated_at=timezone.now(),
+        )
+        if as_of is not None and _paper_clock_driven(schedule):
+            # Fill what the prices crossed since the last firing before this debate trades.
+            paper_clock_advance(trader_id=schedule.trader_id, to=as_of)
+        debate_start(debate_id=debate.pk)
+    return ScheduleFiring(schedule_id=schedule.pk, debate_id=debate.pk)
