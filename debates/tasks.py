@@ -13,6 +13,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
+from django.db import InterfaceError, OperationalError, connection
 
 from debates import services
 from debates.claims import CLAIM_TTL_S
@@ -29,6 +30,16 @@ STEP_OPTIONS = {
     "soft_time_limit": 240,
     "time_limit": 300,
 }
+# A lost database connection (a restart, a dropped socket) is retried on a fresh one.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_RETRY_S = 1.0
+
+
+def _retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
+    connection.close()
+    return task.retry(exc=exc, countdown=DATABASE_RETRY_S)
+
+
 # A freshly started worker resumes the debates whose steps died with a previous worker,
 # once their claims have expired (debates.claims.CLAIM_TTL_S).
 RESUME_ON_BOOT_AFTER_S = CLAIM_TTL_S + 5
@@ -46,6 +57,8 @@ def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) 
         )
     except StepDeferred as exc:
         raise self.retry(countdown=exc.retry_after) from exc
+    except DATABASE_ERRORS as exc:
+        raise _retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="debates.vote_run", **STEP_OPTIONS)
@@ -57,18 +70,25 @@ def vote_run_task(self, debate_id: int, participant_id: int) -> None:
         )
     except StepDeferred as exc:
         raise self.retry(countdown=exc.retry_after) from exc
+    except DATABASE_ERRORS as exc:
+        raise _retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(
     name="debates.consensus_finalize",
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    max_retries=30,
     soft_time_limit=60,
     time_limit=90,
 )
-def consensus_finalize_task(debate_id: int) -> None:
+def consensus_finalize_task(self, debate_id: int) -> None:
     """Compute and store the consensus of a debate whose votes are in."""
-    services.consensus_finalize(debate_id=debate_id)
+    try:
+        services.consensus_finalize(debate_id=debate_id)
+    except DATABASE_ERRORS as exc:
+        raise _retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="debates.resume_stale", soft_time_limit=60, time_limit=90)
