@@ -1,4 +1,4 @@
-"""URL configuration: the admin, and the REST API under ``/api/``."""
+"""URL configuration: the admin, the REST API under ``/api/``, and the arena page."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -18,6 +18,7 @@ api_patterns = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("web.urls")),
 ]
 
 handler404 = "arena.apis.page_not_found"

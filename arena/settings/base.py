@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "strategies",
     "traders",
     "debates",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -116,6 +117,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
 
 # --- Redis: Celery broker and results, SSE fan-out, the model-call semaphore -------------
 REDIS_URL = os.environ.get("REDIS_URL", "")

@@ -1,0 +1,145 @@
+"""Fixtures for the arena page in a real browser: uvicorn, a worker process, Chromium.
+
+The browser is Debian's Chromium (/usr/bin/chromium), driven by Playwright's sync API;
+a test tool's own browser download does not work on these machines, and CI installs the
+Debian package (.ci/run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.db import connections
+from django.test import Client
+
+from arena.celery import app
+from tests.debates.conftest import kill_process_group, llm, start_worker_process, worker_env  # noqa: F401
+from tests.streams.conftest import free_port, stop_process
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(settings.BASE_DIR) / "tests" / "artifacts"
+PASSWORD = "correct horse battery staple"  # the one tests.factories.UserFactory sets
+
+
+@dataclass
+class Uvicorn:
+    """A uvicorn process serving the whole app on this test run's database and Redis."""
+
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """Return the server's root URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start serving on ``port`` and return once the server answers."""
+        self.process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "uvicorn", "arena.asgi:application"),
+                *("--host", "127.0.0.1", "--port", str(self.port)),
+                *("--log-level", "warning", "--timeout-graceful-shutdown", "1"),
+            ],
+            cwd=settings.BASE_DIR,
+            env={**worker_env(), "LOG_LEVEL": "WARNING"},
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"uvicorn exited with {self.process.returncode}")
+            with contextlib.suppress(httpx.TransportError):
+                httpx.get(f"{self.url}/login/", timeout=2)
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("uvicorn did not answer within 30 s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, open streams closed after 1 s)."""
+        if self.process is not None and self.process.poll() is None:
+            stop_process(self.process)
+
+
+@pytest.fixture
+def server(transactional_db) -> Iterator[Uvicorn]:
+    """The app under uvicorn, as ``make serve`` runs it, on this test run's database."""
+    uvicorn = Uvicorn()
+    uvicorn.start()
+    yield uvicorn
+    uvicorn.stop()
+
+
+@pytest.fixture
+def worker(transactional_db) -> Iterator[subprocess.Popen]:
+    """A Celery worker process (prefork) on this test run's database and Redis."""
+    app.control.purge()
+    process = start_worker_process("web")
+    yield process
+    kill_process_group(process)
+    app.control.purge()
+
+
+@pytest.fixture
+def browser(monkeypatch) -> Iterator[Any]:
+    """Headless Debian Chromium under Playwright; the test fails if it is not installed."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium "
+            "(apt-get update -qq && apt-get install -y -qq chromium); .ci/run does it in CI"
+        )
+    # Playwright's sync API runs an event loop in this thread; the ORM calls stay sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+            # The connections the test body opened while Playwright's loop ran.
+            connections.close_all()
+
+
+@pytest.fixture
+def open_page(server, browser) -> Callable[..., Any]:
+    """Open a page of ``server`` in a fresh browser context, logged in as ``user`` if given."""
+
+    def open_(path: str = "/", *, user: Any = None, viewport: tuple[int, int] = (1360, 900)):
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        context.set_default_timeout(15_000)
+        if user is not None:
+            client = Client()
+            client.force_login(user)
+            cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+            context.add_cookies(
+                [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": server.url}]
+            )
+        page = context.new_page()
+        page.goto(server.url + path)
+        return page
+
+    return open_

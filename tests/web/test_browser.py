@@ -1,0 +1,275 @@
+"""The arena page in headless Chromium against uvicorn, a Celery worker process and the
+fake model server: what a person sees, from logging in to the execution on a paper trader."""
+
+from __future__ import annotations
+
+import pytest
+
+from debates.models import Debate, Message, Vote
+from tests.debates.conftest import wait_for
+from tests.debates.factories import AIModelFactory
+from tests.strategies.factories import StrategyFactory
+from tests.traders.factories import TraderFactory
+from tests.web.conftest import ARTIFACTS, PASSWORD
+from traders.models import Execution
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+SEATS = ("bull", "bear", "analyst")
+COINS = ["BTCUSDT", "ETHUSDT", "SOLUSDT"]
+
+
+@pytest.fixture
+def arena(user, llm):
+    """A strategy on the bundled dataset, three models answering from the fake model
+    server (open_long on every coin by default) and a running paper trader."""
+    llm.set_latency(0.3)
+    strategy = StrategyFactory(owner=user, name="Majors", static_coins=COINS)
+    models = [
+        AIModelFactory(
+            owner=user,
+            name=f"Fake {personality}",
+            provider="openai_compatible",
+            model_name="fake-model",
+            base_url=f"{llm.url}/v1",
+            timeout_seconds=10,
+        )
+        for personality in SEATS
+    ]
+    trader = TraderFactory(owner=user, name="Paper desk", exchange="paper")
+    return {"strategy": strategy, "models": models, "trader": trader}
+
+
+def watch(page) -> None:
+    """Mark the page (a reload would drop the mark) and record every status it shows."""
+    page.evaluate(
+        """() => {
+          window.arenaMark = "not reloaded";
+          window.statusesSeen = [];
+          const badge = document.querySelector("#debate-status");
+          const record = () => {
+            const last = window.statusesSeen[window.statusesSeen.length - 1];
+            if (badge.textContent !== last) window.statusesSeen.push(badge.textContent);
+          };
+          record();
+          const changes = {childList: true, characterData: true, subtree: true};
+          new MutationObserver(record).observe(badge, changes);
+        }"""
+    )
+
+
+def dom_ids(page, attribute: str) -> list[int]:
+    """Return the values of ``attribute`` on the page's elements, in page order."""
+    return [
+        int(value)
+        for value in page.eval_on_selector_all(
+            f"[{attribute}]", f"els => els.map(el => el.getAttribute('{attribute}'))"
+        )
+    ]
+
+
+def test_a_debate_from_the_form_to_the_execution_updates_live(
+    open_page, server, worker, user, arena
+):
+    from playwright.sync_api import expect
+
+    # given the login page, reached by opening the arena
+    page = open_page("/")
+    expect(page).to_have_url(f"{server.url}/login/?next=/")
+    # when the user logs in
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    # then the arena opens, with no debate yet
+    expect(page.locator("#welcome")).to_be_visible()
+    expect(page.locator("#debate-list-empty")).to_be_visible()
+
+    # when a debate is created with the form: two rounds, three participants
+    page.click("#new-debate")
+    page.fill("#f-name", "Browser debate")
+    expect(page.locator("#f-strategy")).to_have_value(str(arena["strategy"].pk))
+    suggestions = page.eval_on_selector_all(
+        "#symbol-suggestions option", "os => os.map(o => o.value)"
+    )
+    assert suggestions == COINS
+    page.fill("#f-symbol", "BTCUSDT")
+    page.fill("#f-rounds", "2")
+    rows = page.locator(".participant-row")
+    expect(rows).to_have_count(3)
+    for index, (model, personality) in enumerate(zip(arena["models"], SEATS, strict=True)):
+        rows.nth(index).locator("[data-name=ai_model]").select_option(str(model.pk))
+        rows.nth(index).locator("[data-name=personality]").select_option(personality)
+    page.click("#create-submit")
+    # then the new debate is shown, pending, with its coins and participants
+    expect(page.locator("#debate-name")).to_have_text("Browser debate")
+    debate = Debate.objects.get(name="Browser debate")
+    expect(page).to_have_url(f"{server.url}/debates/{debate.pk}/")
+    expect(page.locator("#debate-status")).to_have_text("pending")
+    expect(
+        page.locator(f'.debate-link[data-debate-id="{debate.pk}"] .status-pending')
+    ).to_be_visible()
+    expect(page.locator("#debate-participants .avatar")).to_have_text(["🐂", "🐻", "📊"])
+    expect(page.locator("#stream-state")).to_have_text("● live")
+
+    # when it is started
+    watch(page)
+    page.click('#debate-actions [data-action="start"]')
+    # then every message, vote and the consensus arrive on the open page
+    expect(page.locator("#debate-status")).to_have_text("completed", timeout=60_000)
+    expect(page.locator("[data-message-id]")).to_have_count(6)
+    expect(page.locator("[data-vote-id]")).to_have_count(9)
+    expect(page.locator("#decisions .decision")).to_have_count(3)
+    assert page.evaluate("window.arenaMark") == "not reloaded"
+    assert page.evaluate("window.statusesSeen") == ["pending", "running", "voting", "completed"]
+    expect(page.locator(".round .round-title")).to_have_text(
+        ["Round 1 of 2 · opening analyses", "Round 2 of 2 · rebuttals"]
+    )
+    expect(
+        page.locator(f'.debate-link[data-debate-id="{debate.pk}"] .status-completed')
+    ).to_be_visible()
+    # and a message opens on its reasoning and per-coin positions
+    first = page.locator("[data-message-id]").first
+    first.locator("summary").click()
+    expect(first.locator(".reasoning")).to_contain_text("Fake model answer for")
+    expect(first.locator(".positions-table tbody tr")).to_have_count(3)
+    expect(first.locator(".positions-table .badge")).to_have_text(["LONG"] * 3)
+    # and the consensus is a long on every coin, the primary first
+    expect(page.locator("#decisions .decision").first).to_have_attribute("data-symbol", COINS[0])
+    expect(page.locator("#decisions .badge")).to_have_text(["LONG"] * 3)
+
+    # when the primary decision is executed on the paper trader
+    expect(page.locator("#execute-form")).to_be_visible()
+    page.select_option("#x-trader", str(arena["trader"].pk))
+    page.select_option("#x-symbol", "BTCUSDT")
+    page.click("#execute-submit")
+    # then the execution shows as filled, and the other coins can still be executed
+    filled = page.locator('#decisions [data-symbol="BTCUSDT"] .execution-filled')
+    expect(filled).to_contain_text("filled", timeout=30_000)
+    expect(page.locator("#x-symbol option")).to_have_text(["ETHUSDT · LONG", "SOLUSDT · LONG"])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=ARTIFACTS / "arena-finished.png", full_page=True)
+
+    messages = dom_ids(page, "data-message-id")
+    votes = dom_ids(page, "data-vote-id")
+    execution = Execution.objects.get()
+    # what the page showed is exactly what was stored, each once
+    assert sorted(messages) == sorted(
+        Message.objects.filter(debate=debate).values_list("id", flat=True)
+    )
+    assert sorted(votes) == sorted(Vote.objects.filter(debate=debate).values_list("id", flat=True))
+    assert (execution.symbol, execution.status, execution.trader_id) == (
+        "BTCUSDT",
+        "filled",
+        arena["trader"].pk,
+    )
+    assert filled.inner_text().startswith(f"Execution #{execution.pk} on Paper desk: filled")
+
+
+def test_the_form_shows_the_api_field_errors_next_to_the_fields(open_page, user, arena):
+    from playwright.sync_api import expect
+
+    # given the create form, with a disabled model among the user's models
+    disabled = AIModelFactory(owner=user, name="Retired model", enabled=False)
+    page = open_page("/", user=user)
+    page.click("#new-debate")
+    expect(page.locator(".participant-row")).to_have_count(3)
+    # when it is sent with no name and five rounds too many
+    page.fill("#f-rounds", "9")
+    page.click("#create-submit")
+    # then the API's messages stand next to those two fields, and nowhere else
+    expect(page.locator('#create-form [data-error-for="name"]')).to_have_text(
+        "This field may not be blank."
+    )
+    expect(page.locator('#create-form [data-error-for="max_rounds"]')).to_have_text(
+        "Ensure this value is less than or equal to 5."
+    )
+    expect(page.locator("#f-name")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#create-errors")).to_have_text("Invalid input.")
+    expect(page.locator("#create-form .field-error:not(:empty)")).to_have_count(2)
+
+    # when those are fixed but the second participant plays on the disabled model
+    page.fill("#f-name", "Refused debate")
+    page.fill("#f-rounds", "3")
+    second = page.locator(".participant-row").nth(1)
+    second.locator("[data-name=ai_model]").select_option(str(disabled.pk))
+    page.click("#create-submit")
+    # then the refusal names that participant's model, and the earlier errors are gone
+    expect(second.locator('[data-error-for="participants[1].ai_model"]')).to_have_text(
+        "AI model 'Retired model' is disabled."
+    )
+    expect(page.locator("#create-form .field-error:not(:empty)")).to_have_count(1)
+    expect(page.locator("#f-name")).not_to_have_attribute("aria-invalid", "true")
+
+    # when that participant is removed, leaving one too few after another removal
+    second.locator(".remove-participant").click()
+    page.locator(".participant-row").nth(1).locator(".remove-participant").click()
+    page.click("#create-submit")
+    # then the participants error stands under the list
+    expect(page.locator('#create-form [data-error-for="participants"]')).to_have_text(
+        "A debate needs 2 to 6 participants; got 1."
+    )
+    assert Debate.objects.count() == 0
+
+
+def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
+    open_page, server, worker, user, arena, llm
+):
+    from playwright.sync_api import expect
+
+    # given a three-round debate on an open page, its models answering slowly
+    llm.set_latency(0.8)
+    debate = Debate.objects.create(
+        owner=user,
+        name="Long debate",
+        strategy=arena["strategy"],
+        symbol="BTCUSDT",
+        max_rounds=3,
+    )
+    for order, (model, personality) in enumerate(zip(arena["models"], SEATS, strict=True)):
+        debate.participants.create(ai_model=model, personality=personality, speak_order=order)
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    watch(page)
+    # when it is started and the web server goes away after the first message
+    page.click('#debate-actions [data-action="start"]')
+    expect(page.locator("[data-message-id]").first).to_be_visible(timeout=30_000)
+    server.stop()
+    expect(page.locator("#stream-state")).to_have_text("reconnecting…")
+    wait_for(lambda: Message.objects.filter(debate=debate).count() >= 5, timeout=60)
+    # and comes back on the same address while the debate goes on
+    server.start()
+    # then the page catches up and follows the debate to its end, each item once
+    expect(page.locator("#debate-status")).to_have_text("completed", timeout=90_000)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    expect(page.locator("[data-message-id]")).to_have_count(9)
+    expect(page.locator("[data-vote-id]")).to_have_count(9)
+    expect(page.locator("#decisions .decision")).to_have_count(3)
+    assert page.evaluate("window.arenaMark") == "not reloaded"
+    messages = dom_ids(page, "data-message-id")
+    votes = dom_ids(page, "data-vote-id")
+    stored = Message.objects.filter(debate=debate).values_list("id", flat=True)
+    assert sorted(messages) == sorted(stored)
+    assert sorted(votes) == sorted(Vote.objects.filter(debate=debate).values_list("id", flat=True))
+
+
+def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
+    from playwright.sync_api import expect
+
+    # given a phone-sized page with one debate
+    debate = Debate.objects.create(owner=user, name="Pocket debate", strategy=arena["strategy"])
+    page = open_page("/", user=user, viewport=(390, 844))
+    sidebar = page.locator("#sidebar")
+    # then the sidebar is folded away, the menu button shows it
+    expect(sidebar).not_to_be_in_viewport()
+    page.click("#menu-toggle")
+    expect(sidebar).to_be_in_viewport()
+    # when a debate is picked, the sidebar folds away again and the debate fills the screen
+    page.click(f'.debate-link[data-debate-id="{debate.pk}"]')
+    expect(page.locator("#debate-name")).to_have_text("Pocket debate")
+    expect(sidebar).not_to_be_in_viewport()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390
+    # and logging out leads to the login page
+    page.click(".logout button")
+    expect(page.locator("#id_username")).to_be_visible()

@@ -1,0 +1,29 @@
+"""Routes of the arena page, its login and logout, and its static files."""
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from web import views
+
+urlpatterns = [
+    path("", views.arena, name="arena"),
+    path("debates/<int:debate_id>/", views.arena, name="arena-debate"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="web/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+]
+
+if "://" not in settings.STATIC_URL:
+    urlpatterns.append(
+        path(
+            f"{settings.STATIC_URL.strip('/')}/web/<path:path>",
+            views.static_file,
+            name="web-static",
+        )
+    )

@@ -1,0 +1,55 @@
+"""The arena page and its static files.
+
+The page is a shell: it holds no debate data. Its script (``static/web/arena.js``) reads
+everything from the REST API with the session cookie and the CSRF token, and follows the
+open debate on its live stream. Domain rules stay in the services behind the API.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
+from django.shortcuts import render
+from django.utils._os import safe_join
+from django.utils.http import http_date
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_safe
+from django.views.static import was_modified_since
+
+from strategies.models import PromptVariant
+
+STATIC_DIR = Path(__file__).resolve().parent / "static" / "web"
+
+
+@login_required
+@ensure_csrf_cookie
+def arena(request: HttpRequest, debate_id: int | None = None) -> HttpResponse:
+    """Render the arena page, opening debate ``debate_id`` when the URL names one."""
+    config = {"debateId": debate_id}
+    context = {"config": config, "prompt_variants": PromptVariant.choices}
+    return render(request, "web/arena.html", context)
+
+
+@require_safe
+def static_file(request: HttpRequest, path: str) -> HttpResponse:
+    """Serve one of this app's static files, with ``Last-Modified`` and 304 answers.
+
+    The ASGI server serves no static files of its own and the stack has no static file
+    server, so the page's script and style sheet come from here. A proxy in front that
+    serves ``STATIC_URL`` takes over unchanged. The files are small and read whole:
+    Django's ``serve`` streams a file through a synchronous iterator, which the ASGI
+    handler warns about on every request.
+    """
+    file = Path(safe_join(STATIC_DIR, path))  # outside STATIC_DIR: 400
+    if not file.is_file():
+        raise Http404("No such file.")
+    modified = file.stat().st_mtime
+    if not was_modified_since(request.headers.get("If-Modified-Since"), modified):
+        return HttpResponseNotModified()
+    content_type = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    response = HttpResponse(file.read_bytes(), content_type=content_type)
+    response["Last-Modified"] = http_date(modified)
+    return response
