@@ -1,0 +1,148 @@
+"""A schedule replaying a day of the bundled dataset, executing on a paper trader.
+
+Each firing debates the market one hour later than the previous one; before each
+debate trades, the paper trader's clock moves to the debate's instant, filling the
+stops and targets that prices crossed in the hour before. The trader's balance is then
+recomputed from the orders alone and must match to the last satoshi.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from debates.models import Debate, Schedule
+from debates.services.schedules import schedule_create, schedule_fire
+from strategies.market.sources import source_for
+from tests.debates.conftest import wait_for, wait_until_finished
+from tests.debates.factories import AIModelFactory
+from tests.debates.test_schedules import paper_trader_of, schedule_template
+from traders.exchanges.fills import fill_fee, realized_pnl
+from traders.models import Execution, Order, Position
+from traders.services import candles_between
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+REPLAY_FROM = datetime(2024, 8, 4, 12, tzinfo=UTC)
+FIRINGS = 24
+UNFINISHED = ("pending", "submitted")
+PROTECTIVE = ("stop_market", "take_profit_market")
+
+
+def wait_until_executed(debate_id: int) -> None:
+    """Wait until the automatic execution of a debate, if any, is filled or failed."""
+    wait_for(
+        lambda: (
+            not Execution.objects.filter(
+                decision__debate_id=debate_id, status__in=UNFINISHED
+            ).exists()
+        ),
+        timeout=30,
+    )
+
+
+def test_a_replay_schedule_walks_a_day_of_history_trading_on_paper(celery_worker, user):
+    # given an hourly replay schedule from 2024-08-04 12:00 UTC, executing automatically
+    # on a fresh 1,000 USDT paper trader, with three simulated models debating two rounds
+    trader = paper_trader_of(user, fee_rate=Decimal("0.0004"))
+    assert trader.replay_as_of is None
+    models = [AIModelFactory(owner=user) for _ in range(3)]
+    data = schedule_template(
+        user,
+        models=models,
+        auto_execute=True,
+        trader=trader.pk,
+        interval_minutes=60,
+        replay_as_of=REPLAY_FROM,
+    )
+    schedule = schedule_create(owner=user, data=data)
+
+    # when it fires 24 times, each debate (and its execution) finishing before the next
+    for _ in range(FIRINGS):
+        firing = schedule_fire(schedule_id=schedule.pk)
+        assert firing.skipped == "", firing
+        wait_until_finished(firing.debate_id)
+        wait_until_executed(firing.debate_id)
+
+    # then 24 debates saw the market an hour apart, and the schedule is at the next hour
+    debates = list(Debate.objects.filter(schedule=schedule).order_by("pk"))
+    hours = [REPLAY_FROM + timedelta(hours=n) for n in range(FIRINGS)]
+    assert [d.as_of for d in debates] == hours
+    assert {d.status for d in debates} == {"completed"}
+    schedule = Schedule.objects.get()
+    assert (schedule.run_count, schedule.skip_count) == (FIRINGS, 0)
+    assert schedule.replay_as_of == REPLAY_FROM + timedelta(hours=FIRINGS)
+    # and the paper clock is at the last debate's instant
+    trader.refresh_from_db()
+    assert trader.replay_as_of == hours[-1]
+
+    # and every entry filled at the dataset's price at its debate's instant (the paper
+    # clock had moved there), with its fee; every stop or target at its trigger price
+    dataset = source_for("dataset")
+    orders = list(Order.objects.filter(trader=trader).order_by("pk"))
+    filled = [o for o in orders if o.status == "filled"]
+    for order in filled:
+        assert order.fee == fill_fee(order.average_price, order.filled_quantity, trader.fee_rate)
+        if order.type in PROTECTIVE:
+            assert order.average_price == order.trigger_price
+        elif not order.reduce_only:
+            as_of = order.execution.decision.debate.as_of
+            price = Decimal(str(dataset.fetch_price(order.symbol, as_of)))
+            assert order.average_price == price, (order, as_of)
+
+    # and each position is what its orders say: opened by one fill, closed by at most one
+    by_position: dict[int, list[Order]] = defaultdict(list)
+    for order in orders:
+        by_position[order.position_id].append(order)
+    positions = list(Position.objects.filter(trader=trader).order_by("pk"))
+    realized = Decimal("0")
+    closes: dict[str, int] = defaultdict(int)
+    for position in positions:
+        own = by_position[position.pk]
+        entries = [o for o in own if o.status == "filled" and not o.reduce_only]
+        exits = [o for o in own if o.status == "filled" and o.reduce_only]
+        assert len(entries) == 1 and len(exits) <= 1, own
+        entry = entries[0]
+        assert (position.quantity, position.entry_price) == (
+            entry.filled_quantity,
+            entry.average_price,
+        )
+        assert position.fees == sum((o.fee for o in entries + exits), Decimal("0"))
+        if position.status == "open":
+            assert exits == []
+            stop = [o for o in own if o.type == "stop_market" and o.status == "open"]
+            assert [o.trigger_price for o in stop] == [position.stop_loss_price]
+            continue
+        (exit_order,) = exits
+        pnl = realized_pnl(
+            position.side, entry.average_price, exit_order.average_price, exit_order.filled_quantity
+        )
+        reason = {
+            "stop_market": "stop_loss",
+            "take_profit_market": "take_profit",
+            "market": "closed",
+        }
+        assert (position.close_price, position.close_reason, position.realized_pnl) == (
+            exit_order.average_price,
+            reason[exit_order.type],
+            pnl,
+        )
+        # a closed position leaves no order resting
+        assert not [o for o in own if o.status == "open"]
+        if exit_order.type in PROTECTIVE:
+            # a candle between the opening debate and the clock reached the trigger
+            opened = entry.execution.decision.debate.as_of
+            candles = candles_between(dataset, position.symbol, opened, trader.replay_as_of)
+            trigger = exit_order.trigger_price
+            assert any(Decimal(str(c.low)) <= trigger <= Decimal(str(c.high)) for c in candles)
+        realized += pnl
+        closes[position.close_reason] += 1
+
+    # and the balance is the starting balance plus realised gains minus every fee
+    fees = sum((o.fee for o in filled), Decimal("0"))
+    assert trader.balance == trader.starting_balance + realized - fees
+    # and the day held both kinds of protective fill, so the clock's checks were exercised
+    assert closes["stop_loss"] >= 1 and closes["take_profit"] >= 1, dict(closes)
