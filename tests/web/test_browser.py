@@ -110,6 +110,7 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     ).to_be_visible()
     expect(page.locator("#debate-participants .avatar")).to_have_text(["🐂", "🐻", "📊"])
     expect(page.locator("#stream-state")).to_have_text("● live")
+    expect(page.locator("#consensus")).to_be_hidden()
 
     # when it is started
     watch(page)
@@ -146,13 +147,22 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     filled = page.locator('#decisions [data-symbol="BTCUSDT"] .execution-filled')
     expect(filled).to_contain_text("filled", timeout=30_000)
     expect(page.locator("#x-symbol option")).to_have_text(["ETHUSDT · LONG", "SOLUSDT · LONG"])
+    expect(page.locator("#execute-form")).to_be_visible()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=ARTIFACTS / "arena-finished.png", full_page=True)
 
+    # when the two other coins are executed too
+    for symbol in ("ETHUSDT", "SOLUSDT"):
+        page.select_option("#x-symbol", symbol)
+        page.click("#execute-submit")
+        expect(page.locator(f'#decisions [data-symbol="{symbol}"] .execution')).to_be_visible()
+    # then nothing is left to execute and the execute form goes away
+    expect(page.locator("#execute-form")).to_be_hidden()
+
     messages = dom_ids(page, "data-message-id")
     votes = dom_ids(page, "data-vote-id")
-    execution = Execution.objects.get()
+    execution = Execution.objects.get(symbol="BTCUSDT")
     # what the page showed is exactly what was stored, each once
     assert sorted(messages) == sorted(
         Message.objects.filter(debate=debate).values_list("id", flat=True)
@@ -187,6 +197,8 @@ def test_the_form_shows_the_api_field_errors_next_to_the_fields(open_page, user,
     expect(page.locator("#f-name")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#create-errors")).to_have_text("Invalid input.")
     expect(page.locator("#create-form .field-error:not(:empty)")).to_have_count(2)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "arena-form-errors.png", full_page=True)
 
     # when those are fixed but the second participant plays on the disabled model
     page.fill("#f-name", "Refused debate")
@@ -263,13 +275,16 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     # then the sidebar is folded away, the menu button shows it
     expect(sidebar).not_to_be_in_viewport()
     page.click("#menu-toggle")
-    expect(sidebar).to_be_in_viewport()
+    expect(sidebar).to_be_in_viewport(ratio=1)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / "arena-phone-sidebar.png")
     # when a debate is picked, the sidebar folds away again and the debate fills the screen
     page.click(f'.debate-link[data-debate-id="{debate.pk}"]')
     expect(page.locator("#debate-name")).to_have_text("Pocket debate")
     expect(sidebar).not_to_be_in_viewport()
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390
+    page.screenshot(path=ARTIFACTS / "arena-phone-debate.png")
     # and logging out leads to the login page
     page.click(".logout button")
     expect(page.locator("#id_username")).to_be_visible()
