@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -54,9 +57,14 @@ T = TypeVar("T")
 PUBSUB_CHANNEL = "events_channel"
 # Events per storage read; a longer backlog is read in several passes.
 READ_LIMIT = 100
+# Events queued per stream by the Redis relay before it must re-read storage instead
+# (django-eventstream's own queue holds 10: a burst would send every stream to storage).
+QUEUE_LIMIT = 1000
+# Seconds before a stream retries a storage read that failed (the database restarting).
+READ_RETRY_SECONDS = 1.0
 # The first chunk: 2 KB of padding (some proxies and old browsers hold back small bodies).
 PADDING = ":" + " " * 2048 + "\n\n"
-HEARTBEAT = "event: keep-alive\ndata:\n\n"
+HEARTBEAT = b"event: keep-alive\ndata:\n\n"
 
 
 def debate_channel(debate_id: int) -> str:
@@ -169,6 +177,37 @@ def _read(channel: str, after: int) -> list[Event] | None:
         return None
 
 
+_reads: dict[tuple[str, int], tuple[asyncio.Future, list[bool]]] = {}
+
+
+async def _read_shared(channel: str, after: int) -> list[Event] | None:
+    """Return ``_read(channel, after)``, sharing a read with streams at the same point.
+
+    A stream joins a read of the same ``(channel, after)`` only while that read has not
+    started: a read that began earlier might miss what this stream was woken for.
+    After a burst or a Redis reconnection, hundreds of streams need the same read.
+    """
+    key = (channel, after)
+    loop = asyncio.get_running_loop()
+    pending = _reads.get(key)
+    if pending is None or pending[1][0] or pending[0].get_loop() is not loop:
+        started = [False]
+
+        def read() -> list[Event] | None:
+            started[0] = True
+            return _read(channel, after)
+
+        pending = (asyncio.ensure_future(run_db(read)), started)
+        _reads[key] = pending
+        pending[0].add_done_callback(
+            lambda _, key=key, pending=pending: (
+                _reads.pop(key) if _reads.get(key) is pending else None
+            )
+        )
+    # Shielded: a client leaving does not cancel the read for the others.
+    return await asyncio.shield(pending[0])
+
+
 def _current_numbers(channels: Iterable[str]) -> dict[str, int]:
     return {channel: current_event_number(channel) for channel in channels}
 
@@ -177,7 +216,7 @@ def _current_numbers(channels: Iterable[str]) -> dict[str, int]:
 
 
 class StreamListener(Listener):
-    """A django-eventstream listener that remembers the last event id it sent."""
+    """A django-eventstream listener that remembers what its stream sent, and when."""
 
     def __init__(self, channel: str, last_id: int, user_id: Any) -> None:
         super().__init__()
@@ -185,6 +224,34 @@ class StreamListener(Listener):
         self.channels = {channel}
         self.user_id = user_id
         self.last_id = last_id
+        self.last_sent = time.monotonic()
+        self.heartbeat_due = False
+        self._loop_thread: int | None = None
+
+    def assign_loop(self) -> None:
+        """Bind the listener to the running event loop (and its thread)."""
+        super().assign_loop()
+        self._loop_thread = threading.get_ident()
+
+    def wake_threadsafe(self) -> None:
+        """Wake the stream; directly when called on its own loop (the Redis relay)."""
+        if threading.get_ident() == self._loop_thread:
+            self.aevent.set()
+        else:
+            super().wake_threadsafe()
+
+
+def _local_listeners() -> list[StreamListener]:
+    """Return the streams of this process that run on the running event loop."""
+    loop = asyncio.get_running_loop()
+    manager = get_listener_manager()
+    with manager.lock:
+        return [
+            listener
+            for listeners in manager.listeners_by_channel.values()
+            for listener in listeners
+            if isinstance(listener, StreamListener) and listener.loop is loop
+        ]
 
 
 def _wake_to_reread(listeners: Iterable[Listener]) -> None:
@@ -199,60 +266,84 @@ def _wake_to_reread(listeners: Iterable[Listener]) -> None:
         listener.wake_threadsafe()
 
 
-def _local_listeners() -> list[StreamListener]:
-    manager = get_listener_manager()
-    with manager.lock:
-        return [
-            listener
-            for listeners in manager.listeners_by_channel.values()
-            for listener in listeners
-            if isinstance(listener, StreamListener)
-        ]
+@functools.lru_cache(maxsize=4096)
+def _encoded(event_type: str, data: str, channel: str, number: int) -> bytes:
+    # Every stream of a channel sends the same bytes for an event: encode it once.
+    return encode(event_type, data, channel, number).encode()
+
+
+class _Heartbeats:
+    """One timer per event loop for the keep-alives of every stream.
+
+    A timeout around each wait would cost more than the event it waits for, with
+    hundreds of streams; instead, twice per ``SSE_HEARTBEAT_SECONDS`` this marks the
+    streams silent for that long and wakes them.
+    """
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task | None = None
+
+    def ensure_running(self) -> None:
+        """Start the timer on the running loop, unless it runs there."""
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = loop.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            interval = settings.SSE_HEARTBEAT_SECONDS
+            await asyncio.sleep(interval / 2)
+            now = time.monotonic()
+            for listener in _local_listeners():
+                if now - listener.last_sent >= interval:
+                    listener.heartbeat_due = True
+                    listener.wake_threadsafe()
+
+
+heartbeats = _Heartbeats()
 
 
 async def channel_stream(
     channel: str, *, after: int, head: str = "", user_id: Any = "anonymous"
-) -> AsyncIterator[str]:
+) -> AsyncIterator[bytes]:
     """Yield the SSE text of every event of ``channel`` after number ``after``, for ever.
 
     ``head`` (already encoded events, such as ``initial``) goes out first, after the
-    padding. A keep-alive event goes out after ``SSE_HEARTBEAT_SECONDS`` of silence. The
-    stream ends when ``after`` is no longer in storage (trimmed): the client reconnects
-    with its last id and is told to start over.
+    padding. A keep-alive event goes out after ``SSE_HEARTBEAT_SECONDS`` (to 1.5 times
+    that) of silence. The stream ends when ``after`` is no longer in storage (trimmed):
+    the client reconnects with its last id and is told to start over.
     """
     manager = get_listener_manager()
     listener = StreamListener(channel, after, user_id)
     listener.assign_loop()
     relay.ensure_running()
+    heartbeats.ensure_running()
     manager.add_listener(listener)
-    heartbeat = settings.SSE_HEARTBEAT_SECONDS
     try:
-        yield PADDING + head
+        yield (PADDING + head).encode()
         last = after
         reread = True
         while True:
+            body, more = b"", False
             if reread:
-                events = await run_db(_read, channel, last)
+                try:
+                    events = await _read_shared(channel, last)
+                except Exception as exc:
+                    logger.warning("stream of %s could not read storage (%s)", channel, exc)
+                    await asyncio.sleep(READ_RETRY_SECONDS)
+                    continue
                 if events is None:
                     return
-                body = ""
                 for event in events:
                     if event.id > last:
                         last = event.id
-                        body += encode(event.type, event.data, channel, last)
-                listener.last_id = last
-                if body:
-                    yield body
-                if len(events) == READ_LIMIT:
-                    continue
+                        body += _encoded(event.type, event.data, channel, last)
+                more = len(events) == READ_LIMIT
             with manager.lock:
                 items = listener.channel_items.pop(channel, [])
-                reread = listener.overflow
+                reread = listener.overflow or more
                 listener.overflow = False
                 listener.aevent.clear()
-            if reread:
-                continue
-            body = ""
             for item in items:
                 number = None if item.id is None else int(item.id)
                 if number is not None and number <= last:
@@ -261,16 +352,16 @@ async def channel_stream(
                     reread = True  # a gap: storage has what came in between
                     break
                 last = number
-                body += encode(item.type, item.data, channel, last)
+                body += _encoded(item.type, item.data, channel, last)
             listener.last_id = last
+            if not body and listener.heartbeat_due:
+                body = HEARTBEAT
             if body:
+                listener.heartbeat_due = False
+                listener.last_sent = time.monotonic()
                 yield body
-            if reread or items:
-                continue
-            try:
-                await asyncio.wait_for(listener.aevent.wait(), heartbeat)
-            except TimeoutError:
-                yield HEARTBEAT
+            if not (reread or items):
+                await listener.aevent.wait()
     finally:
         manager.remove_listener(listener)
 
@@ -343,11 +434,22 @@ class _Relay:
 
     @staticmethod
     def _deliver(raw: bytes | str) -> None:
+        """Queue an event to this process's streams of its channel, as the library's
+        ``add_to_queues`` does, with room for a burst (``QUEUE_LIMIT``)."""
         message = json.loads(raw)
-        event = Event(
-            message["channel"], message["event_type"], message["data"], id=message["pub_id"]
-        )
-        get_listener_manager().add_to_queues(event.channel, event)
+        channel = message["channel"]
+        event = Event(channel, message["event_type"], message["data"], id=message["pub_id"])
+        manager = get_listener_manager()
+        with manager.lock:
+            listeners = list(manager.listeners_by_channel.get(channel, ()))
+            for listener in listeners:
+                items = listener.channel_items.setdefault(channel, [])
+                if len(items) < QUEUE_LIMIT:
+                    items.append(event)
+                else:
+                    listener.overflow = True
+        for listener in listeners:
+            listener.wake_threadsafe()
 
     async def _sweep(self) -> None:
         while True:
