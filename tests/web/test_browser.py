@@ -3,11 +3,17 @@ fake model server: what a person sees, from logging in to the execution on a pap
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from debates.models import Debate, Message, Vote
+from debates.services import DebateInput, debate_create
 from tests.debates.conftest import wait_for
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import AIModelFactory, DebateFactory
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
 from tests.web.conftest import ARTIFACTS, PASSWORD
@@ -41,19 +47,30 @@ def arena(user, llm):
 
 
 def watch(page) -> None:
-    """Mark the page (a reload would drop the mark) and record every status it shows."""
+    """Mark the page (a reload would drop the mark) and record, as they happen, every
+    status it shows and the status shown when each message and vote first appeared."""
     page.evaluate(
         """() => {
           window.arenaMark = "not reloaded";
           window.statusesSeen = [];
+          window.firstSeen = [];
+          const seen = new Set();
           const badge = document.querySelector("#debate-status");
           const record = () => {
-            const last = window.statusesSeen[window.statusesSeen.length - 1];
-            if (badge.textContent !== last) window.statusesSeen.push(badge.textContent);
+            const status = badge.textContent;
+            if (status !== window.statusesSeen.at(-1)) window.statusesSeen.push(status);
+            for (const el of document.querySelectorAll("[data-message-id], [data-vote-id]")) {
+              const key = el.dataset.messageId ? `message ${el.dataset.messageId}`
+                : `vote ${el.dataset.voteId}`;
+              if (!seen.has(key)) {
+                seen.add(key);
+                window.firstSeen.push(`${key.split(" ")[0]} while ${status}`);
+              }
+            }
           };
           record();
           const changes = {childList: true, characterData: true, subtree: true};
-          new MutationObserver(record).observe(badge, changes);
+          new MutationObserver(record).observe(document.querySelector("#debate"), changes);
         }"""
     )
 
@@ -122,6 +139,10 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     expect(page.locator("#decisions .decision")).to_have_count(3)
     assert page.evaluate("window.arenaMark") == "not reloaded"
     assert page.evaluate("window.statusesSeen") == ["pending", "running", "voting", "completed"]
+    assert page.evaluate("window.firstSeen") == [
+        *["message while running"] * 6,
+        *["vote while voting"] * 9,
+    ]
     expect(page.locator(".round .round-title")).to_have_text(
         ["Round 1 of 2 · opening analyses", "Round 2 of 2 · rebuttals"]
     )
@@ -224,22 +245,59 @@ def test_the_form_shows_the_api_field_errors_next_to_the_fields(open_page, user,
     assert Debate.objects.count() == 0
 
 
+class BadGateway(BaseHTTPRequestHandler):
+    """What a proxy answers while the web process behind it is down: 502 to everything."""
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        body = b"upstream unavailable"
+        self.send_response(502)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Keep the test output quiet."""
+
+
+@contextlib.contextmanager
+def bad_gateway(port: int) -> Iterator[ThreadingHTTPServer]:
+    """Answer 502 on ``port`` until the block ends; ``.paths`` lists what was asked."""
+    proxy = ThreadingHTTPServer(("127.0.0.1", port), BadGateway)
+    proxy.paths = []
+    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield proxy
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("outage", ["connection refused", "502 from a proxy"])
 def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
-    open_page, server, worker, user, arena, llm
+    open_page, server, worker, user, arena, llm, outage
 ):
     from playwright.sync_api import expect
 
     # given a three-round debate on an open page, its models answering slowly
     llm.set_latency(0.8)
-    debate = Debate.objects.create(
+    seats = [
+        {"ai_model": model.pk, "personality": personality}
+        for model, personality in zip(arena["models"], SEATS, strict=True)
+    ]
+    debate = debate_create(
         owner=user,
-        name="Long debate",
-        strategy=arena["strategy"],
-        symbol="BTCUSDT",
-        max_rounds=3,
+        data=DebateInput(
+            name="Long debate",
+            strategy=arena["strategy"].pk,
+            symbol="BTCUSDT",
+            max_rounds=3,
+            participants=seats,
+        ),
     )
-    for order, (model, personality) in enumerate(zip(arena["models"], SEATS, strict=True)):
-        debate.participants.create(ai_model=model, personality=personality, speak_order=order)
     page = open_page(f"/debates/{debate.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")
     watch(page)
@@ -247,8 +305,16 @@ def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
     page.click('#debate-actions [data-action="start"]')
     expect(page.locator("[data-message-id]").first).to_be_visible(timeout=30_000)
     server.stop()
-    expect(page.locator("#stream-state")).to_have_text("reconnecting…")
-    wait_for(lambda: Message.objects.filter(debate=debate).count() >= 5, timeout=60)
+    if outage == "connection refused":
+        expect(page.locator("#stream-state")).to_have_text("reconnecting…")
+        wait_for(lambda: Message.objects.filter(debate=debate).count() >= 5, timeout=60)
+    else:
+        with bad_gateway(server.port) as proxy:
+            # (the browser gives up on an error answer; the page asks again, after the
+            # last event it applied)
+            wait_for(lambda: any("lastEventId=" in path for path in proxy.paths), timeout=30)
+            expect(page.locator("#stream-state")).to_have_text("reconnecting…")
+            wait_for(lambda: Message.objects.filter(debate=debate).count() >= 5, timeout=60)
     # and comes back on the same address while the debate goes on
     server.start()
     # then the page catches up and follows the debate to its end, each item once
@@ -269,7 +335,7 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     from playwright.sync_api import expect
 
     # given a phone-sized page with one debate
-    debate = Debate.objects.create(owner=user, name="Pocket debate", strategy=arena["strategy"])
+    debate = DebateFactory(owner=user, name="Pocket debate", strategy=arena["strategy"])
     page = open_page("/", user=user, viewport=(390, 844))
     sidebar = page.locator("#sidebar")
     # then the sidebar is folded away, the menu button shows it
