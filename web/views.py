@@ -13,7 +13,6 @@ from pathlib import Path
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import render
-from django.utils._os import safe_join
 from django.utils.http import http_date
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
@@ -43,8 +42,8 @@ def static_file(request: HttpRequest, path: str) -> HttpResponse:
     Django's ``serve`` streams a file through a synchronous iterator, which the ASGI
     handler warns about on every request.
     """
-    file = Path(safe_join(STATIC_DIR, path))  # outside STATIC_DIR: 400
-    if not file.is_file():
+    file = (STATIC_DIR / path).resolve()
+    if not file.is_relative_to(STATIC_DIR) or not file.is_file():
         raise Http404("No such file.")
     modified = file.stat().st_mtime
     if not was_modified_since(request.headers.get("If-Modified-Since"), modified):
