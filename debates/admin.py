@@ -2,6 +2,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from arena.admin import SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
@@ -236,6 +238,7 @@ class ScheduleAdminForm(forms.ModelForm):
         fields = SCHEDULE_FIELDS
 
     def clean(self) -> dict[str, Any]:
+        """Check the template with the schedule service; show each refusal on its field."""
         cleaned = super().clean()
         if self.errors:
             return cleaned
@@ -243,9 +246,10 @@ class ScheduleAdminForm(forms.ModelForm):
         try:
             schedule_check(owner=owner, data=schedule_values(cleaned))
         except ValidationError as exc:
-            for name, messages in exc.fields.items():
+            for name, errors in exc.fields.items():
+                # participants[1].ai_model is shown on the participants field
                 field = name.split("[")[0].split(".")[0]
-                self.add_error(field if field in self.fields else None, messages)
+                self.add_error(field if field in self.fields else None, errors)
         return cleaned
 
 
@@ -285,11 +289,14 @@ class ScheduleAdmin(admin.ModelAdmin):
     autocomplete_fields = ("owner", "strategy", "trader")
     actions = ("pause_schedules", "resume_schedules")
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> tuple:
         # The owner of an existing schedule stays: its debates and objects are theirs.
         return self.readonly_fields + (("owner",) if obj is not None else ())
 
-    def save_model(self, request, obj, form, change):
+    def save_model(
+        self, request: HttpRequest, obj: Schedule, form: forms.ModelForm, change: bool
+    ) -> None:
+        """Create or change the schedule and its beat entry through the service."""
         values = schedule_values(form.cleaned_data)
         if change:
             saved = schedule_update(owner=obj.owner, schedule_id=obj.pk, changes=values)
@@ -298,22 +305,22 @@ class ScheduleAdmin(admin.ModelAdmin):
         obj.pk = saved.pk
         obj.refresh_from_db()
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         schedule_delete(owner=obj.owner, schedule_id=obj.pk)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset.select_related("owner").order_by("pk"):
             schedule_delete(owner=schedule.owner, schedule_id=schedule.pk)
 
     @admin.action(description="Pause the selected schedules")
-    def pause_schedules(self, request, queryset):
+    def pause_schedules(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         schedules = list(queryset.select_related("owner").order_by("pk"))
         for schedule in schedules:
             schedule_pause(owner=schedule.owner, schedule_id=schedule.pk)
         self.message_user(request, f"Paused {len(schedules)} schedule(s).", messages.SUCCESS)
 
     @admin.action(description="Resume the selected schedules")
-    def resume_schedules(self, request, queryset):
+    def resume_schedules(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         resumed = 0
         for schedule in queryset.select_related("owner").order_by("pk"):
             try:
@@ -321,7 +328,11 @@ class ScheduleAdmin(admin.ModelAdmin):
             except ApplicationError as exc:
                 self.message_user(
                     request,
-                    f"{schedule.name} stays paused: {exc.message} {exc.fields}",
+                    f"{schedule.name} stays paused: "
+                    + "; ".join(
+                        f"{name}: {' '.join(map(str, errors))}"
+                        for name, errors in exc.fields.items()
+                    ),
                     messages.ERROR,
                 )
             else:

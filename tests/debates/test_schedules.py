@@ -628,6 +628,22 @@ def test_the_admin_pause_and_resume_actions(operator, user):
     assert list(PeriodicTask.objects.values_list("enabled", flat=True)) == [True, True]
 
 
+def test_the_admin_resume_action_leaves_a_broken_schedule_paused_and_says_why(operator, user):
+    schedule = schedule_create(owner=user, data=schedule_template(user, enabled=False))
+    schedule.strategy.delete()
+    response = operator.post(
+        "/admin/debates/schedule/",
+        {"action": "resume_schedules", "_selected_action": [schedule.pk]},
+        follow=True,
+    )
+    shown = [str(m) for m in response.context["messages"]]
+    assert shown == [
+        "Hourly BTC stays paused: strategy: Must be the id of one of your objects.",
+        "Resumed 0 schedule(s).",
+    ]
+    assert (Schedule.objects.get().enabled, PeriodicTask.objects.get().enabled) == (False, False)
+
+
 def test_the_admin_deletes_through_the_service(operator, user):
     one, two, three = (schedule_create(owner=user, data=schedule_template(user)) for _ in range(3))
     operator.post(f"/admin/debates/schedule/{one.pk}/delete/", {"post": "yes"})
