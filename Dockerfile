@@ -6,6 +6,7 @@ COPY arena arena
 COPY debates debates
 COPY strategies strategies
 COPY traders traders
+COPY web web
 COPY templates templates
 COPY manage.py ./
 RUN pip install --no-cache-dir .

@@ -63,6 +63,8 @@ def debate_representation(*, debate_id: int, owner: Any | None = None) -> dict[s
     """Return the detail representation (REST, the ``initial`` event, ``run_debate``)."""
     from debates.serializers import DebateDetailSerializer
 
+    # The event id is read before the debate: a client resuming from it can only see an
+    # event twice (and drops it by id), never miss one published between the two reads.
+    event_id = debate_event_id(debate_id=debate_id)
     debate = debate_get(debate_id=debate_id, owner=owner)
-    context = {"event_id": debate_event_id(debate_id=debate_id)}
-    return DebateDetailSerializer(debate, context=context).data
+    return DebateDetailSerializer(debate, context={"event_id": event_id}).data
