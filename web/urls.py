@@ -22,7 +22,7 @@ urlpatterns = [
 if "://" not in settings.STATIC_URL:
     urlpatterns.append(
         path(
-            f"{settings.STATIC_URL.strip('/')}/web/<path:path>",
+            f"{settings.STATIC_URL.strip('/')}/<path:path>",
             views.static_file,
             name="web-static",
         )

@@ -11,6 +11,7 @@ import mimetypes
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.staticfiles import finders
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import render
 from django.utils.http import http_date
@@ -19,8 +20,6 @@ from django.views.decorators.http import require_safe
 from django.views.static import was_modified_since
 
 from strategies.models import PromptVariant
-
-STATIC_DIR = Path(__file__).resolve().parent / "static" / "web"
 
 
 @login_required
@@ -34,17 +33,18 @@ def arena(request: HttpRequest, debate_id: int | None = None) -> HttpResponse:
 
 @require_safe
 def static_file(request: HttpRequest, path: str) -> HttpResponse:
-    """Serve one of this app's static files, with ``Last-Modified`` and 304 answers.
+    """Serve a static file of any installed app (the page's, the admin's), with 304s.
 
     The ASGI server serves no static files of its own and the stack has no static file
-    server, so the page's script and style sheet come from here. A proxy in front that
-    serves ``STATIC_URL`` takes over unchanged. The files are small and read whole:
-    Django's ``serve`` streams a file through a synchronous iterator, which the ASGI
-    handler warns about on every request.
+    server, so they come from here, found the way ``collectstatic`` finds them. A proxy
+    in front that serves ``STATIC_URL`` takes over unchanged. The files are small and
+    read whole: Django's ``serve`` streams a file through a synchronous iterator, which
+    the ASGI handler warns about on every request.
     """
-    file = (STATIC_DIR / path).resolve()
-    if not file.is_relative_to(STATIC_DIR) or not file.is_file():
+    found = finders.find(path)
+    if not found:
         raise Http404("No such file.")
+    file = Path(found)
     modified = file.stat().st_mtime
     if not was_modified_since(request.headers.get("If-Modified-Since"), modified):
         return HttpResponseNotModified()

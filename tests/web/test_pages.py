@@ -54,10 +54,14 @@ def test_a_debate_url_opens_the_page_on_that_debate(user):
 
 @pytest.mark.parametrize(
     ("path", "content_type"),
-    [("arena.js", "text/javascript"), ("arena.css", "text/css")],
+    [
+        ("web/arena.js", "text/javascript"),
+        ("web/arena.css", "text/css"),
+        ("admin/css/base.css", "text/css"),
+    ],
 )
 def test_the_static_files_are_served_without_a_static_server(path, content_type):
-    response = Client().get(f"/static/web/{path}")
+    response = Client().get(f"/static/{path}")
     assert response.status_code == 200
     assert response["Content-Type"].startswith(content_type)
     assert "Last-Modified" in response
