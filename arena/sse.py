@@ -8,22 +8,25 @@ a client never hears of a row that was rolled back. django-eventstream stores th
 channel; without it, delivery is in-process.
 
 Streaming: ``channel_stream`` serves one channel to one client from django-eventstream's
-storage and its per-process listener registry, and is stricter than the library's own
-stream loop in three ways:
+storage and its per-process listener registry. It replaces the library's stream loop,
+which cannot send an ``initial`` event, trusts every live event it is given, and holds a
+database connection for the life of each stream:
 
 - storage is authoritative: a live event is passed on only if its id follows the last
-  one sent; a gap (a burst that overflowed the listener's 10-event queue, events from
-  two publishers crossing, a message lost while Redis restarted) makes the stream re-read
-  storage from its last id, and an id already sent is dropped. Clients see every id once,
-  in order.
+  one sent; a gap (a burst past a stream's queue, two publishers crossing, a message lost
+  while Redis restarted) makes the stream re-read storage from its last id, and an id
+  already sent is dropped. Clients see every id once, in order.
 - storage is read through a few shared threads (``SSE_DB_THREADS`` per process), each
-  treating a read like a request (connections are closed past ``CONN_MAX_AGE``): an open
+  read treated like a request (connections are closed past ``CONN_MAX_AGE``): an open
   stream holds no connection of its own, and a web process uses at most
-  ``SSE_DB_THREADS`` connections whatever the number of open streams.
-- the Redis subscriber (``_Relay``) reconnects for ever and, after each (re)subscription,
-  makes every local stream re-read storage; a periodic sweep catches up a stream whose
-  channel moved on without it hearing (a publisher killed between storing an event and
-  publishing it). The library's own subscriber task stops at its first Redis outage.
+  ``SSE_DB_THREADS`` connections whatever the number of open streams. Streams needing
+  the same read share it.
+- the Redis subscriber (``_Relay``, replacing the library's, which stops for good at its
+  first Redis error) reconnects for ever and, after each (re)subscription, makes every
+  local stream re-read storage; a periodic sweep catches up a stream whose channel moved
+  on without it hearing (a publisher killed between storing an event and publishing it).
+  It queues up to ``QUEUE_LIMIT`` events per stream (the library, 10).
+- one timer per event loop sends the keep-alives of all its streams.
 """
 
 from __future__ import annotations

@@ -1,18 +1,22 @@
 """SSE delivery: latency and loss of a debate's live events under many clients.
 
-N clients (100, 300, 500 by default) hold ``GET /api/debates/{id}/stream`` open on one
-debate, served by uvicorn (the ``web`` process of the Procfile). A publisher process, as
-a Celery worker would, publishes M events through ``arena.sse.publish_on_commit`` at a
-steady rate, each carrying its publish time. The clients (raw sockets on asyncio, split
-across a few processes so they are not the bottleneck) note when each event arrives.
+N clients hold ``GET /api/debates/{id}/stream`` open on one debate, served by uvicorn
+(the ``web`` process of the Procfile: 2 processes). A publisher process, as a Celery
+worker would, publishes M events through ``arena.sse.publish_on_commit``, each carrying
+its publish time: at a steady rate, then (``--burst``) back to back. The clients (raw
+sockets on asyncio, in a few processes of their own) note when each event arrives.
+N = 1 is the baseline: the cost of one delivery (store, Redis, relay, one stream).
 
-Printed per N: delivery latency p50 / p99 / max (publish time to receive time, same
-clock), events lost (N x M minus the distinct events received), duplicates and events
-out of order, and the PostgreSQL connections of the benchmark database with the N
-streams open, against the count before they connected (the baseline).
+Printed per round: delivery latency p50 / p99 / max (publish time to receive time, one
+clock), the publisher's own time per event (``pub p50``: the INSERT in storage and the
+Redis PUBLISH), events lost (N x M minus the distinct events received), duplicates,
+clients that saw events out of order, the PostgreSQL connections of the benchmark
+database before the N clients connected and with them open, the CPU used by the web
+processes, the client processes and the publisher while publishing (% of one core), and
+the machine's load average (other work on the machine shows there).
 
-    python -m bench.sse [--clients 100 300 500] [--events 200] [--rate 20]
-                        [--web-workers 1] [--client-processes 2]
+    python -m bench.sse [--clients 1 100 300 500] [--events 200] [--rate 20]
+                        [--web-workers 2] [--client-processes 2] [--no-burst]
 """
 
 from __future__ import annotations
@@ -362,7 +366,9 @@ def main() -> None:
         default=True,
         help="also publish each round's events back to back",
     )
-    parser.add_argument("--web-workers", type=int, default=1, help="uvicorn processes")
+    parser.add_argument(
+        "--web-workers", type=int, default=2, help="uvicorn processes (the Procfile runs 2)"
+    )
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--role", choices=["main", "clients", "publisher"], default="main")
