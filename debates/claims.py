@@ -13,15 +13,13 @@ memory in the embedded default.
 from __future__ import annotations
 
 import contextlib
-import logging
-import threading
 from collections.abc import Iterator
 
 from django.core.cache import cache
-from django.db import connection
 from django.utils import timezone
 
-logger = logging.getLogger(__name__)
+from arena.heartbeat import heartbeat
+from debates.models import Debate
 
 CLAIM_TTL_S = 15
 HEARTBEAT_S = 5.0
@@ -51,20 +49,6 @@ def step_release(*, step: str, holder: str) -> None:
         cache.delete(_key(step))
 
 
-def _beat(step: str, holder: str, debate_id: int, stop: threading.Event) -> None:
-    from debates.models import Debate
-
-    try:
-        while not stop.wait(HEARTBEAT_S):
-            if cache.get(_key(step)) == holder:
-                cache.touch(_key(step), CLAIM_TTL_S)
-            Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
-    except Exception:
-        logger.exception("heartbeat of step %s stopped", step)
-    finally:
-        connection.close()
-
-
 @contextlib.contextmanager
 def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
     """Hold ``step`` for the ``with`` block, with a heartbeat; raise ``StepBusy`` if taken.
@@ -74,14 +58,12 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
     """
     if not step_claim(step=step, holder=holder):
         raise StepBusy(step)
-    stop = threading.Event()
-    beat = threading.Thread(
-        target=_beat, args=(step, holder, debate_id, stop), name=f"beat-{step}", daemon=True
-    )
-    beat.start()
-    try:
+
+    def beat() -> None:
+        if cache.get(_key(step)) == holder:
+            cache.touch(_key(step), CLAIM_TTL_S)
+        Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
+
+    with heartbeat(beat, every_s=HEARTBEAT_S, name=step):
         yield
-    finally:
-        stop.set()
-        beat.join()
     step_release(step=step, holder=holder)

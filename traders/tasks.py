@@ -8,9 +8,11 @@ exponential backoff; every other outcome is recorded on the execution by the ser
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 from traders import services
 from traders.exchanges.base import ExchangeUnavailable
+from traders.services.executions import LEASE
 
 SUBMIT_MAX_RETRIES = 8
 BACKOFF_BASE_S = 2
@@ -48,3 +50,15 @@ def execution_submit_task(self, execution_id: int) -> None:
 def paper_check_stops_task() -> list[int]:
     """Fill the paper stops and targets that prices crossed since the last check."""
     return services.paper_check_stops()
+
+
+@shared_task(name="traders.executions_resume_stale", soft_time_limit=50, time_limit=60)
+def executions_resume_stale_task() -> list[int]:
+    """Submit again the unfinished executions whose worker died (the watchdog)."""
+    return services.executions_resume_stale()
+
+
+@worker_ready.connect
+def resume_executions_after_boot(sender=None, **kwargs) -> None:
+    """Pick up the executions a dead worker left behind, once their leases ran out."""
+    executions_resume_stale_task.apply_async(countdown=LEASE.total_seconds() + 5)

@@ -156,6 +156,11 @@ CELERY_BEAT_SCHEDULE = {
     # The watchdog: resume active debates whose steps were lost (a dead worker, a
     # Redis restart that emptied the queues).
     "debates-resume-stale": {"task": "debates.resume_stale", "schedule": 15.0},
+    # ... and unfinished executions that no live worker holds.
+    "traders-executions-resume-stale": {
+        "task": "traders.executions_resume_stale",
+        "schedule": 15.0,
+    },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
 }

@@ -7,6 +7,7 @@ from traders.services.executions import (
     execution_request,
     execution_resubmit,
     execution_submit,
+    executions_resume_stale,
 )
 from traders.services.paper import candles_between, paper_check_stops, paper_clock_advance
 
@@ -18,6 +19,7 @@ __all__ = [
     "execution_request",
     "execution_resubmit",
     "execution_submit",
+    "executions_resume_stale",
     "paper_check_stops",
     "paper_clock_advance",
 ]

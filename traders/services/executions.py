@@ -40,6 +40,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
+from arena.heartbeat import heartbeat
 from debates.engine.types import CLOSING_ACTIONS, EXECUTABLE_ACTIONS, OPENING_ACTIONS
 from debates.models import Debate, DebateStatus
 from strategies.market.dataset import DATASET_END
@@ -86,8 +87,12 @@ logger = logging.getLogger(__name__)
 
 FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED)
 UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
-# Longer than a whole submit (a dozen exchange calls of at most 10 s each).
-LEASE = timedelta(seconds=150)
+# A submitting worker renews its lease every LEASE_BEAT_S while it works, so a worker
+# that dies holding it frees the execution within LEASE.
+LEASE = timedelta(seconds=20)
+LEASE_BEAT_S = 5.0
+# An unfinished execution nobody holds or touched for this long is submitted again.
+STALE_AFTER = timedelta(seconds=20)
 CLIENT_ID_PREFIX = "arena"
 # Suffixes of the orders that follow the entry order of an execution.
 STOP_SUFFIX, TARGET_SUFFIX, UNWIND_SUFFIX = "S", "T", "X"
@@ -224,6 +229,29 @@ def execution_resubmit(*, execution_id: int) -> bool:
     return True
 
 
+def executions_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]:
+    """Submit again every unfinished execution that no live worker holds.
+
+    Its task may have died with a worker, or been lost with a Redis restart; the
+    submission looks up whatever already reached the exchange, so nothing is sent twice.
+    Return the ids resubmitted.
+    """
+    now = timezone.now()
+    stale = Execution.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        status__in=UNFINISHED_STATUSES,
+        updated_at__lt=now - older_than,
+    ).values_list("pk", flat=True)
+    resumed = []
+    for execution_id in stale:
+        with transaction.atomic():
+            # Touch it, so the next sweep leaves it to the submission just enqueued.
+            Execution.objects.filter(pk=execution_id).update(updated_at=timezone.now())
+            execution_resubmit(execution_id=execution_id)
+        resumed.append(execution_id)
+    return resumed
+
+
 # -- submit --------------------------------------------------------------------------
 
 
@@ -240,11 +268,16 @@ def execution_submit(*, execution_id: int) -> Execution:
         return execution
     if not _lease_take(execution_id):
         raise ExecutionBusy(f"execution {execution_id} is being submitted by another worker")
+
+    def renew() -> None:
+        Execution.objects.filter(pk=execution_id).update(lease_until=timezone.now() + LEASE)
+
     try:
         execution = _load(execution_id)
         if execution.status in FINAL_STATUSES:
             return execution
-        return _submit(execution)
+        with heartbeat(renew, every_s=LEASE_BEAT_S, name=f"execution-{execution_id}"):
+            return _submit(execution)
     except (ExchangeUnavailable, ExecutionBusy):
         raise
     except Exception:

@@ -1,0 +1,98 @@
+"""A worker killed with SIGKILL at any point of a debate loses and duplicates nothing.
+
+For each of ten points (the round-1 openings, each rebuttal turn, the votes, the
+consensus, the execution), a debate with automatic execution on a paper trader runs on
+a worker process that is killed, with every pool child, when the point is reached; a
+new worker then starts. The debate must complete with one row per turn, vote and
+decision, one market order, and no model request for a turn already stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from arena.celery import app
+from debates.models import Ballot, Debate, Decision, Message, Vote
+from debates.services import debate_start
+from tests.debates.conftest import (
+    kill_process_group,
+    start_worker_process,
+    wait_for,
+    wait_until_finished,
+)
+from tests.traders.factories import TraderFactory
+from traders.models import Execution, Order
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+TURN = re.compile(r"round (\d)/\d\. You are P(\d),")
+
+
+def in_flight(llm) -> bool:
+    return llm.stats()["in_flight"] >= 1
+
+
+def kill_points():
+    """Return (name, condition(debate, llm)) for the ten points a worker dies at."""
+
+    def messages(n):
+        return lambda d, llm: Message.objects.filter(debate=d).count() == n and in_flight(llm)
+
+    return [
+        ("round 1 openings", lambda d, llm: in_flight(llm)),
+        *[(f"rebuttal turn {n - 2}", messages(n)) for n in range(3, 9)],
+        ("votes", lambda d, llm: Debate.objects.get(pk=d.pk).status == "voting" and in_flight(llm)),
+        ("consensus", lambda d, llm: Ballot.objects.filter(debate=d).count() == 3),
+        ("execution", lambda d, llm: Decision.objects.filter(debate=d).exists()),
+    ]
+
+
+@pytest.mark.parametrize(("point", "reached"), kill_points(), ids=[p for p, _ in kill_points()])
+def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, make_debate, user):
+    # given a 3x3 debate that executes its consensus on a paper trader, on one worker
+    app.control.purge()
+    llm.set_latency(0.3)
+    trader = TraderFactory(owner=user, exchange="paper")
+    debate = make_debate(auto_execute=True, trader=trader.pk)
+    first = start_worker_process("first")
+    second = None
+    try:
+        debate_start(debate_id=debate.pk)
+        # when the worker dies with SIGKILL at the point
+        wait_for(lambda: reached(debate, llm), timeout=60, every=0.01)
+        kill_process_group(first)
+        # and a new worker starts
+        second = start_worker_process("second")
+        finished = wait_until_finished(debate.pk, timeout=120)
+        wait_for(
+            lambda: Execution.objects.filter(decision__debate=debate, status="filled").exists(),
+            timeout=60,
+        )
+    finally:
+        for worker in (first, second):
+            if worker is not None and worker.poll() is None:
+                kill_process_group(worker)
+        app.control.purge()
+
+    # then the debate completed with exactly one row per turn, vote and decision
+    assert finished.status == "completed", finished.error
+    turns = Counter(Message.objects.filter(debate=debate).values_list("round", "participant"))
+    assert len(turns) == 9 and set(turns.values()) == {1}
+    assert Vote.objects.filter(debate=debate).count() == 9
+    assert Decision.objects.filter(debate=debate).count() == 3
+    # and one execution placed one market order
+    execution = Execution.objects.get(decision__debate=debate)
+    assert Order.objects.filter(execution=execution, type="market").count() == 1
+    # and no turn was asked again after it had been stored
+    stored = {
+        (m.round, m.participant.speak_order + 1): m.created_at.timestamp()
+        for m in Message.objects.filter(debate=debate).select_related("participant")
+    }
+    for request in llm.requests:
+        found = TURN.search(request.prompt)
+        if found:
+            key = (int(found.group(1)), int(found.group(2)))
+            assert request.arrived_at < stored[key], f"turn {key} asked after it was stored"
