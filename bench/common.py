@@ -85,7 +85,7 @@ def worker_processes(count: int = 1, concurrency: int = 3) -> Iterator[list[subp
                 "--without-mingle",
             ],
             cwd=ROOT,
-            env=bench_env(),
+            env={**bench_env(), "DB_CONN_MAX_AGE": "60"},
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -145,3 +145,47 @@ def percentile(values: list[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
+
+
+def free_port() -> int:
+    """Return a TCP port free on 127.0.0.1 now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def web_server(workers: int = 2) -> Iterator[str]:
+    """Serve the app with uvicorn (as the Procfile does) for the block; yield its URL."""
+    import socket
+
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "uvicorn", "arena.asgi:application", "--host", "127.0.0.1"),
+            *("--port", str(port), "--workers", str(workers), "--log-level", "warning"),
+            *("--no-access-log", "--timeout-graceful-shutdown", "2"),
+        ],
+        cwd=ROOT,
+        env=bench_env(),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

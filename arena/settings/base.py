@@ -90,10 +90,13 @@ TEMPLATES = [
     },
 ]
 
+# Connections are not kept by default: under ASGI each request runs in a thread of its
+# own, and kept connections would pile up with the threads. Celery workers, one thread
+# per process, keep theirs (DB_CONN_MAX_AGE=60 in the Procfile).
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'arena.sqlite3'}",
-        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
         conn_health_checks=True,
     )
 }

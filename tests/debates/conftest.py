@@ -128,7 +128,7 @@ def start_worker_process(name: str, concurrency: int = 3):
             "--without-mingle",
         ],
         cwd=settings.BASE_DIR,
-        env=worker_env(),
+        env={**worker_env(), "DB_CONN_MAX_AGE": "60"},  # as the Procfile runs workers
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
