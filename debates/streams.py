@@ -8,6 +8,9 @@ before any stream starts (django-eventstream's own view would answer 200 and the
 - ``?token=``: a short-lived token from ``POST /api/debates/{id}/stream-token``, signed
   with ``django.core.signing`` and bound to the user and the debate. A browser
   ``EventSource`` cannot send headers; this is how a page on another origin connects.
+  The token is checked when a stream opens: an ``EventSource`` reconnecting after it
+  expired gets 401 and stops, so such a page asks for a new token and connects again
+  with ``?lastEventId=`` (the id of the last event it got).
 - ``Authorization: Token <key>``: API clients, as for the REST API.
 - the session cookie: the admin and same-origin pages.
 

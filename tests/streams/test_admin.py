@@ -72,9 +72,13 @@ def test_a_browser_on_the_debate_page_shows_the_debate_live(web, staff_user, use
             )
         with transaction.atomic():
             events.vote_stored(VoteFactory(ballot__participant=bear, ballot__debate=debate))
+        with transaction.atomic():
+            events.step_failed(
+                debate.pk, step="vote", participant=bull.pk, code="timeout", message="No answer."
+            )
         # then the page shows each as it arrives
         log = page.locator('[data-live="log"]')
-        log.locator("li", has_text="vote").wait_for(timeout=10_000)
+        log.locator("li", has_text="error in vote").wait_for(timeout=10_000)
         lines = log.locator("li").all_inner_texts()
         state = page.locator(".live-state").inner_text()
         connections.close_all()  # the ones this block used (its context is Playwright's)
@@ -82,6 +86,7 @@ def test_a_browser_on_the_debate_page_shows_the_debate_live(web, staff_user, use
     assert lines[1] == "Round 1"
     assert lines[2].startswith("R1 ") and lines[2].endswith("(bull): Funding is cooling, trend up.")
     assert lines[3].startswith("vote ") and "(bear) BTCUSDT: open_long 70% x5" in lines[3]
+    assert lines[4].startswith("error in vote ") and lines[4].endswith("(bull): timeout No answer.")
     assert "status running" in state and "round 1" in state and "(bear)" in state
 
 
