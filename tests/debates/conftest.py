@@ -104,8 +104,11 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-def start_worker_process(name: str, concurrency: int = 3):
-    """Start ``celery worker`` (prefork) in its own process group; return the Popen."""
+def start_worker_process(name: str, concurrency: int = 3, **env: str):
+    """Start ``celery worker`` (prefork) in its own process group; return the Popen.
+
+    ``env`` overrides the environment (another ``REDIS_URL``, say).
+    """
     return subprocess.Popen(
         [
             sys.executable,
@@ -128,7 +131,8 @@ def start_worker_process(name: str, concurrency: int = 3):
             "--without-mingle",
         ],
         cwd=settings.BASE_DIR,
-        env={**worker_env(), "DB_CONN_MAX_AGE": "60"},  # as the Procfile runs workers
+        # Workers keep their database connection, as the Procfile runs them.
+        env={**worker_env(), "DB_CONN_MAX_AGE": "60", **env},
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
