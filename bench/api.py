@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     debate_id = finished_debate(owner)
     paths = {"detail": f"/api/debates/{debate_id}", "list": "/api/debates"}
     results = {}
-    with web_server(workers=2) as base:
+    with web_server(workers=2) as (base, _):
         for name, path in paths.items():
             asyncio.run(hammer(base + path, token.key, 5, 2.0))  # warm-up
             figures = asyncio.run(hammer(base + path, token.key, args.clients, args.seconds))

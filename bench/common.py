@@ -97,13 +97,7 @@ def worker_processes(count: int = 1, concurrency: int = 3) -> Iterator[list[subp
         yield processes
     finally:
         for process in processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+            stop_process(process)
 
 
 def wait_for_workers(count: int, timeout: float = 60.0) -> None:
@@ -156,9 +150,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen) -> None:
+    """Stop a process started in its own group (SIGTERM, then SIGKILL after 10 s)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @contextlib.contextmanager
-def web_server(workers: int = 2) -> Iterator[str]:
-    """Serve the app with uvicorn (as the Procfile does) for the block; yield its URL."""
+def web_server(workers: int = 2) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Serve the app with uvicorn (as the Procfile does) for the block.
+
+    Yield its URL and the process (the leader of its process group).
+    """
     import socket
 
     port = free_port()
@@ -180,12 +188,6 @@ def web_server(workers: int = 2) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", process
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process(process)

@@ -28,16 +28,22 @@ import gc
 import json
 import os
 import resource
-import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from bench.common import DATABASE_URL, ROOT, bench_env, machine, percentile, setup_django
+from bench.common import (
+    DATABASE_URL,
+    ROOT,
+    bench_env,
+    machine,
+    percentile,
+    setup_django,
+    stop_process,
+    web_server,
+)
 
 EVENT_TYPE = "bench"
 
@@ -167,22 +173,6 @@ def _publisher_main(args: argparse.Namespace) -> None:
 # --- Orchestration --------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 def _cpu_seconds(group: int) -> float:
     """Return the CPU seconds used so far by the live processes of process group ``group``."""
     total = 0.0
@@ -207,43 +197,6 @@ def _database_connections() -> int:
             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
         ).fetchone()
     return int(row[0])
-
-
-def frozen_app() -> Any:
-    """Return the ASGI app, with everything loaded so far frozen out of the cyclic GC.
-
-    The uvicorn factory of ``--gc-freeze``: without it, each full collection walks the
-    ~240,000 objects of a loaded Django process and stalls every stream for 70-150 ms.
-    """
-    from django.urls import get_resolver
-
-    from arena.asgi import application
-
-    get_resolver().url_patterns  # noqa: B018 (import every view before freezing)
-    gc.collect()
-    gc.freeze()
-    return application
-
-
-def _start_web(port: int, workers: int, gc_freeze: bool) -> subprocess.Popen:
-    app = ("bench.sse:frozen_app", "--factory") if gc_freeze else ("arena.asgi:application",)
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "uvicorn", *app, "--host", "127.0.0.1"),
-            *("--port", str(port), "--workers", str(workers), "--log-level", "warning"),
-            *("--no-access-log", "--timeout-graceful-shutdown", "2"),
-        ],
-        cwd=ROOT,
-        env=bench_env(),
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-            return process
-        time.sleep(0.1)
-    _stop(process)
-    raise RuntimeError("uvicorn did not start")
 
 
 def _fixture() -> tuple[int, str]:
@@ -356,7 +309,7 @@ def run(clients: int, rate: float, args: argparse.Namespace, web: subprocess.Pop
         load = os.getloadavg()[0]
     finally:
         for process in [*readers, *([publisher] if publisher else [])]:
-            _stop(process)
+            stop_process(process)
     per_client = [seqs for result in results for seqs in result["seqs"]]
     return Round(
         clients=clients,
@@ -390,11 +343,6 @@ def main() -> None:
     parser.add_argument(
         "--web-workers", type=int, default=2, help="uvicorn processes (the Procfile runs 2)"
     )
-    parser.add_argument(
-        "--gc-freeze",
-        action="store_true",
-        help="freeze the web processes' startup objects out of the cyclic GC",
-    )
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--role", choices=["main", "clients", "publisher"], default="main")
@@ -415,22 +363,24 @@ def main() -> None:
 
     setup_django()
     args.debate, args.token = _fixture()
-    args.port = _free_port()
-    web = _start_web(args.port, args.web_workers, args.gc_freeze)
+    with web_server(workers=args.web_workers) as (base, web):
+        args.port = int(base.rsplit(":", 1)[1])
+        run_rounds(args, web)
+
+
+def run_rounds(args: argparse.Namespace, web: subprocess.Popen) -> None:
+    """Print the header, then one row per round of clients."""
     print(f"SSE delivery on {machine()}; load average {os.getloadavg()[0]:.1f} at the start")
     print(
-        f"uvicorn x{args.web_workers}{' with gc.freeze()' if args.gc_freeze else ''}; "
+        f"uvicorn x{args.web_workers}; "
         f"{args.events} events per round; clients in "
         f"{args.client_processes} processes; PostgreSQL max_connections 100"
     )
     print(HEADER)
-    try:
-        for clients in args.clients:
-            print(run(clients, args.rate, args, web).row(), flush=True)
-            if args.burst:
-                print(run(clients, 0.0, args, web).row(), flush=True)
-    finally:
-        _stop(web)
+    for clients in args.clients:
+        print(run(clients, args.rate, args, web).row(), flush=True)
+        if args.burst:
+            print(run(clients, 0.0, args, web).row(), flush=True)
 
 
 if __name__ == "__main__":
