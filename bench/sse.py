@@ -16,7 +16,7 @@ processes, the client processes and the publisher while publishing (% of one cor
 the machine's load average (other work on the machine shows there).
 
     python -m bench.sse [--clients 1 100 300 500] [--events 200] [--rate 20]
-                        [--web-workers 2] [--gc-freeze] [--client-processes 2] [--no-burst]
+                        [--web-workers 2] [--client-processes 2] [--no-burst]
 """
 
 from __future__ import annotations
