@@ -9,7 +9,7 @@ from debates.models import Message
 from debates.services import debate_start
 from tests.debates.conftest import wait_for, wait_until_finished
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def terminate_other_connections() -> int:
