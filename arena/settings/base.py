@@ -188,7 +188,7 @@ TRADER_EXCHANGE_API_URL = os.environ.get("TRADER_EXCHANGE_API_URL", "")
 # restart) and, with REDIS_URL, fanned out to every web process through Redis pub/sub.
 # Streams read storage through SSE_DB_THREADS shared threads per web process: open
 # streams hold no connection of their own (arena.sse).
-EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.DjangoModelStorage"
+EVENTSTREAM_STORAGE_CLASS = "arena.sse_storage.EventStorage"
 if REDIS_URL:
     from redis.connection import parse_url as _parse_redis_url
 
