@@ -190,7 +190,7 @@ def _store_turn(
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
 
     with transaction.atomic():
-        locked = Debate.objects.select_for_update().get(pk=debate.pk)
+        locked = Debate.objects.defer("market_snapshot").select_for_update().get(pk=debate.pk)
         if locked.status != DebateStatus.RUNNING:
             logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
             return
@@ -269,7 +269,7 @@ def _announce_state(before: Debate) -> None:
     Rounds 2..N are spoken in order, so the next speaker is known the moment a turn is
     stored; announcing it here costs the next turn no extra transaction.
     """
-    debate = Debate.objects.get(pk=before.pk)
+    debate = Debate.objects.defer("market_snapshot").get(pk=before.pk)
     if debate.status in TERMINAL_STATUSES:
         return  # debate_fail announced it
     speaker = None
@@ -368,7 +368,7 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
         why_not = f"the vote call failed: {outcome.error.code}"
 
     with transaction.atomic():
-        locked = Debate.objects.select_for_update().get(pk=debate.pk)
+        locked = Debate.objects.defer("market_snapshot").select_for_update().get(pk=debate.pk)
         if locked.status != DebateStatus.VOTING:
             logger.info("debate %s is %s: ballot dropped", debate.pk, locked.status)
             return
