@@ -207,7 +207,6 @@ def _store_turn(
                 )
         except IntegrityError:
             return  # another copy stored this turn first
-        Debate.objects.filter(pk=debate.pk).update(progressed_at=timezone.now())
         events.message_stored(message)
         if message.status == StepStatus.ERROR:
             events.step_failed(
@@ -264,7 +263,7 @@ def _advance_round(debate: Debate, round_number: int) -> None:
 
 
 def _announce_state(before: Debate) -> None:
-    """Set who speaks next and publish the state if a stored turn changed it.
+    """Set who speaks next, mark the progress, and publish the state if it changed.
 
     Rounds 2..N are spoken in order, so the next speaker is known the moment a turn is
     stored; announcing it here costs the next turn no extra transaction.
@@ -272,18 +271,21 @@ def _announce_state(before: Debate) -> None:
     debate = Debate.objects.defer("market_snapshot").get(pk=before.pk)
     if debate.status in TERMINAL_STATUSES:
         return  # debate_fail announced it
-    speaker = None
+    speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         spoken = Message.objects.filter(debate=debate, round=debate.current_round).values(
             "participant"
         )
-        speaker = debate.participants.exclude(pk__in=spoken).order_by("speak_order").first()
-    if speaker is not None and speaker.pk != debate.current_speaker_id:
-        Debate.objects.filter(pk=debate.pk).update(current_speaker=speaker)
-        debate.current_speaker = speaker
-    elif speaker is None and debate.current_speaker_id is not None:
-        Debate.objects.filter(pk=debate.pk).update(current_speaker=None)
-        debate.current_speaker = None
+        speaker_id = (
+            debate.participants.exclude(pk__in=spoken)
+            .order_by("speak_order")
+            .values_list("pk", flat=True)
+            .first()
+        )
+    Debate.objects.filter(pk=debate.pk).update(
+        current_speaker_id=speaker_id, progressed_at=timezone.now()
+    )
+    debate.current_speaker_id = speaker_id
     state = ("status", "phase", "current_round", "current_speaker_id")
     if any(getattr(debate, name) != getattr(before, name) for name in state):
         events.status_changed(debate)
