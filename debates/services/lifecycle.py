@@ -149,7 +149,7 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
     return seats
 
 
-def _clean(owner: Any, data: DebateInput) -> dict[str, Any]:
+def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     """Check every field; return the values to store (only used when nothing was refused)."""
     values: dict[str, Any] = {}
     if not isinstance(data.name, str) or not data.name.strip():
@@ -200,7 +200,7 @@ def _clean(owner: Any, data: DebateInput) -> dict[str, Any]:
 
 def debate_create(*, owner: Any, data: DebateInput) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing."""
-    values = _clean(owner, data)
+    values = debate_input_clean(owner, data)
     if data.errors:
         raise input_refusal(data)
     seats = values.pop("seats")

@@ -42,8 +42,13 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from debates.models import Debate, DebateStatus, Schedule
-from debates.services.lifecycle import DebateInput, debate_create, debate_start, input_refusal
-from debates.services.lifecycle import _clean as debate_input_clean
+from debates.services.lifecycle import (
+    DebateInput,
+    debate_create,
+    debate_input_clean,
+    debate_start,
+    input_refusal,
+)
 from strategies.market.dataset import DATASET_END, DATASET_WINDOWS
 from strategies.market.snapshot import TIMEFRAME_MS
 from strategies.models import MarketSource, Strategy
