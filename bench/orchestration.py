@@ -63,33 +63,38 @@ def run_on_workers(owner, models, personalities, rounds) -> float:
     return elapsed
 
 
-def run_sequentially(owner, models, personalities, rounds) -> float:
-    """Run every step of a debate one after another in this thread, without Celery."""
+def run_steps_in_order(debate) -> None:
+    """Run every step of a pending debate one after another in this thread, no Celery."""
     from django.db import transaction
 
-    from arena.celery import app
     from debates.models import Debate, DebateStatus
     from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
 
-    debate = make_debate(owner, models, personalities, rounds)
-    started = time.perf_counter()
     with transaction.atomic():
         Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
     debate_prepare(debate_id=debate.pk)
     seats = list(debate.participants.order_by("speak_order"))
-    for round_number in range(1, rounds + 1):
+    for round_number in range(1, debate.max_rounds + 1):
         for seat in seats:
             turn_run(
-                debate_id=debate.pk, round_number=round_number, participant_id=seat.pk, holder="seq"
+                debate_id=debate.pk,
+                round_number=round_number,
+                participant_id=seat.pk,
+                holder="in-order",
             )
     for seat in seats:
-        vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="seq")
+        vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="in-order")
     consensus_finalize(debate_id=debate.pk)
-    elapsed = time.perf_counter() - started
-    app.control.purge()
     if Debate.objects.get(pk=debate.pk).status != "completed":
-        raise RuntimeError("the sequential run did not complete")
-    return elapsed
+        raise RuntimeError(f"the in-order run of debate {debate.pk} did not complete")
+
+
+def run_sequentially(owner, models, personalities, rounds) -> float:
+    """Return the wall time of a debate whose calls run one after another, no Celery."""
+    debate = make_debate(owner, models, personalities, rounds)
+    started = time.perf_counter()
+    run_steps_in_order(debate)
+    return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -17,20 +17,9 @@ PERSONALITIES = ("bull", "bear", "analyst", "contrarian", "risk_manager", "analy
 
 
 def measure(owner, model, participants: int, rounds: int) -> dict:
-    from django.db import transaction
-
-    from arena.celery import app
-    from debates.models import Debate, DebateStatus
-    from debates.services import (
-        DebateInput,
-        calls,
-        consensus_finalize,
-        debate_create,
-        debate_prepare,
-        turn_run,
-        vote_run,
-    )
-    from strategies.models import Strategy
+    from bench.orchestration import make_debate, run_steps_in_order
+    from debates.models import Debate
+    from debates.services import calls
 
     sizes: list[int] = []
     real_complete = calls.complete
@@ -39,39 +28,12 @@ def measure(owner, model, participants: int, rounds: int) -> dict:
         sizes.append(len(request.system) + len(request.user))
         return real_complete(config, request, **kwargs)
 
-    strategy = Strategy.objects.create(owner=owner, name="bench prompts")
-    debate = debate_create(
-        owner=owner,
-        data=DebateInput(
-            name=f"prompts {participants}x{rounds}",
-            strategy=strategy.pk,
-            symbol="BTCUSDT",
-            max_rounds=rounds,
-            participants=[
-                {"ai_model": model.pk, "personality": p} for p in PERSONALITIES[:participants]
-            ],
-        ),
-    )
-    with transaction.atomic():
-        Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
-    debate_prepare(debate_id=debate.pk)
-    seats = list(debate.participants.order_by("speak_order"))
+    debate = make_debate(owner, [model] * participants, PERSONALITIES[:participants], rounds)
     calls.complete = measured_complete
     try:
-        for round_number in range(1, rounds + 1):
-            for seat in seats:
-                turn_run(
-                    debate_id=debate.pk,
-                    round_number=round_number,
-                    participant_id=seat.pk,
-                    holder="bench",
-                )
-        for seat in seats:
-            vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="bench")
-        consensus_finalize(debate_id=debate.pk)
+        run_steps_in_order(debate)
     finally:
         calls.complete = real_complete
-        app.control.purge()
     turns = participants * rounds
     return {
         "participants": participants,
