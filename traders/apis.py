@@ -8,8 +8,10 @@ secret is set, never a secret.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -212,74 +214,85 @@ class TraderDeleteApi(JsonApi):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class TraderPositionListApi(JsonApi):
+def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer]:
+    """Return the query-string serializer of a list filterable by ``status``."""
+
+    class FilterSerializer(serializers.Serializer):
+        status = StrictChoiceField(choices=choices, required=False)
+
+    return FilterSerializer
+
+
+class TraderRecordListApi(JsonApi):
+    """List one kind of a trader's records, newest first, optionally of one status."""
+
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+    FilterSerializer: type[serializers.Serializer]
+    serializer_class: type[serializers.Serializer]
+
+    def records(self, trader: Trader, filters: dict) -> QuerySet:
+        """Return the trader's records matching ``filters``, newest first."""
+        raise NotImplementedError
+
+    def get(self, request: Request, trader_id: int) -> Response:
+        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
+        filters = validate(self.FilterSerializer, request.query_params)
+        return paginated_response(
+            request=request,
+            view=self,
+            queryset=self.records(trader, filters),
+            serializer_class=self.serializer_class,
+        )
+
+
+def _list_schema(operation_id: str, filters: type, serializer: type) -> Any:
+    return extend_schema_view(
+        get=extend_schema(
+            operation_id=operation_id,
+            tags=TAGS,
+            parameters=[filters],
+            responses={200: serializer(many=True), **error_responses(400, 404)},
+        )
+    )
+
+
+PositionFilter = status_filter(PositionStatus.choices)
+OrderFilter = status_filter(OrderStatus.choices)
+ExecutionFilter = status_filter(ExecutionStatus.choices)
+
+
+@_list_schema("traders_positions_list", PositionFilter, PositionSerializer)
+class TraderPositionListApi(TraderRecordListApi):
     """List a trader's positions, newest first."""
 
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+    FilterSerializer = PositionFilter
+    serializer_class = PositionSerializer
 
-    class FilterSerializer(serializers.Serializer):
-        status = StrictChoiceField(choices=PositionStatus.choices, required=False)
-
-    @extend_schema(
-        operation_id="traders_positions_list",
-        tags=TAGS,
-        parameters=[FilterSerializer],
-        responses={200: PositionSerializer(many=True), **error_responses(400, 404)},
-    )
-    def get(self, request: Request, trader_id: int) -> Response:
-        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
-        filters = validate(self.FilterSerializer, request.query_params)
-        positions = Position.objects.filter(trader=trader, **filters).order_by("-opened_at", "-id")
-        return paginated_response(
-            request=request, view=self, queryset=positions, serializer_class=PositionSerializer
-        )
+    def records(self, trader: Trader, filters: dict) -> QuerySet:
+        return Position.objects.filter(trader=trader, **filters).order_by("-opened_at", "-id")
 
 
-class TraderOrderListApi(JsonApi):
+@_list_schema("traders_orders_list", OrderFilter, OrderSerializer)
+class TraderOrderListApi(TraderRecordListApi):
     """List a trader's orders, newest first."""
 
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+    FilterSerializer = OrderFilter
+    serializer_class = OrderSerializer
 
-    class FilterSerializer(serializers.Serializer):
-        status = StrictChoiceField(choices=OrderStatus.choices, required=False)
-
-    @extend_schema(
-        operation_id="traders_orders_list",
-        tags=TAGS,
-        parameters=[FilterSerializer],
-        responses={200: OrderSerializer(many=True), **error_responses(400, 404)},
-    )
-    def get(self, request: Request, trader_id: int) -> Response:
-        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
-        filters = validate(self.FilterSerializer, request.query_params)
-        orders = Order.objects.filter(trader=trader, **filters).order_by("-created_at", "-id")
-        return paginated_response(
-            request=request, view=self, queryset=orders, serializer_class=OrderSerializer
-        )
+    def records(self, trader: Trader, filters: dict) -> QuerySet:
+        return Order.objects.filter(trader=trader, **filters).order_by("-created_at", "-id")
 
 
-class TraderExecutionListApi(JsonApi):
+@_list_schema("traders_executions_list", ExecutionFilter, ExecutionSerializer)
+class TraderExecutionListApi(TraderRecordListApi):
     """List the executions of consensus decisions on a trader, newest first."""
 
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+    FilterSerializer = ExecutionFilter
+    serializer_class = ExecutionSerializer
 
-    class FilterSerializer(serializers.Serializer):
-        status = StrictChoiceField(choices=ExecutionStatus.choices, required=False)
-
-    @extend_schema(
-        operation_id="traders_executions_list",
-        tags=TAGS,
-        parameters=[FilterSerializer],
-        responses={200: ExecutionSerializer(many=True), **error_responses(400, 404)},
-    )
-    def get(self, request: Request, trader_id: int) -> Response:
-        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
-        filters = validate(self.FilterSerializer, request.query_params)
-        executions = (
+    def records(self, trader: Trader, filters: dict) -> QuerySet:
+        return (
             Execution.objects.filter(trader=trader, **filters)
             .select_related("decision")
             .order_by("-created_at", "-id")
-        )
-        return paginated_response(
-            request=request, view=self, queryset=executions, serializer_class=ExecutionSerializer
         )
