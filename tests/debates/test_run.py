@@ -9,11 +9,11 @@ import time
 import pytest
 from django.db import connection
 
-from debates.models import Ballot, Debate, Decision, Message, Vote
+from debates.models import Ballot, Decision, Message, Vote
 from debates.services import debate_cancel, debate_retry, debate_start
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import last_status, published, published_types
-from tests.fakes.llm_server import Reply, default_answer
+from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -241,8 +241,3 @@ def test_retry_resumes_from_the_failed_round_reusing_stored_turns(celery_worker,
     )
     assert Message.objects.filter(debate=debate, round=2, status="ok").count() == 3
     assert len(llm.requests) == asked + 3 + 3
-
-
-def test_default_fake_answer_parses(make_debate):
-    assert "<decision>" in default_answer("BTCUSDT")
-    assert Debate.objects.count() == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -67,7 +66,6 @@ def test_random_model_faults_never_leave_a_debate_active(two_workers, llm, make_
     llm.responder = responder
     debates = [make_debate(rounds=2, timeout=3) for _ in range(20)]
     ids = [d.pk for d in debates]
-    started = time.monotonic()
     # when they all run
     for debate in debates:
         debate_start(debate_id=debate.pk)
@@ -75,10 +73,8 @@ def test_random_model_faults_never_leave_a_debate_active(two_workers, llm, make_
     # 9 calls a debate, each cut at its 3 s deadline, 3 at a time across 20 debates
     budget = 20 * 9 * 3 / 3 + 60
     wait_for(lambda: all_finished(ids), timeout=budget, every=0.5)
-    elapsed = time.monotonic() - started
     finished = Debate.objects.filter(pk__in=ids)
     assert all(d.status in ("completed", "failed") for d in finished)
     for debate in finished.filter(status="failed"):
         assert debate.error["message"], debate.pk
     assert llm.stats()["max_in_flight"] <= 3
-    assert elapsed < budget
