@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -20,16 +19,16 @@ if TYPE_CHECKING:
 
 
 def market_source(strategy: Strategy) -> MarketSource:
-    """Return the market source a strategy reads (live sources can be pointed elsewhere)."""
+    """Return the market source a strategy reads (live sources can be pointed elsewhere).
+
+    ``source_for`` keeps one instance per configuration in the process, so a live
+    source's markets and short cache are shared by every debate.
+    """
     if strategy.market_source == "live":
-        return _live_source(strategy.exchange, settings.MARKET_LIVE_API_URL or None)
+        return source_for(
+            "live", exchange=strategy.exchange, api_urls=settings.MARKET_LIVE_API_URL or None
+        )
     return source_for("dataset")
-
-
-@lru_cache(maxsize=8)
-def _live_source(exchange: str, api_url: str | None) -> MarketSource:
-    # One per process and exchange: its short cache and its markets are reused.
-    return source_for("live", exchange=exchange, api_urls=api_url)
 
 
 def debate_snapshot(debate: Debate) -> MarketSnapshot:
