@@ -11,7 +11,9 @@ from __future__ import annotations
 import threading
 
 from celery import worker as celery_worker
+from celery.canvas import Signature
 from django.conf import settings
+from django.db import transaction
 
 from arena.celery import app
 
@@ -49,3 +51,18 @@ def ensure_in_process_worker(timeout_s: float = 30.0) -> celery_worker.WorkContr
                 raise RuntimeError("the in-process Celery worker did not start")
             _worker = worker
     return _worker
+
+
+def send_on_commit(signature: Signature) -> None:
+    """Send ``signature`` to the workers once the current transaction commits.
+
+    In the embedded default the in-process worker is started first, so the work has a
+    worker to run on.
+    """
+
+    def send() -> None:
+        if settings.CELERY_IN_PROCESS_WORKER:
+            ensure_in_process_worker()
+        signature.apply_async()
+
+    transaction.on_commit(send)

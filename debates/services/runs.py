@@ -14,10 +14,10 @@ from datetime import timedelta
 
 from celery import chain, group
 from celery.canvas import Signature
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from arena.worker import send_on_commit
 from debates.models import (
     ACTIVE_STATUSES,
     Ballot,
@@ -67,17 +67,8 @@ def run_plan(*, debate: Debate) -> Signature | None:
 def run_enqueue(*, debate: Debate) -> None:
     """Send the remaining steps of ``debate`` to the workers once the transaction commits."""
     plan = run_plan(debate=debate)
-    if plan is None:
-        return
-
-    def send() -> None:
-        if settings.CELERY_IN_PROCESS_WORKER:
-            from arena.worker import ensure_in_process_worker
-
-            ensure_in_process_worker()
-        plan.apply_async()
-
-    transaction.on_commit(send)
+    if plan is not None:
+        send_on_commit(plan)
 
 
 def after_consensus(*, debate_id: int) -> None:

@@ -41,6 +41,7 @@ from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from arena.heartbeat import heartbeat
+from arena.worker import send_on_commit
 from debates.engine.types import CLOSING_ACTIONS, EXECUTABLE_ACTIONS, OPENING_ACTIONS
 from debates.models import Debate, DebateStatus
 from strategies.market.dataset import DATASET_END
@@ -206,16 +207,9 @@ def _same_trader(execution: Execution, trader: Trader) -> Execution:
 
 
 def _enqueue_submit(execution_id: int) -> None:
-    def send() -> None:
-        from traders.tasks import execution_submit_task
+    from traders.tasks import execution_submit_task
 
-        if settings.CELERY_IN_PROCESS_WORKER:
-            from arena.worker import ensure_in_process_worker
-
-            ensure_in_process_worker()
-        execution_submit_task.delay(execution_id)
-
-    transaction.on_commit(send)
+    send_on_commit(execution_submit_task.si(execution_id))
 
 
 def execution_resubmit(*, execution_id: int) -> bool:
