@@ -4,6 +4,8 @@ import os
 
 import redis
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 from kombu.transport import redis as kombu_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.settings.local")
@@ -11,6 +13,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.settings.local")
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _drop_old_connections(sender=None, **kwargs) -> None:
+    """Close database connections past CONN_MAX_AGE, or broken, around each task.
+
+    Django does this at the start and end of each request; Celery's Django fixup would
+    close them around every task instead, whatever CONN_MAX_AGE says, had it not been
+    told to let a connection serve many tasks (``CELERY_DB_REUSE_MAX``). A task run
+    eagerly (``apply``) runs in its caller's connection and transaction: left alone.
+    """
+    if not getattr(sender.request, "is_eager", False):
+        close_old_connections()
 
 
 def _survive_broker_restarts() -> None:

@@ -1,11 +1,11 @@
 """The one door for live events: publishing them, and streaming a channel to a client.
 
-Publishing: services never send an event directly; they call ``publish_on_commit``,
-which hands the event to django-eventstream once the surrounding transaction commits, so
-a client never hears of a row that was rolled back. django-eventstream stores the event
-(``DjangoModelStorage``: ids, replay; the rows outlive a Redis restart) and, with
-``EVENTSTREAM_REDIS`` set, fans it out to every web process through its Redis pub/sub
-channel; without it, delivery is in-process.
+Publishing: services never send an event directly; they call ``publish_on_commit``.
+It stores the event in the surrounding transaction (``arena.sse_storage``: ids, replay;
+the rows outlive a Redis restart), so the event exists exactly when the change it
+announces does, and delivers it once that transaction commits: with ``EVENTSTREAM_REDIS``
+set, to every web process through django-eventstream's Redis pub/sub channel; without
+it, to this process's streams. A client never hears of a row that was rolled back.
 
 Streaming: ``channel_stream`` serves one channel to one client from django-eventstream's
 storage and its per-process listener registry. It replaces the library's stream loop,
@@ -45,8 +45,8 @@ from urllib.parse import unquote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections, transaction
-from django_eventstream import send_event
 from django_eventstream.event import Event
 from django_eventstream.storage import EventDoesNotExist
 from django_eventstream.utils import get_storage, make_id, parse_last_event_id, sse_encode_event
@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# django-eventstream's pub/sub channel: ``send_event`` publishes every event on it.
+# django-eventstream's pub/sub channel, which publish_on_commit delivers every event on.
 PUBSUB_CHANNEL = "events_channel"
 # Events per storage read; a longer backlog is read in several passes.
 READ_LIMIT = 100
@@ -76,20 +76,59 @@ def debate_channel(debate_id: int) -> str:
 
 
 def publish_on_commit(channel: str, event_type: str, data: dict[str, Any]) -> None:
-    """Publish ``event_type`` with ``data`` on ``channel`` once the transaction commits.
+    """Store ``event_type`` with ``data`` on ``channel`` now; deliver it on commit.
 
-    Outside a transaction the event is published at once. A failure to publish is
-    logged and does not undo the committed work: once the event is stored, streams catch
-    up from storage (see the module docstring).
+    Outside a transaction the event is stored and delivered at once. A failure to
+    deliver is logged and does not undo the committed work: the event is stored, and
+    streams catch up from storage (see the module docstring).
     """
+    # Encoded as django-eventstream's send_event does: the stream sends this text as is.
+    encoded = json.dumps(data, cls=DjangoJSONEncoder)
+    event = get_storage().append_event(channel, event_type, encoded)
+    transaction.on_commit(functools.partial(_deliver, event))
 
-    def send() -> None:
-        try:
-            send_event(channel, event_type, data)
-        except Exception:
-            logger.exception("could not publish %s on %s", event_type, channel)
 
-    transaction.on_commit(send)
+def _deliver(event: Event) -> None:
+    try:
+        config = getattr(settings, "EVENTSTREAM_REDIS", None)
+        if config is None:
+            queue_to_streams(event)
+            return
+        message = {
+            "channel": event.channel,
+            "event_type": event.type,
+            "data": event.data,
+            "pub_id": str(event.id),
+        }
+        _redis_client(**config).publish(PUBSUB_CHANNEL, json.dumps(message))
+    except Exception:
+        logger.exception("could not deliver %s on %s", event.type, event.channel)
+
+
+@functools.cache
+def _redis_client(**config: Any) -> Any:
+    import redis
+
+    return redis.Redis(**config)
+
+
+def queue_to_streams(event: Event) -> None:
+    """Queue ``event`` to this process's streams of its channel and wake them.
+
+    As django-eventstream's ``add_to_queues`` does, with room for a burst
+    (``QUEUE_LIMIT``); past it, a stream re-reads storage instead.
+    """
+    manager = get_listener_manager()
+    with manager.lock:
+        listeners = list(manager.listeners_by_channel.get(event.channel, ()))
+        for listener in listeners:
+            items = listener.channel_items.setdefault(event.channel, [])
+            if len(items) < QUEUE_LIMIT:
+                items.append(event)
+            else:
+                listener.overflow = True
+    for listener in listeners:
+        listener.wake_threadsafe()
 
 
 # --- Event ids ----------------------------------------------------------------------------
@@ -390,7 +429,7 @@ class _Relay:
         """Start the subscriber and the sweep on the running loop, unless they run."""
         config = getattr(settings, "EVENTSTREAM_REDIS", None)
         if config is None:
-            return  # in-process delivery: send_event queues to this process's listeners
+            return  # in-process delivery: publish_on_commit queues to this process's listeners
         get_listener_manager().redis_listener = None  # never start the library's task
         loop = asyncio.get_running_loop()
         if self._loop is loop and all(not task.done() for task in self._tasks):
@@ -437,22 +476,10 @@ class _Relay:
 
     @staticmethod
     def _deliver(raw: bytes | str) -> None:
-        """Queue an event to this process's streams of its channel, as the library's
-        ``add_to_queues`` does, with room for a burst (``QUEUE_LIMIT``)."""
         message = json.loads(raw)
-        channel = message["channel"]
-        event = Event(channel, message["event_type"], message["data"], id=message["pub_id"])
-        manager = get_listener_manager()
-        with manager.lock:
-            listeners = list(manager.listeners_by_channel.get(channel, ()))
-            for listener in listeners:
-                items = listener.channel_items.setdefault(channel, [])
-                if len(items) < QUEUE_LIMIT:
-                    items.append(event)
-                else:
-                    listener.overflow = True
-        for listener in listeners:
-            listener.wake_threadsafe()
+        queue_to_streams(
+            Event(message["channel"], message["event_type"], message["data"], id=message["pub_id"])
+        )
 
     async def _sweep(self) -> None:
         while True:

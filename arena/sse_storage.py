@@ -1,11 +1,12 @@
-"""Event storage: django-eventstream's database storage with a lean append.
+"""Event storage: django-eventstream's database storage with a one-statement append.
 
 The library's append takes about nine statements an event (the counter fetched, locked
-and saved, the event saved, the log trimmed): several milliseconds that every step of a
-debate pays two or three times. Here an append is one ``UPDATE ... RETURNING`` on the
-channel's counter, whose row lock orders concurrent publishers exactly as before, and one
-``INSERT``; the day-old log is trimmed on every TRIM_EVERY-th event of a channel. Reads
-are the library's, unchanged.
+and saved, the event saved, the log trimmed) in a transaction of its own. Here an append
+is a single ``UPDATE ... RETURNING`` of the channel's counter feeding an ``INSERT`` of
+the event, run in the caller's transaction: the event is stored, and numbered, exactly
+when the change it announces commits. The counter's row lock orders a channel's
+publishers, so numbers commit in order, without gaps. The day-old log is trimmed after
+every TRIM_EVERY-th event of a channel. Reads are the library's, unchanged.
 """
 
 from __future__ import annotations
@@ -24,44 +25,46 @@ from django_eventstream.storage import DjangoModelStorage
 TRIM_EVERY = 256
 
 
+def _append_sql() -> str:
+    counters = connection.ops.quote_name(EventCounter._meta.db_table)
+    events = connection.ops.quote_name(StoredEvent._meta.db_table)
+    return (
+        f"WITH counter AS (UPDATE {counters} SET value = value + 1, updated = %s "  # noqa: S608
+        "WHERE name = %s RETURNING value) "
+        f"INSERT INTO {events} (channel, type, data, eid, created) "
+        "SELECT %s, %s, %s, value, %s FROM counter RETURNING eid"
+    )
+
+
 class EventStorage(DjangoModelStorage):
     """Store events in the database, numbered per channel without gaps."""
 
     def append_event(self, channel: str, event_type: str, data: Any) -> Event:
-        """Store one event of ``channel`` and return it with its number."""
-        with transaction.atomic():
-            number = self._next_number(channel)
-            StoredEvent.objects.bulk_create(
-                [
-                    StoredEvent(
-                        channel=channel,
-                        type=event_type,
-                        data=json.dumps(data, cls=DjangoJSONEncoder),
-                        eid=number,
-                    )
-                ]
-            )
+        """Store one event of ``channel`` in the current transaction; return it numbered."""
+        stored = json.dumps(data, cls=DjangoJSONEncoder)
+        number = self._insert(channel, event_type, stored)
+        if number is None:
+            self._open_channel(channel)
+            number = self._insert(channel, event_type, stored)
         if number % TRIM_EVERY == 0:
-            self.trim_event_log()
+            transaction.on_commit(self.trim_event_log)
         return Event(channel, event_type, data, id=number)
 
-    def _next_number(self, channel: str) -> int:
-        table = connection.ops.quote_name(EventCounter._meta.db_table)
+    @staticmethod
+    def _insert(channel: str, event_type: str, stored: str) -> int | None:
+        now = timezone.now()
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET value = value + 1, updated = %s "  # noqa: S608
-                "WHERE name = %s RETURNING value",
-                [timezone.now(), channel],
-            )
+            cursor.execute(_append_sql(), [now, channel, channel, event_type, stored, now])
             row = cursor.fetchone()
-        if row is not None:
-            return int(row[0])
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    def _open_channel(channel: str) -> None:
+        """Create a channel's counter and the library's placeholder event number 0, which
+        lets a reader start from the very beginning; another publisher may do it first."""
         try:
-            # The channel's first event: its counter, and the library's placeholder row
-            # with number 0 that lets a reader start from the very beginning.
             with transaction.atomic():
-                EventCounter.objects.create(name=channel, value=1)
+                EventCounter.objects.create(name=channel, value=0)
                 StoredEvent.objects.bulk_create([StoredEvent(channel=channel, eid=0)])
-            return 1
         except IntegrityError:
-            return self._next_number(channel)  # another publisher created it first
+            pass

@@ -154,6 +154,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # every interval, throttled): the crash-recovery target of SPEC 13.
     "unacked_restore_throttle": 0.5,
 }
+# Celery's Django fixup closes a worker's database connection around every task unless
+# it is told how many tasks may share one; a new PostgreSQL connection costs a backend
+# process, about 10 ms a step. Workers keep theirs for this many tasks, and within
+# CONN_MAX_AGE: arena.celery drops old or broken connections before each task, as Django
+# does before each request.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog: resume active debates whose steps were lost (a dead worker, a

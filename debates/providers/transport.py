@@ -7,6 +7,8 @@ the same remaining time as a second line of defence. Retries: 429 (honouring
 ``Retry-After``), 5xx and transport errors, at most ``RetryPolicy.max_attempts``
 attempts with jittered exponential backoff, never waiting past the deadline. Logs
 carry provider, model, status, attempt and latency; never the key, never the prompt.
+Synchronous callers run their calls on one event loop per process (``run_sync``), whose
+HTTP client keeps its connections alive between calls.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import email.utils
 import functools
 import json
 import logging
+import os
 import random
 import ssl
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -114,20 +119,62 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def run_sync(coro_factory: Callable[[], Any]) -> Any:
-    """Run the coroutine made by ``coro_factory`` to completion from synchronous code.
+# One HTTP client per event loop, kept for the loop's life: its connections stay open
+# between calls (keep-alive), so a call pays no TCP or TLS handshake to a provider it
+# called in the last few seconds.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
 
-    Inside a thread that already runs an event loop (an async view, a test), the
-    coroutine runs on a fresh loop in a helper thread instead.
+
+def _client() -> httpx.AsyncClient:
+    """Return the HTTP client of the running event loop."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = httpx.AsyncClient(verify=_ssl_context(), follow_redirects=False)
+        _clients[loop] = client
+    return client
+
+
+class _CallLoop:
+    """The event loop on which synchronous code (a Celery task) makes its model calls.
+
+    It runs in a daemon thread of its own, one per process (a forked child starts its
+    own), so every call of the process shares one HTTP client and its open connections.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro_factory())
-    from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(coro_factory())).result()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self._loop = asyncio.new_event_loop()
+                self._pid = os.getpid()
+                threading.Thread(
+                    target=self._loop.run_forever, name="model-calls", daemon=True
+                ).start()
+            return self._loop
+
+
+_call_loop = _CallLoop()
+
+
+def run_sync(coro_factory: Callable[[], Any]) -> Any:
+    """Run the coroutine made by ``coro_factory`` on the process's call loop; wait for it.
+
+    Works from any thread, one running an event loop of its own included. If the wait
+    is interrupted (a Celery soft time limit), the call is cancelled before re-raising.
+    """
+    future = asyncio.run_coroutine_threadsafe(coro_factory(), _call_loop.get())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 async def post_with_retries(
@@ -148,41 +195,41 @@ async def post_with_retries(
     """
     started = time.monotonic()
     attempt = 0
-    async with httpx.AsyncClient(verify=_ssl_context(), follow_redirects=False) as client:
-        while True:
-            attempt += 1
-            attempt_started = time.monotonic()
-            status: int | None = None
-            retry_after: float | None = None
-            try:
-                reply = await _send(client, wire, deadline, policy, provider, secrets, attempt)
-                status = reply.status
-                retry_after = _retry_after_s(reply.headers)
-                _raise_for_status(reply, provider, secrets, attempt)
-                answer = _parse(parse, reply, provider, secrets, attempt)
-            except ProviderError as error:
-                error.attempts = attempt
-                _log_attempt(provider, model, status, attempt, attempt_started, error)
-                if not error.retryable or isinstance(error, DeadlineExceeded):
-                    raise
-                if attempt >= policy.max_attempts:
-                    raise
-                wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
-                if time.monotonic() + wait >= deadline:
-                    logger.warning(
-                        "model call giving up provider=%s model=%s attempt=%d: "
-                        "next try in %.2fs would pass the deadline",
-                        provider,
-                        model,
-                        attempt,
-                        wait,
-                    )
-                    raise
-                await asyncio.sleep(wait)
-                continue
-            _log_attempt(provider, model, status, attempt, attempt_started, None)
-            latency_ms = round((time.monotonic() - started) * 1000)
-            return CallResult(answer=answer, attempts=attempt, latency_ms=latency_ms)
+    client = _client()
+    while True:
+        attempt += 1
+        attempt_started = time.monotonic()
+        status: int | None = None
+        retry_after: float | None = None
+        try:
+            reply = await _send(client, wire, deadline, policy, provider, secrets, attempt)
+            status = reply.status
+            retry_after = _retry_after_s(reply.headers)
+            _raise_for_status(reply, provider, secrets, attempt)
+            answer = _parse(parse, reply, provider, secrets, attempt)
+        except ProviderError as error:
+            error.attempts = attempt
+            _log_attempt(provider, model, status, attempt, attempt_started, error)
+            if not error.retryable or isinstance(error, DeadlineExceeded):
+                raise
+            if attempt >= policy.max_attempts:
+                raise
+            wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
+            if time.monotonic() + wait >= deadline:
+                logger.warning(
+                    "model call giving up provider=%s model=%s attempt=%d: "
+                    "next try in %.2fs would pass the deadline",
+                    provider,
+                    model,
+                    attempt,
+                    wait,
+                )
+                raise
+            await asyncio.sleep(wait)
+            continue
+        _log_attempt(provider, model, status, attempt, attempt_started, None)
+        latency_ms = round((time.monotonic() - started) * 1000)
+        return CallResult(answer=answer, attempts=attempt, latency_ms=latency_ms)
 
 
 async def _send(

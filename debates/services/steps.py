@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
 from debates import events
@@ -22,7 +21,6 @@ from debates.engine.parsing import parse_output
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.models import (
-    TERMINAL_STATUSES,
     Ballot,
     Debate,
     DebatePhase,
@@ -47,25 +45,45 @@ def _label(participant: Participant) -> str:
     return participant_label(participant.speak_order + 1)
 
 
-def _history(debate: Debate, before: tuple[int, int]) -> list[HistoryEntry]:
-    """Return every stored message spoken before (round, speak order) ``before``.
+def _seats(debate_id: int) -> list[Participant]:
+    """Return the participants of a debate with their models, in speaking order."""
+    return list(
+        Participant.objects.filter(debate_id=debate_id)
+        .select_related("ai_model")
+        .order_by("speak_order")
+    )
+
+
+def _seat(seats: list[Participant], participant_id: int) -> Participant:
+    for seat in seats:
+        if seat.pk == participant_id:
+            return seat
+    raise Participant.DoesNotExist(f"participant {participant_id} is not in this debate")
+
+
+def _spoken(debate_id: int, seats: list[Participant], through_round: int) -> list[Message]:
+    """Return every stored message of rounds 1..``through_round``, in speaking order."""
+    by_id = {seat.pk: seat for seat in seats}
+    messages = list(Message.objects.filter(debate_id=debate_id, round__lte=through_round))
+    for message in messages:
+        message.participant = by_id[message.participant_id]
+    messages.sort(key=lambda m: (m.round, m.participant.speak_order))
+    return messages
+
+
+def _history(spoken: list[Message], before: tuple[int, int]) -> list[HistoryEntry]:
+    """Return the messages of ``spoken`` said before (round, speak order) ``before``.
 
     In rounds 2..N turns follow one another, so a speaker sees the earlier rounds and
     the speakers before it in its own round.
     """
-    round_number, speak_order = before
-    if round_number == 1:
+    if before[0] == 1:
         return []  # the openings are written independently, at the same time
-    messages = (
-        Message.objects.filter(debate=debate)
-        .filter(
-            Q(round__lt=round_number)
-            | Q(round=round_number, participant__speak_order__lt=speak_order)
-        )
-        .select_related("participant")
-        .order_by("round", "participant__speak_order")
-    )
-    return [_entry(message) for message in messages]
+    return [
+        _entry(message)
+        for message in spoken
+        if (message.round, message.participant.speak_order) < before
+    ]
 
 
 def _entry(message: Message) -> HistoryEntry:
@@ -120,24 +138,28 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
     debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
     if debate is None or debate.status != DebateStatus.RUNNING:
         return
-    participant = Participant.objects.select_related("ai_model").get(
-        pk=participant_id, debate_id=debate_id
-    )
-    if Message.objects.filter(
-        debate_id=debate_id, round=round_number, participant_id=participant_id
-    ).exists():
+    seats = _seats(debate_id)
+    participant = _seat(seats, participant_id)
+    spoken = _spoken(debate_id, seats, round_number)
+    if any(m.round == round_number and m.participant_id == participant_id for m in spoken):
         return
     step = f"{debate_id}:turn:{round_number}:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_turn(debate, participant, round_number)
+            _ask_turn(debate, seats, participant, round_number, spoken)
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> None:
+def _ask_turn(
+    debate: Debate,
+    seats: list[Participant],
+    participant: Participant,
+    round_number: int,
+    spoken: list[Message],
+) -> None:
     debate_id = debate.pk
-    history = _history(debate, (round_number, participant.speak_order))
+    history = _history(spoken, (round_number, participant.speak_order))
     strategy = debate.strategy
     context = TurnContext(
         round=round_number,
@@ -170,12 +192,21 @@ def _ask_turn(debate: Debate, participant: Participant, round_number: int) -> No
         before_call=lambda: _still_running(debate_id, DebateStatus.RUNNING),
     )
     if outcome is not None:
-        _store_turn(debate, participant, round_number, outcome)
+        _store_turn(debate, seats, participant, round_number, outcome)
 
 
 def _store_turn(
-    debate: Debate, participant: Participant, round_number: int, outcome: CallOutcome
+    debate: Debate,
+    seats: list[Participant],
+    participant: Participant,
+    round_number: int,
+    outcome: CallOutcome,
 ) -> None:
+    """Store a turn, close its round when it is the last one, and announce the state.
+
+    Every turn is stored under the debate's row lock, so what the round holds is read
+    exactly, and the whole step is a handful of statements.
+    """
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
         parsed = parse_output(outcome.response.text, debate.symbols)
@@ -194,19 +225,22 @@ def _store_turn(
         if locked.status != DebateStatus.RUNNING:
             logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
             return
-        try:
-            with transaction.atomic():
-                message = Message.objects.create(
-                    debate=locked,
-                    participant=participant,
-                    round=round_number,
-                    message_type=MessageType.ANALYSIS
-                    if round_number == 1
-                    else MessageType.REBUTTAL,
-                    **fields,
-                )
-        except IntegrityError:
+        said = dict(
+            Message.objects.filter(debate=locked, round=round_number).values_list(
+                "participant_id", "status"
+            )
+        )
+        if participant.pk in said:
             return  # another copy stored this turn first
+        message = Message.objects.create(
+            debate=locked,
+            participant=participant,
+            round=round_number,
+            message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
+            **fields,
+        )
+        before = _state(locked)
+        said[participant.pk] = message.status
         events.message_stored(message)
         if message.status == StepStatus.ERROR:
             events.step_failed(
@@ -215,36 +249,29 @@ def _store_turn(
                 participant=participant.pk,
                 **fields["error"],
             )
-        _advance_round(locked, round_number)
-        _announce_state(locked)
+        round_closes = locked.current_round == round_number and len(said) == len(seats)
+        if round_closes and not _close_round(locked, round_number, said):
+            return  # the debate failed, and debate_fail announced it
+        _announce_state(locked, seats, said if locked.current_round == round_number else {}, before)
 
 
-def _advance_round(debate: Debate, round_number: int) -> None:
-    """Close round ``round_number`` once every participant's turn in it is stored.
-
-    Runs under the debate's row lock, so exactly one of the round's steps closes it.
+def _close_round(debate: Debate, round_number: int, said: dict[int, str]) -> bool:
+    """Close round ``round_number``, whose every turn is stored: open the next round, or
+    move to voting after the last. Return False when the rules of SPEC 5.2 fail the
+    debate instead. Runs under the debate's row lock; updates ``debate`` in memory.
     """
-    if debate.current_round != round_number:
-        return
-    seats = debate.participants.count()
-    turns = Message.objects.filter(debate=debate, round=round_number)
-    if turns.count() < seats:
-        return
     events.round_ended(debate.pk, round_number)
-    if not turns.filter(status=StepStatus.OK).exists():
-        debate_fail(
+    if StepStatus.OK not in said.values():
+        return not debate_fail(
             debate_id=debate.pk,
             step=f"round {round_number}",
             code="round_failed",
             message=f"Every turn of round {round_number} failed.",
         )
-        return
     if round_number < debate.max_rounds:
-        Debate.objects.filter(pk=debate.pk).update(
-            current_round=round_number + 1, phase=DebatePhase.REBUTTAL
-        )
-        events.round_started(debate.pk, round_number + 1)
-        return
+        debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
+        events.round_started(debate.pk, debate.current_round)
+        return True
     answered = (
         Message.objects.filter(debate=debate, status=StepStatus.OK)
         .values("participant")
@@ -252,42 +279,42 @@ def _advance_round(debate: Debate, round_number: int) -> None:
         .count()
     )
     if answered < 2:
-        debate_fail(
+        return not debate_fail(
             debate_id=debate.pk,
             step="rounds",
             code="not_enough_participants",
             message=f"Only {answered} participant(s) ever answered; a debate needs 2.",
         )
-        return
-    Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.VOTING, phase=DebatePhase.VOTING)
+    debate.status, debate.phase = DebateStatus.VOTING, DebatePhase.VOTING
+    return True
 
 
-def _announce_state(before: Debate) -> None:
-    """Set who speaks next, mark the progress, and publish the state if it changed.
+def _state(debate: Debate) -> tuple:
+    return (debate.status, debate.phase, debate.current_round, debate.current_speaker_id)
 
+
+def _announce_state(
+    debate: Debate, seats: list[Participant], said: dict[int, str], before: tuple
+) -> None:
+    """Store the state after a turn, who speaks next included, and publish it if it moved.
+
+    ``debate`` holds the state read under the lock (``before``) with this turn's
+    changes applied in memory; ``said`` maps who has spoken in its current round.
     Rounds 2..N are spoken in order, so the next speaker is known the moment a turn is
     stored; announcing it here costs the next turn no extra transaction.
     """
-    debate = Debate.objects.defer("market_snapshot").get(pk=before.pk)
-    if debate.status in TERMINAL_STATUSES:
-        return  # debate_fail announced it
     speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
-        spoken = Message.objects.filter(debate=debate, round=debate.current_round).values(
-            "participant"
-        )
-        speaker_id = (
-            debate.participants.exclude(pk__in=spoken)
-            .order_by("speak_order")
-            .values_list("pk", flat=True)
-            .first()
-        )
-    Debate.objects.filter(pk=debate.pk).update(
-        current_speaker_id=speaker_id, progressed_at=timezone.now()
-    )
+        speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
     debate.current_speaker_id = speaker_id
-    state = ("status", "phase", "current_round", "current_speaker_id")
-    if any(getattr(debate, name) != getattr(before, name) for name in state):
+    Debate.objects.filter(pk=debate.pk).update(
+        status=debate.status,
+        phase=debate.phase,
+        current_round=debate.current_round,
+        current_speaker_id=speaker_id,
+        progressed_at=timezone.now(),
+    )
+    if _state(debate) != before:
         events.status_changed(debate)
 
 
@@ -299,22 +326,21 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
     debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
     if debate is None or debate.status != DebateStatus.VOTING:
         return
-    participant = Participant.objects.select_related("ai_model").get(
-        pk=participant_id, debate_id=debate_id
-    )
+    seats = _seats(debate_id)
+    participant = _seat(seats, participant_id)
     if Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
         return
     step = f"{debate_id}:vote:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_vote(debate, participant)
+            _ask_vote(debate, seats, participant)
     except StepBusy as exc:
         raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
 
 
-def _ask_vote(debate: Debate, participant: Participant) -> None:
+def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant) -> None:
     debate_id = debate.pk
-    history = _history(debate, (debate.max_rounds + 1, 0))
+    history = _history(_spoken(debate_id, seats, debate.max_rounds), (debate.max_rounds + 1, 0))
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
@@ -353,6 +379,7 @@ def _ask_vote(debate: Debate, participant: Participant) -> None:
 
 
 def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome) -> None:
+    """Store a ballot and its votes, under the debate's row lock as every ballot is."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -374,11 +401,9 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
         if locked.status != DebateStatus.VOTING:
             logger.info("debate %s is %s: ballot dropped", debate.pk, locked.status)
             return
-        try:
-            with transaction.atomic():
-                ballot = Ballot.objects.create(debate=locked, participant=participant, **fields)
-        except IntegrityError:
+        if Ballot.objects.filter(debate=locked, participant=participant).exists():
             return  # another copy stored this ballot first
+        ballot = Ballot.objects.create(debate=locked, participant=participant, **fields)
         votes = Vote.objects.bulk_create(
             _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
         )

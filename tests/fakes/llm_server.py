@@ -172,6 +172,7 @@ class _State:
     in_flight: int = 0
     max_in_flight: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
+    connections: int = 0
 
 
 def default_answer(prompt: str, action: str = "open_long") -> str:
@@ -282,6 +283,7 @@ class FakeLLMServer:
             self._state.requests.clear()
             self._state.by_status.clear()
             self._state.max_in_flight = self._state.in_flight
+            self._state.connections = 0
 
     def reset(self) -> None:
         """Return to the freshly started state (no script, no latency, no records)."""
@@ -314,7 +316,8 @@ class FakeLLMServer:
             return list(self._state.requests)
 
     def stats(self) -> dict[str, Any]:
-        """Return counts: requests, in_flight, max_in_flight, by_status, queue and rules."""
+        """Return counts: requests, in_flight, max_in_flight, by_status, queue, rules and
+        the TCP connections accepted."""
         with self._lock:
             state = self._state
             return {
@@ -325,6 +328,7 @@ class FakeLLMServer:
                 "queued_replies": len(state.queue),
                 "rules": len(state.rules),
                 "latency_s": state.latency_s,
+                "connections": state.connections,
             }
 
     # --- used by the handler ---------------------------------------------------------
@@ -379,6 +383,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Send small writes at once (headers and body go out in separate writes)."""
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        fake = self.server.fake
+        with fake._lock:
+            fake._state.connections += 1
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep the test output quiet."""

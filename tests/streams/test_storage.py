@@ -1,12 +1,17 @@
-"""The event storage numbers each channel's events from 1, without gaps, and replays them."""
+"""The event storage numbers each channel's events from 1, without gaps, and replays them;
+an event is stored with the change it announces and delivered when that commits."""
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 
 import pytest
-from django.db import connection
+import redis
+from django.db import connection, transaction
 
+from arena.sse import PUBSUB_CHANNEL, publish_on_commit
 from arena.sse_storage import EventStorage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,3 +50,51 @@ def test_concurrent_publishers_leave_no_gap_and_no_duplicate():
         thread.join()
     assert sorted(got) == list(range(1, 81))
     assert [e.id for e in storage.get_events("test-c", 0, limit=100)] == list(range(1, 81))
+
+
+def _delivered(pubsub, channel: str = "") -> list[dict]:
+    """Return the deliveries of ``channel`` heard so far (Redis pub/sub spans databases)."""
+    messages = []
+    while (message := pubsub.get_message(timeout=0.2)) is not None:
+        if message["type"] == "message":
+            messages.append(json.loads(message["data"]))
+    return [m for m in messages if m["channel"] == channel]
+
+
+@pytest.fixture
+def pubsub(settings):
+    client = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    subscription = client.pubsub()
+    subscription.subscribe(PUBSUB_CHANNEL)
+    _delivered(subscription)  # the subscription's confirmation
+    yield subscription
+    subscription.close()
+    client.close()
+
+
+def test_an_event_is_stored_with_its_transaction_and_delivered_when_it_commits(pubsub):
+    channel = f"test-{uuid.uuid4().hex}"
+    with transaction.atomic():
+        publish_on_commit(channel, "status", {"n": 1})
+        # stored (and numbered) inside the transaction, not delivered yet
+        assert [e.id for e in EventStorage().get_events(channel, 0)] == [1]
+        assert _delivered(pubsub, channel) == []
+    [message] = _delivered(pubsub, channel)
+    assert (message["channel"], message["event_type"], message["pub_id"]) == (
+        channel,
+        "status",
+        "1",
+    )
+    assert json.loads(message["data"]) == {"n": 1}
+
+
+def test_a_rolled_back_change_leaves_no_event(pubsub):
+    channel = f"test-{uuid.uuid4().hex}"
+    publish_on_commit(channel, "status", {"n": 1})
+    with pytest.raises(RuntimeError), transaction.atomic():
+        publish_on_commit(channel, "status", {"n": 2})
+        raise RuntimeError("the change fails")
+    publish_on_commit(channel, "status", {"n": 3})
+    events = EventStorage().get_events(channel, 0)
+    assert [(e.id, json.loads(e.data)) for e in events] == [(1, {"n": 1}), (2, {"n": 3})]
+    assert [json.loads(m["data"]) for m in _delivered(pubsub, channel)] == [{"n": 1}, {"n": 3}]

@@ -97,7 +97,7 @@ def test_control_endpoint_scripts_a_server_in_another_process() -> None:
 
     # then
     assert (caught.value.code, caught.value.attempts) == ("server_error", 3)
-    assert stats == {
+    assert {name: value for name, value in stats.items() if name != "connections"} == {
         "requests": 3,
         "in_flight": 0,
         "max_in_flight": 1,

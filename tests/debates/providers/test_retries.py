@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 
 import pytest
@@ -14,6 +16,7 @@ from debates.providers import (
     complete,
 )
 from debates.providers.transport import RetryPolicy
+from tests.debates.conftest import wait_for
 from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -219,3 +222,55 @@ def test_connection_refused_is_a_retried_transport_error() -> None:
 
     # then
     assert (caught.value.code, caught.value.attempts) == ("transport_error", 3)
+
+
+def test_calls_of_a_process_share_one_kept_alive_connection(llm_server: FakeLLMServer) -> None:
+    # when three calls follow one another, from two threads
+    for _ in range(2):
+        complete(make_config(llm_server), make_request())
+    worker = threading.Thread(target=complete, args=(make_config(llm_server), make_request()))
+    worker.start()
+    worker.join()
+
+    # then the server saw three requests on a single TCP connection
+    assert llm_server.stats()["requests"] == 3
+    assert llm_server.stats()["connections"] == 1
+
+
+def test_a_connection_the_server_dropped_is_replaced(llm_server: FakeLLMServer) -> None:
+    # given a kept connection that the server then closes
+    complete(make_config(llm_server), make_request())
+    llm_server.enqueue(Reply.fault_of("reset"), OK)
+
+    # when
+    response = complete(make_config(llm_server), make_request(), policy=FAST_RETRIES)
+
+    # then the call went through on a new connection
+    assert response.attempts == 2
+    assert llm_server.stats()["connections"] == 2
+
+
+class SoftTimeLimit(Exception):
+    """What a Celery soft time limit raises in the task's thread, from a signal handler."""
+
+
+def test_an_interrupted_wait_abandons_the_call(llm_server: FakeLLMServer) -> None:
+    # given a call the server answers only after 2 s
+    llm_server.set_latency(2.0)
+
+    def raise_limit(signum, frame):
+        raise SoftTimeLimit
+
+    previous = signal.signal(signal.SIGUSR1, raise_limit)
+    try:
+        # when the waiting thread gets the signal of a soft time limit
+        threading.Timer(
+            0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR1)
+        ).start()
+        with pytest.raises(SoftTimeLimit):
+            complete(make_config(llm_server, timeout_s=2), make_request())
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+    # then the request is abandoned: the server sees its client hang up
+    wait_for(lambda: llm_server.stats()["by_status"].get("client_gone") == 1, timeout=1.5)
