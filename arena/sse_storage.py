@@ -3,14 +3,16 @@
 The library's append takes about nine statements an event (the counter fetched, locked
 and saved, the event saved, the log trimmed) in a transaction of its own. Here an append
 is a single ``UPDATE ... RETURNING`` of the channel's counter feeding an ``INSERT`` of
-the event, run in the caller's transaction: the event is stored, and numbered, exactly
-when the change it announces commits. The counter's row lock orders a channel's
-publishers, so numbers commit in order, without gaps. The day-old log is trimmed after
-every TRIM_EVERY-th event of a channel. Reads are the library's, unchanged.
+the event (two statements on SQLite), run in the caller's transaction: the event is
+stored, and numbered, exactly when the change it announces commits. The counter's row
+lock orders a channel's publishers, so numbers commit in order, without gaps. The
+day-old log is trimmed after every TRIM_EVERY-th event of a channel. Reads are the
+library's, unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -25,15 +27,39 @@ from django_eventstream.storage import DjangoModelStorage
 TRIM_EVERY = 256
 
 
-def _append_sql() -> str:
+@functools.cache
+def _statements(vendor: str) -> tuple[str, ...]:
+    """Return the statements appending an event (table names are the only formatting).
+
+    On PostgreSQL, one: the counter's new value feeds the insert. SQLite (the embedded
+    default) allows no UPDATE inside a WITH: the update, then the insert.
+    """
     counters = connection.ops.quote_name(EventCounter._meta.db_table)
     events = connection.ops.quote_name(StoredEvent._meta.db_table)
-    return (
-        f"WITH counter AS (UPDATE {counters} SET value = value + 1, updated = %s "  # noqa: S608
-        "WHERE name = %s RETURNING value) "
-        f"INSERT INTO {events} (channel, type, data, eid, created) "
-        "SELECT %s, %s, %s, value, %s FROM counter RETURNING eid"
-    )
+    bump = f"UPDATE {counters} SET value = value + 1, updated = %s WHERE name = %s"  # noqa: S608
+    insert = f"INSERT INTO {events} (channel, type, data, eid, created)"
+    if vendor == "postgresql":
+        return (
+            f"WITH counter AS ({bump} RETURNING value) "  # noqa: S608
+            f"{insert} SELECT %s, %s, %s, value, %s FROM counter RETURNING eid",
+        )
+    return (f"{bump} RETURNING value", f"{insert} VALUES (%s, %s, %s, %s, %s)")
+
+
+def _append(channel: str, event_type: str, stored: str) -> int | None:
+    """Number and insert one event; None when the channel has no counter yet."""
+    now = timezone.now()
+    statements = _statements(connection.vendor)
+    with connection.cursor() as cursor:
+        if len(statements) == 1:
+            cursor.execute(statements[0], [now, channel, channel, event_type, stored, now])
+            row = cursor.fetchone()
+        else:
+            cursor.execute(statements[0], [now, channel])
+            row = cursor.fetchone()
+            if row is not None:
+                cursor.execute(statements[1], [channel, event_type, stored, row[0], now])
+    return None if row is None else int(row[0])
 
 
 class EventStorage(DjangoModelStorage):
@@ -42,21 +68,13 @@ class EventStorage(DjangoModelStorage):
     def append_event(self, channel: str, event_type: str, data: Any) -> Event:
         """Store one event of ``channel`` in the current transaction; return it numbered."""
         stored = json.dumps(data, cls=DjangoJSONEncoder)
-        number = self._insert(channel, event_type, stored)
+        number = _append(channel, event_type, stored)
         if number is None:
             self._open_channel(channel)
-            number = self._insert(channel, event_type, stored)
+            number = _append(channel, event_type, stored)
         if number % TRIM_EVERY == 0:
             transaction.on_commit(self.trim_event_log)
         return Event(channel, event_type, data, id=number)
-
-    @staticmethod
-    def _insert(channel: str, event_type: str, stored: str) -> int | None:
-        now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(_append_sql(), [now, channel, channel, event_type, stored, now])
-            row = cursor.fetchone()
-        return None if row is None else int(row[0])
 
     @staticmethod
     def _open_channel(channel: str) -> None:

@@ -14,12 +14,15 @@ thread.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import statistics
 import time
 import uuid
+from collections.abc import Callable, Iterator
 
-from bench.common import machine, setup_django, wait_until, worker_processes
+from bench.common import machine, setup_django, worker_processes
 
 
 def ideal_critical_path(participants: int, rounds: int, cap: int, latency: float) -> float:
@@ -45,18 +48,59 @@ def make_debate(owner, models, personalities, rounds):
     return debate_create(owner=owner, data=data)
 
 
+@contextlib.contextmanager
+def finish_listener(debate_id: int) -> Iterator[Callable[[float], None]]:
+    """Listen to a debate's live events; yield a function waiting until it finishes.
+
+    The debate's end is taken when its final ``status`` event is delivered, as a client
+    of its stream hears it: no polling load on the machine, no polling delay. (The
+    stored status is checked as well: pub/sub is shared by every Redis database.)
+    """
+    import redis
+    from django.conf import settings
+
+    from arena.sse import PUBSUB_CHANNEL, debate_channel
+    from debates.models import TERMINAL_STATUSES, Debate
+
+    client = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    pubsub = client.pubsub()
+    pubsub.subscribe(PUBSUB_CHANNEL)
+    pubsub.get_message(timeout=1.0)  # the subscription's confirmation
+    channel = debate_channel(debate_id)
+
+    def finished(message: dict) -> bool:
+        event = json.loads(message["data"])
+        if event["channel"] != channel or event["event_type"] != "status":
+            return False
+        if json.loads(event["data"])["status"] not in TERMINAL_STATUSES:
+            return False
+        return Debate.objects.filter(pk=debate_id, status__in=TERMINAL_STATUSES).exists()
+
+    def wait(timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = pubsub.get_message(timeout=1.0)
+            if message is not None and message["type"] == "message" and finished(message):
+                return
+        raise TimeoutError(f"debate {debate_id} did not finish within {timeout}s")
+
+    try:
+        yield wait
+    finally:
+        pubsub.close()
+        client.close()
+
+
 def run_on_workers(owner, models, personalities, rounds) -> float:
     from debates.models import Debate
     from debates.services import debate_start
 
     debate = make_debate(owner, models, personalities, rounds)
-    started = time.perf_counter()
-    debate_start(debate_id=debate.pk)
-    wait_until(
-        lambda: Debate.objects.filter(pk=debate.pk, status__in=("completed", "failed")).exists(),
-        timeout=120,
-    )
-    elapsed = time.perf_counter() - started
+    with finish_listener(debate.pk) as wait_finished:
+        started = time.perf_counter()
+        debate_start(debate_id=debate.pk)
+        wait_finished(120)
+        elapsed = time.perf_counter() - started
     status = Debate.objects.get(pk=debate.pk).status
     if status != "completed":
         raise RuntimeError(f"debate {debate.pk} ended {status}")

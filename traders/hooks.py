@@ -23,7 +23,9 @@ def auto_execute(*, debate_id: int) -> None:
     nothing. A refusal (a stopped trader, say) is announced on the debate's stream as an
     ``error`` event and never undoes the consensus.
     """
-    debate = Debate.objects.filter(pk=debate_id).select_related("owner").first()
+    debate = (
+        Debate.objects.filter(pk=debate_id).select_related("owner").defer("market_snapshot").first()
+    )
     if debate is None or not debate.auto_execute or debate.trader_id is None:
         return
     primary = Decision.objects.filter(debate_id=debate_id, is_primary=True).first()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from debates import events
@@ -52,13 +53,14 @@ def consensus_finalize(*, debate_id: int) -> None:
         debate = (
             Debate.objects.select_for_update(of=("self",))
             .select_related("strategy")
+            .defer("market_snapshot")
             .filter(pk=debate_id)
             .first()
         )
         if debate is None or debate.status != DebateStatus.VOTING:
             return
         results = decide(_ballots(debate), debate.symbols, _limits(debate))
-        decisions = Decision.objects.bulk_create(
+        Decision.objects.bulk_create(
             Decision(
                 debate=debate,
                 symbol=result.symbol,
@@ -78,13 +80,18 @@ def consensus_finalize(*, debate_id: int) -> None:
             )
             for result in results
         )
-        Debate.objects.filter(pk=debate_id).update(
-            status=DebateStatus.COMPLETED,
-            phase=DebatePhase.DONE,
-            current_speaker=None,
-            finished_at=timezone.now(),
-            progressed_at=timezone.now(),
-        )
-        events.consensus_reached(debate_id, decisions)
-        events.status_changed(Debate.objects.get(pk=debate_id))
+        now = timezone.now()
+        done = {
+            "status": DebateStatus.COMPLETED,
+            "phase": DebatePhase.DONE,
+            "current_speaker": None,
+            "finished_at": now,
+            "progressed_at": now,
+        }
+        Debate.objects.filter(pk=debate_id).update(**done)
+        for name, value in done.items():
+            setattr(debate, name, value)
+        prefetch_related_objects([debate], "decisions__execution")
+        events.consensus_reached(debate_id, debate.decisions.all())
+        events.status_changed(debate)
         after_consensus(debate_id=debate_id)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -159,8 +160,11 @@ def test_snapshot_round_trips_through_json():
     snapshot = build_snapshot(spec, DatasetSource())
     # when it is stored as JSON and read back
     restored = MarketSnapshot.from_dict(json.loads(json.dumps(snapshot.to_dict())))
-    # then nothing changed
+    # then nothing changed, and every field of every part was stored
     assert restored == snapshot
+    assert json.loads(json.dumps(snapshot.to_dict())) == json.loads(
+        json.dumps(dataclasses.asdict(snapshot))
+    )
 
 
 @pytest.mark.parametrize(
