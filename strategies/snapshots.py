@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import json
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -72,17 +70,9 @@ def debate_snapshot(debate: Debate) -> MarketSnapshot:
 
 def market_text(snapshot: dict[str, Any]) -> str:
     """Return the prompt rendering of a stored snapshot."""
-    return _rendering(json.dumps(snapshot), summary=False)
+    return render_snapshot(MarketSnapshot.from_dict(snapshot))
 
 
 def market_summary(snapshot: dict[str, Any]) -> str:
     """Return the compact rendering of a stored snapshot used by vote prompts."""
-    return _rendering(json.dumps(snapshot), summary=True)
-
-
-@functools.lru_cache(maxsize=32)
-def _rendering(stored: str, *, summary: bool) -> str:
-    # Every turn of a debate renders the same snapshot: remembered by its JSON text,
-    # which costs a quarter of a rendering to produce.
-    snapshot = MarketSnapshot.from_dict(json.loads(stored))
-    return render_summary(snapshot) if summary else render_snapshot(snapshot)
+    return render_summary(MarketSnapshot.from_dict(snapshot))

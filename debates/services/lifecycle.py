@@ -257,7 +257,7 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     if not debate_prepare(debate_id=debate_id):
         return Debate.objects.get(pk=debate_id)
     with transaction.atomic():
-        debate = Debate.objects.get(pk=debate_id)
+        debate = Debate.objects.defer("market_snapshot").get(pk=debate_id)
         events.status_changed(debate)
         events.round_started(debate_id, 1)
         run_enqueue(debate=debate)

@@ -8,8 +8,10 @@ an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -46,12 +48,39 @@ def _label(participant: Participant) -> str:
 
 
 def _seats(debate_id: int) -> list[Participant]:
-    """Return the participants of a debate with their models, in speaking order."""
+    """Return the participants of a debate in speaking order, with their models, the
+    debate and its strategy: one query (the market snapshot is read apart, ``_market``)."""
     return list(
         Participant.objects.filter(debate_id=debate_id)
-        .select_related("ai_model")
+        .select_related("ai_model", "debate__strategy")
+        .defer("debate__market_snapshot")
         .order_by("speak_order")
     )
+
+
+class _Market:
+    """A started debate's market snapshot and its prompt renderings, made when needed."""
+
+    def __init__(self, snapshot: dict) -> None:
+        self.snapshot = snapshot
+
+    @functools.cached_property
+    def text(self) -> str:
+        return market_text(self.snapshot)
+
+    @functools.cached_property
+    def summary(self) -> str:
+        return market_summary(self.snapshot)
+
+
+@functools.lru_cache(maxsize=32)
+def _market(debate_id: int, started_at: datetime | None) -> _Market:
+    """Return the market of a started debate.
+
+    A snapshot never changes once stored (``debate_prepare``): each process reads and
+    renders it once per debate run, instead of on every turn.
+    """
+    return _Market(Debate.objects.values_list("market_snapshot", flat=True).get(pk=debate_id))
 
 
 def _seat(seats: list[Participant], participant_id: int) -> Participant:
@@ -135,10 +164,10 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
-    if debate is None or debate.status != DebateStatus.RUNNING:
-        return
     seats = _seats(debate_id)
+    if not seats or seats[0].debate.status != DebateStatus.RUNNING:
+        return
+    debate = seats[0].debate
     participant = _seat(seats, participant_id)
     spoken = _spoken(debate_id, seats, round_number)
     if any(m.round == round_number and m.participant_id == participant_id for m in spoken):
@@ -160,6 +189,7 @@ def _ask_turn(
 ) -> None:
     debate_id = debate.pk
     history = _history(spoken, (round_number, participant.speak_order))
+    market = _market(debate_id, debate.started_at)
     strategy = debate.strategy
     context = TurnContext(
         round=round_number,
@@ -167,7 +197,7 @@ def _ask_turn(
         personality=participant.personality,
         variant=debate.prompt_variant,
         symbols=tuple(debate.symbols),
-        market_text=market_text(debate.market_snapshot),
+        market_text=market.text,
         strategy_role=strategy.role_text if strategy else "",
         custom_prompt=strategy.custom_prompt if strategy else "",
         history=tuple(history),
@@ -182,7 +212,7 @@ def _ask_turn(
         round=round_number,
         max_rounds=debate.max_rounds,
         symbols=tuple(debate.symbols),
-        snapshot=debate.market_snapshot,
+        snapshot=market.snapshot,
         prior_actions=_prior_actions(history, participant),
         seed=debate_id * 100 + participant.speak_order,
     )
@@ -323,10 +353,10 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    debate = Debate.objects.select_related("strategy").filter(pk=debate_id).first()
-    if debate is None or debate.status != DebateStatus.VOTING:
-        return
     seats = _seats(debate_id)
+    if not seats or seats[0].debate.status != DebateStatus.VOTING:
+        return
+    debate = seats[0].debate
     participant = _seat(seats, participant_id)
     if Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
         return
@@ -341,6 +371,7 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant) -> None:
     debate_id = debate.pk
     history = _history(_spoken(debate_id, seats, debate.max_rounds), (debate.max_rounds + 1, 0))
+    market = _market(debate_id, debate.started_at)
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
@@ -350,7 +381,7 @@ def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant
         personality=participant.personality,
         variant=debate.prompt_variant,
         symbols=tuple(debate.symbols),
-        market_summary=market_summary(debate.market_snapshot),
+        market_summary=market.summary,
         positions=tuple(latest.values()),
         strategy_role=strategy.role_text if strategy else "",
         custom_prompt=strategy.custom_prompt if strategy else "",
@@ -365,7 +396,7 @@ def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant
         round=debate.max_rounds,
         max_rounds=debate.max_rounds,
         symbols=tuple(debate.symbols),
-        snapshot=debate.market_snapshot,
+        snapshot=market.snapshot,
         prior_actions=_prior_actions(history, participant),
         seed=debate_id * 100 + 50 + participant.speak_order,
     )
