@@ -94,4 +94,5 @@ def consensus_finalize(*, debate_id: int) -> None:
         prefetch_related_objects([debate], "decisions__execution")
         events.consensus_reached(debate_id, debate.decisions.all())
         events.status_changed(debate)
-        after_consensus(debate_id=debate_id)
+        if debate.auto_execute:
+            after_consensus(debate_id=debate_id)
