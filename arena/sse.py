@@ -82,27 +82,39 @@ def publish_on_commit(channel: str, event_type: str, data: dict[str, Any]) -> No
     deliver is logged and does not undo the committed work: the event is stored, and
     streams catch up from storage (see the module docstring).
     """
+    publish_all_on_commit(channel, [(event_type, data)])
+
+
+def publish_all_on_commit(channel: str, items: list[tuple[str, dict[str, Any]]]) -> None:
+    """Do what ``publish_on_commit`` does for several events (type, data) of one channel,
+    in order, stored with one statement."""
     # Encoded as django-eventstream's send_event does: the stream sends this text as is.
-    encoded = json.dumps(data, cls=DjangoJSONEncoder)
-    event = get_storage().append_event(channel, event_type, encoded)
-    transaction.on_commit(functools.partial(_deliver, event))
+    encoded = [(kind, json.dumps(data, cls=DjangoJSONEncoder)) for kind, data in items]
+    events = get_storage().append_events(channel, encoded)
+    transaction.on_commit(functools.partial(_deliver, events))
 
 
-def _deliver(event: Event) -> None:
+def _deliver(events: list[Event]) -> None:
     try:
         config = getattr(settings, "EVENTSTREAM_REDIS", None)
         if config is None:
-            queue_to_streams(event)
+            for event in events:
+                queue_to_streams(event)
             return
-        message = {
-            "channel": event.channel,
-            "event_type": event.type,
-            "data": event.data,
-            "pub_id": str(event.id),
-        }
-        _redis_client(**config).publish(PUBSUB_CHANNEL, json.dumps(message))
+        with _redis_client(**config).pipeline(transaction=False) as pipe:
+            for event in events:
+                message = {
+                    "channel": event.channel,
+                    "event_type": event.type,
+                    "data": event.data,
+                    "pub_id": str(event.id),
+                }
+                pipe.publish(PUBSUB_CHANNEL, json.dumps(message))
+            pipe.execute()
     except Exception:
-        logger.exception("could not deliver %s on %s", event.type, event.channel)
+        logger.exception(
+            "could not deliver %s on %s", ", ".join(e.type for e in events), events[0].channel
+        )
 
 
 @functools.cache

@@ -2,12 +2,12 @@
 
 The library's append takes about nine statements an event (the counter fetched, locked
 and saved, the event saved, the log trimmed) in a transaction of its own. Here an append
-is a single ``UPDATE ... RETURNING`` of the channel's counter feeding an ``INSERT`` of
-the event (two statements on SQLite), run in the caller's transaction: the event is
-stored, and numbered, exactly when the change it announces commits. The counter's row
-lock orders a channel's publishers, so numbers commit in order, without gaps. The
-day-old log is trimmed after every TRIM_EVERY-th event of a channel. Reads are the
-library's, unchanged.
+of one or several events of a channel is a single ``UPDATE ... RETURNING`` of the
+channel's counter feeding an ``INSERT`` (two statements on SQLite), run in the caller's
+transaction: events are stored, and numbered, exactly when the change they announce
+commits. The counter's row lock orders a channel's publishers, so numbers commit in
+order, without gaps. The day-old log is trimmed each time a channel's numbers pass a
+multiple of TRIM_EVERY. Reads are the library's, unchanged.
 """
 
 from __future__ import annotations
@@ -28,38 +28,50 @@ TRIM_EVERY = 256
 
 
 @functools.cache
-def _statements(vendor: str) -> tuple[str, ...]:
-    """Return the statements appending an event (table names are the only formatting).
+def _statements(vendor: str, count: int) -> tuple[str, ...]:
+    """Return the statements appending ``count`` events of one channel (table names are
+    the only formatting).
 
-    On PostgreSQL, one: the counter's new value feeds the insert. SQLite (the embedded
-    default) allows no UPDATE inside a WITH: the update, then the insert.
+    On PostgreSQL, one: the counter moves by ``count`` and its new value numbers the
+    inserted rows. SQLite (the embedded default) allows no UPDATE inside a WITH: the
+    update, then one insert per event.
     """
     counters = connection.ops.quote_name(EventCounter._meta.db_table)
     events = connection.ops.quote_name(StoredEvent._meta.db_table)
-    bump = f"UPDATE {counters} SET value = value + 1, updated = %s WHERE name = %s"  # noqa: S608
+    bump = f"UPDATE {counters} SET value = value + %s, updated = %s WHERE name = %s"  # noqa: S608
     insert = f"INSERT INTO {events} (channel, type, data, eid, created)"
     if vendor == "postgresql":
+        rows = ", ".join(["(%s, %s, %s)"] * count)
         return (
             f"WITH counter AS ({bump} RETURNING value) "  # noqa: S608
-            f"{insert} SELECT %s, %s, %s, value, %s FROM counter RETURNING eid",
+            f"{insert} SELECT %s, e.type, e.data, counter.value - %s + e.n, %s "
+            f"FROM counter, (VALUES {rows}) AS e(type, data, n) RETURNING eid",
         )
     return (f"{bump} RETURNING value", f"{insert} VALUES (%s, %s, %s, %s, %s)")
 
 
-def _append(channel: str, event_type: str, stored: str) -> int | None:
-    """Number and insert one event; None when the channel has no counter yet."""
+def _append(channel: str, items: list[tuple[str, str]]) -> int | None:
+    """Number and insert the events ``items`` (type, stored data) of ``channel``; return
+    the number of the first, or None when the channel has no counter yet."""
     now = timezone.now()
-    statements = _statements(connection.vendor)
+    count = len(items)
+    statements = _statements(connection.vendor, count)
     with connection.cursor() as cursor:
         if len(statements) == 1:
-            cursor.execute(statements[0], [now, channel, channel, event_type, stored, now])
-            row = cursor.fetchone()
-        else:
-            cursor.execute(statements[0], [now, channel])
-            row = cursor.fetchone()
-            if row is not None:
-                cursor.execute(statements[1], [channel, event_type, stored, row[0], now])
-    return None if row is None else int(row[0])
+            rows = [value for n, item in enumerate(items, 1) for value in (*item, n)]
+            cursor.execute(statements[0], [count, now, channel, channel, count, now, *rows])
+            numbers = [row[0] for row in cursor.fetchall()]
+            return min(numbers) if numbers else None
+        cursor.execute(statements[0], [count, now, channel])
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        first = int(row[0]) - count + 1
+        cursor.executemany(
+            statements[1],
+            [(channel, kind, data, first + i, now) for i, (kind, data) in enumerate(items)],
+        )
+        return first
 
 
 class EventStorage(DjangoModelStorage):
@@ -67,14 +79,20 @@ class EventStorage(DjangoModelStorage):
 
     def append_event(self, channel: str, event_type: str, data: Any) -> Event:
         """Store one event of ``channel`` in the current transaction; return it numbered."""
-        stored = json.dumps(data, cls=DjangoJSONEncoder)
-        number = _append(channel, event_type, stored)
-        if number is None:
+        return self.append_events(channel, [(event_type, data)])[0]
+
+    def append_events(self, channel: str, items: list[tuple[str, Any]]) -> list[Event]:
+        """Store events (type, data) of ``channel``, in order, with one statement in the
+        current transaction; return them numbered."""
+        stored = [(kind, json.dumps(data, cls=DjangoJSONEncoder)) for kind, data in items]
+        first = _append(channel, stored)
+        if first is None:
             self._open_channel(channel)
-            number = _append(channel, event_type, stored)
-        if number % TRIM_EVERY == 0:
+            first = _append(channel, stored)
+        last = first + len(items) - 1
+        if last // TRIM_EVERY > (first - 1) // TRIM_EVERY:
             transaction.on_commit(self.trim_event_log)
-        return Event(channel, event_type, data, id=number)
+        return [Event(channel, kind, data, id=first + i) for i, (kind, data) in enumerate(items)]
 
     @staticmethod
     def _open_channel(channel: str) -> None:

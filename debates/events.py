@@ -6,10 +6,12 @@ event goes out when it commits. Payloads reuse the REST representations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
-from arena.sse import debate_channel, publish_on_commit
+from arena.sse import debate_channel, publish_all_on_commit, publish_on_commit
 from debates.models import Debate, Decision, Message, Vote
 from debates.serializers import (
     DecisionSerializer,
@@ -39,8 +41,41 @@ EVENT_TYPES = (
 )
 
 
+# The events a ``together`` block of one debate has announced so far.
+_batch: ContextVar[tuple[int, list[tuple[str, dict[str, Any]]]] | None] = ContextVar(
+    "debate_events_batch", default=None
+)
+
+
+@contextlib.contextmanager
+def together(debate_id: int) -> Iterator[None]:
+    """Publish the events of debate ``debate_id`` announced in the block as one append.
+
+    They are stored in order, with one statement, when the block ends (inside the
+    transaction that made the changes they announce), instead of one statement each. A
+    block inside another of the same debate joins it; a block that raises publishes
+    nothing.
+    """
+    current = _batch.get()
+    if current is not None and current[0] == debate_id:
+        yield
+        return
+    items: list[tuple[str, dict[str, Any]]] = []
+    token = _batch.set((debate_id, items))
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+    if items:
+        publish_all_on_commit(debate_channel(debate_id), items)
+
+
 def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:
-    publish_on_commit(debate_channel(debate_id), event_type, data)
+    batch = _batch.get()
+    if batch is not None and batch[0] == debate_id:
+        batch[1].append((event_type, data))
+    else:
+        publish_on_commit(debate_channel(debate_id), event_type, data)
 
 
 def status_changed(debate: Debate) -> None:

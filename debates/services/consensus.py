@@ -92,7 +92,8 @@ def consensus_finalize(*, debate_id: int) -> None:
         for name, value in done.items():
             setattr(debate, name, value)
         prefetch_related_objects([debate], "decisions__execution")
-        events.consensus_reached(debate_id, debate.decisions.all())
-        events.status_changed(debate)
+        with events.together(debate_id):
+            events.consensus_reached(debate_id, debate.decisions.all())
+            events.status_changed(debate)
         if debate.auto_execute:
             after_consensus(debate_id=debate_id)

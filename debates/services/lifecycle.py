@@ -258,8 +258,9 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         return Debate.objects.get(pk=debate_id)
     with transaction.atomic():
         debate = Debate.objects.defer("market_snapshot").get(pk=debate_id)
-        events.status_changed(debate)
-        events.round_started(debate_id, 1)
+        with events.together(debate_id):
+            events.status_changed(debate)
+            events.round_started(debate_id, 1)
         run_enqueue(debate=debate)
     return debate
 
@@ -305,8 +306,9 @@ def debate_fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
         )
         if moved:
             logger.warning("debate %s failed at %s: %s", debate_id, step, message)
-            events.step_failed(debate_id, step=step, code=code, message=message)
-            events.status_changed(Debate.objects.get(pk=debate_id))
+            with events.together(debate_id):
+                events.step_failed(debate_id, step=step, code=code, message=message)
+                events.status_changed(Debate.objects.get(pk=debate_id))
     return moved
 
 

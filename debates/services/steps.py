@@ -271,18 +271,20 @@ def _store_turn(
         )
         before = _state(locked)
         said[participant.pk] = message.status
-        events.message_stored(message)
-        if message.status == StepStatus.ERROR:
-            events.step_failed(
-                debate.pk,
-                step=f"round {round_number} turn",
-                participant=participant.pk,
-                **fields["error"],
-            )
-        round_closes = locked.current_round == round_number and len(said) == len(seats)
-        if round_closes and not _close_round(locked, round_number, said):
-            return  # the debate failed, and debate_fail announced it
-        _announce_state(locked, seats, said if locked.current_round == round_number else {}, before)
+        with events.together(debate.pk):
+            events.message_stored(message)
+            if message.status == StepStatus.ERROR:
+                events.step_failed(
+                    debate.pk,
+                    step=f"round {round_number} turn",
+                    participant=participant.pk,
+                    **fields["error"],
+                )
+            round_closes = locked.current_round == round_number and len(said) == len(seats)
+            if round_closes and not _close_round(locked, round_number, said):
+                return  # the debate failed, and debate_fail announced it
+            current = said if locked.current_round == round_number else {}
+            _announce_state(locked, seats, current, before)
 
 
 def _close_round(debate: Debate, round_number: int, said: dict[int, str]) -> bool:
@@ -439,12 +441,13 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
             _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
         )
         Debate.objects.filter(pk=debate.pk).update(progressed_at=timezone.now())
-        if ballot.status == StepStatus.ERROR:
-            events.step_failed(
-                debate.pk, step="vote", participant=participant.pk, **fields["error"]
-            )
-        for vote in votes:
-            events.vote_stored(vote)
+        with events.together(debate.pk):
+            if ballot.status == StepStatus.ERROR:
+                events.step_failed(
+                    debate.pk, step="vote", participant=participant.pk, **fields["error"]
+                )
+            for vote in votes:
+                events.vote_stored(vote)
 
 
 def _vote(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

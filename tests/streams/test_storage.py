@@ -13,6 +13,8 @@ from django.db import connection, transaction
 
 from arena.sse import PUBSUB_CHANNEL, publish_on_commit
 from arena.sse_storage import EventStorage
+from debates import events
+from tests.debates.events_helpers import published_types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,14 +34,16 @@ def test_events_are_numbered_per_channel_and_replayed_from_the_start():
     assert storage.get_current_id("test-a") == 3
 
 
-def test_concurrent_publishers_leave_no_gap_and_no_duplicate():
+@pytest.mark.parametrize("size", [1, 3], ids=["one at a time", "three together"])
+def test_concurrent_publishers_leave_no_gap_and_no_duplicate(size):
     storage = EventStorage()
+    channel = f"test-{uuid.uuid4().hex}"
     got: list[int] = []
 
     def publish() -> None:
         try:
-            for _ in range(10):
-                got.append(storage.append_event("test-c", "status", {}).id)
+            for _ in range(30 // size):
+                got.extend(e.id for e in storage.append_events(channel, [("status", {})] * size))
         finally:
             connection.close()
 
@@ -48,8 +52,8 @@ def test_concurrent_publishers_leave_no_gap_and_no_duplicate():
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(got) == list(range(1, 81))
-    assert [e.id for e in storage.get_events("test-c", 0, limit=100)] == list(range(1, 81))
+    assert sorted(got) == list(range(1, 241))
+    assert [e.id for e in storage.get_events(channel, 0, limit=300)] == list(range(1, 241))
 
 
 def _delivered(pubsub, channel: str = "") -> list[dict]:
@@ -98,3 +102,37 @@ def test_a_rolled_back_change_leaves_no_event(pubsub):
     events = EventStorage().get_events(channel, 0)
     assert [(e.id, json.loads(e.data)) for e in events] == [(1, {"n": 1}), (2, {"n": 3})]
     assert [json.loads(m["data"]) for m in _delivered(pubsub, channel)] == [{"n": 1}, {"n": 3}]
+
+
+def test_events_appended_together_are_numbered_in_order():
+    storage = EventStorage()
+    channel = f"test-{uuid.uuid4().hex}"
+    first = storage.append_event(channel, "status", {"n": 0})
+    batch = storage.append_events(channel, [("round_start", {"n": 1}), ("round_end", {"n": 2})])
+    assert [first.id, *(e.id for e in batch)] == [1, 2, 3]
+    assert [(e.id, e.type, e.data) for e in storage.get_events(channel, 0)] == [
+        (1, "status", {"n": 0}),
+        (2, "round_start", {"n": 1}),
+        (3, "round_end", {"n": 2}),
+    ]
+
+
+def test_a_debates_events_announced_together_take_one_statement_in_order(
+    django_assert_num_queries,
+):
+    debate_id = uuid.uuid4().int % 10**9
+    events.round_started(debate_id, 1)  # the channel exists
+    with transaction.atomic(), django_assert_num_queries(1), events.together(debate_id):
+        events.round_ended(debate_id, 1)
+        with events.together(debate_id):  # a block inside joins it
+            events.round_started(debate_id, 2)
+        events.step_failed(debate_id, step="round 2 turn", code="server_error", message="x")
+    assert published_types(debate_id) == ["round_start", "round_end", "round_start", "error"]
+
+
+def test_a_together_block_that_raises_publishes_nothing():
+    debate_id = uuid.uuid4().int % 10**9
+    with pytest.raises(RuntimeError), events.together(debate_id):
+        events.round_started(debate_id, 1)
+        raise RuntimeError("the change fails")
+    assert published_types(debate_id) == []
