@@ -93,7 +93,12 @@ def _seat(seats: list[Participant], participant_id: int) -> Participant:
 def _spoken(debate_id: int, seats: list[Participant], through_round: int) -> list[Message]:
     """Return every stored message of rounds 1..``through_round``, in speaking order."""
     by_id = {seat.pk: seat for seat in seats}
-    messages = list(Message.objects.filter(debate_id=debate_id, round__lte=through_round))
+    messages = list(
+        # What a prompt shows of a message: its decisions and reasoning, not its raw text.
+        Message.objects.filter(debate_id=debate_id, round__lte=through_round).only(
+            "participant", "round", "status", "decisions", "reasoning"
+        )
+    )
     for message in messages:
         message.participant = by_id[message.participant_id]
     messages.sort(key=lambda m: (m.round, m.participant.speak_order))
