@@ -14,9 +14,11 @@ pytestmark = pytest.mark.slow
 
 
 def test_run_debate_on_the_embedded_default_completes(tmp_path):
-    # given a fresh SQLite file, no Redis and no API key: the embedded default
+    # given a fresh SQLite file in a directory not made yet (a fresh clone has no var/),
+    # no Redis and no API key: the embedded default
+    var = tmp_path / "var"
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(var))
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
     # when the demo's command runs with --json
@@ -37,4 +39,4 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     assert {d["symbol"] for d in detail["decisions"]} == {"BTCUSDT", "ETHUSDT", "SOLUSDT"}
     assert detail["market_snapshot"]["as_of"] == "2024-08-05T12:00:00Z"
     assert all(p["provider"] == "simulated" for p in detail["participants"])
-    assert (tmp_path / "arena.sqlite3").exists()
+    assert (var / "arena.sqlite3").exists()
