@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
-from django.db import connection
 
 from debates.models import Ballot, Decision, Message, Vote
 from debates.services import debate_cancel, debate_retry, debate_start
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import last_status, published, published_types
 from tests.fakes.llm_server import Reply
+from tests.threads import run_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,15 +134,9 @@ def test_twenty_concurrent_starts_launch_one_run(celery_worker, llm, make_debate
             outcomes.append("started")
         except Exception as exc:  # the refusals are what is counted
             outcomes.append(getattr(exc, "code", repr(exc)))
-        finally:
-            connection.close()
 
     # when 20 threads start it at once
-    threads = [threading.Thread(target=start) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_at_once(start, 20)
     wait_until_finished(debate.pk)
     # then one start went through, 19 were refused, and the model was asked 12 times
     assert sorted(outcomes) == ["invalid_state"] * 19 + ["started"]

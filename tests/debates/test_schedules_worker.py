@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from debates.models import Debate, Schedule
@@ -21,6 +20,7 @@ from debates.services.schedules import schedule_create, schedule_fire, schedule_
 from tests.debates.conftest import kill_process_group, wait_for, wait_until_finished, worker_env
 from tests.debates.factories import AIModelFactory
 from tests.debates.test_schedules import schedule_template
+from tests.threads import run_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -97,18 +97,11 @@ def test_concurrent_firings_of_one_schedule_start_one_debate(celery_worker, user
     firings = []
 
     def fire() -> None:
-        try:
-            barrier.wait(timeout=10)
-            firings.append(schedule_fire(schedule_id=schedule.pk))
-        finally:
-            connection.close()
+        barrier.wait(timeout=10)
+        firings.append(schedule_fire(schedule_id=schedule.pk))
 
     # when four firings arrive at once
-    threads = [threading.Thread(target=fire) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    run_at_once(fire, 4, timeout=30)
     # then one started a debate and three were skipped
     started = [f.debate_id for f in firings if f.debate_id is not None]
     assert len(started) == 1

@@ -4,17 +4,17 @@ an event is stored with the change it announces and delivered when that commits.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 
 import pytest
 import redis
-from django.db import connection, transaction
+from django.db import transaction
 
 from arena.sse import PUBSUB_CHANNEL, publish_on_commit
 from arena.sse_storage import EventStorage
 from debates import events
 from tests.debates.events_helpers import published_types
+from tests.threads import run_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,17 +41,10 @@ def test_concurrent_publishers_leave_no_gap_and_no_duplicate(size):
     got: list[int] = []
 
     def publish() -> None:
-        try:
-            for _ in range(30 // size):
-                got.extend(e.id for e in storage.append_events(channel, [("status", {})] * size))
-        finally:
-            connection.close()
+        for _ in range(30 // size):
+            got.extend(e.id for e in storage.append_events(channel, [("status", {})] * size))
 
-    threads = [threading.Thread(target=publish) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_at_once(publish, 8)
     assert sorted(got) == list(range(1, 241))
     assert [e.id for e in storage.get_events(channel, 0, limit=300)] == list(range(1, 241))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connection
 
 from tests.debates.conftest import wait_for
+from tests.threads import run_at_once
 from traders.models import Execution
 from traders.services import execution_request
 
@@ -34,15 +34,9 @@ def test_fifty_concurrent_requests_make_one_execution_and_one_order(
             answers.append(execution.pk)
         except BaseException as exc:
             errors.append(exc)
-        finally:
-            connection.close()
 
     # when 50 requests arrive at once, each on its own database connection
-    threads = [threading.Thread(target=press_execute) for _ in range(REQUESTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    run_at_once(press_execute, REQUESTS, timeout=30)
     wait_for(lambda: Execution.objects.get().status in ("filled", "failed"), timeout=30)
     # then every answer names the one execution, which filled with exactly one entry order
     assert errors == []
