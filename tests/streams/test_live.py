@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 
 from arena.celery import app
 from arena.sse import debate_channel, publish_on_commit
@@ -18,6 +18,7 @@ from tests.debates.factories import DebateFactory
 from tests.streams.conftest import database_connections, publish_process
 from tests.streams.schemas import STATE_FIELDS, validate_event
 from tests.streams.sse import SSEClient, SSEEvent
+from tests.threads import run_at_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -51,23 +52,16 @@ def publish(channel: str, count: int, *, threads: int = 1, pause: float = 0.0) -
     lock = threading.Lock()
 
     def run() -> None:
-        try:
-            while True:
-                with lock:
-                    index = next(numbers, None)
-                if index is None:
-                    return
-                with transaction.atomic():
-                    publish_on_commit(channel, "round_start", {"round": index + 1})
-                time.sleep(pause)
-        finally:
-            connections.close_all()
+        while True:
+            with lock:
+                index = next(numbers, None)
+            if index is None:
+                return
+            with transaction.atomic():
+                publish_on_commit(channel, "round_start", {"round": index + 1})
+            time.sleep(pause)
 
-    workers = [threading.Thread(target=run) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_at_once(run, threads)
 
 
 @pytest.fixture
