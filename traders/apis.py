@@ -224,11 +224,27 @@ def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer
 
 
 class TraderRecordListApi(JsonApi):
-    """List one kind of a trader's records, newest first, optionally of one status."""
+    """List one kind of a trader's records, newest first, optionally of one status.
+
+    A subclass names its OpenAPI operation (``operation_id=`` in its class line), its
+    ``FilterSerializer``, its ``serializer_class`` and its ``records``; its schema is
+    derived from them.
+    """
 
     pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
     FilterSerializer: type[serializers.Serializer]
     serializer_class: type[serializers.Serializer]
+
+    def __init_subclass__(cls, *, operation_id: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        extend_schema_view(
+            get=extend_schema(
+                operation_id=operation_id,
+                tags=TAGS,
+                parameters=[cls.FilterSerializer],
+                responses={200: cls.serializer_class(many=True), **error_responses(400, 404)},
+            )
+        )(cls)
 
     def records(self, trader: Trader, filters: dict) -> QuerySet:
         """Return the trader's records matching ``filters``, newest first."""
@@ -245,49 +261,30 @@ class TraderRecordListApi(JsonApi):
         )
 
 
-def _list_schema(operation_id: str, filters: type, serializer: type) -> Any:
-    return extend_schema_view(
-        get=extend_schema(
-            operation_id=operation_id,
-            tags=TAGS,
-            parameters=[filters],
-            responses={200: serializer(many=True), **error_responses(400, 404)},
-        )
-    )
-
-
-PositionFilter = status_filter(PositionStatus.choices)
-OrderFilter = status_filter(OrderStatus.choices)
-ExecutionFilter = status_filter(ExecutionStatus.choices)
-
-
-@_list_schema("traders_positions_list", PositionFilter, PositionSerializer)
-class TraderPositionListApi(TraderRecordListApi):
+class TraderPositionListApi(TraderRecordListApi, operation_id="traders_positions_list"):
     """List a trader's positions, newest first."""
 
-    FilterSerializer = PositionFilter
+    FilterSerializer = status_filter(PositionStatus.choices)
     serializer_class = PositionSerializer
 
     def records(self, trader: Trader, filters: dict) -> QuerySet:
         return Position.objects.filter(trader=trader, **filters).order_by("-opened_at", "-id")
 
 
-@_list_schema("traders_orders_list", OrderFilter, OrderSerializer)
-class TraderOrderListApi(TraderRecordListApi):
+class TraderOrderListApi(TraderRecordListApi, operation_id="traders_orders_list"):
     """List a trader's orders, newest first."""
 
-    FilterSerializer = OrderFilter
+    FilterSerializer = status_filter(OrderStatus.choices)
     serializer_class = OrderSerializer
 
     def records(self, trader: Trader, filters: dict) -> QuerySet:
         return Order.objects.filter(trader=trader, **filters).order_by("-created_at", "-id")
 
 
-@_list_schema("traders_executions_list", ExecutionFilter, ExecutionSerializer)
-class TraderExecutionListApi(TraderRecordListApi):
+class TraderExecutionListApi(TraderRecordListApi, operation_id="traders_executions_list"):
     """List the executions of consensus decisions on a trader, newest first."""
 
-    FilterSerializer = ExecutionFilter
+    FilterSerializer = status_filter(ExecutionStatus.choices)
     serializer_class = ExecutionSerializer
 
     def records(self, trader: Trader, filters: dict) -> QuerySet:
