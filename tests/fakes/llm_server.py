@@ -390,6 +390,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Keep the test output quiet."""
 
+    def parse_request(self) -> bool:
+        """Note when a request began to arrive: its latency runs from there."""
+        self.began = time.monotonic()
+        return super().parse_request()
+
     def do_GET(self) -> None:
         """Serve ``/_stats`` and ``/_requests``."""
         fake = self.server.fake
@@ -449,7 +454,10 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._leave(record, status, fault)
 
         try:
-            if not self._pause(latency_s + reply.delay_s):
+            # Reading and parsing the request counts within the latency, as it does
+            # for a real provider: the answer leaves L after the request arrived.
+            spent = time.monotonic() - self.began
+            if not self._pause(latency_s + reply.delay_s - spent):
                 leave(None, "client_gone")
                 self.close_connection = True
                 return
@@ -711,7 +719,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each answer")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds from a request's arrival to its answer"
+    )
     args = parser.parse_args(argv)
     server = FakeLLMServer(args.host, args.port, latency_s=args.latency)
     stop = threading.Event()
