@@ -47,13 +47,40 @@ def _label(participant: Participant) -> str:
     return participant_label(participant.speak_order + 1)
 
 
+# What a step reads of a debate's seats: the columns it uses and no others (a step
+# that touched another would pay a query for it).
+_SEAT_COLUMNS = (
+    "debate_id",
+    "speak_order",
+    "personality",
+    *(
+        f"ai_model__{name}"
+        for name in (
+            "provider",
+            "model_name",
+            "api_key",
+            "base_url",
+            "temperature",
+            "max_tokens",
+            "timeout_seconds",
+        )
+    ),
+    *(
+        f"debate__{name}"
+        for name in ("status", "max_rounds", "prompt_variant", "symbols", "started_at")
+    ),
+    "debate__strategy__role_text",
+    "debate__strategy__custom_prompt",
+)
+
+
 def _seats(debate_id: int) -> list[Participant]:
     """Return the participants of a debate in speaking order, with their models, the
     debate and its strategy: one query (the market snapshot is read apart, ``_market``)."""
     return list(
         Participant.objects.filter(debate_id=debate_id)
         .select_related("ai_model", "debate__strategy")
-        .defer("debate__market_snapshot")
+        .only(*_SEAT_COLUMNS)
         .order_by("speak_order")
     )
 
@@ -95,9 +122,9 @@ def _spoken(debate_id: int, seats: list[Participant], through_round: int) -> lis
     by_id = {seat.pk: seat for seat in seats}
     messages = list(
         # What a prompt shows of a message: its decisions and reasoning, not its raw text.
-        Message.objects.filter(debate_id=debate_id, round__lte=through_round).only(
-            "participant", "round", "status", "decisions", "reasoning"
-        )
+        Message.objects.filter(debate_id=debate_id, round__lte=through_round)
+        .only("participant", "round", "status", "decisions", "reasoning")
+        .order_by()  # sorted below, without joining the participants again
     )
     for message in messages:
         message.participant = by_id[message.participant_id]
@@ -256,16 +283,16 @@ def _store_turn(
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
 
     with transaction.atomic():
-        locked = Debate.objects.defer("market_snapshot").select_for_update().get(pk=debate.pk)
+        locked = _lock(debate.pk)
         if locked.status != DebateStatus.RUNNING:
             logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
             return
-        said = dict(
-            Message.objects.filter(debate=locked, round=round_number).values_list(
-                "participant_id", "status"
-            )
+        turns = list(
+            Message.objects.filter(debate=locked)
+            .order_by()
+            .values_list("round", "participant_id", "status")
         )
-        if participant.pk in said:
+        if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
             return  # another copy stored this turn first
         message = Message.objects.create(
             debate=locked,
@@ -275,7 +302,8 @@ def _store_turn(
             **fields,
         )
         before = _state(locked)
-        said[participant.pk] = message.status
+        turns.append((round_number, participant.pk, message.status))
+        said = {p: status for r, p, status in turns if r == round_number}
         with events.together(debate.pk):
             events.message_stored(message)
             if message.status == StepStatus.ERROR:
@@ -286,16 +314,29 @@ def _store_turn(
                     **fields["error"],
                 )
             round_closes = locked.current_round == round_number and len(said) == len(seats)
-            if round_closes and not _close_round(locked, round_number, said):
+            if round_closes and not _close_round(locked, round_number, said, turns):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
             _announce_state(locked, seats, current, before)
 
 
-def _close_round(debate: Debate, round_number: int, said: dict[int, str]) -> bool:
+def _lock(debate_id: int) -> Debate:
+    """Lock a debate's row for the transaction; return its state fields (SPEC 5.6)."""
+    return (
+        Debate.objects.select_for_update()
+        .only("status", "phase", "current_round", "current_speaker", "error", "max_rounds")
+        .get(pk=debate_id)
+    )
+
+
+def _close_round(
+    debate: Debate, round_number: int, said: dict[int, str], turns: list[tuple[int, int, str]]
+) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
     move to voting after the last. Return False when the rules of SPEC 5.2 fail the
     debate instead. Runs under the debate's row lock; updates ``debate`` in memory.
+    ``said`` maps who spoke in this round to how it went; ``turns`` holds every stored
+    turn of the debate as (round, participant id, status).
     """
     events.round_ended(debate.pk, round_number)
     if StepStatus.OK not in said.values():
@@ -309,12 +350,7 @@ def _close_round(debate: Debate, round_number: int, said: dict[int, str]) -> boo
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
         events.round_started(debate.pk, debate.current_round)
         return True
-    answered = (
-        Message.objects.filter(debate=debate, status=StepStatus.OK)
-        .values("participant")
-        .distinct()
-        .count()
-    )
+    answered = len({p for _, p, status in turns if status == StepStatus.OK})
     if answered < 2:
         return not debate_fail(
             debate_id=debate.pk,
@@ -435,7 +471,7 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
         why_not = f"the vote call failed: {outcome.error.code}"
 
     with transaction.atomic():
-        locked = Debate.objects.defer("market_snapshot").select_for_update().get(pk=debate.pk)
+        locked = _lock(debate.pk)
         if locked.status != DebateStatus.VOTING:
             logger.info("debate %s is %s: ballot dropped", debate.pk, locked.status)
             return
