@@ -75,6 +75,15 @@ def debate_channel(debate_id: int) -> str:
     return f"debate-{debate_id}"
 
 
+def open_channel(channel: str) -> None:
+    """Make ``channel`` ready for its events, in the current transaction.
+
+    Optional: a channel's first publish opens it otherwise. Opening it with the object
+    whose events it carries keeps that work off the first event's path.
+    """
+    get_storage().open_channel(channel)
+
+
 def publish_on_commit(channel: str, event_type: str, data: dict[str, Any]) -> None:
     """Store ``event_type`` with ``data`` on ``channel`` now; deliver it on commit.
 

@@ -87,7 +87,7 @@ class EventStorage(DjangoModelStorage):
         stored = [(kind, json.dumps(data, cls=DjangoJSONEncoder)) for kind, data in items]
         first = _append(channel, stored)
         if first is None:
-            self._open_channel(channel)
+            self.open_channel(channel)
             first = _append(channel, stored)
         last = first + len(items) - 1
         if last // TRIM_EVERY > (first - 1) // TRIM_EVERY:
@@ -95,9 +95,13 @@ class EventStorage(DjangoModelStorage):
         return [Event(channel, kind, data, id=first + i) for i, (kind, data) in enumerate(items)]
 
     @staticmethod
-    def _open_channel(channel: str) -> None:
+    def open_channel(channel: str) -> None:
         """Create a channel's counter and the library's placeholder event number 0, which
-        lets a reader start from the very beginning; another publisher may do it first."""
+        lets a reader start from the very beginning; another publisher may do it first.
+
+        A channel opened ahead of its first event (``arena.sse.open_channel``) saves
+        that event the three statements of opening it; otherwise its first append does.
+        """
         try:
             with transaction.atomic():
                 EventCounter.objects.create(name=channel, value=0)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from arena.sse import debate_channel, publish_all_on_commit, publish_on_commit
+from arena.sse import debate_channel, open_channel, publish_all_on_commit, publish_on_commit
 from debates.models import Debate, Decision, Message, Vote
 from debates.serializers import (
     DecisionSerializer,
@@ -68,6 +68,11 @@ def together(debate_id: int) -> Iterator[None]:
         _batch.reset(token)
     if items:
         publish_all_on_commit(debate_channel(debate_id), items)
+
+
+def stream_opened(debate_id: int) -> None:
+    """Open a new debate's stream, so that starting it publishes with one statement."""
+    open_channel(debate_channel(debate_id))
 
 
 def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:

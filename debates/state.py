@@ -9,6 +9,10 @@ from __future__ import annotations
 from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import ACTIVE_STATUSES, TERMINAL_STATUSES, Debate, DebateStatus
 
+# The columns of a debate's state (SPEC 5.6): all that ``available_actions`` and a
+# ``status`` event read of a debate, with its decisions.
+STATE_COLUMNS = ("status", "phase", "current_round", "current_speaker", "error")
+
 # The states each action may start from (SPEC 5.6).
 ACTION_SOURCES: dict[str, tuple[str, ...]] = {
     "start": (DebateStatus.PENDING,),

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import prefetch_related_objects
+from django.db.models import Prefetch, prefetch_related_objects
 from django.utils import timezone
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
 from debates.engine.types import Action, CoinDecision
 from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
+from debates.state import STATE_COLUMNS
+
+# What the consensus reads of a debate: the coins, the strategy's limits, the state.
+_CONSENSUS_COLUMNS = (
+    *STATE_COLUMNS,
+    *("symbol", "symbols", "auto_execute"),
+    *(
+        f"strategy__{name}"
+        for name in ("max_leverage_major", "max_leverage_other", "min_confidence")
+    ),
+)
 
 
 def _limits(debate: Debate) -> ConsensusLimits:
@@ -53,7 +64,7 @@ def consensus_finalize(*, debate_id: int) -> None:
         debate = (
             Debate.objects.select_for_update(of=("self",))
             .select_related("strategy")
-            .defer("market_snapshot")
+            .only(*_CONSENSUS_COLUMNS)
             .filter(pk=debate_id)
             .first()
         )
@@ -91,7 +102,9 @@ def consensus_finalize(*, debate_id: int) -> None:
         Debate.objects.filter(pk=debate_id).update(**done)
         for name, value in done.items():
             setattr(debate, name, value)
-        prefetch_related_objects([debate], "decisions__execution")
+        # With their executions (none yet), which the state's available actions look at.
+        decisions = Decision.objects.select_related("execution")
+        prefetch_related_objects([debate], Prefetch("decisions", queryset=decisions))
         with events.together(debate_id):
             events.consensus_reached(debate_id, debate.decisions.all())
             events.status_changed(debate)

@@ -210,6 +210,7 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
             Participant(debate=debate, ai_model=model, personality=personality, speak_order=i)
             for i, (model, personality) in enumerate(seats)
         )
+        events.stream_opened(debate.pk)
     return debate
 
 
@@ -261,7 +262,7 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         with events.together(debate_id):
             events.status_changed(debate)
             events.round_started(debate_id, 1)
-        run_enqueue(debate=debate)
+        run_enqueue(debate=debate, fresh=True)
     return debate
 
 

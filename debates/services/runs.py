@@ -33,8 +33,11 @@ logger = logging.getLogger(__name__)
 STALE_AFTER = timedelta(seconds=45)
 
 
-def run_plan(*, debate: Debate) -> Signature | None:
-    """Return the canvas of the steps of ``debate`` that are not stored yet."""
+def run_plan(*, debate: Debate, fresh: bool = False) -> Signature | None:
+    """Return the canvas of the steps of ``debate`` that are not stored yet.
+
+    ``fresh``: the debate has just started, so it has no stored step to leave out.
+    """
     from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
 
     seats = list(
@@ -42,11 +45,11 @@ def run_plan(*, debate: Debate) -> Signature | None:
         .order_by("speak_order")
         .values_list("pk", flat=True)
     )
+    said, voted = (set(), set()) if fresh else _stored_steps(debate)
     steps: list[Signature] = []
     if debate.status == DebateStatus.RUNNING:
-        stored = set(Message.objects.filter(debate=debate).values_list("round", "participant_id"))
         for round_number in range(max(debate.current_round, 1), debate.max_rounds + 1):
-            missing = [pk for pk in seats if (round_number, pk) not in stored]
+            missing = [pk for pk in seats if (round_number, pk) not in said]
             turns = [turn_run_task.si(debate.pk, round_number, pk) for pk in missing]
             if round_number == 1 and len(turns) > 1:
                 steps.append(group(turns))
@@ -54,7 +57,6 @@ def run_plan(*, debate: Debate) -> Signature | None:
                 steps.extend(turns)
     elif debate.status != DebateStatus.VOTING:
         return None
-    voted = set(Ballot.objects.filter(debate=debate).values_list("participant_id", flat=True))
     votes = [vote_run_task.si(debate.pk, pk) for pk in seats if pk not in voted]
     if len(votes) > 1:
         steps.append(group(votes))
@@ -64,9 +66,18 @@ def run_plan(*, debate: Debate) -> Signature | None:
     return chain(*steps)
 
 
-def run_enqueue(*, debate: Debate) -> None:
+def _stored_steps(debate: Debate) -> tuple[set[tuple[int, int]], set[int]]:
+    """Return the stored turns (round, participant id) and ballots (participant id)."""
+    said = set(
+        Message.objects.filter(debate=debate).order_by().values_list("round", "participant_id")
+    )
+    voted = set(Ballot.objects.filter(debate=debate).values_list("participant_id", flat=True))
+    return said, voted
+
+
+def run_enqueue(*, debate: Debate, fresh: bool = False) -> None:
     """Send the remaining steps of ``debate`` to the workers once the transaction commits."""
-    plan = run_plan(debate=debate)
+    plan = run_plan(debate=debate, fresh=fresh)
     if plan is not None:
         send_on_commit(plan)
 
