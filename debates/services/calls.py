@@ -45,14 +45,13 @@ def provider_config(model: AIModel) -> ProviderConfig:
     )
 
 
-def call_model(
-    model: AIModel, request: ModelRequest, *, before_call: Callable[[], bool] | None = None
-) -> CallOutcome | None:
+def call_model(model: AIModel, request: Callable[[], ModelRequest | None]) -> CallOutcome | None:
     """Call ``model`` within the shared cap of model calls in flight.
 
-    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. ``before_call``
-    runs once the slot is held, right before the request goes out; returning False
-    abandons the call (the debate was cancelled meanwhile) and gives ``None`` back.
+    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. ``request`` runs
+    once the slot is held, right before the call goes out, and makes what to send from
+    what it reads then; returning None abandons the call (the debate was cancelled
+    meanwhile, say) and gives ``None`` back.
     """
     config = provider_config(model)
     slots = model_slots()
@@ -60,10 +59,11 @@ def call_model(
     if lease is None:
         raise StepDeferred("no free model slot", retry_after=0.05)
     try:
-        if before_call is not None and not before_call():
+        made = request()
+        if made is None:
             return None
         try:
-            return CallOutcome(response=complete(config, request), error=None)
+            return CallOutcome(response=complete(config, made), error=None)
         except ProviderError as exc:
             return CallOutcome(response=None, error=exc)
     finally:

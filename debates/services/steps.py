@@ -14,6 +14,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import FilteredRelation, Q
 from django.utils import timezone
 
 from debates import events
@@ -37,6 +38,7 @@ from debates.models import (
 from debates.providers.base import ModelRequest
 from debates.services.calls import CallOutcome, StepDeferred, call_model
 from debates.services.lifecycle import debate_fail
+from debates.state import STATE_COLUMNS
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
@@ -117,17 +119,38 @@ def _seat(seats: list[Participant], participant_id: int) -> Participant:
     raise Participant.DoesNotExist(f"participant {participant_id} is not in this debate")
 
 
-def _spoken(debate_id: int, seats: list[Participant], through_round: int) -> list[Message]:
-    """Return every stored message of rounds 1..``through_round``, in speaking order."""
-    by_id = {seat.pk: seat for seat in seats}
-    messages = list(
+def _spoken(
+    debate_id: int, seats: list[Participant], through_round: int, status: str
+) -> list[Message] | None:
+    """Return every stored message of rounds 1..``through_round``, in speaking order, or
+    None when the debate is no longer ``status``: one query reads both, so a step makes
+    its cancel check with the read its prompt needs anyway."""
+    said = FilteredRelation("messages", condition=Q(messages__round__lte=through_round))
+    rows = list(
+        Debate.objects.filter(pk=debate_id)
+        .annotate(said=said)
+        .order_by()
         # What a prompt shows of a message: its decisions and reasoning, not its raw text.
-        Message.objects.filter(debate_id=debate_id, round__lte=through_round)
-        .only("participant", "round", "status", "decisions", "reasoning")
-        .order_by()  # sorted below, without joining the participants again
+        .values_list(
+            "status",
+            *(f"said__{name}" for name in ("participant", "round", "status", "decisions")),
+            "said__reasoning",
+        )
     )
-    for message in messages:
-        message.participant = by_id[message.participant_id]
+    if not rows or rows[0][0] != status:
+        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    by_id = {seat.pk: seat for seat in seats}
+    messages = [
+        Message(
+            participant=by_id[participant_id],
+            round=round_number,
+            status=step_status,
+            decisions=decisions,
+            reasoning=reasoning,
+        )
+        for _, participant_id, round_number, step_status, decisions, reasoning in rows
+        if participant_id is not None
+    ]
     messages.sort(key=lambda m: (m.round, m.participant.speak_order))
     return messages
 
@@ -168,10 +191,6 @@ def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dic
     return {symbol: tuple(found) for symbol, found in actions.items()}
 
 
-def _still_running(debate_id: int, status: str) -> bool:
-    return Debate.objects.filter(pk=debate_id, status=status).exists()
-
-
 def _usage(outcome: CallOutcome) -> dict:
     response = outcome.response
     if response is None:
@@ -201,27 +220,35 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
         return
     debate = seats[0].debate
     participant = _seat(seats, participant_id)
-    spoken = _spoken(debate_id, seats, round_number)
-    if any(m.round == round_number and m.participant_id == participant_id for m in spoken):
-        return
     step = f"{debate_id}:turn:{round_number}:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_turn(debate, seats, participant, round_number, spoken)
+            _ask_turn(debate, seats, participant, round_number)
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
 def _ask_turn(
-    debate: Debate,
-    seats: list[Participant],
-    participant: Participant,
-    round_number: int,
-    spoken: list[Message],
+    debate: Debate, seats: list[Participant], participant: Participant, round_number: int
 ) -> None:
-    debate_id = debate.pk
+    def request() -> ModelRequest | None:
+        spoken = _spoken(debate.pk, seats, round_number, DebateStatus.RUNNING)
+        if spoken is None:
+            return None
+        if any(m.round == round_number and m.participant_id == participant.pk for m in spoken):
+            return None  # stored already: a turn is never asked twice
+        return _turn_request(debate, participant, round_number, spoken)
+
+    outcome = call_model(participant.ai_model, request)
+    if outcome is not None:
+        _store_turn(debate, seats, participant, round_number, outcome)
+
+
+def _turn_request(
+    debate: Debate, participant: Participant, round_number: int, spoken: list[Message]
+) -> ModelRequest:
     history = _history(spoken, (round_number, participant.speak_order))
-    market = _market(debate_id, debate.started_at)
+    market = _market(debate.pk, debate.started_at)
     strategy = debate.strategy
     context = TurnContext(
         round=round_number,
@@ -236,7 +263,7 @@ def _ask_turn(
         participant=_label(participant),
     )
     prompt = build_turn_prompt(context)
-    request = ModelRequest(
+    return ModelRequest(
         system=prompt.system,
         user=prompt.user,
         kind="turn",
@@ -246,15 +273,8 @@ def _ask_turn(
         symbols=tuple(debate.symbols),
         snapshot=market.snapshot,
         prior_actions=_prior_actions(history, participant),
-        seed=debate_id * 100 + participant.speak_order,
+        seed=debate.pk * 100 + participant.speak_order,
     )
-    outcome = call_model(
-        participant.ai_model,
-        request,
-        before_call=lambda: _still_running(debate_id, DebateStatus.RUNNING),
-    )
-    if outcome is not None:
-        _store_turn(debate, seats, participant, round_number, outcome)
 
 
 def _store_turn(
@@ -322,11 +342,7 @@ def _store_turn(
 
 def _lock(debate_id: int) -> Debate:
     """Lock a debate's row for the transaction; return its state fields (SPEC 5.6)."""
-    return (
-        Debate.objects.select_for_update()
-        .only("status", "phase", "current_round", "current_speaker", "error", "max_rounds")
-        .get(pk=debate_id)
-    )
+    return Debate.objects.select_for_update().only(*STATE_COLUMNS, "max_rounds").get(pk=debate_id)
 
 
 def _close_round(
@@ -412,9 +428,18 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
 
 def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant) -> None:
-    debate_id = debate.pk
-    history = _history(_spoken(debate_id, seats, debate.max_rounds), (debate.max_rounds + 1, 0))
-    market = _market(debate_id, debate.started_at)
+    def request() -> ModelRequest | None:
+        spoken = _spoken(debate.pk, seats, debate.max_rounds, DebateStatus.VOTING)
+        return None if spoken is None else _vote_request(debate, participant, spoken)
+
+    outcome = call_model(participant.ai_model, request)
+    if outcome is not None:
+        _store_ballot(debate, participant, outcome)
+
+
+def _vote_request(debate: Debate, participant: Participant, spoken: list[Message]) -> ModelRequest:
+    history = _history(spoken, (debate.max_rounds + 1, 0))
+    market = _market(debate.pk, debate.started_at)
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
@@ -431,7 +456,7 @@ def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant
         participant=_label(participant),
     )
     prompt = build_vote_prompt(context)
-    request = ModelRequest(
+    return ModelRequest(
         system=prompt.system,
         user=prompt.user,
         kind="vote",
@@ -441,15 +466,8 @@ def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant
         symbols=tuple(debate.symbols),
         snapshot=market.snapshot,
         prior_actions=_prior_actions(history, participant),
-        seed=debate_id * 100 + 50 + participant.speak_order,
+        seed=debate.pk * 100 + 50 + participant.speak_order,
     )
-    outcome = call_model(
-        participant.ai_model,
-        request,
-        before_call=lambda: _still_running(debate_id, DebateStatus.VOTING),
-    )
-    if outcome is not None:
-        _store_ballot(debate, participant, outcome)
 
 
 def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome) -> None:

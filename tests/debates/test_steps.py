@@ -1,4 +1,4 @@
-"""What one debate step costs the database: a fixed handful of statements.
+"""What a debate's start and steps cost the database, and when a step checks for a cancel.
 
 Each step is on the critical path of a debate (rounds 2..N speak one after another),
 so a statement added to it, or a column read lazily, shows here first.
@@ -9,9 +9,19 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_eventstream.models import EventCounter
 
+from arena.sse import debate_channel
 from debates.models import Debate, DebateStatus, Message
-from debates.services import debate_prepare, turn_run
+from debates.services import (
+    calls,
+    consensus_finalize,
+    debate_cancel,
+    debate_prepare,
+    debate_start,
+    turn_run,
+    vote_run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +39,7 @@ def statements(step) -> list[str]:
     return [query["sql"] for query in captured.captured_queries]
 
 
-def test_a_turn_reads_three_times_and_stores_in_one_short_transaction(make_debate):
+def test_a_turn_reads_twice_and_stores_in_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
     seats = running(debate)
     for seat in seats:
@@ -38,11 +48,11 @@ def test_a_turn_reads_three_times_and_stores_in_one_short_transaction(make_debat
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    # Reads: the seats (with models, debate and strategy), the earlier turns, the cancel
-    # check. Then one transaction under the debate's lock: its stored turns, the
-    # message, the state, the events.
-    assert len(rebuttal) == 3 + 7, "\n".join(rebuttal)
-    assert rebuttal[3:4] + rebuttal[-1:] == ["BEGIN", "COMMIT"]
+    # Reads: the seats (with models, debate and strategy), then the earlier turns with
+    # the cancel check. Then one transaction under the debate's lock: its stored turns,
+    # the message, the state, the events.
+    assert len(rebuttal) == 2 + 7, "\n".join(rebuttal)
+    assert rebuttal[2:3] + rebuttal[-1:] == ["BEGIN", "COMMIT"]
     assert sum("FOR UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -51,7 +61,7 @@ def test_a_turn_reads_three_times_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 7, "\n".join(closing)
+    assert len(closing) == 2 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
 
@@ -68,3 +78,65 @@ def test_a_stored_turn_is_not_asked_again_and_costs_two_reads(make_debate, llm):
 
     assert len(again) == 2, "\n".join(again)
     assert len(llm.requests) == asked
+
+
+@pytest.mark.django_db
+def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
+    make_debate, django_capture_on_commit_callbacks
+):
+    debate = make_debate()
+    # The debate's stream was opened with the debate.
+    assert EventCounter.objects.filter(name=debate_channel(debate.pk)).exists()
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        start = statements(lambda: debate_start(debate_id=debate.pk))
+
+    assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
+    assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
+    assert len(start) == 9, "\n".join(start)
+    assert len(sent) == 2  # the events' delivery and the run's canvas
+
+
+def test_the_consensus_is_one_short_transaction(make_debate):
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    for round_number in (1, 2):
+        for seat in seats:
+            turn_run(
+                debate_id=debate.pk, round_number=round_number, participant_id=seat, holder="t"
+            )
+    for seat in seats:
+        vote_run(debate_id=debate.pk, participant_id=seat, holder="test")
+
+    finalize = statements(lambda: consensus_finalize(debate_id=debate.pk))
+
+    # Under the debate's lock: the votes, the decisions, the state, the decisions again
+    # with their executions (for the available actions), the events.
+    assert len(finalize) == 2 + 6, "\n".join(finalize)
+    assert Debate.objects.get(pk=debate.pk).status == DebateStatus.COMPLETED
+
+
+def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
+    make_debate, llm, monkeypatch
+):
+    debate = make_debate()
+    seats = running(debate)
+    slots = calls.model_slots()
+
+    class CancelledWhileWaiting:
+        cap = slots.cap
+
+        def acquire(self, wait_s, *, lease_s=None):
+            debate_cancel(debate_id=debate.pk)
+            return slots.acquire(wait_s, lease_s=lease_s)
+
+        def release(self, lease):
+            slots.release(lease)
+
+    monkeypatch.setattr(calls, "model_slots", CancelledWhileWaiting)
+
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
+
+    assert llm.requests == []
+    assert not Message.objects.filter(debate=debate).exists()
+    assert slots.in_use() == 0
