@@ -454,14 +454,15 @@ class _Handler(BaseHTTPRequestHandler):
                 fake._leave(record, status, fault)
 
         try:
-            # Reading and parsing the request counts within the latency, as it does
-            # for a real provider: the answer leaves L after the request arrived.
+            # The answer is made, and the request read, within the latency, as with a
+            # real provider: the answer leaves L after the request began to arrive.
+            answer = _Answer.make(wire, record, reply, default_action, number)
             spent = time.monotonic() - self.began
             if not self._pause(latency_s + reply.delay_s - spent):
                 leave(None, "client_gone")
                 self.close_connection = True
                 return
-            self._answer(wire, record, reply, default_action, number, leave)
+            self._answer(wire, record, reply, answer, leave)
         finally:
             leave(None, "handler_error")
 
@@ -470,8 +471,7 @@ class _Handler(BaseHTTPRequestHandler):
         wire: str,
         record: RecordedRequest,
         reply: Reply,
-        default_action: str,
-        number: int,
+        answer: _Answer,
         leave: Callable[[int | None, str | None], None],
     ) -> None:
         fault = reply.fault
@@ -503,20 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, _error_body(wire, reply.status, message), headers)
             return
 
-        text = (
-            reply.text if reply.text is not None else default_answer(record.prompt, default_action)
-        )
-        finish = "stop"
-        if fault == "truncated":
-            cut = text.find("<decision>")
-            text = text[: (cut + len(text)) // 2 if cut >= 0 else len(text) // 2]
-            finish = "length"
-        elif fault == "empty":
-            text = ""
-        payload = _success_body(wire, record, reply, text, finish, number)
-        data = json.dumps(payload).encode()
-        id_header = "x-request-id" if wire == "openai" else "request-id"
-        headers = {id_header: f"req-fake-{number}"}
+        data, headers = answer.data, answer.headers
         if fault == "truncated_body":
             leave(200, "truncated_body")
             self._send_head(200, len(data), headers)
@@ -583,6 +570,32 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode(), headers)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """The bytes and headers of a successful answer to one request."""
+
+    data: bytes
+    headers: dict[str, str]
+
+    @classmethod
+    def make(
+        cls, wire: str, record: RecordedRequest, reply: Reply, default_action: str, number: int
+    ) -> _Answer:
+        text = (
+            reply.text if reply.text is not None else default_answer(record.prompt, default_action)
+        )
+        finish = "stop"
+        if reply.fault == "truncated":
+            cut = text.find("<decision>")
+            text = text[: (cut + len(text)) // 2 if cut >= 0 else len(text) // 2]
+            finish = "length"
+        elif reply.fault == "empty":
+            text = ""
+        payload = _success_body(wire, record, reply, text, finish, number)
+        id_header = "x-request-id" if wire == "openai" else "request-id"
+        return cls(json.dumps(payload).encode(), {id_header: f"req-fake-{number}"})
 
 
 def _prompt_text(body: Any) -> str:
