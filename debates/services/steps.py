@@ -489,17 +489,20 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
         why_not = f"the vote call failed: {outcome.error.code}"
 
     with transaction.atomic():
-        locked = _lock(debate.pk)
-        if locked.status != DebateStatus.VOTING:
-            logger.info("debate %s is %s: ballot dropped", debate.pk, locked.status)
+        # A compare-and-set that takes the debate's row lock: a ballot is stored only
+        # while the debate is voting, and marks its progress.
+        voting = Debate.objects.filter(pk=debate.pk, status=DebateStatus.VOTING).update(
+            progressed_at=timezone.now()
+        )
+        if not voting:
+            logger.info("debate %s is no longer voting: ballot dropped", debate.pk)
             return
-        if Ballot.objects.filter(debate=locked, participant=participant).exists():
+        if Ballot.objects.filter(debate_id=debate.pk, participant=participant).exists():
             return  # another copy stored this ballot first
-        ballot = Ballot.objects.create(debate=locked, participant=participant, **fields)
+        ballot = Ballot.objects.create(debate_id=debate.pk, participant=participant, **fields)
         votes = Vote.objects.bulk_create(
             _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
         )
-        Debate.objects.filter(pk=debate.pk).update(progressed_at=timezone.now())
         with events.together(debate.pk):
             if ballot.status == StepStatus.ERROR:
                 events.step_failed(

@@ -140,3 +140,22 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
     assert llm.requests == []
     assert not Message.objects.filter(debate=debate).exists()
     assert slots.in_use() == 0
+
+
+def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    for round_number in (1, 2):
+        for seat in seats:
+            turn_run(
+                debate_id=debate.pk, round_number=round_number, participant_id=seat, holder="t"
+            )
+
+    ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
+
+    # Reads: the seats, whether this ballot is stored, the turns with the cancel check.
+    # Then, under the debate's lock (taken by the compare-and-set of its progress): the
+    # ballot again, the ballot, its votes, the events.
+    assert len(ballot) == 3 + 7, "\n".join(ballot)
+    assert ballot[3] == "BEGIN"
+    assert ballot[4].startswith('UPDATE "debates_debate"')
