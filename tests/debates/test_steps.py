@@ -33,6 +33,17 @@ def running(debate: Debate) -> list[int]:
     return list(debate.participants.order_by("speak_order").values_list("pk", flat=True))
 
 
+def voting(debate: Debate) -> list[int]:
+    """Run every turn of a pending debate, which then votes; return its seats."""
+    seats = running(debate)
+    for round_number in range(1, debate.max_rounds + 1):
+        for seat in seats:
+            turn_run(
+                debate_id=debate.pk, round_number=round_number, participant_id=seat, holder="t"
+            )
+    return seats
+
+
 def statements(step) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         step()
@@ -99,12 +110,7 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
 
 def test_the_consensus_is_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
-    seats = running(debate)
-    for round_number in (1, 2):
-        for seat in seats:
-            turn_run(
-                debate_id=debate.pk, round_number=round_number, participant_id=seat, holder="t"
-            )
+    seats = voting(debate)
     for seat in seats:
         vote_run(debate_id=debate.pk, participant_id=seat, holder="test")
 
@@ -144,12 +150,7 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
 
 def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
-    seats = running(debate)
-    for round_number in (1, 2):
-        for seat in seats:
-            turn_run(
-                debate_id=debate.pk, round_number=round_number, participant_id=seat, holder="t"
-            )
+    seats = voting(debate)
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
