@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -87,19 +88,13 @@ def _seats(debate_id: int) -> list[Participant]:
     )
 
 
+@dataclass(frozen=True)
 class _Market:
-    """A started debate's market snapshot and its prompt renderings, made when needed."""
+    """A started debate's market snapshot and its two prompt renderings."""
 
-    def __init__(self, snapshot: dict) -> None:
-        self.snapshot = snapshot
-
-    @functools.cached_property
-    def text(self) -> str:
-        return market_text(self.snapshot)
-
-    @functools.cached_property
-    def summary(self) -> str:
-        return market_summary(self.snapshot)
+    snapshot: dict
+    text: str
+    summary: str
 
 
 @functools.lru_cache(maxsize=32)
@@ -107,9 +102,11 @@ def _market(debate_id: int, started_at: datetime | None) -> _Market:
     """Return the market of a started debate.
 
     A snapshot never changes once stored (``debate_prepare``): each process reads and
-    renders it once per debate run, instead of on every turn.
+    renders it once per debate run, instead of on every turn. A step gets it before
+    taking its model slot, so that a slot waits only for its call.
     """
-    return _Market(Debate.objects.values_list("market_snapshot", flat=True).get(pk=debate_id))
+    snapshot = Debate.objects.values_list("market_snapshot", flat=True).get(pk=debate_id)
+    return _Market(snapshot, market_text(snapshot), market_summary(snapshot))
 
 
 def _seat(seats: list[Participant], participant_id: int) -> Participant:
@@ -231,13 +228,15 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 def _ask_turn(
     debate: Debate, seats: list[Participant], participant: Participant, round_number: int
 ) -> None:
+    market = _market(debate.pk, debate.started_at)
+
     def request() -> ModelRequest | None:
         spoken = _spoken(debate.pk, seats, round_number, DebateStatus.RUNNING)
         if spoken is None:
             return None
         if any(m.round == round_number and m.participant_id == participant.pk for m in spoken):
             return None  # stored already: a turn is never asked twice
-        return _turn_request(debate, participant, round_number, spoken)
+        return _turn_request(debate, participant, round_number, spoken, market)
 
     outcome = call_model(participant.ai_model, request)
     if outcome is not None:
@@ -245,10 +244,13 @@ def _ask_turn(
 
 
 def _turn_request(
-    debate: Debate, participant: Participant, round_number: int, spoken: list[Message]
+    debate: Debate,
+    participant: Participant,
+    round_number: int,
+    spoken: list[Message],
+    market: _Market,
 ) -> ModelRequest:
     history = _history(spoken, (round_number, participant.speak_order))
-    market = _market(debate.pk, debate.started_at)
     strategy = debate.strategy
     context = TurnContext(
         round=round_number,
@@ -428,18 +430,21 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
 
 def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant) -> None:
+    market = _market(debate.pk, debate.started_at)
+
     def request() -> ModelRequest | None:
         spoken = _spoken(debate.pk, seats, debate.max_rounds, DebateStatus.VOTING)
-        return None if spoken is None else _vote_request(debate, participant, spoken)
+        return None if spoken is None else _vote_request(debate, participant, spoken, market)
 
     outcome = call_model(participant.ai_model, request)
     if outcome is not None:
         _store_ballot(debate, participant, outcome)
 
 
-def _vote_request(debate: Debate, participant: Participant, spoken: list[Message]) -> ModelRequest:
+def _vote_request(
+    debate: Debate, participant: Participant, spoken: list[Message], market: _Market
+) -> ModelRequest:
     history = _history(spoken, (debate.max_rounds + 1, 0))
-    market = _market(debate.pk, debate.started_at)
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
