@@ -39,7 +39,12 @@ def bench_env() -> dict[str, str]:
 
 
 def setup_django() -> None:
-    """Create the benchmark database if needed, configure Django and migrate."""
+    """Create the benchmark database if needed, configure Django and migrate.
+
+    Debates an earlier run left active (one stopped halfway) are cancelled: a worker
+    started by this run would otherwise resume them, and their calls would take model
+    slots from the debates being measured.
+    """
     import psycopg
 
     os.environ.update(bench_env())
@@ -57,6 +62,11 @@ def setup_django() -> None:
     import redis
 
     redis.Redis.from_url(REDIS_URL).flushdb()
+    from debates.models import ACTIVE_STATUSES, Debate
+    from debates.services import debate_cancel
+
+    for debate_id in Debate.objects.filter(status__in=ACTIVE_STATUSES).values_list("pk", flat=True):
+        debate_cancel(debate_id=debate_id)
 
 
 @contextlib.contextmanager
