@@ -122,16 +122,18 @@ def _spoken(
     """Return every stored message of rounds 1..``through_round``, in speaking order, or
     None when the debate is no longer ``status``: one query reads both, so a step makes
     its cancel check with the read its prompt needs anyway."""
-    said = FilteredRelation("messages", condition=Q(messages__round__lte=through_round))
+    earlier = FilteredRelation("messages", condition=Q(messages__round__lte=through_round))
     rows = list(
         Debate.objects.filter(pk=debate_id)
-        .annotate(said=said)
+        .annotate(earlier=earlier)
         .order_by()
         # What a prompt shows of a message: its decisions and reasoning, not its raw text.
         .values_list(
             "status",
-            *(f"said__{name}" for name in ("participant", "round", "status", "decisions")),
-            "said__reasoning",
+            *(
+                f"earlier__{name}"
+                for name in ("participant", "round", "status", "decisions", "reasoning")
+            ),
         )
     )
     if not rows or rows[0][0] != status:
