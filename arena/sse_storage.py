@@ -100,7 +100,8 @@ class EventStorage(DjangoModelStorage):
         lets a reader start from the very beginning; another publisher may do it first.
 
         A channel opened ahead of its first event (``arena.sse.open_channel``) saves
-        that event the three statements of opening it; otherwise its first append does.
+        that event's append the statements of opening it (a failed append, the opening
+        in a savepoint, the append again); otherwise its first append opens it.
         """
         try:
             with transaction.atomic():
