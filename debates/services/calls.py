@@ -32,8 +32,20 @@ class CallOutcome:
     error: ProviderError | None
 
 
+# The columns of a stored AI model that ``provider_config`` reads.
+CONFIG_COLUMNS = (
+    "provider",
+    "model_name",
+    "api_key",
+    "base_url",
+    "temperature",
+    "max_tokens",
+    "timeout_seconds",
+)
+
+
 def provider_config(model: AIModel) -> ProviderConfig:
-    """Return the provider configuration of a stored AI model."""
+    """Return the provider configuration of a stored AI model (``CONFIG_COLUMNS``)."""
     return ProviderConfig(
         provider=model.provider,
         model_name=model.model_name,

@@ -29,7 +29,7 @@ from debates.models import (
     Participant,
     StepStatus,
 )
-from debates.state import ACTION_SOURCES
+from debates.state import ACTION_SOURCES, STATE_COLUMNS
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
@@ -309,7 +309,7 @@ def debate_fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
             logger.warning("debate %s failed at %s: %s", debate_id, step, message)
             with events.together(debate_id):
                 events.step_failed(debate_id, step=step, code=code, message=message)
-                events.status_changed(Debate.objects.get(pk=debate_id))
+                events.status_changed(Debate.objects.only(*STATE_COLUMNS).get(pk=debate_id))
     return moved
 
 

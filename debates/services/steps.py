@@ -37,7 +37,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest
-from debates.services.calls import CallOutcome, StepDeferred, call_model
+from debates.services.calls import CONFIG_COLUMNS, CallOutcome, StepDeferred, call_model
 from debates.services.lifecycle import debate_fail
 from debates.state import STATE_COLUMNS
 from strategies.snapshots import market_summary, market_text
@@ -56,18 +56,7 @@ _SEAT_COLUMNS = (
     "debate_id",
     "speak_order",
     "personality",
-    *(
-        f"ai_model__{name}"
-        for name in (
-            "provider",
-            "model_name",
-            "api_key",
-            "base_url",
-            "temperature",
-            "max_tokens",
-            "timeout_seconds",
-        )
-    ),
+    *(f"ai_model__{name}" for name in CONFIG_COLUMNS),
     *(
         f"debate__{name}"
         for name in ("status", "max_rounds", "prompt_variant", "symbols", "started_at")
@@ -338,7 +327,7 @@ def _store_turn(
                     **fields["error"],
                 )
             round_closes = locked.current_round == round_number and len(said) == len(seats)
-            if round_closes and not _close_round(locked, round_number, said, turns):
+            if round_closes and not _close_round(locked, round_number, turns):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
             _announce_state(locked, seats, current, before)
@@ -349,17 +338,14 @@ def _lock(debate_id: int) -> Debate:
     return Debate.objects.select_for_update().only(*STATE_COLUMNS, "max_rounds").get(pk=debate_id)
 
 
-def _close_round(
-    debate: Debate, round_number: int, said: dict[int, str], turns: list[tuple[int, int, str]]
-) -> bool:
+def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
     move to voting after the last. Return False when the rules of SPEC 5.2 fail the
     debate instead. Runs under the debate's row lock; updates ``debate`` in memory.
-    ``said`` maps who spoke in this round to how it went; ``turns`` holds every stored
-    turn of the debate as (round, participant id, status).
+    ``turns`` holds every stored turn of the debate as (round, participant id, status).
     """
     events.round_ended(debate.pk, round_number)
-    if StepStatus.OK not in said.values():
+    if StepStatus.OK not in {status for r, _, status in turns if r == round_number}:
         return not debate_fail(
             debate_id=debate.pk,
             step=f"round {round_number}",

@@ -195,6 +195,15 @@ def test_every_participant_failing_fails_the_debate_with_a_reason(celery_worker,
         "code": "round_failed",
         "message": "Every turn of round 1 failed.",
     }
+    statuses = [data for kind, data in published(debate.pk) if kind == "status"]
+    assert statuses[-1] == {
+        "status": "failed",
+        "phase": "opening",
+        "current_round": 1,
+        "current_speaker": None,
+        "available_actions": ["retry", "delete"],
+        "error": finished.error,
+    }
     assert Message.objects.filter(debate=debate).count() == 3
     assert not Message.objects.filter(debate=debate, round=2).exists()
 
