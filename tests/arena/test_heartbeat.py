@@ -48,13 +48,15 @@ def test_a_failing_beat_stops_only_its_own_heartbeat():
 
 def test_the_end_of_a_block_waits_for_its_beat_in_progress():
     calls: list[str] = []
+    running = threading.Event()
 
     def slow_beat() -> None:
         calls.append("start")
+        running.set()
         time.sleep(0.1)
         calls.append("end")
 
     with heartbeat(slow_beat, every_s=0.02, name="slow"):
-        time.sleep(0.05)  # a beat is running now
+        assert running.wait(5)  # a beat is running now
     calls.append("after")
     assert calls[-2:] == ["end", "after"]
