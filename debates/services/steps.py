@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import FilteredRelation, Q
 from django.utils import timezone
 
@@ -464,7 +464,8 @@ def _vote_request(
 
 
 def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome) -> None:
-    """Store a ballot and its votes, under the debate's row lock as every ballot is."""
+    """Store a ballot and its votes while the debate is voting, once: a second copy of
+    the ballot is refused by its unique constraint."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -481,28 +482,45 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
         why_not = f"the vote call failed: {outcome.error.code}"
 
-    with transaction.atomic():
-        # A compare-and-set that takes the debate's row lock: a ballot is stored only
-        # while the debate is voting, and marks its progress.
-        voting = Debate.objects.filter(pk=debate.pk, status=DebateStatus.VOTING).update(
-            progressed_at=timezone.now()
+    try:
+        with transaction.atomic():
+            if not _share_lock_voting(debate.pk):
+                logger.info("debate %s is no longer voting: ballot dropped", debate.pk)
+                return
+            ballot = Ballot.objects.create(debate_id=debate.pk, participant=participant, **fields)
+            votes = Vote.objects.bulk_create(
+                _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
+            )
+            with events.together(debate.pk):
+                if ballot.status == StepStatus.ERROR:
+                    events.step_failed(
+                        debate.pk, step="vote", participant=participant.pk, **fields["error"]
+                    )
+                for vote in votes:
+                    events.vote_stored(vote)
+    except IntegrityError:
+        if not Ballot.objects.filter(debate_id=debate.pk, participant=participant).exists():
+            raise
+        logger.info("debate %s: another copy stored the ballot of %s", debate.pk, participant.pk)
+
+
+def _share_lock_voting(debate_id: int) -> bool:
+    """Lock a voting debate's row in share mode for the transaction; say if it is voting.
+
+    The ballots of a debate are stored side by side (a share lock does not wait for
+    another), while a cancel or the consensus, which update the row, wait until every
+    ballot holding it commits: no ballot is stored after a cancel, none is missed by the
+    consensus. Django's ``select_for_update`` has no share mode; SQLite, which has no
+    row locks, lets one writer in at a time anyway.
+    """
+    table = Debate._meta.db_table
+    lock = " FOR SHARE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {table} WHERE id = %s AND status = %s{lock}",  # noqa: S608
+            [debate_id, DebateStatus.VOTING],
         )
-        if not voting:
-            logger.info("debate %s is no longer voting: ballot dropped", debate.pk)
-            return
-        if Ballot.objects.filter(debate_id=debate.pk, participant=participant).exists():
-            return  # another copy stored this ballot first
-        ballot = Ballot.objects.create(debate_id=debate.pk, participant=participant, **fields)
-        votes = Vote.objects.bulk_create(
-            _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
-        )
-        with events.together(debate.pk):
-            if ballot.status == StepStatus.ERROR:
-                events.step_failed(
-                    debate.pk, step="vote", participant=participant.pk, **fields["error"]
-                )
-            for vote in votes:
-                events.vote_stored(vote)
+        return cursor.fetchone() is not None
 
 
 def _vote(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

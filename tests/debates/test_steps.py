@@ -6,19 +6,22 @@ so a statement added to it, or a column read lazily, shows here first.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
-from debates.models import Debate, DebateStatus, Message
+from debates.models import Ballot, Debate, DebateStatus, Message
 from debates.services import (
     calls,
     consensus_finalize,
     debate_cancel,
     debate_prepare,
     debate_start,
+    steps,
     turn_run,
     vote_run,
 )
@@ -155,8 +158,54 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
     # Reads: the seats, whether this ballot is stored, the turns with the cancel check.
-    # Then, under the debate's lock (taken by the compare-and-set of its progress): the
-    # ballot again, the ballot, its votes, the events.
-    assert len(ballot) == 3 + 7, "\n".join(ballot)
+    # Then, under a share lock of the debate's row: the ballot, its votes, the events.
+    assert len(ballot) == 3 + 6, "\n".join(ballot)
     assert ballot[3] == "BEGIN"
-    assert ballot[4].startswith('UPDATE "debates_debate"')
+    assert ballot[4].endswith("FOR SHARE")
+
+
+def test_ballots_are_stored_side_by_side_and_a_cancel_waits_for_them(make_debate):
+    debate = make_debate(rounds=2)
+    seats = voting(debate)
+    locked, release = threading.Event(), threading.Event()
+
+    def ballot_being_stored() -> None:
+        try:
+            with transaction.atomic():
+                assert steps._share_lock_voting(debate.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def in_thread(work) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    holder = in_thread(ballot_being_stored)
+    try:
+        assert locked.wait(10)
+        # another ballot is stored while the first one holds its lock
+        other = in_thread(
+            lambda: vote_run(debate_id=debate.pk, participant_id=seats[1], holder="t")
+        )
+        other.join(10)
+        assert not other.is_alive()
+        assert Ballot.objects.filter(debate=debate, participant_id=seats[1]).exists()
+        # a cancel waits for the ballot still being stored
+        cancel = in_thread(lambda: debate_cancel(debate_id=debate.pk))
+        cancel.join(0.5)
+        assert cancel.is_alive()
+        assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
+    finally:
+        release.set()
+        holder.join(10)
+    cancel.join(10)
+    assert Debate.objects.get(pk=debate.pk).status == DebateStatus.CANCELLED
