@@ -49,12 +49,13 @@ def make_debate(owner, models, personalities, rounds):
 
 
 @contextlib.contextmanager
-def finish_listener(debate_id: int) -> Iterator[Callable[[float], None]]:
+def finish_listener(debate_id: int) -> Iterator[Callable[[float], float]]:
     """Listen to a debate's live events; yield a function waiting until it finishes.
 
     The debate's end is taken when its final ``status`` event is delivered, as a client
-    of its stream hears it: no polling load on the machine, no polling delay. (The
-    stored status is checked as well: pub/sub is shared by every Redis database.)
+    of its stream hears it: no polling load on the machine, no polling delay. The wait
+    returns that instant (``time.perf_counter``); the stored status is checked after it
+    is taken, since pub/sub is shared by every Redis database.
     """
     import redis
     from django.conf import settings
@@ -76,12 +77,13 @@ def finish_listener(debate_id: int) -> Iterator[Callable[[float], None]]:
             return False
         return Debate.objects.filter(pk=debate_id, status__in=TERMINAL_STATUSES).exists()
 
-    def wait(timeout: float) -> None:
+    def wait(timeout: float) -> float:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             message = pubsub.get_message(timeout=1.0)
+            heard = time.perf_counter()
             if message is not None and message["type"] == "message" and finished(message):
-                return
+                return heard
         raise TimeoutError(f"debate {debate_id} did not finish within {timeout}s")
 
     try:
@@ -99,8 +101,7 @@ def run_on_workers(owner, models, personalities, rounds) -> float:
     with finish_listener(debate.pk) as wait_finished:
         started = time.perf_counter()
         debate_start(debate_id=debate.pk)
-        wait_finished(120)
-        elapsed = time.perf_counter() - started
+        elapsed = wait_finished(120) - started
     status = Debate.objects.get(pk=debate.pk).status
     if status != "completed":
         raise RuntimeError(f"debate {debate.pk} ended {status}")
