@@ -31,6 +31,7 @@ from debates.models import (
 )
 from debates.state import ACTION_SOURCES, STATE_COLUMNS
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
+from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
 from traders.models import Trader
@@ -225,9 +226,9 @@ def _transition(
     return moved == 1
 
 
-def _get_owned(debate_id: int, owner: Any | None) -> Debate:
+def _get_owned(debate_id: int, owner: Any | None, *related: str) -> Debate:
     queryset = Debate.objects.all() if owner is None else Debate.objects.filter(owner=owner)
-    debate = queryset.filter(pk=debate_id).first()
+    debate = queryset.select_related(*related).filter(pk=debate_id).first()
     if debate is None:
         raise NotFound("Debate not found.")
     return debate
@@ -241,29 +242,52 @@ def _refuse_state(debate: Debate, action: str) -> InvalidState:
 
 
 def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
-    """Start a pending debate: store its market snapshot once and enqueue its run."""
-    from debates.services.runs import run_enqueue
+    """Start a pending debate: store its market snapshot once and enqueue its run.
 
-    debate = _get_owned(debate_id, owner)
-    if not _transition(
-        debate_id,
-        action="start",
-        to=DebateStatus.RUNNING,
-        phase=DebatePhase.OPENING,
-        current_round=1,
-        started_at=timezone.now(),
-    ):
-        debate.refresh_from_db()
+    The snapshot is built first and stored by the compare-and-set that starts the
+    debate, so a start is one short transaction; of two concurrent starts, the one
+    that loses builds a snapshot for nothing and is refused.
+    """
+    from debates.services.runs import run_enqueue
+    from strategies.snapshots import debate_snapshot
+
+    debate = _get_owned(debate_id, owner, "strategy")
+    if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
-    if not debate_prepare(debate_id=debate_id):
-        return Debate.objects.get(pk=debate_id)
+    try:
+        snapshot, failure = debate_snapshot(debate), None
+    except MarketDataError as exc:
+        snapshot, failure = None, str(exc)
+    started = {
+        "phase": DebatePhase.OPENING,
+        "current_round": 1,
+        "started_at": timezone.now(),
+        **(_snapshot_fields(debate, snapshot) if snapshot is not None else {}),
+    }
     with transaction.atomic():
-        debate = Debate.objects.defer("market_snapshot").get(pk=debate_id)
+        if not _transition(debate_id, action="start", to=DebateStatus.RUNNING, **started):
+            debate.refresh_from_db()
+            raise _refuse_state(debate, "start")
+        if snapshot is None:
+            debate_fail(debate_id=debate_id, step="snapshot", code="market_data", message=failure)
+            return Debate.objects.get(pk=debate_id)
+        debate.status = DebateStatus.RUNNING
+        for name, value in started.items():
+            setattr(debate, name, value)
         with events.together(debate_id):
             events.status_changed(debate)
             events.round_started(debate_id, 1)
         run_enqueue(debate=debate, fresh=True)
     return debate
+
+
+def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]:
+    """Return the fields that store ``snapshot`` on ``debate``."""
+    return {
+        "market_snapshot": snapshot.to_dict(),
+        "symbols": snapshot.symbols,
+        "symbol": debate.symbol or snapshot.symbols[0],
+    }
 
 
 def debate_prepare(*, debate_id: int) -> bool:
@@ -285,11 +309,7 @@ def debate_prepare(*, debate_id: int) -> bool:
         return False
     Debate.objects.filter(
         pk=debate_id, status__in=ACTIVE_STATUSES, market_snapshot__isnull=True
-    ).update(
-        market_snapshot=snapshot.to_dict(),
-        symbols=snapshot.symbols,
-        symbol=debate.symbol or snapshot.symbols[0],
-    )
+    ).update(**_snapshot_fields(debate, snapshot))
     return True
 
 

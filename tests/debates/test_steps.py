@@ -105,10 +105,35 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
     with django_capture_on_commit_callbacks(execute=False) as sent:
         start = statements(lambda: debate_start(debate_id=debate.pk))
 
+    # The debate with its strategy; then one transaction: the compare-and-set that
+    # starts it and stores its snapshot, the events, the seats for the canvas.
     assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 9, "\n".join(start)
+    assert len(start) == 1 + 5, "\n".join(start)
     assert len(sent) == 2  # the events' delivery and the run's canvas
+    debate.refresh_from_db()
+    assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
+    assert debate.market_snapshot["coins"][0]["symbol"] == debate.symbol == debate.symbols[0]
+
+
+@pytest.mark.django_db
+def test_a_start_without_market_data_fails_the_debate_with_the_reason(
+    make_debate, django_capture_on_commit_callbacks
+):
+    debate = make_debate()
+    Debate.objects.filter(pk=debate.pk).update(strategy=None)
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        started = debate_start(debate_id=debate.pk)
+
+    assert started.status == DebateStatus.FAILED
+    assert started.error == {
+        "step": "snapshot",
+        "code": "market_data",
+        "message": "the debate's strategy was deleted",
+    }
+    assert started.market_snapshot is None
+    assert len(sent) == 1  # the failure's events; no canvas
 
 
 def test_the_consensus_is_one_short_transaction(make_debate):
