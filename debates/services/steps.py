@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import FilteredRelation, Q
+from django.db.models import Exists, FilteredRelation, OuterRef, Q, Value
 from django.utils import timezone
 
 from debates import events
@@ -106,19 +106,30 @@ def _seat(seats: list[Participant], participant_id: int) -> Participant:
 
 
 def _spoken(
-    debate_id: int, seats: list[Participant], through_round: int, status: str
+    debate_id: int,
+    seats: list[Participant],
+    through_round: int,
+    status: str,
+    voter: int | None = None,
 ) -> list[Message] | None:
     """Return every stored message of rounds 1..``through_round``, in speaking order, or
-    None when the debate is no longer ``status``: one query reads both, so a step makes
-    its cancel check with the read its prompt needs anyway."""
+    None when the debate is no longer ``status``, or when ``voter`` has a stored ballot:
+    one query reads them all, so a step makes its cancel check, and a vote its check
+    that it was not cast already, with the read its prompt needs anyway."""
     earlier = FilteredRelation("messages", condition=Q(messages__round__lte=through_round))
+    voted = (
+        Value(False)
+        if voter is None
+        else Exists(Ballot.objects.filter(debate=OuterRef("pk"), participant_id=voter))
+    )
     rows = list(
         Debate.objects.filter(pk=debate_id)
-        .annotate(earlier=earlier)
+        .annotate(earlier=earlier, voted=voted)
         .order_by()
         # What a prompt shows of a message: its decisions and reasoning, not its raw text.
         .values_list(
             "status",
+            "voted",
             *(
                 f"earlier__{name}"
                 for name in ("participant", "round", "status", "decisions", "reasoning")
@@ -127,6 +138,8 @@ def _spoken(
     )
     if not rows or rows[0][0] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    if rows[0][1]:
+        return None  # the ballot is stored already: a vote is never asked twice
     by_id = {seat.pk: seat for seat in seats}
     messages = [
         Message(
@@ -136,7 +149,7 @@ def _spoken(
             decisions=decisions,
             reasoning=reasoning,
         )
-        for _, participant_id, round_number, step_status, decisions, reasoning in rows
+        for _, _, participant_id, round_number, step_status, decisions, reasoning in rows
         if participant_id is not None
     ]
     messages.sort(key=lambda m: (m.round, m.participant.speak_order))
@@ -407,8 +420,6 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
         return
     debate = seats[0].debate
     participant = _seat(seats, participant_id)
-    if Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
-        return
     step = f"{debate_id}:vote:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
@@ -421,7 +432,9 @@ def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant
     market = _market(debate.pk, debate.started_at)
 
     def request() -> ModelRequest | None:
-        spoken = _spoken(debate.pk, seats, debate.max_rounds, DebateStatus.VOTING)
+        spoken = _spoken(
+            debate.pk, seats, debate.max_rounds, DebateStatus.VOTING, voter=participant.pk
+        )
         return None if spoken is None else _vote_request(debate, participant, spoken, market)
 
     outcome = call_model(participant.ai_model, request)

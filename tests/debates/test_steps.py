@@ -182,11 +182,25 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    # Reads: the seats, whether this ballot is stored, the turns with the cancel check.
-    # Then, under a share lock of the debate's row: the ballot, its votes, the events.
-    assert len(ballot) == 3 + 6, "\n".join(ballot)
-    assert ballot[3] == "BEGIN"
-    assert ballot[4].endswith("FOR SHARE")
+    # Reads: the seats, then the turns with the cancel check and whether this ballot is
+    # stored. Then, under a share lock of the debate's row: the ballot, its votes, the
+    # events.
+    assert len(ballot) == 2 + 6, "\n".join(ballot)
+    assert ballot[2] == "BEGIN"
+    assert ballot[3].endswith("FOR SHARE")
+
+
+def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):
+    debate = make_debate(rounds=2)
+    seats = voting(debate)
+    vote_run(debate_id=debate.pk, participant_id=seats[0], holder="test")
+    asked = len(llm.requests)
+
+    again = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
+
+    assert len(again) == 2, "\n".join(again)
+    assert len(llm.requests) == asked
+    assert Ballot.objects.filter(debate=debate).count() == 1
 
 
 def test_ballots_are_stored_side_by_side_and_a_cancel_waits_for_them(make_debate):
