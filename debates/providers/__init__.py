@@ -14,7 +14,7 @@ from debates.providers.base import (
     RetryableProviderError,
     TerminalProviderError,
 )
-from debates.providers.registry import PROVIDERS, acomplete, complete
+from debates.providers.registry import PROVIDERS, complete
 
 __all__ = [
     "PROVIDERS",
@@ -25,6 +25,5 @@ __all__ = [
     "ProviderError",
     "RetryableProviderError",
     "TerminalProviderError",
-    "acomplete",
     "complete",
 ]

@@ -27,9 +27,9 @@ from debates.providers.catalog import (
     ProviderInfo,
 )
 from debates.providers.simulated import complete_simulated
-from debates.providers.transport import DEFAULT_POLICY, RetryPolicy, post_with_retries, run_sync
+from debates.providers.transport import DEFAULT_POLICY, RetryPolicy, post_with_retries
 
-__all__ = ["PROVIDERS", "ProviderInfo", "acomplete", "call_deadline", "complete"]
+__all__ = ["PROVIDERS", "ProviderInfo", "call_deadline", "complete"]
 
 # Keyless servers are normal behind openai_compatible (a local Ollama or vLLM).
 _KEY_OPTIONAL = frozenset({"openai_compatible", "simulated"})
@@ -63,25 +63,10 @@ def complete(
     info = _check(config)
     if info.wire == WIRE_SIMULATED:
         return complete_simulated(config, request, deadline=end)
-    return run_sync(lambda: _complete_http(config, request, info, end, policy))
+    return _complete_http(config, request, info, end, policy)
 
 
-async def acomplete(
-    config: ProviderConfig,
-    request: ModelRequest,
-    *,
-    deadline: float | None = None,
-    policy: RetryPolicy = DEFAULT_POLICY,
-) -> ModelResponse:
-    """Do what ``complete`` does, from async code (the simulated model still runs inline)."""
-    end = call_deadline(config, deadline)
-    info = _check(config)
-    if info.wire == WIRE_SIMULATED:
-        return complete_simulated(config, request, deadline=end)
-    return await _complete_http(config, request, info, end, policy)
-
-
-async def _complete_http(
+def _complete_http(
     config: ProviderConfig,
     request: ModelRequest,
     info: ProviderInfo,
@@ -92,7 +77,7 @@ async def _complete_http(
         raise DeadlineExceeded(f"{config.provider}: the call deadline has already passed")
     build, parse = _WIRES[info.wire]
     model = config.effective_model
-    result = await post_with_retries(
+    result = post_with_retries(
         provider=config.provider,
         model=model,
         wire=build(config, request),

@@ -1,19 +1,20 @@
 """One HTTP model call with a hard deadline, retries and safe logging.
 
-Each attempt runs under ``asyncio.timeout`` set to the time left before the call's
-deadline, so a server that hangs, or trickles bytes fast enough to satisfy httpx's
-per-read timeout, is still cut at the deadline. httpx's own timeouts are derived from
-the same remaining time as a second line of defence. Retries: 429 (honouring
-``Retry-After``), 5xx and transport errors, at most ``RetryPolicy.max_attempts``
-attempts with jittered exponential backoff, never waiting past the deadline. Logs
-carry provider, model, status, attempt and latency; never the key, never the prompt.
-Synchronous callers run their calls on one event loop per process (``run_sync``), whose
-HTTP client keeps its connections alive between calls.
+A call has one deadline. Every socket operation of an attempt (connect, TLS handshake,
+each write, each read) waits at most until that deadline (``_DeadlineBackend``), so a
+server that hangs, or trickles bytes fast enough to satisfy a per-read timeout, is still
+cut at the deadline. httpx's own timeouts are derived from the same remaining time as a
+second line of defence. Retries: 429 (honouring ``Retry-After``), 5xx and transport
+errors, at most ``RetryPolicy.max_attempts`` attempts with jittered exponential backoff,
+never waiting past the deadline. Logs carry provider, model, status, attempt and
+latency; never the key, never the prompt. Calls run in the caller's thread on one HTTP
+client per process, which keeps its connections alive between calls. Providers are
+reached directly: proxy settings in the environment are not used.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -23,11 +24,12 @@ import random
 import ssl
 import threading
 import time
-import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
 from debates.providers.base import (
@@ -119,65 +121,122 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-# One HTTP client per event loop, kept for the loop's life: its connections stay open
-# between calls (keep-alive), so a call pays no TCP or TLS handshake to a provider it
-# called in the last few seconds.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+# The deadline of the call this thread is making, as a ``time.monotonic()`` instant.
+_call_deadline: ContextVar[float | None] = ContextVar("model_call_deadline", default=None)
 
 
-def _client() -> httpx.AsyncClient:
-    """Return the HTTP client of the running event loop."""
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        client = httpx.AsyncClient(verify=_ssl_context(), follow_redirects=False)
-        _clients[loop] = client
-    return client
+@contextlib.contextmanager
+def _deadline(deadline: float) -> Iterator[None]:
+    token = _call_deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _call_deadline.reset(token)
 
 
-class _CallLoop:
-    """The event loop on which synchronous code (a Celery task) makes its model calls.
+def _until_deadline(timeout: float | None, expired: type[Exception]) -> float | None:
+    """Return ``timeout`` cut to the time left before the current call's deadline."""
+    deadline = _call_deadline.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the call deadline has passed")
+    return left if timeout is None else min(timeout, left)
 
-    It runs in a daemon thread of its own, one per process (a forked child starts its
-    own), so every call of the process shares one HTTP client and its open connections.
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every operation ends by the deadline of the call using it."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _until_deadline(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _until_deadline(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's socket backend, with every connection bounded by the call's deadline."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
+        stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+def _new_client() -> httpx.Client:
+    transport = httpx.HTTPTransport(verify=_ssl_context())
+    # httpx builds its connection pool without a way to choose the network backend;
+    # the pool's backend is swapped for one that bounds each operation by the deadline.
+    transport._pool._network_backend = _DeadlineBackend(transport._pool._network_backend)
+    return httpx.Client(transport=transport, follow_redirects=False)
+
+
+class _ProcessClient:
+    """The HTTP client of this process, shared by its threads and kept for its life.
+
+    Its connections stay open between calls (keep-alive), so a call pays no TCP or TLS
+    handshake to a provider called in the last few seconds. A forked child makes its
+    own: connections are never shared across processes.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.Client | None = None
 
-    def get(self) -> asyncio.AbstractEventLoop:
+    def get(self) -> httpx.Client:
         with self._lock:
-            if self._loop is None or self._pid != os.getpid():
-                self._loop = asyncio.new_event_loop()
+            if self._client is None or self._pid != os.getpid():
+                self._client = _new_client()
                 self._pid = os.getpid()
-                threading.Thread(
-                    target=self._loop.run_forever, name="model-calls", daemon=True
-                ).start()
-            return self._loop
+            return self._client
 
 
-_call_loop = _CallLoop()
+_process_client = _ProcessClient()
 
 
-def run_sync(coro_factory: Callable[[], Any]) -> Any:
-    """Run the coroutine made by ``coro_factory`` on the process's call loop; wait for it.
-
-    Works from any thread, one running an event loop of its own included. If the wait
-    is interrupted (a Celery soft time limit), the call is cancelled before re-raising.
-    """
-    future = asyncio.run_coroutine_threadsafe(coro_factory(), _call_loop.get())
-    try:
-        return future.result()
-    except BaseException:
-        future.cancel()
-        raise
-
-
-async def post_with_retries(
+def post_with_retries(
     *,
     provider: str,
     model: str,
@@ -195,14 +254,14 @@ async def post_with_retries(
     """
     started = time.monotonic()
     attempt = 0
-    client = _client()
+    client = _process_client.get()
     while True:
         attempt += 1
         attempt_started = time.monotonic()
         status: int | None = None
         retry_after: float | None = None
         try:
-            reply = await _send(client, wire, deadline, policy, provider, secrets, attempt)
+            reply = _send(client, wire, deadline, policy, provider, secrets, attempt)
             status = reply.status
             retry_after = _retry_after_s(reply.headers)
             _raise_for_status(reply, provider, secrets, attempt)
@@ -225,15 +284,15 @@ async def post_with_retries(
                     wait,
                 )
                 raise
-            await asyncio.sleep(wait)
+            time.sleep(wait)
             continue
         _log_attempt(provider, model, status, attempt, attempt_started, None)
         latency_ms = round((time.monotonic() - started) * 1000)
         return CallResult(answer=answer, attempts=attempt, latency_ms=latency_ms)
 
 
-async def _send(
-    client: httpx.AsyncClient,
+def _send(
+    client: httpx.Client,
     wire: WireRequest,
     deadline: float,
     policy: RetryPolicy,
@@ -249,22 +308,22 @@ async def _send(
         connect=min(policy.connect_timeout_s, remaining),
     )
     try:
-        async with asyncio.timeout(remaining):
-            async with client.stream(
+        with (
+            _deadline(deadline),
+            client.stream(
                 "POST", wire.url, headers=wire.headers, json=wire.body, timeout=timeout
-            ) as response:
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_BODY_BYTES:
-                        raise TerminalProviderError(
-                            f"{provider} sent more than {MAX_BODY_BYTES} bytes",
-                            code="malformed_response",
-                            status=response.status_code,
-                        )
-                return HttpReply(response.status_code, response.headers, bytes(body))
-    except TimeoutError:
-        raise DeadlineExceeded(f"{provider}: no complete answer within the call deadline") from None
+            ) as response,
+        ):
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise TerminalProviderError(
+                        f"{provider} sent more than {MAX_BODY_BYTES} bytes",
+                        code="malformed_response",
+                        status=response.status_code,
+                    )
+            return HttpReply(response.status_code, response.headers, bytes(body))
     except httpx.TimeoutException as exc:
         if time.monotonic() >= deadline - 0.05:
             raise DeadlineExceeded(

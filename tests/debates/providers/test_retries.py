@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 
@@ -167,6 +168,50 @@ def test_a_stalled_answer_ends_at_the_deadline(
     assert 0.5 <= elapsed < 0.7
     assert (caught.value.code, caught.value.attempts) == ("deadline_exceeded", 1)
     assert len(llm_server.requests) == 1
+
+
+class HeaderTrickler:
+    """A server that sends its status line, then its headers one byte every 0.1 s."""
+
+    def __init__(self, header: bytes = b"x-slow: " + b"a" * 22 + b"\r\n\r\n") -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        self._header = header
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        connection, _ = self._socket.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            for byte in self._header:
+                if self._stop.wait(0.1):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._socket.close()
+
+
+def test_headers_trickled_past_the_deadline_end_at_the_deadline() -> None:
+    # given a server that would take 3 s to send its headers, a byte at a time
+    server = HeaderTrickler()
+    started = time.monotonic()
+
+    # when
+    try:
+        with pytest.raises(DeadlineExceeded):
+            complete(make_config(server, timeout_s=0.5), make_request(), policy=FAST_RETRIES)
+    finally:
+        server.close()
+
+    # then every read waited only until the deadline, though each byte came in time
+    assert 0.5 <= time.monotonic() - started < 0.7
 
 
 def test_the_callers_deadline_wins_when_it_comes_first(llm_server: FakeLLMServer) -> None:
