@@ -313,6 +313,9 @@ def _store_turn(
         if locked.status != DebateStatus.RUNNING:
             logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
             return
+        # Read once the lock is held, in a statement of its own: a statement that took
+        # the lock and read the turns together would see the turns as they were before
+        # it waited for the lock, and miss those stored by the transaction it waited for.
         turns = list(
             Message.objects.filter(debate=locked)
             .order_by()
