@@ -227,8 +227,12 @@ def _transition(
 
 
 def _get_owned(debate_id: int, owner: Any | None, *related: str) -> Debate:
+    """Return the debate ``debate_id`` of ``owner`` (anyone's when None), with the
+    ``related`` objects read in the same query; raise ``NotFound``."""
     queryset = Debate.objects.all() if owner is None else Debate.objects.filter(owner=owner)
-    debate = queryset.select_related(*related).filter(pk=debate_id).first()
+    if related:  # select_related() without names would follow every foreign key
+        queryset = queryset.select_related(*related)
+    debate = queryset.filter(pk=debate_id).first()
     if debate is None:
         raise NotFound("Debate not found.")
     return debate
