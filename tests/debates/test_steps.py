@@ -25,6 +25,7 @@ from debates.services import (
     turn_run,
     vote_run,
 )
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -209,24 +210,10 @@ def test_ballots_are_stored_side_by_side_and_a_cancel_waits_for_them(make_debate
     locked, release = threading.Event(), threading.Event()
 
     def ballot_being_stored() -> None:
-        try:
-            with transaction.atomic():
-                assert steps._share_lock_voting(debate.pk)
-                locked.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    def in_thread(work) -> threading.Thread:
-        def run() -> None:
-            try:
-                work()
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        return thread
+        with transaction.atomic():
+            assert steps._share_lock_voting(debate.pk)
+            locked.set()
+            release.wait(10)
 
     holder = in_thread(ballot_being_stored)
     try:
