@@ -38,10 +38,12 @@ class SlotUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Lease:
-    """One held slot: its token and the monotonic instant it expires (local estimate)."""
+    """One held slot: its token, the monotonic instant it expires (local estimate), and
+    whether it was free at once or had to be waited for."""
 
     token: str
     expires_at: float
+    waited: bool = False
 
 
 class Slots(Protocol):
@@ -93,6 +95,7 @@ class LocalSlots:
     def acquire(self, wait_s: float, *, lease_s: float | None = None) -> Lease | None:
         """Take a slot, waiting up to ``wait_s`` seconds; return None when none came free."""
         give_up = time.monotonic() + max(0.0, wait_s)
+        waited = False
         with self._changed:
             while True:
                 now = time.monotonic()
@@ -101,11 +104,12 @@ class LocalSlots:
                     token = secrets.token_hex(16)
                     expires_at = now + (lease_s or self.lease_s)
                     self._leases[token] = expires_at
-                    return Lease(token=token, expires_at=expires_at)
+                    return Lease(token=token, expires_at=expires_at, waited=waited)
                 if now >= give_up:
                     return None
                 soonest = min(self._leases.values())
                 self._changed.wait(timeout=max(0.0, min(give_up, soonest) - now))
+                waited = True
 
     def release(self, lease: Lease) -> None:
         """Give the slot back and wake one waiter."""
@@ -188,18 +192,20 @@ class RedisSlots:
         lease_s = lease_s or self.lease_s
         give_up = time.monotonic() + max(0.0, wait_s)
         token = secrets.token_hex(16)
+        waited = False
         while True:
             started = time.monotonic()
             taken = self._acquire(
                 keys=[self._leases_key], args=[self.cap, token, max(1, round(lease_s * 1000))]
             )
             if taken == 1:
-                return Lease(token=token, expires_at=started + lease_s)
+                return Lease(token=token, expires_at=started + lease_s, waited=waited)
             remaining = give_up - time.monotonic()
             if remaining <= 0:
                 return None
             # Wait for a release; re-check at least every poll_s for expired leases.
             self._redis.blpop([self._wake_key], timeout=max(0.01, min(remaining, self.poll_s)))
+            waited = True
 
     def release(self, lease: Lease) -> None:
         """Give the slot back and wake one waiter (nothing happens if it already expired)."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from debates.models import AIModel
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
 from debates.providers.slots import lease_for, model_slots
@@ -32,7 +32,7 @@ class CallOutcome:
     error: ProviderError | None
 
 
-# The columns of a stored AI model that ``provider_config`` reads.
+# The columns of a stored AI model that make its provider configuration.
 CONFIG_COLUMNS = (
     "provider",
     "model_name",
@@ -44,38 +44,38 @@ CONFIG_COLUMNS = (
 )
 
 
-def provider_config(model: AIModel) -> ProviderConfig:
-    """Return the provider configuration of a stored AI model (``CONFIG_COLUMNS``)."""
+def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
+    """Return the provider configuration of a stored AI model from its ``CONFIG_COLUMNS``."""
     return ProviderConfig(
-        provider=model.provider,
-        model_name=model.model_name,
-        api_key=model.api_key,
-        base_url=model.base_url,
-        temperature=model.temperature,
-        max_tokens=model.max_tokens,
-        timeout_s=float(model.timeout_seconds),
+        provider=columns["provider"],
+        model_name=columns["model_name"],
+        api_key=columns["api_key"],
+        base_url=columns["base_url"],
+        temperature=columns["temperature"],
+        max_tokens=columns["max_tokens"],
+        timeout_s=float(columns["timeout_seconds"]),
     )
 
 
-def call_model(model: AIModel, request: Callable[[], ModelRequest | None]) -> CallOutcome | None:
-    """Call ``model`` within the shared cap of model calls in flight.
+def call_model(
+    config: ProviderConfig, request: ModelRequest, *, still_wanted: Callable[[], bool]
+) -> CallOutcome | None:
+    """Send ``request`` to the model of ``config`` within the shared cap of calls in flight.
 
-    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. ``request`` runs
-    once the slot is held, right before the call goes out, and makes what to send from
-    what it reads then; returning None abandons the call (the debate was cancelled
-    meanwhile, say) and gives ``None`` back.
+    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
+    it asks right before; a step that had to wait for its slot asks ``still_wanted()``
+    again before the call goes out, and False (the debate was cancelled meanwhile, say)
+    abandons the call and gives ``None`` back.
     """
-    config = provider_config(model)
     slots = model_slots()
     lease = slots.acquire(SLOT_WAIT_S, lease_s=lease_for(config.timeout_s))
     if lease is None:
         raise StepDeferred("no free model slot", retry_after=0.05)
     try:
-        made = request()
-        if made is None:
+        if lease.waited and not still_wanted():
             return None
         try:
-            return CallOutcome(response=complete(config, made), error=None)
+            return CallOutcome(response=complete(config, request), error=None)
         except ProviderError as exc:
             return CallOutcome(response=None, error=exc)
     finally:

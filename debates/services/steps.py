@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, Value
@@ -36,8 +38,14 @@ from debates.models import (
     StepStatus,
     Vote,
 )
-from debates.providers.base import ModelRequest
-from debates.services.calls import CONFIG_COLUMNS, CallOutcome, StepDeferred, call_model
+from debates.providers.base import ModelRequest, ProviderConfig
+from debates.services.calls import (
+    CONFIG_COLUMNS,
+    CallOutcome,
+    StepDeferred,
+    call_model,
+    provider_config,
+)
 from debates.services.lifecycle import debate_fail
 from debates.state import STATE_COLUMNS
 from strategies.snapshots import market_summary, market_text
@@ -50,135 +58,172 @@ def _label(participant: Participant) -> str:
     return participant_label(participant.speak_order + 1)
 
 
-# What a step reads of a debate's seats: the columns it uses and no others (a step
-# that touched another would pay a query for it).
-_SEAT_COLUMNS = (
-    "debate_id",
-    "speak_order",
-    "personality",
-    *(f"ai_model__{name}" for name in CONFIG_COLUMNS),
-    *(
-        f"debate__{name}"
-        for name in ("status", "max_rounds", "prompt_variant", "symbols", "started_at")
-    ),
-    "debate__strategy__role_text",
-    "debate__strategy__custom_prompt",
-)
+class _Cast:
+    """The part of a started debate that its steps use and that never changes: its
+    settings, its seats in speaking order, and its market snapshot with the snapshot's
+    two prompt renderings (each made when first asked for)."""
 
+    def __init__(self, debate: Debate, seats: list[Participant]) -> None:
+        self.debate_id = debate.pk
+        self.max_rounds = debate.max_rounds
+        self.prompt_variant = debate.prompt_variant
+        self.symbols = tuple(debate.symbols)
+        self.snapshot = debate.market_snapshot
+        self.seats = tuple(seats)
 
-def _seats(debate_id: int) -> list[Participant]:
-    """Return the participants of a debate in speaking order, with their models, the
-    debate and its strategy: one query (the market snapshot is read apart, ``_market``)."""
-    return list(
-        Participant.objects.filter(debate_id=debate_id)
-        .select_related("ai_model", "debate__strategy")
-        .only(*_SEAT_COLUMNS)
-        .order_by("speak_order")
-    )
+    def seat(self, participant_id: int) -> Participant:
+        for seat in self.seats:
+            if seat.pk == participant_id:
+                return seat
+        raise Participant.DoesNotExist(f"participant {participant_id} is not in this debate")
 
+    @functools.cached_property
+    def market_text(self) -> str:
+        return market_text(self.snapshot)
 
-@dataclass(frozen=True)
-class _Market:
-    """A started debate's market snapshot and its two prompt renderings."""
-
-    snapshot: dict
-    text: str
-    summary: str
+    @functools.cached_property
+    def market_summary(self) -> str:
+        return market_summary(self.snapshot)
 
 
 @functools.lru_cache(maxsize=32)
-def _market(debate_id: int, started_at: datetime | None) -> _Market:
-    """Return the market of a started debate.
+def _cast(debate_id: int, started_at: datetime | None) -> _Cast:
+    """Return the cast of a started debate.
 
-    A snapshot never changes once stored (``debate_prepare``): each process reads and
-    renders it once per debate run, instead of on every turn. A step gets it before
-    taking its model slot, so that a slot waits only for its call.
+    Nothing in it changes once the debate has started (the snapshot is stored by
+    ``debate_prepare``), so each process reads it once per debate run instead of on
+    every step; ``started_at`` tells runs apart.
     """
-    snapshot = Debate.objects.values_list("market_snapshot", flat=True).get(pk=debate_id)
-    return _Market(snapshot, market_text(snapshot), market_summary(snapshot))
-
-
-def _seat(seats: list[Participant], participant_id: int) -> Participant:
-    for seat in seats:
-        if seat.pk == participant_id:
-            return seat
-    raise Participant.DoesNotExist(f"participant {participant_id} is not in this debate")
-
-
-def _spoken(
-    debate_id: int,
-    seats: list[Participant],
-    through_round: int,
-    status: str,
-    voter: int | None = None,
-) -> list[Message] | None:
-    """Return every stored message of rounds 1..``through_round``, in speaking order, or
-    None when the debate is no longer ``status``, or when ``voter`` has a stored ballot:
-    one query reads them all, so a step makes its cancel check, and a vote its check
-    that it was not cast already, with the read its prompt needs anyway."""
-    earlier = FilteredRelation("messages", condition=Q(messages__round__lte=through_round))
-    voted = (
-        Value(False)
-        if voter is None
-        else Exists(Ballot.objects.filter(debate=OuterRef("pk"), participant_id=voter))
+    debate = Debate.objects.only("max_rounds", "prompt_variant", "symbols", "market_snapshot")
+    seats = Participant.objects.filter(debate_id=debate_id).order_by("speak_order")
+    return _Cast(
+        debate.get(pk=debate_id),
+        list(seats.only("debate_id", "speak_order", "personality")),
     )
+
+
+class _Said(NamedTuple):
+    """What a prompt shows of a stored turn: its decisions and reasoning, not its text."""
+
+    participant: Participant
+    round: int
+    status: str
+    decisions: list
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class _Now:
+    """What a step reads right before its call: the fixed cast, and what may have
+    changed since the debate started (its strategy's texts, the model's settings, the
+    turns stored so far)."""
+
+    cast: _Cast
+    participant: Participant
+    config: ProviderConfig
+    strategy_role: str
+    custom_prompt: str
+    spoken: list[_Said]
+
+    def has_said(self, round_number: int) -> bool:
+        return any(
+            said.round == round_number and said.participant == self.participant
+            for said in self.spoken
+        )
+
+
+def _read(
+    debate_id: int,
+    participant_id: int,
+    status: str,
+    *,
+    through_round: int | None = None,
+    voter: bool = False,
+) -> _Now | None:
+    """Return what the step of ``participant_id`` needs, or None when the debate is no
+    longer ``status`` (cancelled, say), or, for a ``voter``, when its ballot is stored.
+
+    One statement reads it all: the debate's state, its strategy's texts, the model of
+    this seat, and every stored turn of rounds 1..``through_round`` (all of them when
+    None), so a step makes its cancel check, and a vote its check that it was not cast
+    already, with the read its prompt needs anyway.
+    """
+    earlier = FilteredRelation(
+        "messages",
+        condition=Q() if through_round is None else Q(messages__round__lte=through_round),
+    )
+    seat = FilteredRelation("participants", condition=Q(participants__pk=participant_id))
+    voted = (
+        Exists(Ballot.objects.filter(debate=OuterRef("pk"), participant_id=participant_id))
+        if voter
+        else Value(False)
+    )
+    head = (
+        "status",
+        "started_at",
+        "voted",
+        "strategy__role_text",
+        "strategy__custom_prompt",
+        *(f"seat__ai_model__{name}" for name in CONFIG_COLUMNS),
+    )
+    turns = ("participant", "round", "status", "decisions", "reasoning")
     rows = list(
         Debate.objects.filter(pk=debate_id)
-        .annotate(earlier=earlier, voted=voted)
+        .annotate(earlier=earlier, seat=seat, voted=voted)
         .order_by()
-        # What a prompt shows of a message: its decisions and reasoning, not its raw text.
-        .values_list(
-            "status",
-            "voted",
-            *(
-                f"earlier__{name}"
-                for name in ("participant", "round", "status", "decisions", "reasoning")
-            ),
-        )
+        .values_list(*head, *(f"earlier__{name}" for name in turns))
     )
     if not rows or rows[0][0] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    if rows[0][1]:
+    state = dict(zip(head, rows[0][: len(head)], strict=True))
+    if state["voted"]:
         return None  # the ballot is stored already: a vote is never asked twice
-    by_id = {seat.pk: seat for seat in seats}
-    messages = [
-        Message(
-            participant=by_id[participant_id],
-            round=round_number,
-            status=step_status,
-            decisions=decisions,
-            reasoning=reasoning,
-        )
-        for _, _, participant_id, round_number, step_status, decisions, reasoning in rows
-        if participant_id is not None
+    cast = _cast(debate_id, state["started_at"])
+    participant = cast.seat(participant_id)
+    spoken = [
+        _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
+        for *_, speaker, round_number, step_status, decisions, reasoning in rows
+        if speaker is not None
     ]
-    messages.sort(key=lambda m: (m.round, m.participant.speak_order))
-    return messages
+    spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
+    return _Now(
+        cast=cast,
+        participant=participant,
+        config=provider_config({name: state[f"seat__ai_model__{name}"] for name in CONFIG_COLUMNS}),
+        strategy_role=state["strategy__role_text"] or "",
+        custom_prompt=state["strategy__custom_prompt"] or "",
+        spoken=spoken,
+    )
 
 
-def _history(spoken: list[Message], before: tuple[int, int]) -> list[HistoryEntry]:
-    """Return the messages of ``spoken`` said before (round, speak order) ``before``.
+def _still(debate_id: int, status: str) -> Callable[[], bool]:
+    """Return a check that the debate is still ``status``, for a step that waited."""
+
+    def check() -> bool:
+        return Debate.objects.filter(pk=debate_id, status=status).exists()
+
+    return check
+
+
+def _history(spoken: list[_Said], before: tuple[int, int]) -> list[HistoryEntry]:
+    """Return the turns of ``spoken`` said before (round, speak order) ``before``.
 
     In rounds 2..N turns follow one another, so a speaker sees the earlier rounds and
     the speakers before it in its own round.
     """
     if before[0] == 1:
         return []  # the openings are written independently, at the same time
-    return [
-        _entry(message)
-        for message in spoken
-        if (message.round, message.participant.speak_order) < before
-    ]
+    return [_entry(said) for said in spoken if (said.round, said.participant.speak_order) < before]
 
 
-def _entry(message: Message) -> HistoryEntry:
+def _entry(said: _Said) -> HistoryEntry:
     return HistoryEntry(
-        participant=_label(message.participant),
-        personality=message.participant.personality,
-        round=message.round,
-        decisions=tuple(CoinDecision.from_dict(d) for d in message.decisions),
-        reasoning=message.reasoning,
-        failed=message.status == StepStatus.ERROR,
+        participant=_label(said.participant),
+        personality=said.participant.personality,
+        round=said.round,
+        decisions=tuple(CoinDecision.from_dict(d) for d in said.decisions),
+        reasoning=said.reasoning,
+        failed=said.status == StepStatus.ERROR,
     )
 
 
@@ -216,55 +261,36 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    seats = _seats(debate_id)
-    if not seats or seats[0].debate.status != DebateStatus.RUNNING:
-        return
-    debate = seats[0].debate
-    participant = _seat(seats, participant_id)
     step = f"{debate_id}:turn:{round_number}:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_turn(debate, seats, participant, round_number)
+            _ask_turn(debate_id, round_number, participant_id)
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _ask_turn(
-    debate: Debate, seats: list[Participant], participant: Participant, round_number: int
-) -> None:
-    market = _market(debate.pk, debate.started_at)
-
-    def request() -> ModelRequest | None:
-        spoken = _spoken(debate.pk, seats, round_number, DebateStatus.RUNNING)
-        if spoken is None:
-            return None
-        if any(m.round == round_number and m.participant_id == participant.pk for m in spoken):
-            return None  # stored already: a turn is never asked twice
-        return _turn_request(debate, participant, round_number, spoken, market)
-
-    outcome = call_model(participant.ai_model, request)
+def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
+    now = _read(debate_id, participant_id, DebateStatus.RUNNING, through_round=round_number)
+    if now is None or now.has_said(round_number):
+        return  # the debate stopped, or the turn is stored: a turn is never asked twice
+    request = _turn_request(now, round_number)
+    outcome = call_model(now.config, request, still_wanted=_still(debate_id, DebateStatus.RUNNING))
     if outcome is not None:
-        _store_turn(debate, seats, participant, round_number, outcome)
+        _store_turn(now.cast, now.participant, round_number, outcome)
 
 
-def _turn_request(
-    debate: Debate,
-    participant: Participant,
-    round_number: int,
-    spoken: list[Message],
-    market: _Market,
-) -> ModelRequest:
-    history = _history(spoken, (round_number, participant.speak_order))
-    strategy = debate.strategy
+def _turn_request(now: _Now, round_number: int) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (round_number, participant.speak_order))
     context = TurnContext(
         round=round_number,
-        max_rounds=debate.max_rounds,
+        max_rounds=cast.max_rounds,
         personality=participant.personality,
-        variant=debate.prompt_variant,
-        symbols=tuple(debate.symbols),
-        market_text=market.text,
-        strategy_role=strategy.role_text if strategy else "",
-        custom_prompt=strategy.custom_prompt if strategy else "",
+        variant=cast.prompt_variant,
+        symbols=cast.symbols,
+        market_text=cast.market_text,
+        strategy_role=now.strategy_role,
+        custom_prompt=now.custom_prompt,
         history=tuple(history),
         participant=_label(participant),
     )
@@ -275,20 +301,16 @@ def _turn_request(
         kind="turn",
         personality=participant.personality,
         round=round_number,
-        max_rounds=debate.max_rounds,
-        symbols=tuple(debate.symbols),
-        snapshot=market.snapshot,
+        max_rounds=cast.max_rounds,
+        symbols=cast.symbols,
+        snapshot=cast.snapshot,
         prior_actions=_prior_actions(history, participant),
-        seed=debate.pk * 100 + participant.speak_order,
+        seed=cast.debate_id * 100 + participant.speak_order,
     )
 
 
 def _store_turn(
-    debate: Debate,
-    seats: list[Participant],
-    participant: Participant,
-    round_number: int,
-    outcome: CallOutcome,
+    cast: _Cast, participant: Participant, round_number: int, outcome: CallOutcome
 ) -> None:
     """Store a turn, close its round when it is the last one, and announce the state.
 
@@ -297,7 +319,7 @@ def _store_turn(
     """
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
-        parsed = parse_output(outcome.response.text, debate.symbols)
+        parsed = parse_output(outcome.response.text, cast.symbols)
         fields.update(
             content=outcome.response.text,
             reasoning=parsed.reasoning,
@@ -309,9 +331,9 @@ def _store_turn(
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
 
     with transaction.atomic():
-        locked = _lock(debate.pk)
+        locked = _lock(cast.debate_id)
         if locked.status != DebateStatus.RUNNING:
-            logger.info("debate %s is %s: turn result dropped", debate.pk, locked.status)
+            logger.info("debate %s is %s: turn result dropped", locked.pk, locked.status)
             return
         # Read once the lock is held, in a statement of its own: a statement that took
         # the lock and read the turns together would see the turns as they were before
@@ -333,20 +355,20 @@ def _store_turn(
         before = _state(locked)
         turns.append((round_number, participant.pk, message.status))
         said = {p: status for r, p, status in turns if r == round_number}
-        with events.together(debate.pk):
+        with events.together(locked.pk):
             events.message_stored(message)
             if message.status == StepStatus.ERROR:
                 events.step_failed(
-                    debate.pk,
+                    locked.pk,
                     step=f"round {round_number} turn",
                     participant=participant.pk,
                     **fields["error"],
                 )
-            round_closes = locked.current_round == round_number and len(said) == len(seats)
+            round_closes = locked.current_round == round_number and len(said) == len(cast.seats)
             if round_closes and not _close_round(locked, round_number, turns):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
-            _announce_state(locked, seats, current, before)
+            _announce_state(locked, cast.seats, current, before)
 
 
 def _lock(debate_id: int) -> Debate:
@@ -389,7 +411,7 @@ def _state(debate: Debate) -> tuple:
 
 
 def _announce_state(
-    debate: Debate, seats: list[Participant], said: dict[int, str], before: tuple
+    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], before: tuple
 ) -> None:
     """Store the state after a turn, who speaks next included, and publish it if it moved.
 
@@ -418,50 +440,39 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    seats = _seats(debate_id)
-    if not seats or seats[0].debate.status != DebateStatus.VOTING:
-        return
-    debate = seats[0].debate
-    participant = _seat(seats, participant_id)
     step = f"{debate_id}:vote:{participant_id}"
     try:
         with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_vote(debate, seats, participant)
+            _ask_vote(debate_id, participant_id)
     except StepBusy as exc:
         raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
 
 
-def _ask_vote(debate: Debate, seats: list[Participant], participant: Participant) -> None:
-    market = _market(debate.pk, debate.started_at)
-
-    def request() -> ModelRequest | None:
-        spoken = _spoken(
-            debate.pk, seats, debate.max_rounds, DebateStatus.VOTING, voter=participant.pk
-        )
-        return None if spoken is None else _vote_request(debate, participant, spoken, market)
-
-    outcome = call_model(participant.ai_model, request)
+def _ask_vote(debate_id: int, participant_id: int) -> None:
+    now = _read(debate_id, participant_id, DebateStatus.VOTING, voter=True)
+    if now is None:
+        return  # the debate stopped, or the ballot is stored: a vote is never asked twice
+    request = _vote_request(now)
+    outcome = call_model(now.config, request, still_wanted=_still(debate_id, DebateStatus.VOTING))
     if outcome is not None:
-        _store_ballot(debate, participant, outcome)
+        _store_ballot(now.cast, now.participant, outcome)
 
 
-def _vote_request(
-    debate: Debate, participant: Participant, spoken: list[Message], market: _Market
-) -> ModelRequest:
-    history = _history(spoken, (debate.max_rounds + 1, 0))
+def _vote_request(now: _Now) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (cast.max_rounds + 1, 0))
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
             latest[entry.participant] = entry
-    strategy = debate.strategy
     context = VoteContext(
         personality=participant.personality,
-        variant=debate.prompt_variant,
-        symbols=tuple(debate.symbols),
-        market_summary=market.summary,
+        variant=cast.prompt_variant,
+        symbols=cast.symbols,
+        market_summary=cast.market_summary,
         positions=tuple(latest.values()),
-        strategy_role=strategy.role_text if strategy else "",
-        custom_prompt=strategy.custom_prompt if strategy else "",
+        strategy_role=now.strategy_role,
+        custom_prompt=now.custom_prompt,
         participant=_label(participant),
     )
     prompt = build_vote_prompt(context)
@@ -470,22 +481,22 @@ def _vote_request(
         user=prompt.user,
         kind="vote",
         personality=participant.personality,
-        round=debate.max_rounds,
-        max_rounds=debate.max_rounds,
-        symbols=tuple(debate.symbols),
-        snapshot=market.snapshot,
+        round=cast.max_rounds,
+        max_rounds=cast.max_rounds,
+        symbols=cast.symbols,
+        snapshot=cast.snapshot,
         prior_actions=_prior_actions(history, participant),
-        seed=debate.pk * 100 + 50 + participant.speak_order,
+        seed=cast.debate_id * 100 + 50 + participant.speak_order,
     )
 
 
-def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome) -> None:
+def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
     """Store a ballot and its votes while the debate is voting, once: a second copy of
     the ballot is refused by its unique constraint."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
-        parsed = parse_output(outcome.response.text, debate.symbols)
+        parsed = parse_output(outcome.response.text, cast.symbols)
         for decision in parsed.decisions:
             decisions.setdefault(decision.symbol, decision)
         fields.update(
@@ -500,24 +511,28 @@ def _store_ballot(debate: Debate, participant: Participant, outcome: CallOutcome
 
     try:
         with transaction.atomic():
-            if not _share_lock_voting(debate.pk):
-                logger.info("debate %s is no longer voting: ballot dropped", debate.pk)
+            if not _share_lock_voting(cast.debate_id):
+                logger.info("debate %s is no longer voting: ballot dropped", cast.debate_id)
                 return
-            ballot = Ballot.objects.create(debate_id=debate.pk, participant=participant, **fields)
-            votes = Vote.objects.bulk_create(
-                _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in debate.symbols
+            ballot = Ballot.objects.create(
+                debate_id=cast.debate_id, participant=participant, **fields
             )
-            with events.together(debate.pk):
+            votes = Vote.objects.bulk_create(
+                _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
+            )
+            with events.together(cast.debate_id):
                 if ballot.status == StepStatus.ERROR:
                     events.step_failed(
-                        debate.pk, step="vote", participant=participant.pk, **fields["error"]
+                        cast.debate_id, step="vote", participant=participant.pk, **fields["error"]
                     )
                 for vote in votes:
                     events.vote_stored(vote)
     except IntegrityError:
-        if not Ballot.objects.filter(debate_id=debate.pk, participant=participant).exists():
+        if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
             raise
-        logger.info("debate %s: another copy stored the ballot of %s", debate.pk, participant.pk)
+        logger.info(
+            "debate %s: another copy stored the ballot of %s", cast.debate_id, participant.pk
+        )
 
 
 def _share_lock_voting(debate_id: int) -> bool:

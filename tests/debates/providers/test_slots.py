@@ -18,6 +18,7 @@ from django.conf import settings
 
 from debates.providers import ModelRequest, ProviderConfig, complete
 from debates.providers.slots import (
+    Lease,
     LocalSlots,
     RedisSlots,
     Slots,
@@ -62,6 +63,7 @@ def test_at_most_cap_slots_are_handed_out(make_slots: Callable[..., Slots]) -> N
     # then
     assert first is not None and second is not None
     assert first.token != second.token
+    assert not first.waited and not second.waited
     assert third is None
     assert slots.in_use() == 2
 
@@ -98,8 +100,13 @@ def test_a_waiter_takes_a_freed_slot_at_once(make_slots: Callable[..., Slots]) -
     # given: polling is slowed to 2 s, so only the wake-up can explain a fast hand-over
     slots = make_slots(1, poll_s=2.0)
     held = slots.acquire(0)
-    got: list[float] = []
-    waiter = threading.Thread(target=lambda: slots.acquire(3) and got.append(time.monotonic()))
+    got: list[tuple[Lease | None, float]] = []
+
+    def wait() -> None:
+        lease = slots.acquire(3)
+        got.append((lease, time.monotonic()))
+
+    waiter = threading.Thread(target=wait)
     waiter.start()
     time.sleep(0.2)
 
@@ -108,9 +115,10 @@ def test_a_waiter_takes_a_freed_slot_at_once(make_slots: Callable[..., Slots]) -
     slots.release(held)
     waiter.join()
 
-    # then
-    assert len(got) == 1
-    assert got[0] - released_at < 0.05
+    # then: the lease says it was waited for, so its holder knows to check again
+    [(lease, taken_at)] = got
+    assert lease is not None and lease.waited
+    assert taken_at - released_at < 0.05
 
 
 def test_an_unreleased_lease_expires(make_slots: Callable[..., Slots]) -> None:
