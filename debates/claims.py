@@ -6,16 +6,21 @@ and marks the debate as alive (``Debate.progressed_at``), so a claim outlives it
 holder by at most CLAIM_TTL_S and the stale-debate watchdog leaves live debates alone.
 A redelivered message carries the task id of the copy that died with it, so it takes
 the claim over at once; any other copy (a resumed plan) waits until the holder stores
-its result or dies. Claims live in the cache: Redis with the full stack, process
-memory in the embedded default.
+its result or dies.
+
+Claims live in Redis with the full stack (each operation one round trip, through one
+client per process), in process memory in the embedded default.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
+from typing import Protocol
 
-from django.core.cache import cache
+from django.conf import settings
 from django.utils import timezone
 
 from arena.heartbeat import heartbeat
@@ -29,24 +34,98 @@ class StepBusy(Exception):
     """Another live copy holds the step."""
 
 
+class Claims(Protocol):
+    """What every claim store offers."""
+
+    def take(self, key: str, holder: str, ttl_s: float) -> bool:
+        """Claim ``key`` for ``holder`` for ``ttl_s``, or renew it if ``holder`` has it
+        already; return False while another holder has it."""
+
+    def give_back(self, key: str, holder: str) -> None:
+        """Drop the claim of ``key`` if ``holder`` still has it."""
+
+
+# KEYS[1] the claim, ARGV holder, ttl in milliseconds.
+_TAKE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+# KEYS[1] the claim, ARGV holder.
+_GIVE_BACK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisClaims:
+    """Claims as Redis keys holding their holder, expiring unless renewed."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        self._take = client.register_script(_TAKE)
+        self._give_back = client.register_script(_GIVE_BACK)
+
+    def take(self, key: str, holder: str, ttl_s: float) -> bool:
+        return self._take(keys=[key], args=[holder, max(1, round(ttl_s * 1000))]) == 1
+
+    def give_back(self, key: str, holder: str) -> None:
+        self._give_back(keys=[key], args=[holder])
+
+
+class LocalClaims:
+    """Claims in process memory (the embedded default: one process runs every step)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claims: dict[str, tuple[str, float]] = {}
+
+    def take(self, key: str, holder: str, ttl_s: float) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            current = self._claims.get(key)
+            if current is not None and current[0] != holder and current[1] > now:
+                return False
+            self._claims[key] = (holder, now + ttl_s)
+            return True
+
+    def give_back(self, key: str, holder: str) -> None:
+        with self._lock:
+            if self._claims.get(key, ("",))[0] == holder:
+                del self._claims[key]
+
+
+_lock = threading.Lock()
+_stores: dict[str, Claims] = {}
+
+
+def claim_store() -> Claims:
+    """Return this process's claim store for the configured ``REDIS_URL``."""
+    url = settings.REDIS_URL
+    with _lock:
+        store = _stores.get(url)
+        if store is None:
+            store = _stores[url] = RedisClaims(url) if url else LocalClaims()
+        return store
+
+
 def _key(step: str) -> str:
     return f"arena:claim:{step}"
 
 
 def step_claim(*, step: str, holder: str, ttl_s: float = CLAIM_TTL_S) -> bool:
     """Claim ``step`` for ``holder``; return False while another holder has it."""
-    if cache.add(_key(step), holder, timeout=ttl_s):
-        return True
-    if cache.get(_key(step)) == holder:
-        cache.touch(_key(step), ttl_s)
-        return True
-    return False
+    return claim_store().take(_key(step), holder, ttl_s)
 
 
 def step_release(*, step: str, holder: str) -> None:
     """Give the claim back if ``holder`` still has it."""
-    if cache.get(_key(step)) == holder:
-        cache.delete(_key(step))
+    claim_store().give_back(_key(step), holder)
 
 
 @contextlib.contextmanager
@@ -60,8 +139,8 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
         raise StepBusy(step)
 
     def beat() -> None:
-        if cache.get(_key(step)) == holder:
-            cache.touch(_key(step), CLAIM_TTL_S)
+        # Renewed only while this holder has it (or nobody took it since it lapsed).
+        step_claim(step=step, holder=holder)
         Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
 
     with heartbeat(beat, every_s=HEARTBEAT_S, name=step):

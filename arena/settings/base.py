@@ -127,7 +127,8 @@ LOGIN_REDIRECT_URL = "/"
 # --- Redis: Celery broker and results, SSE fan-out, the model-call semaphore -------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
-# Step claims (one live copy of each model call) and short-lived market caches.
+# Django's own cache. The project's Redis state (model slots, step claims) keeps its own
+# keys and clients, in process memory without Redis.
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}

@@ -1,0 +1,77 @@
+"""Step claims: one holder at a time, renewed by its holder, given back only by it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from django.conf import settings
+
+from debates.claims import (
+    Claims,
+    LocalClaims,
+    RedisClaims,
+    StepBusy,
+    claim_store,
+    step_claim,
+    step_held,
+)
+
+
+@pytest.fixture(params=["local", "redis"])
+def store(request: pytest.FixtureRequest) -> Claims:
+    """Either store, so both are held to the same contract."""
+    return LocalClaims() if request.param == "local" else RedisClaims(settings.REDIS_URL)
+
+
+@pytest.fixture
+def key() -> str:
+    return f"test-claim:{uuid.uuid4().hex}"
+
+
+def test_a_claim_has_one_holder_until_given_back(store: Claims, key: str) -> None:
+    assert store.take(key, "a", 10)
+    assert store.take(key, "a", 10)  # its holder renews it
+    assert not store.take(key, "b", 10)
+
+    store.give_back(key, "b")  # not b's to give back
+    assert not store.take(key, "b", 10)
+
+    store.give_back(key, "a")
+    assert store.take(key, "b", 10)
+
+
+def test_a_claim_lapses_after_its_ttl_unless_renewed(store: Claims, key: str) -> None:
+    assert store.take(key, "a", 0.3)
+    time.sleep(0.2)
+    assert store.take(key, "a", 0.3)  # renewed: 0.3 s more from now
+    time.sleep(0.2)
+    assert not store.take(key, "b", 10)
+    time.sleep(0.2)
+    assert store.take(key, "b", 10)
+
+
+def test_redis_claims_are_shared_by_every_process(key: str) -> None:
+    first, second = RedisClaims(settings.REDIS_URL), RedisClaims(settings.REDIS_URL)
+    assert first.take(key, "a", 10)
+    assert not second.take(key, "b", 10)
+    first.give_back(key, "a")
+    assert second.take(key, "b", 10)
+
+
+@pytest.mark.django_db
+def test_a_step_held_by_another_copy_is_busy_and_free_once_released(make_debate) -> None:
+    debate = make_debate()
+    step = f"test:{uuid.uuid4().hex}"
+    with step_held(step=step, holder="copy-1", debate_id=debate.pk):
+        with pytest.raises(StepBusy), step_held(step=step, holder="copy-2", debate_id=debate.pk):
+            pass
+        assert not step_claim(step=step, holder="copy-2")
+    assert step_claim(step=step, holder="copy-2")
+
+
+def test_the_store_follows_the_settings(settings) -> None:
+    assert isinstance(claim_store(), RedisClaims)
+    settings.REDIS_URL = ""
+    assert isinstance(claim_store(), LocalClaims)
