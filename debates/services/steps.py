@@ -9,15 +9,14 @@ an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import NamedTuple
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, FilteredRelation, OuterRef, Q, Value
 from django.utils import timezone
 
 from debates import events
@@ -27,6 +26,7 @@ from debates.engine.parsing import parse_output
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.models import (
+    AIModel,
     Ballot,
     Debate,
     DebatePhase,
@@ -87,12 +87,12 @@ class _Cast:
 
 
 @functools.lru_cache(maxsize=32)
-def _cast(debate_id: int, started_at: datetime | None) -> _Cast:
+def _cast(debate_id: int, started_at: object) -> _Cast:
     """Return the cast of a started debate.
 
     Nothing in it changes once the debate has started (the snapshot is stored by
     ``debate_prepare``), so each process reads it once per debate run instead of on
-    every step; ``started_at`` tells runs apart.
+    every step; ``started_at``, as the database gives it, tells runs apart.
     """
     debate = Debate.objects.only("max_rounds", "prompt_variant", "symbols", "market_snapshot")
     seats = Participant.objects.filter(debate_id=debate_id).order_by("speak_order")
@@ -132,56 +132,49 @@ class _Now:
         )
 
 
-def _read(
-    debate_id: int,
-    participant_id: int,
-    status: str,
-    *,
-    through_round: int | None = None,
-    voter: bool = False,
-) -> _Now | None:
+# What ``_read`` reads, written out in SQL: it runs before every model call, and the
+# ORM took about 3 ms of Python to build and compile it (five tables, twenty columns),
+# several times what the database takes to answer. Standard SQL: PostgreSQL and SQLite.
+_READ_SQL = f"""
+SELECT debate.status, debate.started_at,
+       EXISTS (SELECT 1 FROM debates_ballot AS ballot
+               WHERE ballot.debate_id = debate.id AND ballot.participant_id = %s),
+       strategy.role_text, strategy.custom_prompt,
+       {", ".join(f"model.{name}" for name in CONFIG_COLUMNS)},
+       turn.participant_id, turn.round, turn.status, turn.decisions, turn.reasoning
+FROM debates_debate AS debate
+LEFT JOIN strategies_strategy AS strategy ON strategy.id = debate.strategy_id
+LEFT JOIN debates_participant AS seat ON seat.debate_id = debate.id AND seat.id = %s
+LEFT JOIN debates_aimodel AS model ON model.id = seat.ai_model_id
+LEFT JOIN debates_message AS turn ON turn.debate_id = debate.id
+WHERE debate.id = %s
+"""  # noqa: S608 - only the model's column names are formatted in
+_API_KEY = AIModel._meta.get_field("api_key")  # stored encrypted
+
+
+def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = False) -> _Now | None:
     """Return what the step of ``participant_id`` needs, or None when the debate is no
     longer ``status`` (cancelled, say), or, for a ``voter``, when its ballot is stored.
 
-    One statement reads it all: the debate's state, its strategy's texts, the model of
-    this seat, and every stored turn of rounds 1..``through_round`` (all of them when
-    None), so a step makes its cancel check, and a vote its check that it was not cast
-    already, with the read its prompt needs anyway.
+    One statement reads it all: the debate's state, whether this seat has voted, its
+    strategy's texts, the model of this seat, and every stored turn, so a step makes
+    its cancel check, and a vote its check that it was not cast already, with the read
+    its prompt needs anyway.
     """
-    earlier = FilteredRelation(
-        "messages",
-        condition=Q() if through_round is None else Q(messages__round__lte=through_round),
-    )
-    seat = FilteredRelation("participants", condition=Q(participants__pk=participant_id))
-    voted = (
-        Exists(Ballot.objects.filter(debate=OuterRef("pk"), participant_id=participant_id))
-        if voter
-        else Value(False)
-    )
-    head = (
-        "status",
-        "started_at",
-        "voted",
-        "strategy__role_text",
-        "strategy__custom_prompt",
-        *(f"seat__ai_model__{name}" for name in CONFIG_COLUMNS),
-    )
-    turns = ("participant", "round", "status", "decisions", "reasoning")
-    rows = list(
-        Debate.objects.filter(pk=debate_id)
-        .annotate(earlier=earlier, seat=seat, voted=voted)
-        .order_by()
-        .values_list(*head, *(f"earlier__{name}" for name in turns))
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_READ_SQL, [participant_id, participant_id, debate_id])
+        rows = cursor.fetchall()
     if not rows or rows[0][0] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    state = dict(zip(head, rows[0][: len(head)], strict=True))
-    if state["voted"]:
+    _, started_at, voted, role_text, custom_prompt, *model = rows[0][: 5 + len(CONFIG_COLUMNS)]
+    if voter and voted:
         return None  # the ballot is stored already: a vote is never asked twice
-    cast = _cast(debate_id, state["started_at"])
+    cast = _cast(debate_id, started_at)
     participant = cast.seat(participant_id)
+    columns = dict(zip(CONFIG_COLUMNS, model, strict=True))
+    columns["api_key"] = _API_KEY.from_db_value(columns["api_key"], None, connection)
     spoken = [
-        _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
+        _Said(cast.seat(speaker), round_number, step_status, json.loads(decisions), reasoning)
         for *_, speaker, round_number, step_status, decisions, reasoning in rows
         if speaker is not None
     ]
@@ -189,9 +182,9 @@ def _read(
     return _Now(
         cast=cast,
         participant=participant,
-        config=provider_config({name: state[f"seat__ai_model__{name}"] for name in CONFIG_COLUMNS}),
-        strategy_role=state["strategy__role_text"] or "",
-        custom_prompt=state["strategy__custom_prompt"] or "",
+        config=provider_config(columns),
+        strategy_role=role_text or "",
+        custom_prompt=custom_prompt or "",
         spoken=spoken,
     )
 
@@ -270,7 +263,7 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
 
 def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
-    now = _read(debate_id, participant_id, DebateStatus.RUNNING, through_round=round_number)
+    now = _read(debate_id, participant_id, DebateStatus.RUNNING)
     if now is None or now.has_said(round_number):
         return  # the debate stopped, or the turn is stored: a turn is never asked twice
     request = _turn_request(now, round_number)
