@@ -71,7 +71,9 @@ def _stored_steps(debate: Debate) -> tuple[set[tuple[int, int]], set[int]]:
     said = set(
         Message.objects.filter(debate=debate).order_by().values_list("round", "participant_id")
     )
-    voted = set(Ballot.objects.filter(debate=debate).values_list("participant_id", flat=True))
+    voted = set(
+        Ballot.objects.filter(debate=debate).order_by().values_list("participant_id", flat=True)
+    )
     return said, voted
 
 
