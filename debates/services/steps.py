@@ -90,8 +90,8 @@ class _Cast:
 def _cast(debate_id: int, started_at: object) -> _Cast:
     """Return the cast of a started debate.
 
-    Nothing in it changes once the debate has started (the snapshot is stored by
-    ``debate_prepare``), so each process reads it once per debate run instead of on
+    Nothing in it changes once the debate has started (its snapshot is stored before
+    its first step runs), so each process reads it once per debate run instead of on
     every step; ``started_at``, as the database gives it, tells runs apart.
     """
     debate = Debate.objects.only("max_rounds", "prompt_variant", "symbols", "market_snapshot")
