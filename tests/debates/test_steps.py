@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
-from debates.models import Ballot, Debate, DebateStatus, Message
+from debates.models import AIModel, Ballot, Debate, DebateStatus, Message
 from debates.services import (
     calls,
     consensus_finalize,
@@ -26,6 +26,7 @@ from debates.services import (
     turn_run,
     vote_run,
 )
+from strategies.models import Strategy
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,6 +102,25 @@ def test_a_stored_turn_is_not_asked_again_and_costs_one_read(make_debate, llm):
 
     assert len(again) == 1, "\n".join(again)
     assert len(llm.requests) == asked
+
+
+def test_a_step_asks_with_the_model_and_strategy_as_they_are_now(make_debate, llm):
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    for seat in seats:
+        turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
+    # Edited while the debate runs, after this process has read the debate's fixed part.
+    AIModel.objects.filter(participants__pk=seats[0]).update(
+        model_name="renamed-model", api_key="sk-rotated-key"
+    )
+    Strategy.objects.filter(debates=debate).update(role_text="Trade only the breakout.")
+
+    turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="test")
+
+    asked = llm.requests[-1]
+    assert asked.body["model"] == "renamed-model"
+    assert asked.headers["authorization"] == "Bearer sk-rotated-key"
+    assert "Trade only the breakout." in asked.prompt
 
 
 @pytest.mark.django_db
