@@ -54,16 +54,26 @@ def run_plan(*, debate: Debate, fresh: bool = False) -> Signature | None:
             if round_number == 1 and len(turns) > 1:
                 steps.append(group(turns))
             else:
-                steps.extend(turns)
+                steps.extend(_unread(turn) for turn in turns)
     elif debate.status != DebateStatus.VOTING:
         return None
     votes = [vote_run_task.si(debate.pk, pk) for pk in seats if pk not in voted]
     if len(votes) > 1:
         steps.append(group(votes))
     else:
-        steps.extend(votes)
-    steps.append(consensus_finalize_task.si(debate.pk))
+        steps.extend(_unread(vote) for vote in votes)
+    steps.append(_unread(consensus_finalize_task.si(debate.pk)))
     return chain(*steps)
+
+
+def _unread(step: Signature) -> Signature:
+    """Return ``step`` set not to store its result.
+
+    Only a chord reads results (it counts those of its group), so a step outside a
+    group stores none: its sender does not subscribe to it before sending the step, nor
+    does its worker write it to Redis afterwards.
+    """
+    return step.set(ignore_result=True)
 
 
 def _stored_steps(debate: Debate) -> tuple[set[tuple[int, int]], set[int]]:
