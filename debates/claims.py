@@ -96,7 +96,8 @@ class LocalClaims:
 
     def give_back(self, key: str, holder: str) -> None:
         with self._lock:
-            if self._claims.get(key, ("",))[0] == holder:
+            current = self._claims.get(key)
+            if current is not None and current[0] == holder:
                 del self._claims[key]
 
 
