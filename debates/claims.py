@@ -88,8 +88,11 @@ class LocalClaims:
     def take(self, key: str, holder: str, ttl_s: float) -> bool:
         now = time.monotonic()
         with self._lock:
+            # Claims left to lapse (their step raised) are forgotten, as Redis forgets them.
+            for lapsed in [k for k, (_, expires) in self._claims.items() if expires <= now]:
+                del self._claims[lapsed]
             current = self._claims.get(key)
-            if current is not None and current[0] != holder and current[1] > now:
+            if current is not None and current[0] != holder:
                 return False
             self._claims[key] = (holder, now + ttl_s)
             return True
