@@ -62,12 +62,20 @@ class _Cast:
     settings, its seats in speaking order, and its market snapshot with the snapshot's
     two prompt renderings (each made when first asked for)."""
 
-    def __init__(self, debate: Debate, seats: list[Participant]) -> None:
-        self.debate_id = debate.pk
-        self.max_rounds = debate.max_rounds
-        self.prompt_variant = debate.prompt_variant
-        self.symbols = tuple(debate.symbols)
-        self.snapshot = debate.market_snapshot
+    def __init__(
+        self,
+        debate_id: int,
+        max_rounds: int,
+        prompt_variant: str,
+        symbols: list[str],
+        snapshot: dict | None,
+        seats: list[Participant],
+    ) -> None:
+        self.debate_id = debate_id
+        self.max_rounds = max_rounds
+        self.prompt_variant = prompt_variant
+        self.symbols = tuple(symbols)
+        self.snapshot = snapshot
         self.seats = tuple(seats)
 
     def seat(self, participant_id: int) -> Participant:
@@ -85,6 +93,20 @@ class _Cast:
         return market_summary(self.snapshot)
 
 
+# What ``_cast`` reads, written out in SQL as ``_READ_SQL`` is: the debate's settings
+# and snapshot along with each of its seats, in speaking order.
+_CAST_SQL = """
+SELECT debate.max_rounds, debate.prompt_variant, debate.symbols, debate.market_snapshot,
+       seat.id, seat.speak_order, seat.personality
+FROM debates_debate AS debate
+JOIN debates_participant AS seat ON seat.debate_id = debate.id
+WHERE debate.id = %s
+ORDER BY seat.speak_order
+"""
+_SYMBOLS = Debate._meta.get_field("symbols")  # JSON columns
+_SNAPSHOT = Debate._meta.get_field("market_snapshot")
+
+
 @functools.lru_cache(maxsize=32)
 def _cast(debate_id: int, started_at: object) -> _Cast:
     """Return the cast of a started debate.
@@ -93,11 +115,21 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
     its first step runs), so each process reads it once per debate run instead of on
     every step; ``started_at``, as the database gives it, tells runs apart.
     """
-    debate = Debate.objects.only("max_rounds", "prompt_variant", "symbols", "market_snapshot")
-    seats = Participant.objects.filter(debate_id=debate_id).order_by("speak_order")
+    with connection.cursor() as cursor:
+        cursor.execute(_CAST_SQL, [debate_id])
+        rows = cursor.fetchall()
+    max_rounds, prompt_variant, symbols, snapshot = rows[0][:4]
+    seats = [
+        Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
+        for *_, pk, order, personality in rows
+    ]
     return _Cast(
-        debate.get(pk=debate_id),
-        list(seats.only("debate_id", "speak_order", "personality")),
+        debate_id,
+        max_rounds,
+        prompt_variant,
+        _SYMBOLS.from_db_value(symbols, None, connection),
+        _SNAPSHOT.from_db_value(snapshot, None, connection),
+        seats,
     )
 
 

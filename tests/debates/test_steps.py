@@ -63,9 +63,9 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
-    # A process's first step of a debate reads its fixed part too: the debate's settings
-    # and snapshot, its seats.
-    assert len(opening) == 1 + 2 + 7, "\n".join(opening)
+    # A process's first step of a debate reads its fixed part too, in one statement: the
+    # debate's settings and snapshot, its seats.
+    assert len(opening) == 1 + 1 + 7, "\n".join(opening)
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
