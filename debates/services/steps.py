@@ -118,6 +118,8 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
     with connection.cursor() as cursor:
         cursor.execute(_CAST_SQL, [debate_id])
         rows = cursor.fetchall()
+    if not rows:
+        raise Debate.DoesNotExist(f"debate {debate_id} is gone")
     max_rounds, prompt_variant, symbols, snapshot = rows[0][:4]
     seats = [
         Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
@@ -356,8 +358,9 @@ def _store_turn(
 
     with transaction.atomic():
         locked = _lock(cast.debate_id)
-        if locked.status != DebateStatus.RUNNING:
-            logger.info("debate %s is %s: turn result dropped", locked.pk, locked.status)
+        if locked is None or locked.status != DebateStatus.RUNNING:
+            state = "gone" if locked is None else locked.status
+            logger.info("debate %s is %s: turn result dropped", cast.debate_id, state)
             return
         # Read once the lock is held, in a statement of its own: a statement that took
         # the lock and read the turns together would see the turns as they were before
@@ -407,15 +410,19 @@ WHERE id = %s
 _ERROR = Debate._meta.get_field("error")  # a JSON column
 
 
-def _lock(debate_id: int) -> Debate:
-    """Lock a debate's row for the transaction; return its state fields (SPEC 5.6).
+def _lock(debate_id: int) -> Debate | None:
+    """Lock a debate's row for the transaction; return its state fields (SPEC 5.6), or
+    None when the debate is gone (deleted once cancelled, say).
 
     SQLite has no row locks: its transactions let one writer in at a time anyway.
     """
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     with connection.cursor() as cursor:
         cursor.execute(_LOCK_SQL + lock, [debate_id])
-        status, phase, current_round, speaker_id, error, max_rounds = cursor.fetchone()
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    status, phase, current_round, speaker_id, error, max_rounds = row
     return Debate(
         pk=debate_id,
         status=status,

@@ -20,6 +20,7 @@ from debates.services import (
     calls,
     consensus_finalize,
     debate_cancel,
+    debate_delete,
     debate_prepare,
     debate_start,
     steps,
@@ -203,6 +204,26 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
     assert llm.requests == []
     assert not Message.objects.filter(debate=debate).exists()
     assert slots.in_use() == 0
+
+
+def test_a_turn_of_a_debate_deleted_during_its_call_is_dropped(make_debate, llm, monkeypatch):
+    debate = make_debate()
+    seats = running(debate)
+    call_model = steps.call_model
+
+    def deleted_during_the_call(*args, **kwargs):
+        outcome = call_model(*args, **kwargs)
+        debate_cancel(debate_id=debate.pk)
+        debate_delete(debate_id=debate.pk)
+        return outcome
+
+    monkeypatch.setattr(steps, "call_model", deleted_during_the_call)
+
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
+
+    assert len(llm.requests) == 1
+    assert not Debate.objects.filter(pk=debate.pk).exists()
+    assert not Message.objects.filter(debate_id=debate.pk).exists()
 
 
 def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
