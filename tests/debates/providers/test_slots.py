@@ -97,13 +97,14 @@ def test_acquire_gives_up_after_wait_s(make_slots: Callable[..., Slots]) -> None
 
 
 def test_a_waiter_takes_a_freed_slot_at_once(make_slots: Callable[..., Slots]) -> None:
-    # given: polling is slowed to 2 s, so only the wake-up can explain a fast hand-over
-    slots = make_slots(1, poll_s=2.0)
+    # given: polling is slowed to 5 s, so only the wake-up can explain a hand-over within
+    # a second (the margin allows for a stall of this shared host)
+    slots = make_slots(1, poll_s=5.0)
     held = slots.acquire(0)
     got: list[tuple[Lease | None, float]] = []
 
     def wait() -> None:
-        lease = slots.acquire(3)
+        lease = slots.acquire(6)
         got.append((lease, time.monotonic()))
 
     waiter = threading.Thread(target=wait)
@@ -118,7 +119,7 @@ def test_a_waiter_takes_a_freed_slot_at_once(make_slots: Callable[..., Slots]) -
     # then: the lease says it was waited for, so its holder knows to check again
     [(lease, taken_at)] = got
     assert lease is not None and lease.waited
-    assert taken_at - released_at < 0.05
+    assert taken_at - released_at < 1.0
 
 
 def test_an_unreleased_lease_expires(make_slots: Callable[..., Slots]) -> None:
