@@ -3,7 +3,8 @@
 A copy of a step (a turn or a vote) claims it before calling the model and gives the
 claim back once the result is stored. While it holds the claim, a heartbeat renews it
 and marks the debate as alive (``Debate.progressed_at``), so a claim outlives its
-holder by at most CLAIM_TTL_S and the stale-debate watchdog leaves live debates alone.
+holder by at most ``claim_ttl_s()`` and the stale-debate watchdog leaves live debates
+alone.
 A redelivered message carries the task id of the copy that died with it, so it takes
 the claim over at once; any other copy (a resumed plan) waits until the holder stores
 its result or dies.
@@ -26,8 +27,10 @@ from django.utils import timezone
 from arena.heartbeat import heartbeat
 from debates.models import Debate
 
-CLAIM_TTL_S = 15
-HEARTBEAT_S = 5.0
+
+def claim_ttl_s() -> float:
+    """Return how long a claim outlives its holder (``STEP_CLAIM_TTL_S``, 15 by default)."""
+    return float(settings.STEP_CLAIM_TTL_S)
 
 
 class StepBusy(Exception):
@@ -122,9 +125,10 @@ def _key(step: str) -> str:
     return f"arena:claim:{step}"
 
 
-def step_claim(*, step: str, holder: str, ttl_s: float = CLAIM_TTL_S) -> bool:
-    """Claim ``step`` for ``holder``; return False while another holder has it."""
-    return claim_store().take(_key(step), holder, ttl_s)
+def step_claim(*, step: str, holder: str, ttl_s: float | None = None) -> bool:
+    """Claim ``step`` for ``holder`` (for ``claim_ttl_s()`` unless ``ttl_s`` is given);
+    return False while another holder has it."""
+    return claim_store().take(_key(step), holder, ttl_s or claim_ttl_s())
 
 
 def step_release(*, step: str, holder: str) -> None:
@@ -147,6 +151,6 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
         step_claim(step=step, holder=holder)
         Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
 
-    with heartbeat(beat, every_s=HEARTBEAT_S, name=step):
+    with heartbeat(beat, every_s=claim_ttl_s() / 3, name=step):
         yield
     step_release(step=step, holder=holder)

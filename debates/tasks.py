@@ -16,7 +16,7 @@ from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError, connection
 
 from debates import services
-from debates.claims import CLAIM_TTL_S
+from debates.claims import claim_ttl_s
 from debates.services.calls import StepDeferred
 from debates.services.schedules import schedule_fire
 
@@ -41,8 +41,8 @@ def _retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
 
 
 # A freshly started worker resumes the debates whose steps died with a previous worker,
-# once their claims have expired (debates.claims.CLAIM_TTL_S).
-RESUME_ON_BOOT_AFTER_S = CLAIM_TTL_S + 5
+# this long after their claims have expired (``debates.claims.claim_ttl_s()``).
+RESUME_ON_BOOT_MARGIN_S = 5
 
 
 @shared_task(name="debates.turn_run", **STEP_OPTIONS)
@@ -102,8 +102,9 @@ def resume_stale_task(older_than_s: float | None = None) -> list[int]:
 @worker_ready.connect
 def resume_after_boot(sender=None, **kwargs) -> None:
     """Resume the debates a dead worker left behind, as soon as a worker is up."""
+    ttl_s = claim_ttl_s()
     resume_stale_task.apply_async(
-        kwargs={"older_than_s": CLAIM_TTL_S}, countdown=RESUME_ON_BOOT_AFTER_S
+        kwargs={"older_than_s": ttl_s}, countdown=ttl_s + RESUME_ON_BOOT_MARGIN_S
     )
 
 
