@@ -4,10 +4,9 @@ A copy of a step (a turn or a vote) claims it before calling the model and gives
 claim back once the result is stored. While it holds the claim, a heartbeat renews it
 and marks the debate as alive (``Debate.progressed_at``), so a claim outlives its
 holder by at most ``claim_ttl_s()`` and the stale-debate watchdog leaves live debates
-alone.
-A redelivered message carries the task id of the copy that died with it, so it takes
-the claim over at once; any other copy (a resumed plan) waits until the holder stores
-its result or dies.
+alone. A redelivered message carries the task id of the copy that died with it, so it
+takes the claim over at once; any other copy (a resumed plan) waits until the holder
+stores its result or dies.
 
 Claims live in Redis with the full stack (each operation one round trip, through one
 client per process), in process memory in the embedded default.

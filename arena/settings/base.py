@@ -183,7 +183,8 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 # Seconds a debate step's claim outlives its holder (renewed every third of it while the
-# step runs): how long a step killed with its worker blocks a resume of its debate.
+# step runs): how long a step killed with its worker blocks a resume of its debate. Keep
+# a third of it well under the 45 s after which the watchdog deems a debate stale.
 STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))

@@ -395,8 +395,8 @@ def _store_turn(
 
 
 # What a turn's store reads and writes of the debate under its row lock, written out in
-# SQL as ``_READ_SQL`` is: built by the ORM, each statement took 0.5 to 1 ms of Python,
-# two to four times what the database takes to answer it.
+# SQL as ``_READ_SQL`` is: built by the ORM, the three statements took 0.48 to 0.81 ms
+# each back to back, against 0.17 to 0.24 ms written out.
 _LOCK_SQL = """
 SELECT status, phase, current_round, current_speaker_id, error, max_rounds
 FROM debates_debate WHERE id = %s
