@@ -124,10 +124,10 @@ def _key(step: str) -> str:
     return f"arena:claim:{step}"
 
 
-def step_claim(*, step: str, holder: str, ttl_s: float | None = None) -> bool:
-    """Claim ``step`` for ``holder`` (for ``claim_ttl_s()`` unless ``ttl_s`` is given);
-    return False while another holder has it."""
-    return claim_store().take(_key(step), holder, ttl_s or claim_ttl_s())
+def step_claim(*, step: str, holder: str) -> bool:
+    """Claim ``step`` for ``holder`` for ``claim_ttl_s()``; return False while another
+    holder has it."""
+    return claim_store().take(_key(step), holder, claim_ttl_s())
 
 
 def step_release(*, step: str, holder: str) -> None:

@@ -17,6 +17,7 @@ from debates.claims import (
     step_claim,
     step_held,
 )
+from debates.tasks import resume_after_boot, resume_stale_task
 
 
 @pytest.fixture(params=["local", "redis"])
@@ -84,3 +85,34 @@ def test_the_store_follows_the_settings(settings) -> None:
     assert isinstance(claim_store(), RedisClaims)
     settings.REDIS_URL = ""
     assert isinstance(claim_store(), LocalClaims)
+
+
+def test_a_claim_lives_as_long_as_the_setting_says(settings) -> None:
+    # Margins of 0.4 s either side of the expiry, as above.
+    settings.STEP_CLAIM_TTL_S = 1
+    step = f"test:{uuid.uuid4().hex}"
+    assert step_claim(step=step, holder="copy-1")  # its worker dies: never given back
+    time.sleep(0.6)
+    assert not step_claim(step=step, holder="copy-2")
+    time.sleep(0.8)
+    assert step_claim(step=step, holder="copy-2")
+
+
+@pytest.mark.django_db
+def test_a_held_step_is_renewed_every_third_of_the_setting(settings, make_debate) -> None:
+    settings.STEP_CLAIM_TTL_S = 1
+    debate = make_debate()
+    step = f"test:{uuid.uuid4().hex}"
+    with step_held(step=step, holder="copy-1", debate_id=debate.pk):
+        time.sleep(1.6)  # past the claim's first expiry: the heartbeat renewed it
+        assert not step_claim(step=step, holder="copy-2")
+
+
+def test_a_worker_resumes_left_behind_debates_once_their_claims_expired(
+    settings, monkeypatch
+) -> None:
+    settings.STEP_CLAIM_TTL_S = 6
+    sent: list[dict] = []
+    monkeypatch.setattr(resume_stale_task, "apply_async", lambda **options: sent.append(options))
+    resume_after_boot()
+    assert sent == [{"kwargs": {"older_than_s": 6.0}, "countdown": 11.0}]
