@@ -163,11 +163,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # CONN_MAX_AGE: arena.celery drops old or broken connections before each task, as Django
 # does before each request.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
+# Seconds an active debate may go without progress before the watchdog deems it stale
+# and resumes it from its stored steps (its steps were lost: a dead worker, a Redis
+# restart that emptied the queues). The watchdog looks every third of it, in whole
+# seconds (beat's database scheduler stores its intervals as integers).
+DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
-    # The watchdog: resume active debates whose steps were lost (a dead worker, a
-    # Redis restart that emptied the queues).
-    "debates-resume-stale": {"task": "debates.resume_stale", "schedule": 15.0},
+    # The watchdog of debates (DEBATE_STALE_AFTER_S).
+    "debates-resume-stale": {
+        "task": "debates.resume_stale",
+        "schedule": max(1, DEBATE_STALE_AFTER_S // 3),
+    },
     # ... and unfinished executions that no live worker holds.
     "traders-executions-resume-stale": {
         "task": "traders.executions_resume_stale",
@@ -183,8 +190,8 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 # Seconds a debate step's claim outlives its holder (renewed every third of it while the
-# step runs): how long a step killed with its worker blocks a resume of its debate. Keep
-# a third of it well under the 45 s after which the watchdog deems a debate stale.
+# step runs, which marks its debate alive): how long a step killed with its worker blocks
+# a resume of its debate. Keep a third of it well under DEBATE_STALE_AFTER_S.
 STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))

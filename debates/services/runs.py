@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from celery import chain, group
 from celery.canvas import Signature
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,8 +30,11 @@ from debates.models import (
 
 logger = logging.getLogger(__name__)
 
-# An active debate with no progress for this long is resumed from its stored steps.
-STALE_AFTER = timedelta(seconds=45)
+
+def stale_after() -> timedelta:
+    """Return how long an active debate may go without progress before it is resumed
+    from its stored steps (``DEBATE_STALE_AFTER_S``, 45 s by default)."""
+    return timedelta(seconds=settings.DEBATE_STALE_AFTER_S)
 
 
 def run_plan(*, debate: Debate, fresh: bool = False) -> Signature | None:
@@ -101,8 +105,9 @@ def after_consensus(*, debate_id: int) -> None:
     auto_execute(debate_id=debate_id)
 
 
-def debates_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]:
-    """Re-enqueue the remaining steps of every active debate that stopped progressing.
+def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
+    """Re-enqueue the remaining steps of every active debate with no progress for
+    ``older_than`` (``stale_after()`` by default).
 
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
@@ -110,7 +115,7 @@ def debates_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]:
     """
     from debates.services.lifecycle import debate_prepare
 
-    cutoff = timezone.now() - older_than
+    cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
     stale = Debate.objects.filter(status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff)
     for debate_id in stale.values_list("pk", flat=True):

@@ -1,0 +1,88 @@
+"""The stale-debate watchdog: it resumes the active debates that stopped progressing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from debates.models import Debate
+from debates.services import debate_start, debates_resume_stale, runs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list:
+    """The canvases sent to the workers, kept here instead."""
+    kept: list = []
+    monkeypatch.setattr(runs, "send_on_commit", kept.append)
+    return kept
+
+
+def _quiet_for(debate: Debate, seconds: float) -> None:
+    Debate.objects.filter(pk=debate.pk).update(
+        progressed_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_a_debate_quiet_for_longer_than_the_setting_is_resumed_once(
+    settings, make_debate, sent
+) -> None:
+    settings.DEBATE_STALE_AFTER_S = 12
+    stalled, lively = make_debate(), make_debate()
+    for debate in (stalled, lively):
+        debate_start(debate_id=debate.pk)
+    _quiet_for(stalled, 20)
+    _quiet_for(lively, 5)
+    sent.clear()
+
+    assert debates_resume_stale() == [stalled.pk]
+    assert len(sent) == 1  # the stalled debate's remaining steps
+    # its resume counts as progress: the next look leaves it alone
+    assert debates_resume_stale() == []
+
+
+def test_the_default_waits_45_seconds(make_debate, sent) -> None:
+    debate = make_debate()
+    debate_start(debate_id=debate.pk)
+    _quiet_for(debate, 30)
+    assert debates_resume_stale() == []
+    _quiet_for(debate, 50)
+    assert debates_resume_stale() == [debate.pk]
+
+
+def test_a_finished_debate_is_never_resumed(make_debate, sent) -> None:
+    debate = make_debate()
+    Debate.objects.filter(pk=debate.pk).update(status="cancelled")
+    _quiet_for(debate, 3600)
+    assert debates_resume_stale() == []
+
+
+def test_beat_looks_every_third_of_the_setting(settings) -> None:
+    schedule = "settings.CELERY_BEAT_SCHEDULE['debates-resume-stale']['schedule']"
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "--verbosity",
+            "0",
+            "-c",
+            f"from django.conf import settings; print({schedule})",
+        ],
+        cwd=settings.BASE_DIR,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "arena.settings.test",
+            "DEBATE_STALE_AFTER_S": "12",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.stdout.strip() == "4", shown.stderr
