@@ -28,7 +28,8 @@ from debates.models import Debate
 
 
 def claim_ttl_s() -> float:
-    """Return how long a claim outlives its holder (``STEP_CLAIM_TTL_S``, 15 by default)."""
+    """Return how long a claim, and the model slot of its step, outlive their holder
+    (``STEP_CLAIM_TTL_S``, 15 by default)."""
     return float(settings.STEP_CLAIM_TTL_S)
 
 

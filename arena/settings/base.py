@@ -189,9 +189,10 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 # --- Model calls --------------------------------------------------------------------------
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
-# Seconds a debate step's claim outlives its holder (renewed every third of it while the
-# step runs, which marks its debate alive): how long a step killed with its worker blocks
-# a resume of its debate. Keep a third of it well under DEBATE_STALE_AFTER_S.
+# Seconds a debate step's claim and model slot outlive their holder (both renewed every
+# third of it while the step runs, which marks its debate alive): how long a step killed
+# with its worker blocks a resume of its debate, and holds one of the MODEL_CALL_CAP
+# slots. Keep a third of it well under DEBATE_STALE_AFTER_S.
 STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))

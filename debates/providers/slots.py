@@ -6,8 +6,9 @@ so clocks of different machines do not matter). One Lua script drops expired lea
 and takes a slot only while fewer than N remain, atomically; release removes the token
 and pushes a wake-up onto a short Redis list, on which waiters block (``BLPOP``) for a
 bounded time before trying again, so a freed slot is taken within milliseconds and a
-slot freed by expiry within ``poll_s``. A worker that dies holding a slot loses it when
-its lease expires; a lease should therefore last the call's deadline plus a margin.
+slot freed by expiry within ``poll_s``. A holder renews its lease while its call runs
+(``hold``), so a lease can be short whatever the call's deadline: a worker that dies
+holding a slot stops renewing it, and the slot is free again within one lease.
 
 ``LocalSlots`` is the same contract inside one process (threads), for the embedded
 default without Redis. ``model_slots()`` picks one from the Django settings.
@@ -19,6 +20,7 @@ A waiter never holds a slot while waiting, and waits at most ``wait_s``: when
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import threading
 import time
@@ -26,9 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from arena.heartbeat import heartbeat
+
+logger = logging.getLogger(__name__)
+
 DEFAULT_CAP = 3
 DEFAULT_LEASE_S = 90.0
-LEASE_MARGIN_S = 15.0
 DEFAULT_KEY = "arena:model-slots"
 
 
@@ -38,8 +43,8 @@ class SlotUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Lease:
-    """One held slot: its token, the monotonic instant it expires (local estimate), and
-    whether it was free at once or had to be waited for."""
+    """One held slot: its token, the monotonic instant it first expires (local
+    estimate), and whether it was free at once or had to be waited for."""
 
     token: str
     expires_at: float
@@ -50,9 +55,13 @@ class Slots(Protocol):
     """What every slot implementation offers."""
 
     cap: int
+    lease_s: float
 
     def acquire(self, wait_s: float, *, lease_s: float | None = None) -> Lease | None:
         """Take a slot, waiting up to ``wait_s``; return None when none came free."""
+
+    def renew(self, lease: Lease, lease_s: float) -> bool:
+        """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""
 
     def release(self, lease: Lease) -> None:
         """Give the slot of ``lease`` back (nothing happens if it already expired)."""
@@ -61,22 +70,27 @@ class Slots(Protocol):
         """Return the number of unexpired leases now."""
 
 
-def lease_for(timeout_s: float) -> float:
-    """Return the lease length for a call with deadline ``timeout_s``: deadline plus margin."""
-    return timeout_s + LEASE_MARGIN_S
-
-
 @contextlib.contextmanager
 def hold(slots: Slots, wait_s: float, *, lease_s: float | None = None) -> Iterator[Lease]:
-    """Hold one slot of ``slots`` for the ``with`` block; raise ``SlotUnavailable`` if none.
+    """Hold one slot of ``slots`` for the ``with`` block; raise ``SlotUnavailable`` if
+    none came free within ``wait_s``.
 
-    ``with hold(model_slots(), wait_s=5, lease_s=lease_for(cfg.timeout_s)): complete(...)``
+    The lease lasts ``lease_s`` (the slots' default if None) and is renewed every third
+    of it until the block ends, so the slot outlives a holder that dies by one lease at
+    most, however long its call may take.
     """
+    lease_s = lease_s or slots.lease_s
     lease = slots.acquire(wait_s, lease_s=lease_s)
     if lease is None:
         raise SlotUnavailable(f"no model-call slot free within {wait_s:.1f}s")
+
+    def renew() -> None:
+        if not slots.renew(lease, lease_s):
+            logger.warning("a model slot's lease ran out while its call went on")
+
     try:
-        yield lease
+        with heartbeat(renew, every_s=lease_s / 3, name="model slot"):
+            yield lease
     finally:
         slots.release(lease)
 
@@ -110,6 +124,16 @@ class LocalSlots:
                 soonest = min(self._leases.values())
                 self._changed.wait(timeout=max(0.0, min(give_up, soonest) - now))
                 waited = True
+
+    def renew(self, lease: Lease, lease_s: float) -> bool:
+        """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""
+        with self._changed:
+            now = time.monotonic()
+            self._drop_expired(now)
+            if lease.token not in self._leases:
+                return False
+            self._leases[lease.token] = now + lease_s
+            return True
 
     def release(self, lease: Lease) -> None:
         """Give the slot back and wake one waiter."""
@@ -152,6 +176,18 @@ end
 return removed
 """
 
+# KEYS[1] leases zset, ARGV: token, lease_ms. Returns 1 when the lease was still held.
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expiry and tonumber(expiry) > now then
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+  return 1
+end
+return 0
+"""
+
 _COUNT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -185,6 +221,7 @@ class RedisSlots:
         self._redis = redis.Redis.from_url(redis_url)
         self._acquire = self._redis.register_script(_ACQUIRE)
         self._release = self._redis.register_script(_RELEASE)
+        self._renew = self._redis.register_script(_RENEW)
         self._count = self._redis.register_script(_COUNT)
 
     def acquire(self, wait_s: float, *, lease_s: float | None = None) -> Lease | None:
@@ -206,6 +243,11 @@ class RedisSlots:
             # Wait for a release; re-check at least every poll_s for expired leases.
             self._redis.blpop([self._wake_key], timeout=max(0.01, min(remaining, self.poll_s)))
             waited = True
+
+    def renew(self, lease: Lease, lease_s: float) -> bool:
+        """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""
+        lease_ms = max(1, round(lease_s * 1000))
+        return self._renew(keys=[self._leases_key], args=[lease.token, lease_ms]) == 1
 
     def release(self, lease: Lease) -> None:
         """Give the slot back and wake one waiter (nothing happens if it already expired)."""

@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from debates.claims import claim_ttl_s
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
-from debates.providers.slots import lease_for, model_slots
+from debates.providers.slots import SlotUnavailable, hold, model_slots
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
@@ -65,18 +66,17 @@ def call_model(
     Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
     it asks right before; a step that had to wait for its slot asks ``still_wanted()``
     again before the call goes out, and False (the debate was cancelled meanwhile, say)
-    abandons the call and gives ``None`` back.
+    abandons the call and gives ``None`` back. The slot outlives a worker killed during
+    the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
+    deadline.
     """
-    slots = model_slots()
-    lease = slots.acquire(SLOT_WAIT_S, lease_s=lease_for(config.timeout_s))
-    if lease is None:
-        raise StepDeferred("no free model slot", retry_after=0.05)
     try:
-        if lease.waited and not still_wanted():
-            return None
-        try:
-            return CallOutcome(response=complete(config, request), error=None)
-        except ProviderError as exc:
-            return CallOutcome(response=None, error=exc)
-    finally:
-        slots.release(lease)
+        with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s()) as lease:
+            if lease.waited and not still_wanted():
+                return None
+            try:
+                return CallOutcome(response=complete(config, request), error=None)
+            except ProviderError as exc:
+                return CallOutcome(response=None, error=exc)
+    except SlotUnavailable as exc:
+        raise StepDeferred("no free model slot", retry_after=0.05) from exc

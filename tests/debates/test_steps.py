@@ -188,7 +188,7 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
     slots = calls.model_slots()
 
     class CancelledWhileWaiting:
-        cap = slots.cap
+        cap, lease_s = slots.cap, slots.lease_s
 
         def acquire(self, wait_s, *, lease_s=None):
             debate_cancel(debate_id=debate.pk)
@@ -203,6 +203,43 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
 
     assert llm.requests == []
     assert not Message.objects.filter(debate=debate).exists()
+    assert slots.in_use() == 0
+
+
+def test_a_turn_leases_its_model_slot_for_the_claim_ttl_and_renews_it_during_the_call(
+    make_debate, llm, monkeypatch, settings
+):
+    # A worker killed during a call frees its slot within STEP_CLAIM_TTL_S, not within
+    # the call's deadline (60 s here).
+    settings.STEP_CLAIM_TTL_S = 1
+    llm.set_latency(1.2)
+    debate = make_debate(timeout=60)
+    seats = running(debate)
+    slots = calls.model_slots()
+    leased: list[float] = []
+    renewed: list[float] = []
+
+    class Watched:
+        cap, lease_s = slots.cap, slots.lease_s
+
+        def acquire(self, wait_s, *, lease_s=None):
+            leased.append(lease_s)
+            return slots.acquire(wait_s, lease_s=lease_s)
+
+        def renew(self, lease, lease_s):
+            renewed.append(lease_s)
+            return slots.renew(lease, lease_s)
+
+        def release(self, lease):
+            slots.release(lease)
+
+    monkeypatch.setattr(calls, "model_slots", Watched)
+
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
+
+    assert leased == [1.0]
+    assert len(renewed) >= 2 and set(renewed) == {1.0}  # every third of a second
+    assert Message.objects.get(debate=debate).status == "ok"
     assert slots.in_use() == 0
 
 

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from arena.celery import app
 from debates.providers import ModelRequest, ProviderConfig, complete
-from debates.providers.slots import RedisSlots, lease_for
+from debates.providers.slots import RedisSlots, SlotUnavailable, hold
 
 _slots: dict[tuple[str, int], RedisSlots] = {}
 
@@ -21,13 +21,11 @@ def cap_call_task(self: Task, base_url: str, key: str, cap: int) -> str:
     """Make one fake model call inside a slot; retry later when no slot frees in 0.5 s."""
     slots = _slots.setdefault((key, cap), RedisSlots(settings.REDIS_URL, cap=cap, key=key))
     config = ProviderConfig("openai_compatible", "fake-model", base_url=base_url, timeout_s=10)
-    lease = slots.acquire(wait_s=0.5, lease_s=lease_for(config.timeout_s))
-    if lease is None:
-        raise self.retry(countdown=0)
+    request = ModelRequest(
+        system="Cap test. Candidates: BTCUSDT.", user=f"worker {self.request.hostname}"
+    )
     try:
-        request = ModelRequest(
-            system="Cap test. Candidates: BTCUSDT.", user=f"worker {self.request.hostname}"
-        )
-        return complete(config, request).request_id
-    finally:
-        slots.release(lease)
+        with hold(slots, 0.5, lease_s=15):
+            return complete(config, request).request_id
+    except SlotUnavailable as exc:
+        raise self.retry(countdown=0) from exc

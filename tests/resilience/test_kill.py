@@ -6,8 +6,9 @@ a worker process that is killed, with every pool child, when the point is reache
 new worker then starts. The debate must complete with one row per turn, vote and
 decision, one market order, and no model request for a turn already stored.
 
-The workers' step claims live 6 s instead of 15 (``STEP_CLAIM_TTL_S``), so the new worker
-resumes the debate sooner; tests/debates/test_crash.py resumes one with the default.
+The workers' step claims and model slots outlive them by 6 s instead of 15
+(``STEP_CLAIM_TTL_S``), so the new worker resumes the debate sooner;
+tests/debates/test_crash.py resumes one with the default.
 """
 
 from __future__ import annotations

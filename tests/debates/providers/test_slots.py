@@ -24,7 +24,6 @@ from debates.providers.slots import (
     Slots,
     SlotUnavailable,
     hold,
-    lease_for,
     model_slots,
 )
 from tests.fakes.llm_server import FakeLLMServer
@@ -167,9 +166,49 @@ def test_hold_raises_when_no_slot_frees_and_releases_after_the_block() -> None:
     assert slots.in_use() == 0
 
 
-def test_lease_lasts_the_call_deadline_plus_a_margin() -> None:
-    # when / then
-    assert lease_for(60) == 75
+def test_a_renewed_lease_lasts_from_its_renewal(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(1)
+    lease = slots.acquire(0, lease_s=0.4)
+    time.sleep(0.3)
+
+    # when
+    renewed = slots.renew(lease, 0.4)
+    time.sleep(0.3)  # past the first expiry, within the renewed one
+
+    # then
+    assert renewed
+    assert slots.acquire(0) is None
+    time.sleep(0.2)
+    assert slots.acquire(0) is not None
+
+
+def test_an_expired_or_released_lease_is_not_renewed(make_slots: Callable[..., Slots]) -> None:
+    # given
+    slots = make_slots(2)
+    expired = slots.acquire(0, lease_s=0.1)
+    released = slots.acquire(0)
+    slots.release(released)
+    time.sleep(0.15)
+
+    # when / then: renewing them takes no slot back
+    assert not slots.renew(expired, 10)
+    assert not slots.renew(released, 10)
+    assert slots.in_use() == 0
+
+
+def test_hold_renews_its_lease_until_the_block_ends(make_slots: Callable[..., Slots]) -> None:
+    # given: a lease of 0.6 s renewed every 0.2 s
+    slots = make_slots(1, poll_s=0.02)
+
+    # when: the block runs three leases long
+    with hold(slots, 0, lease_s=0.6):
+        time.sleep(1.8)
+        held_throughout = slots.acquire(0) is None
+
+    # then
+    assert held_throughout
+    assert slots.in_use() == 0
 
 
 def test_model_slots_is_in_process_without_redis(settings) -> None:
