@@ -12,7 +12,7 @@ from celery.signals import worker_ready
 
 from traders import services
 from traders.exchanges.base import ExchangeUnavailable
-from traders.services.executions import LEASE
+from traders.services.executions import lease_length
 
 SUBMIT_MAX_RETRIES = 8
 BACKOFF_BASE_S = 2
@@ -61,4 +61,4 @@ def executions_resume_stale_task() -> list[int]:
 @worker_ready.connect
 def resume_executions_after_boot(sender=None, **kwargs) -> None:
     """Pick up the executions a dead worker left behind, once their leases ran out."""
-    executions_resume_stale_task.apply_async(countdown=LEASE.total_seconds() + 5)
+    executions_resume_stale_task.apply_async(countdown=lease_length().total_seconds() + 5)

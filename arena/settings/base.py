@@ -203,6 +203,10 @@ MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")
 
 # Base URL replacing ccxt traders' exchange API host (a local fake exchange in tests).
 TRADER_EXCHANGE_API_URL = os.environ.get("TRADER_EXCHANGE_API_URL", "")
+# Seconds an execution's lease outlives the worker submitting it (renewed every quarter
+# of it while the worker works): how long an execution whose worker died waits before
+# it is submitted again, which first looks up what already reached the exchange.
+EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
 
 # --- Server-sent events -------------------------------------------------------------------
 # Events are stored in the database (ids, replay after a reconnect; they outlive a Redis

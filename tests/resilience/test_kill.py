@@ -7,8 +7,9 @@ new worker then starts. The debate must complete with one row per turn, vote and
 decision, one market order, and no model request for a turn already stored.
 
 The workers' step claims and model slots outlive them by 6 s instead of 15
-(``STEP_CLAIM_TTL_S``), so the new worker resumes the debate sooner;
-tests/debates/test_crash.py resumes one with the default.
+(``STEP_CLAIM_TTL_S``), and their executions' leases by 6 s instead of 20
+(``EXECUTION_LEASE_S``), so the new worker resumes the debate sooner;
+tests/debates/test_crash.py resumes one with the defaults.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from traders.models import Execution, Order
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 TURN = re.compile(r"round (\d)/\d\. You are P(\d),")
-SHORT_CLAIMS = {"STEP_CLAIM_TTL_S": "6"}
+SHORT_LEASES = {"STEP_CLAIM_TTL_S": "6", "EXECUTION_LEASE_S": "6"}
 
 
 def in_flight(llm) -> bool:
@@ -62,7 +63,7 @@ def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, 
     llm.set_latency(0.3)
     trader = TraderFactory(owner=user, exchange="paper")
     debate = make_debate(auto_execute=True, trader=trader.pk)
-    first = start_worker_process("first", **SHORT_CLAIMS)
+    first = start_worker_process("first", **SHORT_LEASES)
     second = None
     try:
         debate_start(debate_id=debate.pk)
@@ -70,7 +71,7 @@ def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, 
         wait_for(lambda: reached(debate, llm), timeout=60, every=0.01)
         kill_process_group(first)
         # and a new worker starts
-        second = start_worker_process("second", **SHORT_CLAIMS)
+        second = start_worker_process("second", **SHORT_LEASES)
         finished = wait_until_finished(debate.pk, timeout=120)
         wait_for(
             lambda: Execution.objects.filter(decision__debate=debate, status="filled").exists(),

@@ -88,12 +88,6 @@ logger = logging.getLogger(__name__)
 
 FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED)
 UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
-# A submitting worker renews its lease every LEASE_BEAT_S while it works, so a worker
-# that dies holding it frees the execution within LEASE.
-LEASE = timedelta(seconds=20)
-LEASE_BEAT_S = 5.0
-# An unfinished execution nobody holds or touched for this long is submitted again.
-STALE_AFTER = timedelta(seconds=20)
 CLIENT_ID_PREFIX = "arena"
 # Suffixes of the orders that follow the entry order of an execution.
 STOP_SUFFIX, TARGET_SUFFIX, UNWIND_SUFFIX = "S", "T", "X"
@@ -223,8 +217,16 @@ def execution_resubmit(*, execution_id: int) -> bool:
     return True
 
 
-def executions_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]:
-    """Submit again every unfinished execution that no live worker holds.
+def lease_length() -> timedelta:
+    """Return how long an execution's lease outlives the worker submitting it
+    (``EXECUTION_LEASE_S``, 20 s by default): a live worker renews it every quarter of
+    it, so one that dies frees the execution within a lease."""
+    return timedelta(seconds=settings.EXECUTION_LEASE_S)
+
+
+def executions_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
+    """Submit again every unfinished execution that no live worker holds and that
+    nothing touched for ``older_than`` (a lease's length by default).
 
     Its task may have died with a worker, or been lost with a Redis restart; the
     submission looks up whatever already reached the exchange, so nothing is sent twice.
@@ -234,7 +236,7 @@ def executions_resume_stale(*, older_than: timedelta = STALE_AFTER) -> list[int]
     stale = Execution.objects.filter(
         Q(lease_until__isnull=True) | Q(lease_until__lt=now),
         status__in=UNFINISHED_STATUSES,
-        updated_at__lt=now - older_than,
+        updated_at__lt=now - (lease_length() if older_than is None else older_than),
     ).values_list("pk", flat=True)
     resumed = []
     for execution_id in stale:
@@ -264,13 +266,15 @@ def execution_submit(*, execution_id: int) -> Execution:
         raise ExecutionBusy(f"execution {execution_id} is being submitted by another worker")
 
     def renew() -> None:
-        Execution.objects.filter(pk=execution_id).update(lease_until=timezone.now() + LEASE)
+        until = timezone.now() + lease_length()
+        Execution.objects.filter(pk=execution_id).update(lease_until=until)
 
     try:
         execution = _load(execution_id)
         if execution.status in FINAL_STATUSES:
             return execution
-        with heartbeat(renew, every_s=LEASE_BEAT_S, name=f"execution-{execution_id}"):
+        every_s = lease_length().total_seconds() / 4
+        with heartbeat(renew, every_s=every_s, name=f"execution-{execution_id}"):
             return _submit(execution)
     except (ExchangeUnavailable, ExecutionBusy):
         raise
@@ -322,7 +326,7 @@ def _lease_take(execution_id: int) -> bool:
     return bool(
         Execution.objects.filter(pk=execution_id)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .update(lease_until=now + LEASE)
+        .update(lease_until=now + lease_length())
     )
 
 
