@@ -57,9 +57,9 @@ def test_a_debate_survives_a_redis_restart_and_its_stream_misses_nothing(
     llm.set_latency(0.3)
     debate = make_debate()
     server = web(REDIS_URL=private_redis.url)
-    watchdog = {"REDIS_URL": private_redis.url, **SHORT_WATCHDOG}
-    worker = start_worker_process("redis-restart", **watchdog)
-    beat = start_beat(**watchdog)
+    env = {"REDIS_URL": private_redis.url, **SHORT_WATCHDOG}
+    worker = start_worker_process("redis-restart", **env)
+    beat = start_beat(**env)
     headers = {"Authorization": f"Token {api_token}"}
     url = server.stream_url(debate.pk)
     clients: list[SSEClient] = []
