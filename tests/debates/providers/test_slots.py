@@ -167,20 +167,19 @@ def test_hold_raises_when_no_slot_frees_and_releases_after_the_block() -> None:
 
 
 def test_a_renewed_lease_lasts_from_its_renewal(make_slots: Callable[..., Slots]) -> None:
-    # given
+    # given a lease of 1 s
     slots = make_slots(1)
-    lease = slots.acquire(0, lease_s=0.4)
-    time.sleep(0.3)
+    lease = slots.acquire(0, lease_s=1.0)
+    time.sleep(0.5)
 
-    # when
-    renewed = slots.renew(lease, 0.4)
-    time.sleep(0.3)  # past the first expiry, within the renewed one
+    # when it is renewed for 1 s halfway
+    renewed = slots.renew(lease, 1.0)
+    time.sleep(0.7)  # past the first expiry, 0.3 s before the renewed one
 
-    # then
+    # then it is still held, and free once the renewed lease runs out
     assert renewed
     assert slots.acquire(0) is None
-    time.sleep(0.2)
-    assert slots.acquire(0) is not None
+    assert slots.acquire(2) is not None
 
 
 def test_an_expired_or_released_lease_is_not_renewed(make_slots: Callable[..., Slots]) -> None:
@@ -198,12 +197,12 @@ def test_an_expired_or_released_lease_is_not_renewed(make_slots: Callable[..., S
 
 
 def test_hold_renews_its_lease_until_the_block_ends(make_slots: Callable[..., Slots]) -> None:
-    # given: a lease of 0.6 s renewed every 0.2 s
+    # given: a lease of 0.9 s renewed every 0.3 s
     slots = make_slots(1, poll_s=0.02)
 
-    # when: the block runs three leases long
-    with hold(slots, 0, lease_s=0.6):
-        time.sleep(1.8)
+    # when: the block runs more than two leases long
+    with hold(slots, 0, lease_s=0.9):
+        time.sleep(2.0)
         held_throughout = slots.acquire(0) is None
 
     # then
