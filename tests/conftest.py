@@ -1,8 +1,12 @@
 """Fixtures shared by the whole suite."""
 
+from collections.abc import Iterator
+
 import pytest
+from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
+from arena.celery import app
 from tests.factories import UserFactory
 
 
@@ -40,3 +44,22 @@ def clean_redis():
     from django.conf import settings
 
     redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
+@pytest.fixture
+def celery_worker(transactional_db) -> Iterator[object]:
+    """A real Celery worker (3 threads) on the test broker, started on an empty queue.
+
+    The tasks go through Redis exactly as in production; only the pool is threads, so the
+    worker shares this process's test database settings.
+    """
+    app.control.purge()
+    with start_worker(
+        app, pool="threads", concurrency=3, perform_ping_check=False, shutdown_timeout=30
+    ) as worker:
+        pool = worker.pool
+        yield worker
+    # Leaving start_worker is a cold shutdown, which does not wait for the pool's threads:
+    # a task still running would meet the database being emptied for the next test.
+    pool.executor.shutdown(wait=True)
+    app.control.purge()

@@ -11,11 +11,9 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.db import connection
 
-from arena.celery import app
 from debates.models import Debate
 from debates.services import DebateInput, debate_create
 from tests.debates.factories import AIModelFactory
@@ -28,21 +26,6 @@ def llm() -> Iterator[FakeLLMServer]:
     """A fake OpenAI-compatible model server on a free local port."""
     with FakeLLMServer() as server:
         yield server
-
-
-@pytest.fixture
-def celery_worker(transactional_db) -> Iterator[object]:
-    """A real Celery worker (3 threads) on the test broker, started on an empty queue.
-
-    The run's tasks go through Redis exactly as in production; only the pool is threads,
-    so the worker shares this process's test database settings.
-    """
-    app.control.purge()
-    with start_worker(
-        app, pool="threads", concurrency=3, perform_ping_check=False, shutdown_timeout=30
-    ) as worker:
-        yield worker
-    app.control.purge()
 
 
 @pytest.fixture

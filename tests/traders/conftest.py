@@ -6,9 +6,7 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
-from arena.celery import app
 from debates.models import Decision
 from tests.debates.factories import DecisionFactory
 from tests.fakes.exchange_server import FakeExchange
@@ -64,14 +62,3 @@ def make_decision(user) -> Callable[..., Decision]:
         return DecisionFactory(debate__owner=user, debate__market_snapshot=snapshot, **fields)
 
     return make
-
-
-@pytest.fixture
-def celery_worker(transactional_db) -> Iterator[object]:
-    """A real Celery worker (3 threads) on the test broker, started on an empty queue."""
-    app.control.purge()
-    with start_worker(
-        app, pool="threads", concurrency=3, perform_ping_check=False, shutdown_timeout=30
-    ) as worker:
-        yield worker
-    app.control.purge()
