@@ -60,6 +60,7 @@ def celery_worker(transactional_db) -> Iterator[object]:
         pool = worker.pool
         yield worker
     # Leaving start_worker is a cold shutdown, which does not wait for the pool's threads:
-    # a task still running would meet the database being emptied for the next test.
-    pool.executor.shutdown(wait=True)
+    # a task still running would meet the database being emptied for the next test. Wait
+    # for those; the tasks not begun yet stay unacknowledged in Redis and are purged.
+    pool.executor.shutdown(wait=True, cancel_futures=True)
     app.control.purge()
