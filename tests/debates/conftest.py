@@ -1,4 +1,5 @@
-"""Fixtures for running whole debates: a fake model server and a real Celery worker."""
+"""Fixtures for running whole debates: a fake model server, debates that call it, and
+Celery worker processes (tests/conftest.py has the in-process ``celery_worker``)."""
 
 from __future__ import annotations
 
