@@ -21,6 +21,10 @@ from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
+# A freshly started worker picks up the work a dead one left behind this long after the
+# dead one's leases (step claims, model slots, executions) have run out.
+RESUME_ON_BOOT_MARGIN_S = 5
+
 
 @dataclass
 class _Beat:

@@ -15,6 +15,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError, connection
 
+from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates import services
 from debates.claims import claim_ttl_s
 from debates.services.calls import StepDeferred
@@ -38,11 +39,6 @@ DATABASE_RETRY_S = 1.0
 def _retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
     connection.close()
     return task.retry(exc=exc, countdown=DATABASE_RETRY_S)
-
-
-# A freshly started worker resumes the debates whose steps died with a previous worker,
-# this long after their claims have expired (``debates.claims.claim_ttl_s()``).
-RESUME_ON_BOOT_MARGIN_S = 5
 
 
 @shared_task(name="debates.turn_run", **STEP_OPTIONS)

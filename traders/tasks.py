@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready
 
+from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from traders import services
 from traders.exchanges.base import ExchangeUnavailable
 from traders.services.executions import lease_length
@@ -61,4 +62,6 @@ def executions_resume_stale_task() -> list[int]:
 @worker_ready.connect
 def resume_executions_after_boot(sender=None, **kwargs) -> None:
     """Pick up the executions a dead worker left behind, once their leases ran out."""
-    executions_resume_stale_task.apply_async(countdown=lease_length().total_seconds() + 5)
+    executions_resume_stale_task.apply_async(
+        countdown=lease_length().total_seconds() + RESUME_ON_BOOT_MARGIN_S
+    )
