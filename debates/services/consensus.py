@@ -2,56 +2,74 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import Prefetch, prefetch_related_objects
+from django.db import connection, transaction
 from django.utils import timezone
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
 from debates.engine.types import Action, CoinDecision
 from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
-from debates.state import STATE_COLUMNS
 
-# What the consensus reads of a debate: the coins, the strategy's limits, the state.
-_CONSENSUS_COLUMNS = (
-    *STATE_COLUMNS,
-    *("symbol", "symbols", "auto_execute"),
-    *(
-        f"strategy__{name}"
-        for name in ("max_leverage_major", "max_leverage_other", "min_confidence")
-    ),
-)
+# What the consensus reads of a voting debate under its row lock: the coins, the state,
+# the strategy's limits; written out in SQL, as the steps' reads are. With the ORM's
+# reads, and the decisions read back with their executions, a consensus took 17.3 ms;
+# with these, 11.8 ms (medians of 20 each, taken in turn, after a 3-voter debate).
+_LOCK_SQL = """
+SELECT debate.symbol, debate.symbols, debate.auto_execute, debate.current_round, debate.error,
+       strategy.id, strategy.max_leverage_major, strategy.max_leverage_other,
+       strategy.min_confidence
+FROM debates_debate AS debate
+LEFT JOIN strategies_strategy AS strategy ON strategy.id = debate.strategy_id
+WHERE debate.id = %s AND debate.status = %s
+"""
+_SYMBOLS = Debate._meta.get_field("symbols")  # JSON columns
+_ERROR = Debate._meta.get_field("error")
+_EXECUTION = Decision.execution.related  # the reverse one-to-one, and its cache
+# What the consensus reads of a vote besides its voter: the fields of a CoinDecision, in
+# their order.
+_TRADE = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_loss", "take_profit")
 
 
-def _limits(debate: Debate) -> ConsensusLimits:
-    strategy = debate.strategy
-    if strategy is None:
-        return ConsensusLimits()
-    return ConsensusLimits.by_major(
-        major=strategy.max_leverage_major,
-        others=strategy.max_leverage_other,
-        min_confidence=strategy.min_confidence,
+def _lock_voting(debate_id: int) -> tuple[Debate, ConsensusLimits] | None:
+    """Lock a voting debate's row for the transaction; return what the consensus reads
+    of it and its strategy's limits, or None when it is not voting (cancelled, say).
+
+    SQLite has no row locks: its transactions let one writer in at a time anyway.
+    """
+    lock = " FOR UPDATE OF debate" if connection.features.has_select_for_update_of else ""
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_SQL + lock, [debate_id, DebateStatus.VOTING])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    symbol, symbols, auto_execute, current_round, error, strategy, *caps = row
+    debate = Debate(
+        pk=debate_id,
+        status=DebateStatus.VOTING,
+        symbol=symbol,
+        symbols=_SYMBOLS.from_db_value(symbols, None, connection),
+        auto_execute=bool(auto_execute),
+        current_round=current_round,
+        error=_ERROR.from_db_value(error, None, connection),
     )
+    if strategy is None:
+        return debate, ConsensusLimits()
+    major, others, min_confidence = caps
+    limits = ConsensusLimits.by_major(major=major, others=others, min_confidence=min_confidence)
+    return debate, limits
 
 
-def _ballots(debate: Debate) -> list[Ballot]:
+def _ballots(debate_id: int) -> list[Ballot]:
     # In no order: the consensus does not depend on it, and the model's default order
     # joins the debates and the participants (reading 9 votes: 2.66 ms, against 1.02).
-    votes = Vote.objects.filter(debate=debate, abstained=False).order_by()
+    votes = (
+        Vote.objects.filter(debate_id=debate_id, abstained=False)
+        .order_by()
+        .values_list("participant_id", *_TRADE)
+    )
     return [
-        Ballot(
-            voter=str(vote.participant_id),
-            decision=CoinDecision(
-                symbol=vote.symbol,
-                action=Action(vote.action),
-                confidence=vote.confidence,
-                leverage=vote.leverage,
-                position_pct=vote.position_pct,
-                stop_loss=vote.stop_loss,
-                take_profit=vote.take_profit,
-            ),
-        )
-        for vote in votes
+        Ballot(voter=str(voter), decision=CoinDecision(symbol, Action(action), *numbers))
+        for voter, symbol, action, *numbers in votes
     ]
 
 
@@ -63,17 +81,12 @@ def consensus_finalize(*, debate_id: int) -> None:
     from debates.services.runs import after_consensus
 
     with transaction.atomic():
-        debate = (
-            Debate.objects.select_for_update(of=("self",))
-            .select_related("strategy")
-            .only(*_CONSENSUS_COLUMNS)
-            .filter(pk=debate_id)
-            .first()
-        )
-        if debate is None or debate.status != DebateStatus.VOTING:
+        locked = _lock_voting(debate_id)
+        if locked is None:
             return
-        results = decide(_ballots(debate), debate.symbols, _limits(debate))
-        Decision.objects.bulk_create(
+        debate, limits = locked
+        results = decide(_ballots(debate_id), debate.symbols, limits)
+        decisions = Decision.objects.bulk_create(
             Decision(
                 debate=debate,
                 symbol=result.symbol,
@@ -104,11 +117,13 @@ def consensus_finalize(*, debate_id: int) -> None:
         Debate.objects.filter(pk=debate_id).update(**done)
         for name, value in done.items():
             setattr(debate, name, value)
-        # With their executions (none yet), which the state's available actions look at.
-        decisions = Decision.objects.select_related("execution").order_by()
-        prefetch_related_objects([debate], Prefetch("decisions", queryset=decisions))
+        # Just made, so none has an execution yet: the event's representations and the
+        # state's available actions are told so instead of reading it back.
+        for decision in decisions:
+            _EXECUTION.set_cached_value(decision, None)
+        debate._prefetched_objects_cache = {"decisions": decisions}
         with events.together(debate_id):
-            events.consensus_reached(debate_id, debate.decisions.all())
+            events.consensus_reached(debate_id, decisions)
             events.status_changed(debate)
         if debate.auto_execute:
             after_consensus(debate_id=debate_id)

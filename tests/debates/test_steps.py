@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
-from debates.models import AIModel, Ballot, Debate, DebateStatus, Message
+from debates.models import AIModel, Ballot, Debate, DebateStatus, Decision, Message
+from debates.serializers import DecisionSerializer
 from debates.services import (
     calls,
     consensus_finalize,
@@ -28,6 +29,7 @@ from debates.services import (
     vote_run,
 )
 from strategies.models import Strategy
+from tests.debates.events_helpers import published
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -174,10 +176,18 @@ def test_the_consensus_is_one_short_transaction(make_debate):
 
     finalize = statements(lambda: consensus_finalize(debate_id=debate.pk))
 
-    # Under the debate's lock: the votes, the decisions, the state, the decisions again
-    # with their executions (for the available actions), the events.
-    assert len(finalize) == 2 + 6, "\n".join(finalize)
+    # Under the debate's lock: the votes, the decisions, the state, the events. The
+    # decisions just made have no execution: nothing reads them back.
+    assert len(finalize) == 2 + 5, "\n".join(finalize)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.COMPLETED
+    # What the events say of the decisions, without reading them back, is what is stored.
+    (consensus_type, consensus), (status_type, status) = published(debate.pk)[-2:]
+    assert (consensus_type, status_type) == ("consensus", "status")
+    decisions = Decision.objects.filter(debate=debate).order_by("-is_primary", "symbol")
+    assert [d["id"] for d in consensus["decisions"]] == [d.pk for d in decisions]
+    assert consensus["decisions"] == DecisionSerializer(decisions, many=True).data
+    assert all(d["execution"] is None for d in consensus["decisions"])
+    assert status["available_actions"] == ["execute", "delete"]
 
 
 def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
