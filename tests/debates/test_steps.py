@@ -6,10 +6,16 @@ so a statement added to it, or a column read lazily, shows here first.
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 import threading
 from dataclasses import replace
 
 import pytest
+import redis
+from celery import chain, group
+from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
@@ -24,10 +30,12 @@ from debates.services import (
     debate_delete,
     debate_prepare,
     debate_start,
+    runs,
     steps,
     turn_run,
     vote_run,
 )
+from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
 from strategies.models import Strategy
 from tests.debates.events_helpers import published
 from tests.threads import in_thread
@@ -146,6 +154,42 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
     debate.refresh_from_db()
     assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
     assert debate.market_snapshot["coins"][0]["symbol"] == debate.symbol == debate.symbols[0]
+
+
+@pytest.mark.django_db
+def test_a_run_is_sent_as_the_plain_chain_of_its_steps_would_be(make_debate):
+    debate = make_debate()
+    debate.status, debate.current_round = DebateStatus.RUNNING, 1
+    plan = runs.run_plan(debate=debate, fresh=True)
+    # The steps of that plan, chained the plain way: round 1 as a group, the turns of
+    # rounds 2 and 3, the votes as a group, the consensus.
+    seats = list(debate.participants.order_by("speak_order").values_list("pk", flat=True))
+    steps = [group([turn_run_task.si(debate.pk, 1, seat) for seat in seats])]
+    for round_number in (2, 3):
+        steps += [turn_run_task.si(debate.pk, round_number, seat) for seat in seats]
+    steps += [group([vote_run_task.si(debate.pk, seat) for seat in seats])]
+    steps += [consensus_finalize_task.si(debate.pk)]
+    for step in steps[1:7] + steps[-1:]:
+        step.set(ignore_result=True)
+
+    assert sent_messages(plan) == sent_messages(chain(*steps))
+
+
+def sent_messages(canvas) -> list[str]:
+    """Send ``canvas`` to a queue no worker reads; return its messages, ids masked."""
+    queue = "test-canvas"
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    canvas.apply_async(queue=queue)
+    try:
+        messages = []
+        for raw in client.lrange(queue, 0, -1):
+            message = json.loads(raw)
+            body = base64.b64decode(message["body"]).decode()
+            text = f"{message['headers']['task']} {message['headers']['argsrepr']} {body}"
+            messages.append(re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "<id>", text))
+        return sorted(messages)
+    finally:
+        client.delete(queue)
 
 
 @pytest.mark.django_db
