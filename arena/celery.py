@@ -4,6 +4,7 @@ import os
 
 import redis
 from celery import Celery
+from celery.backends.redis import RedisBackend
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 from kombu.transport import redis as kombu_redis
@@ -51,3 +52,32 @@ def _survive_broker_restarts() -> None:
 
 
 _survive_broker_restarts()
+
+
+class RedisResults(RedisBackend):
+    """Celery's Redis result backend, tracking a result only while something waits for it.
+
+    The stock backend tracks results from the moment a task is sent, in case the sender
+    waits for it: it subscribes the sending process to each task's result channel, and
+    each group it sends (a debate's openings, its votes) keeps its members' results for
+    good (celery#4824). No process here waits where it sends, so each debate run left six
+    subscriptions and six result objects in its sender for the life of that process, and
+    Redis's confirmations of them unread on its connection. Here nothing is tracked until
+    ``AsyncResult.get`` or a group's ``join_native`` waits: it subscribes then, and reads
+    a result stored before it did from Redis (``on_wait_for_pending``).
+    """
+
+    def on_task_call(self, producer, task_id) -> dict:
+        return {}
+
+    def add_pending_result(self, result, weak=False, start_drainer=True):
+        return result  # sending, or a group's barrier: nobody waits yet
+
+    def wait_for_pending(self, result, **kwargs):
+        super().add_pending_result(result, weak=True)
+        return super().wait_for_pending(result, **kwargs)
+
+    def iter_native(self, result, **kwargs):
+        for member in result.results:
+            super().add_pending_result(member, weak=True, start_drainer=False)
+        return super().iter_native(result, **kwargs)

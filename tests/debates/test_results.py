@@ -1,0 +1,49 @@
+"""Task results: a process that sends tasks keeps nothing of them unless it waits."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+import redis
+from celery import group
+from django.conf import settings
+from django.db import transaction
+
+from arena.celery import RedisResults, app
+from debates.models import Debate, DebateStatus
+from debates.services.runs import run_enqueue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_result_backend_is_the_projects():
+    assert type(app.backend) is RedisResults
+
+
+def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate):
+    # given a started debate, whose run stores the results of its openings and votes
+    debate = make_debate()
+    Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
+    debate.refresh_from_db()
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    # when this process, which is not a worker, sends its run three times
+    for _ in range(3):
+        with transaction.atomic():
+            run_enqueue(debate=debate, fresh=True)
+    sent = [json.loads(raw)["headers"]["id"] for raw in client.lrange("celery", 0, -1)]
+    app.control.purge()
+    gc.collect()
+    # then nothing here listens for their results, nor keeps them
+    assert len(sent) == 3 * 3  # the openings of each run, the rest is chained on
+    channels = [app.backend.get_key_for_task(task_id) for task_id in sent]
+    assert all(count == 0 for _, count in client.pubsub_numsub(*channels))
+    assert app.backend.result_consumer._pubsub is None
+    assert not any(app.backend._pending_results)
+
+
+def test_a_process_that_waits_for_results_gets_them(celery_worker):
+    assert app.send_task("debates.resume_stale").get(timeout=30) == []
+    joined = group(app.signature("debates.resume_stale") for _ in range(3)).apply_async()
+    assert joined.get(timeout=30) == [[], [], []]
