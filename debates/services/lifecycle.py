@@ -278,10 +278,12 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         debate.status = DebateStatus.RUNNING
         for name, value in started.items():
             setattr(debate, name, value)
+        # The run is sent first when the transaction commits, then the events delivered:
+        # the workers start on the openings a Redis round trip sooner.
+        run_enqueue(debate=debate, fresh=True)
         with events.together(debate_id):
             events.status_changed(debate)
             events.round_started(debate_id, 1)
-        run_enqueue(debate=debate, fresh=True)
     return debate
 
 

@@ -150,7 +150,9 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
     assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
     assert len(start) == 1 + 5, "\n".join(start)
-    assert len(sent) == 2  # the events' delivery and the run's canvas
+    # The run's canvas is sent first, then the events are delivered.
+    senders = [getattr(callback, "func", callback).__module__ for callback in sent]
+    assert senders == ["arena.worker", "arena.sse"]
     debate.refresh_from_db()
     assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
     assert debate.market_snapshot["coins"][0]["symbol"] == debate.symbol == debate.symbols[0]
