@@ -70,8 +70,11 @@ def setup_django() -> None:
 
 
 @contextlib.contextmanager
-def worker_processes(count: int = 1, concurrency: int = 3) -> Iterator[list[subprocess.Popen]]:
-    """Run ``count`` Celery worker processes (prefork) for the duration of the block."""
+def worker_processes(
+    count: int = 1, concurrency: int = 3, include: tuple[str, ...] = ()
+) -> Iterator[list[subprocess.Popen]]:
+    """Run ``count`` Celery worker processes (prefork) for the duration of the block,
+    with the tasks of the modules ``include`` besides the project's."""
     processes = [
         subprocess.Popen(
             [
@@ -93,6 +96,7 @@ def worker_processes(count: int = 1, concurrency: int = 3) -> Iterator[list[subp
                 "WARNING",
                 "--without-gossip",
                 "--without-mingle",
+                *(f"--include={module}" for module in include),
             ],
             cwd=ROOT,
             env={**bench_env(), "DB_CONN_MAX_AGE": "60"},

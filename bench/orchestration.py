@@ -6,7 +6,8 @@ cap is 3). The ideal critical path of the canvas is: the round-1 openings in par
 within the cap, rounds 2..N one turn after another, the votes in parallel within the
 cap. The same debate run fully sequentially, one call after another (as the original
 service did), is measured too, by calling the same step services in order in one
-thread.
+thread. So is Celery's own share: the same canvas, sent to the same worker, of tasks
+that only wait L (``bench.floor_tasks``), run in turn with the debates.
 
     python -m bench.orchestration [--latency 0.2] [--runs 5] [--participants 3] [--rounds 3]
 """
@@ -108,6 +109,45 @@ def run_on_workers(owner, models, personalities, rounds) -> float:
     return elapsed
 
 
+def run_floor(participants: int, rounds: int, latency: float) -> float:
+    """Return the wall time of a debate run's canvas whose steps only wait ``latency``.
+
+    Sent and heard as a debate's run is (``bench.floor_tasks``), it measures what Celery
+    alone adds to the ideal critical path on this machine.
+    """
+    import redis
+    from celery import group
+    from django.conf import settings
+
+    from bench.floor_tasks import FLOOR_CHANNEL, floor_end, floor_step
+    from debates.services.runs import chained
+
+    run = uuid.uuid4().hex
+    steps = [group([floor_step.si(latency) for _ in range(participants)])]
+    steps += [
+        floor_step.si(latency).set(ignore_result=True) for _ in range(participants * (rounds - 1))
+    ]
+    steps += [group([floor_step.si(latency) for _ in range(participants)])]
+    steps += [floor_end.si(run).set(ignore_result=True)]
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    pubsub = client.pubsub()
+    pubsub.subscribe(FLOOR_CHANNEL)
+    pubsub.get_message(timeout=1.0)  # the subscription's confirmation
+    try:
+        started = time.perf_counter()
+        chained(steps).apply_async()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            message = pubsub.get_message(timeout=1.0)
+            heard = time.perf_counter()
+            if message is not None and message["data"] == run.encode():
+                return heard - started
+        raise TimeoutError(f"the floor run {run} did not finish within 120 s")
+    finally:
+        pubsub.close()
+        client.close()
+
+
 def run_steps_in_order(debate) -> None:
     """Run every step of a pending debate one after another in this thread, no Celery."""
     from django.db import transaction
@@ -176,17 +216,20 @@ def main(argv: list[str] | None = None) -> dict:
         sequential = [
             run_sequentially(owner, models, personalities, args.rounds) for _ in range(args.runs)
         ]
-        with worker_processes(count=1, concurrency=cap):
+        with worker_processes(count=1, concurrency=cap, include=("bench.floor_tasks",)):
             run_on_workers(owner, models, personalities, args.rounds)  # warm-up
-            canvas = [
-                run_on_workers(owner, models, personalities, args.rounds) for _ in range(args.runs)
-            ]
+            run_floor(args.participants, args.rounds, args.latency)
+            canvas, floor = [], []
+            for _ in range(args.runs):  # in turn, so that both meet the same moments
+                canvas.append(run_on_workers(owner, models, personalities, args.rounds))
+                floor.append(run_floor(args.participants, args.rounds, args.latency))
         calls = args.participants * (args.rounds + 1)
         prompt_chars = sum(len(r.prompt) for r in llm.requests[-calls:])
 
     ideal = ideal_critical_path(args.participants, args.rounds, cap, args.latency)
     measured = statistics.median(canvas)
     seq = statistics.median(sequential)
+    celery = statistics.median(floor)
     result = {
         "debate": f"{args.participants} participants x {args.rounds} rounds",
         "latency_s": args.latency,
@@ -195,6 +238,9 @@ def main(argv: list[str] | None = None) -> dict:
         "canvas_runs_s": [round(x, 3) for x in canvas],
         "ideal_critical_path_s": round(ideal, 3),
         "ratio_to_ideal": round(measured / ideal, 3),
+        "celery_floor_median_s": round(celery, 3),
+        "celery_floor_runs_s": [round(x, 3) for x in floor],
+        "celery_floor_ratio": round(celery / ideal, 3),
         "sequential_median_s": round(seq, 3),
         "speedup_vs_sequential": round(seq / measured, 3),
         "model_calls": calls,
@@ -204,6 +250,11 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"Orchestration, {result['debate']}, latency {args.latency * 1000:.0f} ms")
     print(f"  canvas, 1 worker x {cap}: median {measured:.3f} s {result['canvas_runs_s']}")
     print(f"  ideal critical path: {ideal:.3f} s, ratio {measured / ideal:.3f}")
+    print(
+        f"  Celery alone (the same canvas, steps that only wait): median {celery:.3f} s"
+        f" {result['celery_floor_runs_s']}, ratio {celery / ideal:.3f}; the steps add"
+        f" {(measured - celery) * 1000:.0f} ms"
+    )
     print(f"  fully sequential: median {seq:.3f} s, canvas {seq / measured:.2f}x faster")
     print(f"  {machine()}")
     return result

@@ -67,11 +67,11 @@ def run_plan(*, debate: Debate, fresh: bool = False) -> Signature | None:
     else:
         steps.extend(_unread(vote) for vote in votes)
     steps.append(_unread(consensus_finalize_task.si(debate.pk)))
-    return _chained(steps)
+    return chained(steps)
 
 
-def _chained(steps: list[Signature]) -> Signature:
-    """Return the chain of ``steps``, built in one pass.
+def chained(steps: list[Signature]) -> Signature:
+    """Return the chain of ``steps``, built in one pass (a run's, or the benchmark's).
 
     ``chain(group, a, b, ...)`` is the chord of the group with the body ``a | b | ...``,
     but Celery grows that body one ``|`` at a time, each cloning the body so far: a
