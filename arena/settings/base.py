@@ -139,7 +139,8 @@ CACHES = {
 
 # --- Celery -------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://"
-# Celery's Redis result backend, less a subscription per task sent (arena.celery).
+# Celery's Redis result backend, tracking a result only while something waits for it
+# (arena.celery.RedisResults).
 CELERY_RESULT_BACKEND = f"arena.celery:RedisResults+{REDIS_URL}" if REDIS_URL else "cache+memory://"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
