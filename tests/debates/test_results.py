@@ -39,8 +39,8 @@ def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate
     assert len(sent) == 3 * 3  # the openings of each run, the rest is chained on
     channels = [app.backend.get_key_for_task(task_id) for task_id in sent]
     assert all(count == 0 for _, count in client.pubsub_numsub(*channels))
-    assert app.backend.result_consumer._pubsub is None
-    assert not any(app.backend._pending_results)
+    assert not set(channels) & app.backend.result_consumer.subscribed_to
+    assert not [task for task in sent for kept in app.backend._pending_results if task in kept]
 
 
 def test_a_process_that_waits_for_results_gets_them(celery_worker):
