@@ -170,6 +170,11 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 # restart that emptied the queues). The watchdog looks every third of it, in whole
 # seconds (beat's database scheduler stores its intervals as integers).
 DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
+# Seconds an execution's lease outlives the worker submitting it (renewed every quarter
+# of it while the worker works): how long an execution whose worker died waits before
+# it is submitted again, which first looks up what already reached the exchange. Its
+# watchdog looks every third of it.
+EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -180,7 +185,7 @@ CELERY_BEAT_SCHEDULE = {
     # ... and unfinished executions that no live worker holds.
     "traders-executions-resume-stale": {
         "task": "traders.executions_resume_stale",
-        "schedule": 15.0,
+        "schedule": max(1, EXECUTION_LEASE_S // 3),
     },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
@@ -205,10 +210,6 @@ MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")
 
 # Base URL replacing ccxt traders' exchange API host (a local fake exchange in tests).
 TRADER_EXCHANGE_API_URL = os.environ.get("TRADER_EXCHANGE_API_URL", "")
-# Seconds an execution's lease outlives the worker submitting it (renewed every quarter
-# of it while the worker works): how long an execution whose worker died waits before
-# it is submitted again, which first looks up what already reached the exchange.
-EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
 
 # --- Server-sent events -------------------------------------------------------------------
 # Events are stored in the database (ids, replay after a reconnect; they outlive a Redis

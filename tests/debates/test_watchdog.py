@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
@@ -12,6 +9,7 @@ from django.utils import timezone
 
 from debates.models import Debate
 from debates.services import debate_start, debates_resume_stale, runs
+from tests.settings_read import setting_in_process
 
 pytestmark = pytest.mark.django_db
 
@@ -63,26 +61,6 @@ def test_a_finished_debate_is_never_resumed(make_debate, sent) -> None:
     assert debates_resume_stale() == []
 
 
-def test_beat_looks_every_third_of_the_setting(settings) -> None:
+def test_beat_looks_every_third_of_the_setting() -> None:
     schedule = "settings.CELERY_BEAT_SCHEDULE['debates-resume-stale']['schedule']"
-    shown = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "--verbosity",
-            "0",
-            "-c",
-            f"from django.conf import settings; print({schedule})",
-        ],
-        cwd=settings.BASE_DIR,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "arena.settings.test",
-            "DEBATE_STALE_AFTER_S": "12",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shown.stdout.strip() == "4", shown.stderr
+    assert setting_in_process(schedule, DEBATE_STALE_AFTER_S="12") == "4"

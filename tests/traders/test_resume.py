@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from tests.settings_read import setting_in_process
 from tests.traders.factories import ExecutionFactory
 from traders.models import Execution
 from traders.services import execution_submit, executions_resume_stale
@@ -97,3 +98,9 @@ def test_a_worker_picks_up_left_behind_executions_once_their_leases_ran_out(sett
     )
     resume_executions_after_boot()
     assert sent == [{"countdown": 11.0}]
+
+
+def test_beat_looks_for_left_behind_executions_every_third_of_the_lease() -> None:
+    schedule = "settings.CELERY_BEAT_SCHEDULE['traders-executions-resume-stale']['schedule']"
+    assert setting_in_process(schedule, EXECUTION_LEASE_S="30") == "10"
+    assert setting_in_process(schedule, EXECUTION_LEASE_S="2") == "1"
