@@ -34,4 +34,4 @@ def floor_end(self, run: str) -> None:
 
 @functools.cache
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return redis.Redis(**settings.EVENTSTREAM_REDIS)  # as the events are delivered

@@ -50,24 +50,44 @@ def make_debate(owner, models, personalities, rounds):
 
 
 @contextlib.contextmanager
-def finish_listener(debate_id: int) -> Iterator[Callable[[float], float]]:
-    """Listen to a debate's live events; yield a function waiting until it finishes.
+def hearing(channel: str, heard: Callable[[dict], bool]) -> Iterator[Callable[[float], float]]:
+    """Listen to Redis pub/sub ``channel``; yield a function waiting for a message that
+    ``heard`` accepts, which returns the instant it arrived (``time.perf_counter``).
 
-    The debate's end is taken when its final ``status`` event is delivered, as a client
-    of its stream hears it: no polling load on the machine, no polling delay. The wait
-    returns that instant (``time.perf_counter``); the stored status is checked after it
-    is taken, since pub/sub is shared by every Redis database.
+    An end is taken when a listener hears it: no polling load on the machine, no polling
+    delay.
     """
     import redis
     from django.conf import settings
 
+    client = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    pubsub = client.pubsub()
+    pubsub.subscribe(channel)
+    pubsub.get_message(timeout=1.0)  # the subscription's confirmation
+
+    def wait(timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = pubsub.get_message(timeout=1.0)
+            arrived = time.perf_counter()
+            if message is not None and message["type"] == "message" and heard(message):
+                return arrived
+        raise TimeoutError(f"nothing heard on {channel} within {timeout}s")
+
+    try:
+        yield wait
+    finally:
+        pubsub.close()
+        client.close()
+
+
+def finish_listener(debate_id: int) -> contextlib.AbstractContextManager:
+    """Listen to a debate's live events until its final ``status`` event is delivered,
+    as a client of its stream hears it; the stored status is checked then, since pub/sub
+    is shared by every Redis database."""
     from arena.sse import PUBSUB_CHANNEL, debate_channel
     from debates.models import TERMINAL_STATUSES, Debate
 
-    client = redis.Redis(**settings.EVENTSTREAM_REDIS)
-    pubsub = client.pubsub()
-    pubsub.subscribe(PUBSUB_CHANNEL)
-    pubsub.get_message(timeout=1.0)  # the subscription's confirmation
     channel = debate_channel(debate_id)
 
     def finished(message: dict) -> bool:
@@ -78,20 +98,7 @@ def finish_listener(debate_id: int) -> Iterator[Callable[[float], float]]:
             return False
         return Debate.objects.filter(pk=debate_id, status__in=TERMINAL_STATUSES).exists()
 
-    def wait(timeout: float) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            message = pubsub.get_message(timeout=1.0)
-            heard = time.perf_counter()
-            if message is not None and message["type"] == "message" and finished(message):
-                return heard
-        raise TimeoutError(f"debate {debate_id} did not finish within {timeout}s")
-
-    try:
-        yield wait
-    finally:
-        pubsub.close()
-        client.close()
+    return hearing(PUBSUB_CHANNEL, finished)
 
 
 def run_on_workers(owner, models, personalities, rounds) -> float:
@@ -115,9 +122,7 @@ def run_floor(participants: int, rounds: int, latency: float) -> float:
     Sent and heard as a debate's run is (``bench.floor_tasks``), it measures what Celery
     alone adds to the ideal critical path on this machine.
     """
-    import redis
     from celery import group
-    from django.conf import settings
 
     from bench.floor_tasks import FLOOR_CHANNEL, floor_end, floor_step
     from debates.services.runs import chained
@@ -129,23 +134,10 @@ def run_floor(participants: int, rounds: int, latency: float) -> float:
     ]
     steps += [group([floor_step.si(latency) for _ in range(participants)])]
     steps += [floor_end.si(run).set(ignore_result=True)]
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    pubsub = client.pubsub()
-    pubsub.subscribe(FLOOR_CHANNEL)
-    pubsub.get_message(timeout=1.0)  # the subscription's confirmation
-    try:
+    with hearing(FLOOR_CHANNEL, lambda message: message["data"] == run.encode()) as wait:
         started = time.perf_counter()
         chained(steps).apply_async()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            message = pubsub.get_message(timeout=1.0)
-            heard = time.perf_counter()
-            if message is not None and message["data"] == run.encode():
-                return heard - started
-        raise TimeoutError(f"the floor run {run} did not finish within 120 s")
-    finally:
-        pubsub.close()
-        client.close()
+        return wait(120) - started
 
 
 def run_steps_in_order(debate) -> None:
