@@ -59,12 +59,12 @@ class RedisResults(RedisBackend):
 
     The stock backend tracks results from the moment a task is sent, in case the sender
     waits for it: it subscribes the sending process to each task's result channel, and
-    each group it sends (a debate's openings, its votes) keeps its members' results for
-    good (celery#4824). No process here waits where it sends, so each debate run left six
-    subscriptions and six result objects in its sender for the life of that process, and
-    Redis's confirmations of them unread on its connection. Here nothing is tracked until
-    ``AsyncResult.get`` or a group's ``join_native`` waits: it subscribes then, and reads
-    a result stored before it did from Redis (``on_wait_for_pending``).
+    each group it sends (a debate's openings) keeps its members' results for good
+    (celery#4824). No process here waits where it sends, so each debate run left six
+    subscriptions and six result objects in the process that started it, for the life of
+    that process (60 subscriptions after 10 debates; none here). Here nothing is tracked
+    until ``AsyncResult.get`` or a group's ``join_native`` waits: it subscribes then, and
+    reads a result stored before it did from Redis (``on_wait_for_pending``).
     """
 
     def on_task_call(self, producer, task_id) -> dict:
