@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 
 import pytest
 import redis
@@ -14,6 +13,7 @@ from django.db import transaction
 from arena.celery import RedisResults, app
 from debates.models import Debate, DebateStatus
 from debates.services.runs import run_enqueue
+from tests.broker import queued
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,17 +27,17 @@ def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate
     debate = make_debate()
     Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
     debate.refresh_from_db()
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     # when this process, which is not a worker, sends its run three times
     for _ in range(3):
         with transaction.atomic():
             run_enqueue(debate=debate, fresh=True)
-    sent = [json.loads(raw)["headers"]["id"] for raw in client.lrange("celery", 0, -1)]
+    sent = [headers["id"] for headers, _ in queued()]
     app.control.purge()
     gc.collect()
     # then nothing here listens for their results, nor keeps them
     assert len(sent) == 3 * 3  # the openings of each run, the rest is chained on
     channels = [app.backend.get_key_for_task(task_id) for task_id in sent]
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     assert all(count == 0 for _, count in client.pubsub_numsub(*channels))
     assert not set(channels) & app.backend.result_consumer.subscribed_to
     assert not [task for task in sent for kept in app.backend._pending_results if task in kept]

@@ -6,8 +6,6 @@ so a statement added to it, or a column read lazily, shows here first.
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 import threading
 from dataclasses import replace
@@ -37,6 +35,7 @@ from debates.services import (
 )
 from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
 from strategies.models import Strategy
+from tests.broker import queued
 from tests.debates.events_helpers import published
 from tests.threads import in_thread
 
@@ -177,21 +176,18 @@ def test_a_run_is_sent_as_the_plain_chain_of_its_steps_would_be(make_debate):
     assert sent_messages(plan) == sent_messages(chain(*steps))
 
 
+UUID = r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+
+
 def sent_messages(canvas) -> list[str]:
     """Send ``canvas`` to a queue no worker reads; return its messages, ids masked."""
     queue = "test-canvas"
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     canvas.apply_async(queue=queue)
     try:
-        messages = []
-        for raw in client.lrange(queue, 0, -1):
-            message = json.loads(raw)
-            body = base64.b64decode(message["body"]).decode()
-            text = f"{message['headers']['task']} {message['headers']['argsrepr']} {body}"
-            messages.append(re.sub(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", "<id>", text))
-        return sorted(messages)
+        texts = [f"{head['task']} {head['argsrepr']} {body}" for head, body in queued(queue)]
+        return sorted(re.sub(UUID, "<id>", text) for text in texts)
     finally:
-        client.delete(queue)
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(queue)
 
 
 @pytest.mark.django_db
