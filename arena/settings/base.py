@@ -138,7 +138,8 @@ CACHES = {
 }
 
 # --- Celery -------------------------------------------------------------------------------
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# The in-memory broker has no host; naming one keeps kombu from warning that none was given.
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 # Celery's Redis result backend, tracking a result only while something waits for it
 # (arena.celery.RedisResults).
 CELERY_RESULT_BACKEND = f"arena.celery:RedisResults+{REDIS_URL}" if REDIS_URL else "cache+memory://"

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import textwrap
 import time
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
@@ -23,14 +25,18 @@ from strategies.models import Strategy
 from traders.models import Execution, Trader
 from traders.services import execution_request
 
-BADGES = {
-    "open_long": "[bold green]LONG[/]",
-    "open_short": "[bold red]SHORT[/]",
-    "close_long": "[yellow]CLOSE LONG[/]",
-    "close_short": "[yellow]CLOSE SHORT[/]",
-    "hold": "[cyan]HOLD[/]",
-    "wait": "[dim]WAIT[/]",
+# How the transcript shows each action: its label and the label's style.
+ACTIONS = {
+    "open_long": ("LONG", "bold green"),
+    "open_short": ("SHORT", "bold red"),
+    "close_long": ("CLOSE LONG", "yellow"),
+    "close_short": ("CLOSE SHORT", "yellow"),
+    "hold": ("HOLD", "cyan"),
+    "wait": ("WAIT", "dim"),
 }
+BADGES = {action: f"[{style}]{label}[/]" for action, (label, style) in ACTIONS.items()}
+# How much of a turn's reasoning the transcript shows.
+REASONING_CHARS = 300
 TERMINAL = {"completed", "cancelled", "failed"}
 
 
@@ -151,7 +157,7 @@ class Command(BaseCommand):
         console.print(
             "Participants: "
             + ", ".join(
-                f"{PERSONALITIES[p.personality].emoji} {p.personality} ({p.ai_model})"
+                f"{PERSONALITIES[p.personality].emoji} {p.personality} ({escape(str(p.ai_model))})"
                 for p in labels.values()
             )
         )
@@ -180,19 +186,23 @@ class Command(BaseCommand):
         if debate.status == "completed":
             self._print_consensus(console, debate)
         else:
-            console.print(f"[bold red]Debate {debate.status}[/]: {debate.error}")
+            console.print(f"[bold red]Debate {debate.status}[/]: {escape(str(debate.error))}")
         return debate
 
     def _print_message(self, console: Console, participant, message: Message) -> None:
         head = f"{PERSONALITIES[participant.personality].emoji} [bold]{participant.personality}[/]"
         if message.status == "error":
-            console.print(f"{head}  [red]failed: {message.error}[/]")
+            error = message.error or {}
+            why = escape(f"{error.get('code')}: {error.get('message')}")
+            console.print(f"{head}  [red]failed: {why}[/]")
             return
         positions = "  ".join(
             f"{d['symbol']} {BADGES[d['action']]} {d['confidence']:.0f}" for d in message.decisions
         )
         console.print(f"{head}  {positions}  [dim]({message.latency_ms} ms)[/]")
-        console.print(f"  [dim]{message.reasoning[:300]}[/]")
+        # Model text is printed as it is, never read as markup.
+        reasoning = textwrap.shorten(message.reasoning, REASONING_CHARS, placeholder=" …")
+        console.print(f"  [dim]{escape(reasoning)}[/]")
 
     def _print_ballot(self, console: Console, participant, ballot: Ballot) -> None:
         votes = Vote.objects.filter(ballot=ballot).order_by("symbol")
@@ -207,16 +217,8 @@ class Command(BaseCommand):
 
     def _print_consensus(self, console: Console, debate: Debate) -> None:
         table = Table(title="Consensus")
-        for column in (
-            "coin",
-            "action",
-            "confidence",
-            "leverage",
-            "position",
-            "SL",
-            "TP",
-            "scores",
-        ):
+        table.add_column("coin", no_wrap=True)
+        for column in ("action", "conf.", "leverage", "position", "SL", "TP", "scores"):
             table.add_column(column)
         for d in debate.decisions.order_by("-is_primary", "symbol"):
             table.add_row(
@@ -227,7 +229,7 @@ class Command(BaseCommand):
                 "-" if d.position_pct is None else f"{d.position_pct:.1%}",
                 "-" if d.stop_loss is None else f"{d.stop_loss:.1%}",
                 "-" if d.take_profit is None else f"{d.take_profit:.1%}",
-                ", ".join(f"{k} {v:.2f}" for k, v in d.scores.items()),
+                "  ".join(f"{ACTIONS[k][0]} {v:.2f}" for k, v in d.scores.items()),
             )
         console.print(table)
 
@@ -242,7 +244,7 @@ class Command(BaseCommand):
         try:
             execution = execution_request(owner=owner, debate_id=debate.pk, trader_id=trader.pk)
         except ApplicationError as exc:
-            console.print(f"[yellow]Execution refused[/]: {exc.message}")
+            console.print(f"[yellow]Execution refused[/]: {escape(exc.message)}")
             return
         deadline = time.monotonic() + timeout
         while execution.status not in ("filled", "failed"):
@@ -252,7 +254,7 @@ class Command(BaseCommand):
             execution = Execution.objects.get(pk=execution.pk)
         trader.refresh_from_db()
         if execution.status == "failed":
-            console.print(f"[bold red]Execution failed[/]: {execution.error}")
+            console.print(f"[bold red]Execution failed[/]: {escape(str(execution.error))}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
         console.rule(f"Paper execution on {trader.name}")
@@ -266,7 +268,7 @@ class Command(BaseCommand):
             console.print(
                 f"  stop loss {execution.stop_loss_price.normalize()}, take profit "
                 f"{execution.take_profit_price.normalize()}"
-                + (f"  [yellow]{execution.error}[/]" if execution.error else "")
+                + (f"  [yellow]{escape(str(execution.error))}[/]" if execution.error else "")
             )
         clock = (
             f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""

@@ -1,0 +1,49 @@
+"""The live transcript of ``run_debate`` prints what models say as text, never as markup."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from debates.management.commands.run_debate import REASONING_CHARS, Command
+from debates.models import Message, Participant, StepStatus
+
+
+def _printed(message: Message) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=400, highlight=False, color_system=None)
+    Command()._print_message(console, Participant(personality="bear"), message)
+    return out.getvalue()
+
+
+def test_a_reasoning_with_brackets_is_printed_as_written():
+    # given a turn whose reasoning holds what rich would read as markup
+    message = Message(
+        status=StepStatus.OK,
+        decisions=[{"symbol": "BTCUSDT", "action": "open_short", "confidence": 70}],
+        reasoning="Short it [bold]now[/] [/] while [red] funding is negative.",
+        latency_ms=12,
+    )
+    # when the transcript prints it, then it prints the text itself
+    printed = _printed(message)
+    assert "BTCUSDT SHORT 70" in printed
+    assert "Short it [bold]now[/] [/] while [red] funding is negative." in printed
+
+
+def test_a_long_reasoning_is_cut_between_words():
+    words = [f"word{i}" for i in range(200)]
+    message = Message(status=StepStatus.OK, decisions=[], reasoning=" ".join(words), latency_ms=1)
+    shown = _printed(message).splitlines()[1].strip()
+    assert shown.endswith(" …")
+    assert len(shown) <= REASONING_CHARS
+    assert set(shown.removesuffix(" …").split()) <= set(words)
+
+
+def test_a_failed_turn_prints_its_error_as_written():
+    message = Message(
+        status=StepStatus.ERROR,
+        decisions=[],
+        error={"code": "provider_error", "message": "upstream said [/oops]"},
+    )
+    assert "failed: provider_error: upstream said [/oops]" in _printed(message)
