@@ -153,7 +153,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         debate = Debate.objects.get(pk=debate_id)
         labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
-        console.rule(f"[bold]{debate.name}[/]  ·  coins: {', '.join(debate.symbols)}")
+        console.rule(f"[bold]{escape(debate.name)}[/]  ·  coins: {', '.join(debate.symbols)}")
         console.print(
             "Participants: "
             + ", ".join(
@@ -257,7 +257,7 @@ class Command(BaseCommand):
             console.print(f"[bold red]Execution failed[/]: {escape(str(execution.error))}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
-        console.rule(f"Paper execution on {trader.name}")
+        console.rule(f"Paper execution on {escape(trader.name)}")
         console.print(
             f"{BADGES[execution.action]} order {execution.client_order_id}: {side} "
             f"{execution.filled_quantity.normalize()} {execution.symbol} at "
