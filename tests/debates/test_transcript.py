@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from debates.management.commands.run_debate import REASONING_CHARS, Command
+from debates.management.commands.run_debate import REASONING_CHARS, Command, problem
 from debates.models import Message, Participant, StepStatus
 
 
@@ -47,3 +47,8 @@ def test_a_failed_turn_prints_its_error_as_written():
         error={"code": "provider_error", "message": "upstream said [/oops]"},
     )
     assert "failed: provider_error: upstream said [/oops]" in _printed(message)
+
+
+def test_a_failed_debate_names_the_step_that_failed():
+    error = {"step": "round 2", "code": "round_failed", "message": "Every turn [x] failed."}
+    assert problem(error) == r"round 2: round_failed: Every turn \[x] failed."

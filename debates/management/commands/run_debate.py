@@ -40,6 +40,14 @@ REASONING_CHARS = 300
 TERMINAL = {"completed", "cancelled", "failed"}
 
 
+def problem(error: dict | None) -> str:
+    """Return a stored error (a failed step's, or a debate's with the step that failed) as
+    escaped text: ``step: code: message``."""
+    error = error or {}
+    parts = (error.get(key) for key in ("step", "code", "message"))
+    return escape(": ".join(str(part) for part in parts if part))
+
+
 def parse_instant(value: str) -> datetime:
     """Return an aware datetime from ISO 8601 text such as ``2024-08-05T12:00Z``."""
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -186,15 +194,13 @@ class Command(BaseCommand):
         if debate.status == "completed":
             self._print_consensus(console, debate)
         else:
-            console.print(f"[bold red]Debate {debate.status}[/]: {escape(str(debate.error))}")
+            console.print(f"[bold red]Debate {debate.status}[/]: {problem(debate.error)}")
         return debate
 
     def _print_message(self, console: Console, participant, message: Message) -> None:
         head = f"{PERSONALITIES[participant.personality].emoji} [bold]{participant.personality}[/]"
         if message.status == "error":
-            error = message.error or {}
-            why = escape(f"{error.get('code')}: {error.get('message')}")
-            console.print(f"{head}  [red]failed: {why}[/]")
+            console.print(f"{head}  [red]failed: {problem(message.error)}[/]")
             return
         positions = "  ".join(
             f"{d['symbol']} {BADGES[d['action']]} {d['confidence']:.0f}" for d in message.decisions
@@ -254,7 +260,7 @@ class Command(BaseCommand):
             execution = Execution.objects.get(pk=execution.pk)
         trader.refresh_from_db()
         if execution.status == "failed":
-            console.print(f"[bold red]Execution failed[/]: {escape(str(execution.error))}")
+            console.print(f"[bold red]Execution failed[/]: {escape(execution.error)}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
         console.rule(f"Paper execution on {escape(trader.name)}")
@@ -268,7 +274,7 @@ class Command(BaseCommand):
             console.print(
                 f"  stop loss {execution.stop_loss_price.normalize()}, take profit "
                 f"{execution.take_profit_price.normalize()}"
-                + (f"  [yellow]{escape(str(execution.error))}[/]" if execution.error else "")
+                + (f"  [yellow]{escape(execution.error)}[/]" if execution.error else "")
             )
         clock = (
             f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
