@@ -56,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# django-eventstream's pub/sub channel, which publish_on_commit delivers every event on.
-PUBSUB_CHANNEL = "events_channel"
 # Events per storage read; a longer backlog is read in several passes.
 READ_LIMIT = 100
 # Events queued per stream by the Redis relay before it must re-read storage instead
@@ -68,6 +66,11 @@ READ_RETRY_SECONDS = 1.0
 # The first chunk: 2 KB of padding (some proxies and old browsers hold back small bodies).
 PADDING = ":" + " " * 2048 + "\n\n"
 HEARTBEAT = b"event: keep-alive\ndata:\n\n"
+
+
+def pubsub_channel() -> str:
+    """Return the Redis pub/sub channel every event is delivered on (``SSE_PUBSUB_CHANNEL``)."""
+    return settings.SSE_PUBSUB_CHANNEL
 
 
 def debate_channel(debate_id: int) -> str:
@@ -118,7 +121,7 @@ def _deliver(events: list[Event]) -> None:
                     "data": event.data,
                     "pub_id": str(event.id),
                 }
-                pipe.publish(PUBSUB_CHANNEL, json.dumps(message))
+                pipe.publish(pubsub_channel(), json.dumps(message))
             pipe.execute()
     except Exception:
         logger.exception(
@@ -471,7 +474,7 @@ class _Relay:
             )
             pubsub = client.pubsub()
             try:
-                await pubsub.subscribe(PUBSUB_CHANNEL)
+                await pubsub.subscribe(pubsub_channel())
                 while True:
                     message = await pubsub.get_message(timeout=5.0)
                     if message is None:

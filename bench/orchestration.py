@@ -85,7 +85,7 @@ def finish_listener(debate_id: int) -> contextlib.AbstractContextManager:
     """Listen to a debate's live events until its final ``status`` event is delivered,
     as a client of its stream hears it; the stored status is checked then, since pub/sub
     is shared by every Redis database."""
-    from arena.sse import PUBSUB_CHANNEL, debate_channel
+    from arena.sse import debate_channel, pubsub_channel
     from debates.models import TERMINAL_STATUSES, Debate
 
     channel = debate_channel(debate_id)
@@ -98,7 +98,7 @@ def finish_listener(debate_id: int) -> contextlib.AbstractContextManager:
             return False
         return Debate.objects.filter(pk=debate_id, status__in=TERMINAL_STATUSES).exists()
 
-    return hearing(PUBSUB_CHANNEL, finished)
+    return hearing(finished)
 
 
 def run_on_workers(owner, models, personalities, rounds) -> float:

@@ -229,6 +229,9 @@ if REDIS_URL:
         **{key: _redis[key] for key in ("username", "password") if _redis.get(key)},
         **({"ssl": True} if REDIS_URL.startswith("rediss://") else {}),
     }
+# The Redis pub/sub channel events reach every web process on (django-eventstream's name).
+# Pub/sub ignores Redis database numbers: services sharing one Redis server need their own.
+SSE_PUBSUB_CHANNEL = os.environ.get("SSE_PUBSUB_CHANNEL", "events_channel")
 # Seconds of silence before a stream sends a keep-alive event (proxies close idle ones).
 SSE_HEARTBEAT_SECONDS = float(os.environ.get("SSE_HEARTBEAT_SECONDS", "15"))
 SSE_DB_THREADS = env_int("SSE_DB_THREADS", 4)

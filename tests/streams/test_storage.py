@@ -10,7 +10,7 @@ import pytest
 import redis
 from django.db import transaction
 
-from arena.sse import PUBSUB_CHANNEL, publish_on_commit
+from arena.sse import publish_on_commit, pubsub_channel
 from arena.sse_storage import EventStorage
 from debates import events
 from tests.debates.events_helpers import published_types
@@ -62,7 +62,7 @@ def _delivered(pubsub, channel: str = "") -> list[dict]:
 def pubsub(settings):
     client = redis.Redis(**settings.EVENTSTREAM_REDIS)
     subscription = client.pubsub()
-    subscription.subscribe(PUBSUB_CHANNEL)
+    subscription.subscribe(pubsub_channel())
     _delivered(subscription)  # the subscription's confirmation
     yield subscription
     subscription.close()
