@@ -98,7 +98,7 @@ def finish_listener(debate_id: int) -> contextlib.AbstractContextManager:
             return False
         return Debate.objects.filter(pk=debate_id, status__in=TERMINAL_STATUSES).exists()
 
-    return hearing(finished)
+    return hearing(pubsub_channel(), finished)
 
 
 def run_on_workers(owner, models, personalities, rounds) -> float:
