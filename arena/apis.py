@@ -1,7 +1,7 @@
 """What every API shares: strict input fields, validation, pagination, error schemas.
 
-Also the token endpoint and the JSON answers for URLs that match no route and for
-unhandled errors under ``/api/``, so a client always gets ``{"code", "message", "fields"}``.
+Also the token endpoints. Errors that no DRF view renders (unknown URLs, unhandled
+errors) are answered in the same shape by ``arena.middleware``.
 
 Input serializers check types and shapes: a JSON string where an integer is expected is
 refused (``"3"`` is not 3), unknown keys are refused (a misspelt field is an error, not
@@ -16,12 +16,9 @@ from typing import Any
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.authtoken.models import Token
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,6 +26,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
+from arena.parsers import JsonBodyParser
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1
@@ -161,9 +159,10 @@ def validate(
 
 
 class JsonApi(APIView):
-    """An API operation that reads JSON bodies only (no forms, no multipart)."""
+    """An API operation that reads JSON bodies only (no forms, no multipart), bounded in
+    size and depth (``arena.parsers``)."""
 
-    parser_classes = [JSONParser]
+    parser_classes = [JsonBodyParser]
 
 
 def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
@@ -253,28 +252,6 @@ class TokenObtainApi(JsonApi):
             raise InvalidCredentials()
         token, _ = Token.objects.get_or_create(user=user)
         return Response(self.OutputSerializer({"token": token.key}).data)
-
-
-# --- Plain Django answers under /api/ -----------------------------------------------------
-
-
-def _error_body(code: str, message: str) -> dict[str, Any]:
-    return {"code": code, "message": message, "fields": {}}
-
-
-def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """Answer a URL that matches no route: JSON under ``/api/``, Django's page elsewhere."""
-    if request.path.startswith("/api/"):
-        return JsonResponse(_error_body("not_found", "Not found."), status=404)
-    return defaults.page_not_found(request, exception)
-
-
-def server_error(request: HttpRequest) -> HttpResponse:
-    """Answer an unhandled error: JSON under ``/api/`` (no details), Django's page elsewhere."""
-    if request.path.startswith("/api/"):
-        body = _error_body("server_error", "The server failed; the error was logged.")
-        return JsonResponse(body, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
-    return defaults.server_error(request)
 
 
 def combine(*apis: type[APIView]) -> Any:

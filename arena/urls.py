@@ -1,15 +1,25 @@
 """URL configuration: the admin, the REST API under ``/api/``, and the arena page."""
 
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from arena.apis import TokenObtainApi
 
 api_patterns = [
     path("auth/token", TokenObtainApi.as_view(), name="auth-token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # Swagger UI's page and its start-up script are two requests, so the page runs no
+    # inline script; its template keeps an inline style block.
+    path(
+        "docs/",
+        csp_update({"style-src": [UNSAFE_INLINE]})(
+            SpectacularSwaggerSplitView.as_view(url_name="schema")
+        ),
+        name="docs",
+    ),
     path("", include("debates.urls")),
     path("", include("strategies.urls")),
     path("", include("traders.urls")),
@@ -20,6 +30,3 @@ urlpatterns = [
     path("api/", include(api_patterns)),
     path("", include("web.urls")),
 ]
-
-handler404 = "arena.apis.page_not_found"
-handler500 = "arena.apis.server_error"

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "django_eventstream",
     "strategies",
@@ -62,7 +63,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "arena.middleware.ApiErrorsAsJson",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -255,6 +258,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "AI models debate a crypto market and reach a consensus trade decision.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the project's own static files: the docs page works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Several models have a "status" or "exchange" with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
         "DebateStatusEnum": "debates.models.DebateStatus",
@@ -265,6 +271,25 @@ SPECTACULAR_SETTINGS = {
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
     },
+}
+
+# --- Browser security headers --------------------------------------------------------------
+# Every page loads scripts, styles and data from this origin only, and runs no inline
+# script (the arena page's data is a JSON block, which is not executed); the Swagger UI
+# page keeps one inline style block of its own (arena.urls).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
 }
 
 LOGGING = {

@@ -1,10 +1,16 @@
-"""One error shape everywhere: malformed JSON, wrong types, unknown fields, unknown URLs
-and unhandled errors all answer ``{"code", "message", "fields"}``, never a trace."""
+"""One error shape everywhere: malformed JSON, wrong types, unknown fields, unknown URLs,
+deep nesting, non-finite numbers, oversized bodies, methods not allowed and unhandled
+errors all answer ``{"code", "message", "fields"}``, never a trace or an HTML page."""
+
+import json
+import logging
 
 import pytest
-from django.test import RequestFactory
+from django.http import HttpResponseServerError
+from django.test import RequestFactory, override_settings
 
-from arena.apis import server_error
+from arena.middleware import ApiErrorsAsJson
+from arena.parsers import MAX_DEPTH
 from debates.models import AIModel, Debate
 from strategies.models import Strategy
 from tests.api.conftest import debate_body
@@ -134,10 +140,153 @@ def test_a_method_an_endpoint_does_not_have_is_405(api):
 
 
 def test_an_unhandled_error_under_api_answers_json_without_details():
+    # given Django's HTML page for an unhandled error under /api/
     request = RequestFactory().get("/api/debates")
-    response = server_error(request)
+    middleware = ApiErrorsAsJson(lambda request: HttpResponseServerError(b"<h1>Trace</h1>"))
+    # when it leaves through the middleware
+    response = middleware(request)
+    # then it is the JSON error, with no details
     assert response.status_code == 500
+    assert response["Content-Type"] == "application/json"
     assert response.content == (
         b'{"code": "server_error", "message": "The server failed; the error was logged.", '
         b'"fields": {}}'
     )
+
+
+def test_an_error_page_outside_api_stays_a_page():
+    request = RequestFactory().get("/admin/nothing")
+    middleware = ApiErrorsAsJson(lambda request: HttpResponseServerError(b"<h1>Trace</h1>"))
+    assert middleware(request).content == b"<h1>Trace</h1>"
+
+
+JSON_ENDPOINTS = [
+    "/api/auth/token",
+    "/api/debates",
+    "/api/ai-models",
+    "/api/strategies",
+    "/api/traders",
+    "/api/schedules",
+    "/api/debates/1/execute",
+]
+
+
+@pytest.mark.parametrize("path", JSON_ENDPOINTS)
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1000, 100_000])
+def test_deep_nesting_is_a_400_naming_the_body(api, caplog, path, depth):
+    # given a body nested deeper than any body of the API (far past Python's recursion
+    # limit, too)
+    body = "[" * depth + "]" * depth
+    # when it is posted, anonymously to the token endpoint, as a user elsewhere
+    with caplog.at_level(logging.WARNING):
+        response = api.post(path, data=body, content_type="application/json")
+    # then it is refused naming the body, and nothing is logged as an error
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": {"body": [f"Nested more than {MAX_DEPTH} levels deep."]},
+    }
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_nesting_up_to_the_limit_is_read():
+    from arena.parsers import check_parsed
+
+    # given MAX_DEPTH levels: an object holding lists in lists
+    nested: list = []
+    for _ in range(MAX_DEPTH - 2):
+        nested = [nested]
+    # then it is let through
+    check_parsed({"a": nested})
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        (
+            '{"name": "S", "max_position_multiple": NaN}',
+            {"max_position_multiple": ["Must be a finite number; NaN is not valid JSON."]},
+        ),
+        (
+            '{"name": "S", "min_risk_reward": Infinity, "min_order_usd": -Infinity}',
+            {
+                "min_order_usd": ["Must be a finite number; -Infinity is not valid JSON."],
+                "min_risk_reward": ["Must be a finite number; Infinity is not valid JSON."],
+            },
+        ),
+        (
+            '{"name": "S", "static_coins": ["BTC", NaN]}',
+            {"static_coins[1]": ["Must be a finite number; NaN is not valid JSON."]},
+        ),
+        ("NaN", {"body": ["Must be a finite number; NaN is not valid JSON."]}),
+    ],
+    ids=["nan", "infinities", "in-a-list", "the-whole-body"],
+)
+def test_non_finite_numbers_are_a_400_naming_the_field(api, body, fields):
+    response = api.post("/api/strategies", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": fields,
+    }
+    assert Strategy.objects.count() == 0
+
+
+def test_a_non_finite_number_deep_in_a_debate_is_named(api, seeded):
+    body = json.dumps(debate_body(seeded)).replace(
+        f'"ai_model": {seeded["models"][1].pk}', '"ai_model": NaN'
+    )
+    response = api.post("/api/debates", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "participants[1].ai_model": ["Must be a finite number; NaN is not valid JSON."]
+    }
+    assert Debate.objects.count() == 0
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000)
+@pytest.mark.parametrize("path", JSON_ENDPOINTS)
+def test_an_oversized_body_is_a_413(api, caplog, path):
+    # given a body one byte over the limit
+    body = json.dumps({"name": "x" * 1000})[:1001]
+    # when it is posted
+    with caplog.at_level(logging.WARNING):
+        response = api.post(path, data=body, content_type="application/json")
+    # then it is refused as too large before it is read as JSON, and nothing is logged
+    # as an error
+    assert response.status_code == 413
+    assert response.json() == {
+        "code": "body_too_large",
+        "message": "The body is larger than 1000 bytes.",
+        "fields": {"body": ["Too large."]},
+    }
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_body_at_the_limit_is_read(api):
+    body = json.dumps({"name": "S", "role_text": "x" * 500})
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=len(body)):
+        response = api.post("/api/strategies", data=body, content_type="application/json")
+    assert response.status_code == 201
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_a_method_the_stream_does_not_have_is_a_json_405(api, method):
+    response = getattr(api, method)("/api/debates/1/stream")
+    assert response.status_code == 405
+    assert response["Allow"] == "GET"
+    assert response.json() == {
+        "code": "method_not_allowed",
+        "message": "This method is not allowed here.",
+        "fields": {},
+    }
+
+
+@override_settings(DEBUG=True)
+@pytest.mark.parametrize("path", ["/api/nothing-here", "/api/debates/"])
+def test_an_unknown_url_under_api_is_json_in_debug_mode_too(api, path):
+    response = api.get(path)
+    assert response.status_code == 404
+    assert response.json() == {"code": "not_found", "message": "Not found.", "fields": {}}

@@ -60,6 +60,7 @@ class Uvicorn:
                 *(sys.executable, "-m", "uvicorn", "arena.asgi:application"),
                 *("--host", "127.0.0.1", "--port", str(self.port)),
                 *("--log-level", "warning", "--timeout-graceful-shutdown", "1"),
+                "--no-server-header",  # as the Procfile runs it
             ],
             cwd=settings.BASE_DIR,
             env={**worker_env(), "LOG_LEVEL": "WARNING"},
@@ -126,9 +127,16 @@ def browser(monkeypatch) -> Iterator[Any]:
 
 @pytest.fixture
 def open_page(server, browser) -> Callable[..., Any]:
-    """Open a page of ``server`` in a fresh browser context, logged in as ``user`` if given."""
+    """Open a page of ``server`` in a fresh browser context, logged in as ``user`` if given;
+    ``before`` is called with the page before it loads (to listen to its console, say)."""
 
-    def open_(path: str = "/", *, user: Any = None, viewport: tuple[int, int] = (1360, 900)):
+    def open_(
+        path: str = "/",
+        *,
+        user: Any = None,
+        viewport: tuple[int, int] = (1360, 900),
+        before: Callable[[Any], None] | None = None,
+    ):
         context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         context.set_default_timeout(15_000)
         if user is not None:
@@ -139,6 +147,8 @@ def open_page(server, browser) -> Callable[..., Any]:
                 [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": server.url}]
             )
         page = context.new_page()
+        if before is not None:
+            before(page)
         page.goto(server.url + path)
         return page
 

@@ -1,0 +1,61 @@
+"""The pages in a real browser under their Content-Security-Policy, served by uvicorn as
+the Procfile runs it: nothing refused, Swagger UI drawn offline, no ``Server`` banner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_web_commands_send_no_server_banner(server):
+    # given the web command of the Procfile and of docker compose
+    root = Path(settings.BASE_DIR)
+    for name in ("Procfile", "docker-compose.yml"):
+        command = next(
+            line for line in (root / name).read_text().splitlines() if "uvicorn " in line
+        )
+        assert "--no-server-header" in command, name
+    # when the server, run with the same flag, answers
+    response = httpx.get(f"{server.url}/login/")
+    # then it names no server
+    assert response.status_code == 200
+    assert "server" not in response.headers
+    assert "content-security-policy" in response.headers
+
+
+@pytest.mark.parametrize(
+    ("path", "ready"),
+    [
+        ("/login/", "form button[type=submit]"),
+        ("/", "#debate-list-empty:not([hidden])"),
+        ("/admin/", "#content-main"),
+        ("/admin/debates/aimodel/add/", "#aimodel_form"),
+        ("/api/docs/", ".swagger-ui .info .title"),
+    ],
+)
+def test_pages_work_under_their_policy_with_nothing_refused(
+    server, open_page, staff_user, path, ready
+):
+    # given a browser logged in as staff, recording every policy violation
+    refused: list[str] = []
+
+    def watch(page) -> None:
+        page.on("console", lambda message: refused.append(message.text))
+        page.add_init_script(
+            "document.addEventListener('securitypolicyviolation', e => console.error("
+            "'Content Security Policy refused ' + e.violatedDirective + ' ' + e.blockedURI))"
+        )
+
+    # when the page is opened (the machine has no internet: what it loads is ours)
+    page = open_page(path, user=staff_user, before=watch)
+    page.wait_for_selector(ready)
+    page.wait_for_load_state("networkidle")
+    # then it is drawn and the policy refused nothing
+    assert [text for text in refused if "Content Security Policy" in text] == []
+    if path == "/api/docs/":
+        assert page.inner_text(".swagger-ui .info .title").startswith("Debate Arena API")
