@@ -4,7 +4,8 @@ Every rule a debate's market snapshot relies on is checked here, when the strate
 saved, so that a debate does not fail at start for a setting that could have been
 refused: symbols are stored normalised (``BTCUSDT``, never the raw input), timeframes
 and indicators come from the fixed sets the market code knows, at most
-``MAX_CANDIDATES`` coins are listed, a pool source names its URL.
+``MAX_CANDIDATES`` coins are listed, a pool source names its URL, which must obey the
+outbound policy (``arena.outbound``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 from arena.exceptions import Conflict, NotFound, ValidationError
+from arena.outbound import OutboundRefused, check_url
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.exceptions import InvalidSymbolError
@@ -210,8 +212,11 @@ def _check_sources(refuse: _Refusals, values: dict[str, Any]) -> None:
     if isinstance(pool_url, str) and pool_url:
         try:
             _http_url(pool_url)
+            check_url(pool_url)
         except DjangoValidationError:
             refuse.add("pool_url", "Must be an http or https URL.")
+        except OutboundRefused as exc:
+            refuse.add("pool_url", str(exc))
     if values["market_source"] == MarketSource.DATASET:
         if coin_source == CoinSource.OI_TOP:
             refuse.add(

@@ -208,6 +208,12 @@ STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))
 
+# --- Outbound calls -----------------------------------------------------------------------
+# Internal addresses (loopback, private, link-local, ...) the service may call anyway
+# (arena.outbound): networks or addresses, each optionally with a port, comma-separated,
+# e.g. "127.0.0.1:11434" for a local Ollama. Production allows none by default.
+OUTBOUND_ALLOWED_ADDRESSES = env_list("OUTBOUND_ALLOWED_ADDRESSES")
+
 # --- Market data --------------------------------------------------------------------------
 # Base URL replacing the live exchange's API host (a local fake exchange in tests).
 MARKET_LIVE_API_URL = os.environ.get("MARKET_LIVE_API_URL", "")

@@ -4,7 +4,7 @@ import base64
 import hashlib
 
 from .base import *  # noqa: F403
-from .base import FIELD_ENCRYPTION_KEYS, env_bool
+from .base import FIELD_ENCRYPTION_KEYS, env_bool, env_list
 
 DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = SECRET_KEY or "local-development-key-not-for-production"  # noqa: F405
@@ -13,3 +13,6 @@ SECRET_KEY = SECRET_KEY or "local-development-key-not-for-production"  # noqa: F
 FIELD_ENCRYPTION_KEYS = FIELD_ENCRYPTION_KEYS or [
     base64.urlsafe_b64encode(hashlib.sha256(SECRET_KEY.encode()).digest()).decode()
 ]
+# The embedded default runs on one machine: its local servers (Ollama, a fake exchange)
+# are on loopback.
+OUTBOUND_ALLOWED_ADDRESSES = env_list("OUTBOUND_ALLOWED_ADDRESSES", "127.0.0.0/8,::1")

@@ -107,10 +107,12 @@ class ProviderError(Exception):
     ``transport_error``, ``deadline_exceeded``, ``auth_failed``, ``forbidden``,
     ``not_found``, ``bad_request``, ``malformed_response``, ``config_error``, ...),
     ``retryable`` says whether trying again later may succeed, ``status`` is the HTTP
-    status when there was one. The message never contains an API key.
+    status when there was one. The message never contains an API key, nor what a
+    provider wrote in an error answer: that is ``upstream``, for the log only.
     """
 
     retryable = False
+    upstream = ""
 
     def __init__(
         self,

@@ -10,6 +10,12 @@ never waiting past the deadline. Logs carry provider, model, status, attempt and
 latency; never the key, never the prompt. Calls run in the caller's thread on one HTTP
 client per process, which keeps its connections alive between calls. Providers are
 reached directly: proxy settings in the environment are not used.
+
+Every connection obeys the outbound URL policy (``arena.outbound``): a base URL that
+resolves to an internal address, at save or at the call, is refused (``address_refused``,
+not retried), and redirects are not followed. What a provider answered with an error
+status never reaches a user: the error says the status and a short reason in our own
+words, and the provider's own message goes to the log, secrets redacted.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from arena.outbound import OutboundRefused, guarded_transport
 from debates.providers.base import (
     DeadlineExceeded,
     ProviderError,
@@ -53,6 +60,16 @@ _STATUS_CODES = {
     404: "not_found",
     413: "bad_request",
     422: "bad_request",
+}
+# What an error status means, in our words: a provider's own message is logged only.
+_STATUS_REASONS = {
+    400: "refused the request",
+    401: "refused the API key",
+    403: "refused access to the model",
+    404: "does not know this model or URL",
+    413: "refused the request as too large",
+    422: "refused the request",
+    429: "is rate limiting the calls",
 }
 
 
@@ -205,10 +222,9 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 
 def _new_client() -> httpx.Client:
-    transport = httpx.HTTPTransport(verify=_ssl_context())
-    # httpx builds its connection pool without a way to choose the network backend;
-    # the pool's backend is swapped for one that bounds each operation by the deadline.
-    transport._pool._network_backend = _DeadlineBackend(transport._pool._network_backend)
+    # Each connection is checked by the outbound policy, then each of its operations
+    # bounded by the deadline of the call using it.
+    transport = guarded_transport(verify=_ssl_context(), wrap=_DeadlineBackend)
     return httpx.Client(transport=transport, follow_redirects=False)
 
 
@@ -350,6 +366,10 @@ def _send(
         raise TerminalProviderError(
             f"{provider}: bad base URL: {exc}", code="config_error", secrets=secrets
         ) from None
+    except OutboundRefused as exc:
+        raise TerminalProviderError(
+            f"{provider}: base URL refused: {exc}", code="address_refused", secrets=secrets
+        ) from None
 
 
 def _raise_for_status(
@@ -358,23 +378,26 @@ def _raise_for_status(
     status = reply.status
     if 200 <= status < 300:
         return
-    detail = _error_detail(reply.body)
-    message = f"{provider} returned HTTP {status}" + (f": {detail}" if detail else "")
+    reason = _STATUS_REASONS.get(status) or (
+        "failed on its side" if status >= 500 else "answered with an unexpected status"
+    )
+    message = f"{provider} returned HTTP {status}: the provider {reason}"
     if status == 429:
-        raise RetryableProviderError(
+        error: ProviderError = RetryableProviderError(
             message, code="rate_limited", status=status, attempts=attempt, secrets=secrets
         )
-    if status >= 500:
-        raise RetryableProviderError(
+    elif status >= 500:
+        error = RetryableProviderError(
             message, code="server_error", status=status, attempts=attempt, secrets=secrets
         )
-    raise TerminalProviderError(
-        message,
-        code=_STATUS_CODES.get(status, "client_error" if status >= 400 else "unexpected_status"),
-        status=status,
-        attempts=attempt,
-        secrets=secrets,
-    )
+    else:
+        code = _STATUS_CODES.get(status, "client_error" if status >= 400 else "unexpected_status")
+        error = TerminalProviderError(
+            message, code=code, status=status, attempts=attempt, secrets=secrets
+        )
+    # For the log only: what the provider said (the key and key-shaped text redacted).
+    error.upstream = redact(_error_detail(reply.body), secrets)
+    raise error
 
 
 def _parse(
@@ -454,7 +477,7 @@ def _log_attempt(
         return
     logger.warning(
         "model call failed provider=%s model=%s status=%s attempt=%d latency_ms=%d "
-        "code=%s retryable=%s: %s",
+        "code=%s retryable=%s: %s%s",
         provider,
         model,
         status,
@@ -463,4 +486,5 @@ def _log_attempt(
         error.code,
         error.retryable,
         redact(error.message),
+        f" (the provider said: {error.upstream})" if error.upstream else "",
     )

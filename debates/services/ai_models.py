@@ -2,8 +2,10 @@
 
 The API key is write-only: it is stored encrypted (``arena.fields``) and no service
 returns it. An ``openai_compatible`` model names its own base URL and model, since that
-provider has no default for either. A model seated in a debate cannot be deleted (the
-participants protect it), nor one a schedule seats.
+provider has no default for either. A base URL must obey the outbound policy
+(``arena.outbound``): one that resolves to an internal address is refused. A model
+seated in a debate cannot be deleted (the participants protect it), nor one a schedule
+seats.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from arena.exceptions import Conflict, NotFound, ValidationError
+from arena.outbound import OutboundRefused, check_url
 from debates.models import AIModel, Schedule
 from debates.providers.catalog import PROVIDERS
 
@@ -79,6 +82,11 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
             _http_url(base_url)
         except DjangoValidationError:
             refuse("base_url", "Must be an http or https URL.")
+        else:
+            try:
+                check_url(base_url)
+            except OutboundRefused as exc:
+                refuse("base_url", str(exc))
         if len(base_url) > 200:
             refuse("base_url", "At most 200 characters.")
     if provider in NEEDS_OWN_ENDPOINT:

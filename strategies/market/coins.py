@@ -159,7 +159,7 @@ def _pool_coins(spec: CoinSelectionSpec, notes: list[str]) -> list[SelectedCoin]
         notes.append(f"coin pool failed: {error}")
         return []
     if result.skipped:
-        notes.append(f"coin pool entries skipped: {', '.join(result.skipped)}")
+        notes.append(f"coin pool entries skipped: {result.skipped} could not be read as coins")
     if not result.symbols:
         notes.append(f"coin pool {spec.pool_url} returned no coins")
     return [SelectedCoin(symbol, "pool") for symbol in result.symbols]

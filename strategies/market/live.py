@@ -11,7 +11,9 @@ pool of instances that borrow the markets of the first one (loaded once, under a
 and a rate limiter of its own shared by all of them (one request start per
 ``exchange.rateLimit`` ms, 50 ms for Binance: about 20 requests a second).
 
-Every request has a timeout (``timeout_s``, default 10 s) and is retried on
+An API URL override (``api_urls``, an operator's setting) must obey the outbound policy
+(``arena.outbound``), and no redirect is followed. Every request has a timeout
+(``timeout_s``, default 10 s) and is retried on
 ``ccxt.NetworkError`` (timeouts, dropped connections, 5xx, 429) and on the rest of
 ``ccxt.OperationFailed`` (Binance's -1000/-1001 "internal error, please try again", empty
 or garbled answers; safe because every call here is a read) up to ``attempts`` times in
@@ -46,6 +48,7 @@ from urllib.parse import urlsplit
 
 import ccxt
 
+from arena.outbound import OutboundRefused, ccxt_session, check_url
 from strategies.market.exceptions import (
     MarketDataError,
     OpenInterestUnavailableError,
@@ -121,6 +124,7 @@ class LiveSource:
         exchange_class = getattr(ccxt, exchange, None)
         if exchange not in ccxt.exchanges or exchange_class is None:
             raise ValueError(f"unknown ccxt exchange {exchange!r}")
+        _check_overrides(api_urls)
         if attempts < 1:
             raise ValueError(f"attempts must be at least 1, got {attempts}")
         self.exchange = exchange
@@ -286,7 +290,7 @@ class LiveSource:
     # internals
 
     def _new_exchange(self) -> ccxt.Exchange:
-        exchange = self._exchange_class(dict(self._config))
+        exchange = self._exchange_class({**self._config, "session": ccxt_session()})
         if self._api_urls is not None:
             exchange.urls["api"] = _override_urls(exchange.urls["api"], self._api_urls)
         return exchange
@@ -393,6 +397,17 @@ class LiveSource:
                     f"{self.exchange} {what}: {type(error).__name__}: {error}"
                 ) from error
         raise AssertionError("unreachable")
+
+
+def _check_overrides(api_urls: Mapping[str, str] | str | None) -> None:
+    """Raise ``SourceUnavailableError`` if an API URL override breaks the outbound policy."""
+    if api_urls is None:
+        return
+    for url in [api_urls] if isinstance(api_urls, str) else api_urls.values():
+        try:
+            check_url(url)
+        except OutboundRefused as error:
+            raise SourceUnavailableError(f"the market API URL {url} is refused: {error}") from None
 
 
 def _is_plain(unified: str) -> bool:

@@ -1,7 +1,8 @@
 """A fake coin-pool endpoint: a real HTTP server on 127.0.0.1 answering ``GET /pool``.
 
 Set ``status``, ``body`` (any JSON value, or ``bytes`` sent as they are) and ``delay_s``
-before a request; every request path is recorded in ``requests``.
+before a request; every request path is recorded in ``requests``. With ``location`` set,
+``/pool`` answers ``302 Found`` to that URL (other paths answer the body).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class FakePool:
         self.body: Any = [] if body is None else body
         self.status = status
         self.delay_s = delay_s
+        self.location: str | None = None
         self.requests: list[str] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -66,8 +68,11 @@ def _handler_class(pool: FakePool) -> type[BaseHTTPRequestHandler]:
             if pool.delay_s:
                 time.sleep(pool.delay_s)
             data = pool.body if isinstance(pool.body, bytes) else json.dumps(pool.body).encode()
+            redirect = pool.location is not None and self.path == "/pool"
             try:
-                self.send_response(pool.status)
+                self.send_response(302 if redirect else pool.status)
+                if redirect:
+                    self.send_header("Location", pool.location)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -24,7 +24,8 @@ dropped connections, 429, 5xx; and exchange codes meaning "internal error, try a
 such as Binance's -1001) becomes ``ExchangeUnavailable``, ``ccxt.OrderNotFound``
 ``OrderNotFound``, anything else (refusals, bad credentials) ``OrderRejected``. Error
 messages and ccxt's debug log of requests are scrubbed of the credentials and of request
-signatures.
+signatures. An API URL override (``TRADER_EXCHANGE_API_URL``) must obey the outbound
+policy (``arena.outbound``), and no redirect is followed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from urllib.parse import urlsplit
 
 import ccxt
 
+from arena.outbound import OutboundRefused, ccxt_session, check_url
 from strategies.market.symbols import from_ccxt, to_ccxt
 from traders.exchanges.base import (
     STOP_LOSS,
@@ -137,10 +139,15 @@ class CcxtExchange:
             config["password"] = password
         self._secrets = tuple(value for value in (api_key, secret, password) if value)
         config["logger"] = _ScrubbingLogger(self._scrub)
+        config["session"] = ccxt_session()
         self.client: ccxt.Exchange = getattr(ccxt, exchange_id)(config)
         if sandbox:
             self.client.set_sandbox_mode(True)
         if api_url:
+            try:
+                check_url(api_url)
+            except OutboundRefused as exc:
+                raise OrderRejected(f"the exchange API URL {api_url} is refused: {exc}") from None
             self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
         self._id_param = CLIENT_ID_PARAMS[exchange_id]
 

@@ -102,7 +102,7 @@ def test_401_reaches_the_server_exactly_once_and_keeps_its_status(
     assert len(llm_server.requests) == 1
     assert (caught.value.status, caught.value.message) == (
         401,
-        "deepseek returned HTTP 401: Invalid key",
+        "deepseek returned HTTP 401: the provider refused the API key",
     )
 
 

@@ -34,9 +34,13 @@ def test_key_echoed_by_a_failing_provider_is_absent_from_logs_and_error(
     error = caught.value
     assert len(llm_server.requests) == 2
     assert error.code == "auth_failed"
-    assert error.message == (
-        f"{provider} returned HTTP 401: Unauthorized: Incorrect API key provided: [redacted]"
+    # the error says what happened in our words; what the provider wrote is in the log,
+    # redacted, and nowhere else
+    assert error.message == f"{provider} returned HTTP 401: the provider refused the API key"
+    assert "the provider said: Unauthorized: Incorrect API key provided: [redacted]" in (
+        caplog.text
     )
+    assert "Incorrect API key" not in f"{error} {error!r} {error.args}"
     assert "httpcore" in caplog.text  # the transport's debug logging was captured
     for text in (caplog.text, str(error), repr(error), error.message, str(error.args)):
         assert API_KEY not in text
