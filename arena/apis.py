@@ -17,14 +17,14 @@ from typing import Any
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
-from rest_framework import serializers
-from rest_framework.authtoken.models import Token
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from arena.auth import token_expires_at, token_issue, token_revoke
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from arena.parsers import JsonBodyParser
 
@@ -202,9 +202,10 @@ class ErrorSerializer(serializers.Serializer):
 
 _ERROR_DESCRIPTIONS = {
     400: "Bad input: validation_error (fields name each bad field), parse_error, ...",
-    401: "not_authenticated or authentication_failed.",
+    401: "not_authenticated or authentication_failed (an unknown or expired token).",
     404: "not_found: no such object, or it belongs to another user.",
     409: "The state or stored data forbids it: invalid_state, conflict, ...",
+    429: "A limit was reached: quota_exceeded (fields name the limit), too_many_attempts.",
 }
 
 
@@ -225,7 +226,11 @@ class InvalidCredentials(ApplicationError):
 
 
 class TokenObtainApi(JsonApi):
-    """Exchange a username and password for the user's API token."""
+    """Exchange a username and password for the user's API token and its expiry.
+
+    Failed tries are counted per user name and address (``arena.auth``): past the
+    limit, every try is a 429 with ``Retry-After`` until the cool-off has passed.
+    """
 
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
@@ -238,20 +243,38 @@ class TokenObtainApi(JsonApi):
     @extend_schema_serializer(component_name="Token")
     class OutputSerializer(serializers.Serializer):
         token = serializers.CharField()
+        expires_at = serializers.DateTimeField()
 
     @extend_schema(
         operation_id="auth_token_create",
         request=InputSerializer,
-        responses={200: OutputSerializer, 400: OpenApiResponse(ErrorSerializer)},
+        responses={
+            200: OutputSerializer,
+            400: OpenApiResponse(ErrorSerializer),
+            429: OpenApiResponse(ErrorSerializer, description=_ERROR_DESCRIPTIONS[429]),
+        },
         auth=[],
     )
     def post(self, request: Request) -> Response:
         data = validate(self.InputSerializer, request.data)
-        user = authenticate(request, username=data["username"], password=data["password"])
+        # Django's own request: django-axes marks it when the pair is locked out.
+        user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
             raise InvalidCredentials()
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response(self.OutputSerializer({"token": token.key}).data)
+        token = token_issue(user=user)
+        body = {"token": token.key, "expires_at": token_expires_at(token)}
+        return Response(self.OutputSerializer(body).data)
+
+
+class TokenRevokeApi(JsonApi):
+    """Delete the user's API token: it opens nothing from now on."""
+
+    @extend_schema(
+        operation_id="auth_token_revoke", request=None, responses={204: None, **error_responses()}
+    )
+    def post(self, request: Request) -> Response:
+        token_revoke(user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def combine(*apis: type[APIView]) -> Any:

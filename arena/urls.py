@@ -6,10 +6,11 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from arena.apis import TokenObtainApi
+from arena.apis import TokenObtainApi, TokenRevokeApi
 
 api_patterns = [
     path("auth/token", TokenObtainApi.as_view(), name="auth-token"),
+    path("auth/token/revoke", TokenRevokeApi.as_view(), name="auth-token-revoke"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI's page and its start-up script are two requests, so the page runs no
     # inline script; its template keeps an inline style block.

@@ -45,11 +45,11 @@ from django_eventstream.utils import add_default_headers
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from arena.apis import JsonApi, error_responses
+from arena.auth import ExpiringTokenAuthentication
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from arena.sse import (
     channel_stream,
@@ -126,7 +126,7 @@ def _stream_user(request: HttpRequest, debate_id: int) -> Any:
         return stream_token_user(token=token, debate_id=debate_id)
     if request.headers.get("Authorization"):
         try:
-            authenticated = TokenAuthentication().authenticate(request)
+            authenticated = ExpiringTokenAuthentication().authenticate(request)
         except drf_exceptions.AuthenticationFailed as exc:
             raise AuthenticationFailed(str(exc.detail)) from exc
         if authenticated is not None:

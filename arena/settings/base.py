@@ -9,6 +9,7 @@ and ``REDIS_URL`` switch to PostgreSQL and Redis.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "django_eventstream",
+    "axes",
     "strategies",
     "traders",
     "debates",
@@ -72,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so that it sees the answer of a locked-out login and replaces it (a 429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "arena.urls"
@@ -109,6 +113,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The file's directory (``var/`` by default) is made on first use: a fresh clone has none.
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# django-axes checks first whether a user name and address are locked out (arena.auth).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -250,7 +260,7 @@ SSE_TOKEN_MAX_AGE = env_int("SSE_TOKEN_MAX_AGE", 300)
 # --- REST framework and OpenAPI -----------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "arena.auth.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -298,6 +308,18 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# --- Authentication: token lifetime, login throttling (arena.auth) -------------------------
+# Seconds an API token is accepted after it was issued; POST /api/auth/token then issues
+# a new one.
+API_TOKEN_MAX_AGE_S = env_int("API_TOKEN_MAX_AGE_S", 30 * 24 * 3600)
+# Failed logins of one user name from one address (the token endpoint, /login/, the
+# admin) within the cool-off lock that pair out until the cool-off passes with no try.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("LOGIN_COOLOFF_S", 15 * 60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "arena.auth.lockout_response"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -308,5 +330,7 @@ LOGGING = {
         # httpx logs request lines at INFO; keep them out of the normal output.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # django-axes announces its settings when each process starts.
+        "axes.apps": {"level": "WARNING"},
     },
 }

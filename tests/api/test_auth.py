@@ -1,9 +1,15 @@
 """Authentication: the token endpoint, token and session clients, and that every endpoint
 but the schema and its docs page refuses an anonymous client."""
 
+import logging
+from datetime import UTC, datetime, timedelta
+
 import pytest
+import time_machine
+from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from arena.auth import RedactQueryTokens
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -56,9 +62,13 @@ def test_token_endpoint_exchanges_username_and_password_for_the_users_token(anon
     response = anon.post(
         "/api/auth/token", {"username": "alice", "password": PASSWORD}, format="json"
     )
-    # then it gets the user's token, the same one on every request
+    # then it gets the user's token, the same one on every request, and its expiry
     assert response.status_code == 200
-    assert response.json() == {"token": Token.objects.get(user=user).key}
+    token = Token.objects.get(user=user)
+    assert response.json() == {
+        "token": token.key,
+        "expires_at": (token.created + timedelta(days=30)).isoformat().replace("+00:00", "Z"),
+    }
     again = anon.post("/api/auth/token", {"username": "alice", "password": PASSWORD}, format="json")
     assert again.json() == response.json()
 
@@ -140,3 +150,170 @@ def test_every_endpoint_refuses_an_anonymous_client(anon, method, path):
 @pytest.mark.parametrize("path", ["/api/schema/", "/api/docs/"])
 def test_schema_and_docs_are_open_to_anyone(anon, path):
     assert anon.get(path).status_code == 200
+
+
+# --- Throttled logins --------------------------------------------------------------------
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+LIMIT = 10  # failures per user name and address (AXES_FAILURE_LIMIT)
+COOL_OFF_S = 15 * 60
+
+
+def _token_try(client, username: str, password: str, address: str = "127.0.0.1"):
+    return client.post(
+        "/api/auth/token",
+        {"username": username, "password": password},
+        format="json",
+        REMOTE_ADDR=address,
+    )
+
+
+def test_the_token_endpoint_locks_a_user_and_address_out_after_ten_failures(anon):
+    # given a user, and a clock that stands still
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False) as clock:
+        # when ten wrong passwords come from one address
+        statuses = [_token_try(anon, "alice", "wrong").status_code for _ in range(LIMIT)]
+        # then the tenth is refused as too many, and so is the right password after it
+        assert statuses == [400] * (LIMIT - 1) + [429]
+        locked = _token_try(anon, "alice", PASSWORD)
+        assert locked.status_code == 429
+        assert locked["Retry-After"] == str(COOL_OFF_S)
+        assert locked.json() == {
+            "code": "too_many_attempts",
+            "message": "Too many failed logins; try again in 15 minutes.",
+            "fields": {},
+        }
+        # and the same user from another address, another user from this one, are let in
+        assert _token_try(anon, "alice", PASSWORD, address="10.9.8.7").status_code == 200
+        UserFactory(username="bob")
+        assert _token_try(anon, "bob", PASSWORD).status_code == 200
+        # until the cool-off has passed since the last try
+        clock.shift(timedelta(seconds=COOL_OFF_S - 1))
+        assert _token_try(anon, "alice", PASSWORD).status_code == 429
+        clock.shift(timedelta(seconds=COOL_OFF_S + 1))
+        assert _token_try(anon, "alice", PASSWORD).status_code == 200
+
+
+def test_failures_older_than_the_cool_off_do_not_count(anon):
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False) as clock:
+        for _ in range(LIMIT - 1):
+            _token_try(anon, "alice", "wrong")
+        clock.shift(timedelta(seconds=COOL_OFF_S + 1))
+        assert _token_try(anon, "alice", "wrong").status_code == 400
+        assert _token_try(anon, "alice", PASSWORD).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "fields"),
+    [("/login/", {}), ("/admin/login/", {"next": "/admin/"})],
+    ids=["arena", "admin"],
+)
+def test_the_login_pages_lock_out_after_ten_failures(path, fields):
+    # given a staff user, and a clock that stands still
+    UserFactory(username="alice", is_staff=True)
+    client = Client()
+    with time_machine.travel(NOW, tick=False):
+        # when ten wrong passwords are sent through the page's form
+        statuses = [
+            client.post(path, {"username": "alice", "password": "wrong", **fields}).status_code
+            for _ in range(LIMIT)
+        ]
+        locked = client.post(path, {"username": "alice", "password": PASSWORD, **fields})
+    # then the form answers the first ones, and a lock-out page from the tenth on
+    assert statuses == [200] * (LIMIT - 1) + [429]
+    assert locked.status_code == 429
+    assert locked["Retry-After"] == str(COOL_OFF_S)
+    assert b"Too many failed logins; try again in 15 minutes." in locked.content
+
+
+# --- Expiring and revocable tokens -------------------------------------------------------
+
+
+def test_a_token_expires_thirty_days_after_it_was_issued(anon):
+    # given a token issued now
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False) as clock:
+        key = _token_try(anon, "alice", PASSWORD).json()["token"]
+        anon.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        # when it is used just before and just after 30 days
+        clock.shift(timedelta(days=30, seconds=-1))
+        before = anon.get("/api/debates")
+        clock.shift(timedelta(seconds=1))
+        after = anon.get("/api/debates")
+        anon.credentials()
+        renewed = _token_try(anon, "alice", PASSWORD).json()
+    # then it opens the API until then, and is refused from then on
+    assert before.status_code == 200
+    assert after.status_code == 401
+    assert after.json() == {
+        "code": "authentication_failed",
+        "message": "The token has expired; ask POST /api/auth/token for a new one.",
+        "fields": {},
+    }
+    # and asking for a token again gives a new one
+    assert renewed["token"] != key
+    assert renewed["expires_at"] == "2026-04-30T12:00:00Z"
+    assert list(Token.objects.values_list("key", flat=True)) == [renewed["token"]]
+
+
+def test_an_expired_token_does_not_open_a_stream(anon, user):
+    token = Token.objects.create(user=user)
+    Token.objects.filter(pk=token.pk).update(created=token.created - timedelta(days=31))
+    response = anon.get("/api/debates/1/stream", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+
+
+def test_revoke_deletes_the_token(anon, user):
+    # given the user's token
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    # when it is revoked
+    response = anon.post("/api/auth/token/revoke")
+    # then it is gone and opens nothing any more
+    assert response.status_code == 204
+    assert Token.objects.count() == 0
+    assert anon.get("/api/debates").status_code == 401
+
+
+def test_revoke_needs_authentication(anon, user):
+    Token.objects.create(user=user)
+    response = anon.post("/api/auth/token/revoke")
+    assert response.status_code == 401
+    assert Token.objects.count() == 1
+
+
+# --- Stream tokens out of access logs ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "logged"),
+    [
+        (
+            "/api/debates/7/stream?token=eyJ1c2VyIjo0fQ:1v:abc",
+            "/api/debates/7/stream?token=[redacted]",
+        ),
+        (
+            "/api/debates/7/stream?lastEventId=debate-7:3&token=abc.def",
+            "/api/debates/7/stream?lastEventId=debate-7:3&token=[redacted]",
+        ),
+        ("/api/debates?page=2", "/api/debates?page=2"),
+    ],
+)
+def test_access_log_lines_carry_no_stream_token(path, logged):
+    # given an access log record as uvicorn writes it
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", path, "1.1", 200),
+        None,
+    )
+    # when it passes the filter
+    RedactQueryTokens().filter(record)
+    # then the token is masked
+    assert record.getMessage() == f'127.0.0.1:5000 - "GET {logged} HTTP/1.1" 200'

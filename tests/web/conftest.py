@@ -47,6 +47,8 @@ class Uvicorn:
 
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
+    log_level: str = "warning"
+    output: Any = None  # a file for the server's output (its access log at "info")
 
     @property
     def url(self) -> str:
@@ -59,12 +61,14 @@ class Uvicorn:
             [
                 *(sys.executable, "-m", "uvicorn", "arena.asgi:application"),
                 *("--host", "127.0.0.1", "--port", str(self.port)),
-                *("--log-level", "warning", "--timeout-graceful-shutdown", "1"),
+                *("--log-level", self.log_level, "--timeout-graceful-shutdown", "1"),
                 "--no-server-header",  # as the Procfile runs it
             ],
             cwd=settings.BASE_DIR,
             env={**worker_env(), "LOG_LEVEL": "WARNING"},
             start_new_session=True,
+            stdout=self.output,
+            stderr=self.output,
         )
         deadline = time.monotonic() + 30
         while True:

@@ -9,6 +9,8 @@ import httpx
 import pytest
 from django.conf import settings
 
+from tests.web.conftest import Uvicorn
+
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
@@ -59,3 +61,21 @@ def test_pages_work_under_their_policy_with_nothing_refused(
     assert [text for text in refused if "Content Security Policy" in text] == []
     if path == "/api/docs/":
         assert page.inner_text(".swagger-ui .info .title").startswith("Debate Arena API")
+
+
+def test_the_access_log_carries_no_stream_token(transactional_db, tmp_path):
+    # given the server writing its access log
+    log = tmp_path / "uvicorn.log"
+    with log.open("wb") as output:
+        server = Uvicorn(log_level="info", output=output)
+        server.start()
+        try:
+            # when a stream is asked for with a token in its query string
+            response = httpx.get(f"{server.url}/api/debates/1/stream?token=s3cret-stream-token")
+        finally:
+            server.stop()
+    # then the request is logged, its token masked
+    assert response.status_code == 401
+    text = log.read_text()
+    assert "GET /api/debates/1/stream?token=[redacted] HTTP/1.1" in text
+    assert "s3cret-stream-token" not in text

@@ -1,0 +1,120 @@
+"""Authentication: expiring API tokens, login throttling, stream tokens out of access logs.
+
+- API tokens (DRF's ``Token``) expire ``API_TOKEN_MAX_AGE_S`` after they were issued (30
+  days by default): ``ExpiringTokenAuthentication`` refuses an older one with a 401, and
+  ``token_issue`` replaces it. ``token_revoke`` deletes a user's token.
+- Logins are throttled by django-axes on every door that checks a password (the token
+  endpoint, the arena's ``/login/`` and the admin's): ``AXES_FAILURE_LIMIT`` failures for
+  one user name from one address within ``AXES_COOLOFF_TIME`` lock that pair out, and
+  every further try, right or wrong, extends the lock. ``lockout_response`` answers a
+  locked-out try with 429 and ``Retry-After`` (JSON under ``/api/``, a page elsewhere).
+- A stream token travels in ``?token=`` (an ``EventSource`` sends no headers), and the
+  ASGI server writes each request's query string to its access log:
+  ``RedactQueryTokens`` masks it there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from axes.helpers import get_cool_off
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.authtoken.models import Token
+
+API_PREFIX = "/api/"
+
+
+def token_max_age() -> timedelta:
+    """Return how long an API token is valid after it was issued."""
+    return timedelta(seconds=settings.API_TOKEN_MAX_AGE_S)
+
+
+def token_expires_at(token: Token) -> datetime:
+    """Return the instant ``token`` stops being accepted."""
+    return token.created + token_max_age()
+
+
+def token_issue(*, user: Any) -> Token:
+    """Return the user's API token, a new one when it has none or it has expired."""
+    with transaction.atomic():
+        token = Token.objects.select_for_update().filter(user=user).first()
+        if token is not None and token_expires_at(token) > timezone.now():
+            return token
+        if token is not None:
+            token.delete()
+        return Token.objects.create(user=user)
+
+
+def token_revoke(*, user: Any) -> bool:
+    """Delete the user's API token; say whether there was one."""
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return deleted > 0
+
+
+class ExpiringTokenAuthentication(TokenAuthentication):
+    """DRF's token authentication, refusing tokens older than ``API_TOKEN_MAX_AGE_S``."""
+
+    def authenticate_credentials(self, key: str) -> tuple[Any, Token]:
+        user, token = super().authenticate_credentials(key)
+        if token_expires_at(token) <= timezone.now():
+            raise exceptions.AuthenticationFailed(
+                "The token has expired; ask POST /api/auth/token for a new one."
+            )
+        return user, token
+
+
+def retry_after_s(request: HttpRequest) -> int:
+    """Return the seconds until a locked-out pair may try again: the whole cool-off,
+    since the try being answered extended the lock."""
+    cool_off = get_cool_off(request)
+    return math.ceil(cool_off.total_seconds()) if cool_off else 0
+
+
+def lockout_response(
+    request: HttpRequest, original_response: Any = None, credentials: Any = None
+) -> HttpResponse:
+    """Answer a locked-out login: 429 with ``Retry-After``, JSON under ``/api/``."""
+    retry_after = retry_after_s(request)
+    message = f"Too many failed logins; try again in {math.ceil(retry_after / 60)} minutes."
+    if request.path.startswith(API_PREFIX):
+        body = {"code": "too_many_attempts", "message": message, "fields": {}}
+        response: HttpResponse = JsonResponse(body, status=429)
+    else:
+        response = render(request, "web/locked_out.html", {"message": message}, status=429)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+# ``token=<value>`` in a query string, up to the next ``&`` (or the end).
+_QUERY_TOKEN = re.compile(r"(?<=[?&]token=)[^&\s]+")
+
+
+class RedactQueryTokens(logging.Filter):
+    """Mask ``token=`` values in the request lines of an access log (uvicorn's)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _QUERY_TOKEN.sub("[redacted]", arg) if isinstance(arg, str) else arg
+                for arg in record.args
+            )
+        elif isinstance(record.msg, str):
+            record.msg = _QUERY_TOKEN.sub("[redacted]", record.msg)
+        return True
+
+
+def redact_access_log() -> None:
+    """Mask stream tokens in the ASGI server's access log (called once per web process)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactQueryTokens) for f in access.filters):
+        access.addFilter(RedactQueryTokens())
