@@ -17,10 +17,13 @@ is refused as well, and a redirect (which the clients follow to the same host on
 not at all) cannot lead anywhere the policy forbids.
 
 Name resolution goes through ``resolver``; ``use_resolver`` swaps it for a test's own.
+A connection's resolution waits no longer than the connection's timeout (a model call's
+deadline): a resolver that hangs does not hold the calling worker past it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import ipaddress
@@ -140,16 +143,30 @@ def check_address(address: str, port: int, host: str) -> IPAddress:
     )
 
 
-def checked_addresses(host: str, port: int) -> list[IPAddress]:
-    """Resolve ``host`` and return its addresses if the policy allows every one of them;
-    raise ``OutboundRefused`` when one is refused, ``Unresolvable`` when there is none."""
+# Resolutions run here, so a caller waits for one no longer than its timeout.
+_resolving = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="resolve")
+
+
+def _resolve(host: str, port: int, timeout: float | None) -> list[str]:
+    if timeout is None:
+        return resolver(host, port)
+    try:
+        return _resolving.submit(resolver, host, port).result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise httpcore.ConnectTimeout(f"resolving {host} took longer than {timeout:.1f}s") from None
+
+
+def checked_addresses(host: str, port: int, *, timeout: float | None = None) -> list[IPAddress]:
+    """Resolve ``host`` (within ``timeout`` seconds) and return its addresses if the policy
+    allows every one of them; raise ``OutboundRefused`` when one is refused,
+    ``Unresolvable`` when there is none."""
     host = host.strip("[]")
     try:
         ipaddress.ip_address(host.split("%", 1)[0])
         addresses = [host]
     except ValueError:
         try:
-            addresses = resolver(host, port)
+            addresses = _resolve(host, port, timeout)
         except (OSError, UnicodeError):
             addresses = []
     if not addresses:
@@ -199,7 +216,7 @@ class GuardedBackend(httpcore.NetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
         try:
-            addresses = checked_addresses(host, port)
+            addresses = checked_addresses(host, port, timeout=timeout)
         except Unresolvable as exc:
             raise httpcore.ConnectError(str(exc)) from None
         failure: Exception | None = None

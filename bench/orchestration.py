@@ -32,6 +32,22 @@ def ideal_critical_path(participants: int, rounds: int, cap: int, latency: float
     return parallel_stage + (rounds - 1) * participants * latency + parallel_stage
 
 
+def fake_models(owner, llm, count: int) -> list:
+    """Return ``count`` AI models of ``owner`` calling the fake model server ``llm``."""
+    from debates.models import AIModel
+
+    return [
+        AIModel.objects.create(
+            owner=owner,
+            name=f"fake {i}",
+            provider="openai_compatible",
+            model_name="fake",
+            base_url=f"{llm.url}/v1",
+        )
+        for i in range(count)
+    ]
+
+
 def make_debate(owner, models, personalities, rounds):
     from debates.services import DebateInput, debate_create
     from strategies.models import Strategy
@@ -186,7 +202,6 @@ def main(argv: list[str] | None = None) -> dict:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from debates.models import AIModel
     from tests.fakes.llm_server import FakeLLMServer
 
     personalities = ["bull", "bear", "analyst", "contrarian", "risk_manager", "analyst"][
@@ -194,17 +209,11 @@ def main(argv: list[str] | None = None) -> dict:
     ]
     cap = settings.MODEL_CALL_CAP
     with FakeLLMServer(latency_s=args.latency) as llm:
-        owner, _ = get_user_model().objects.get_or_create(username="bench")
-        models = [
-            AIModel.objects.create(
-                owner=owner,
-                name=f"fake {i}",
-                provider="openai_compatible",
-                model_name="fake",
-                base_url=f"{llm.url}/v1",
-            )
-            for i in range(args.participants)
-        ]
+        # Staff, so the per-user quotas (debates.quotas) do not cap the load measured.
+        owner, _ = get_user_model().objects.update_or_create(
+            username="bench", defaults={"is_staff": True}
+        )
+        models = fake_models(owner, llm, args.participants)
         sequential = [
             run_sequentially(owner, models, personalities, args.rounds) for _ in range(args.runs)
         ]

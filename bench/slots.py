@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> dict:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from bench.orchestration import make_debate
-    from debates.models import AIModel, Debate
+    from bench.orchestration import fake_models, make_debate
+    from debates.models import Debate
     from debates.services import debate_start
     from tests.fakes.llm_server import FakeLLMServer
 
@@ -39,17 +39,11 @@ def main(argv: list[str] | None = None) -> dict:
     samples: list[tuple[float, int]] = []
     stop = threading.Event()
     with FakeLLMServer(latency_s=args.latency) as llm:
-        owner, _ = get_user_model().objects.get_or_create(username="bench")
-        models = [
-            AIModel.objects.create(
-                owner=owner,
-                name=f"fake {i}",
-                provider="openai_compatible",
-                model_name="fake",
-                base_url=f"{llm.url}/v1",
-            )
-            for i in range(3)
-        ]
+        # Staff, so the per-user quotas (debates.quotas) do not cap the load measured.
+        owner, _ = get_user_model().objects.update_or_create(
+            username="bench", defaults={"is_staff": True}
+        )
+        models = fake_models(owner, llm, 3)
         debates = [make_debate(owner, models, personalities, 3) for _ in range(args.debates)]
 
         def sample() -> None:

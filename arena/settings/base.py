@@ -204,6 +204,9 @@ CELERY_BEAT_SCHEDULE = {
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
 }
+# A debate's steps go out with a priority from their owner's load, so a light user's are
+# taken off the queue before a heavy user's backlog (debates.routing).
+CELERY_TASK_ROUTES = ("debates.routing.route_step",)
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
 
@@ -217,6 +220,12 @@ MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))
+
+# --- Per-user quotas (debates.quotas); staff are exempt ---------------------------------
+QUOTA_ACTIVE_DEBATES = env_int("QUOTA_ACTIVE_DEBATES", 10)
+QUOTA_STARTS_PER_HOUR = env_int("QUOTA_STARTS_PER_HOUR", 100)
+QUOTA_SCHEDULES = env_int("QUOTA_SCHEDULES", 20)
+QUOTA_RUNNING_BACKTESTS = env_int("QUOTA_RUNNING_BACKTESTS", 1)
 
 # --- Outbound calls -----------------------------------------------------------------------
 # Internal addresses (loopback, private, link-local, ...) the service may call anyway

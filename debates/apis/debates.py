@@ -112,7 +112,7 @@ class DebateCreateApi(JsonApi):
         operation_id="debates_create",
         tags=TAGS,
         request=InputSerializer,
-        responses={201: DebateDetailSerializer, **error_responses(400)},
+        responses={201: DebateDetailSerializer, **error_responses(400, 429)},
     )
     def post(self, request: Request) -> Response:
         data = validate(self.InputSerializer, request.data)
@@ -174,7 +174,7 @@ class DebateStartApi(JsonApi):
         operation_id="debates_start",
         tags=TAGS,
         request=None,
-        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+        responses={200: DebateDetailSerializer, **error_responses(404, 409, 429)},
     )
     def post(self, request: Request, debate_id: int) -> Response:
         debate_start(debate_id=debate_id, owner=request.user)

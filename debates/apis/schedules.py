@@ -123,7 +123,7 @@ class ScheduleCreateApi(JsonApi):
         operation_id="schedules_create",
         tags=TAGS,
         request=ScheduleInputSerializer,
-        responses={201: ScheduleSerializer, **error_responses(400)},
+        responses={201: ScheduleSerializer, **error_responses(400, 429)},
     )
     def post(self, request: Request) -> Response:
         data = validate(self.InputSerializer, request.data)

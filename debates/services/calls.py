@@ -9,7 +9,7 @@ from typing import Any
 from debates.claims import claim_ttl_s
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
-from debates.providers.slots import SlotUnavailable, hold, model_slots
+from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
@@ -59,9 +59,15 @@ def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
 
 
 def call_model(
-    config: ProviderConfig, request: ModelRequest, *, still_wanted: Callable[[], bool]
+    config: ProviderConfig,
+    request: ModelRequest,
+    *,
+    still_wanted: Callable[[], bool],
+    owner_id: int | None = None,
 ) -> CallOutcome | None:
-    """Send ``request`` to the model of ``config`` within the shared cap of calls in flight.
+    """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
+    as a call of user ``owner_id``, who gets a fair share of the cap while others wait
+    (``slots``).
 
     Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
     it asks right before; a step that had to wait for its slot asks ``still_wanted()``
@@ -71,7 +77,8 @@ def call_model(
     deadline.
     """
     try:
-        with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s()) as lease:
+        owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
+        with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
             try:

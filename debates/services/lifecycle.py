@@ -29,6 +29,7 @@ from debates.models import (
     Participant,
     StepStatus,
 )
+from debates.quotas import debate_create_check, debate_start_check
 from debates.state import ACTION_SOURCES, STATE_COLUMNS
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
@@ -206,6 +207,7 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
         raise input_refusal(data)
     seats = values.pop("seats")
     with transaction.atomic():
+        debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
         Participant.objects.bulk_create(
             Participant(debate=debate, ai_model=model, personality=personality, speak_order=i)
@@ -269,6 +271,7 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         **(_snapshot_fields(debate, snapshot) if snapshot is not None else {}),
     }
     with transaction.atomic():
+        debate_start_check(owner_id=debate.owner_id)
         if not _transition(debate_id, action="start", to=DebateStatus.RUNNING, **started):
             debate.refresh_from_db()
             raise _refuse_state(debate, "start")

@@ -42,6 +42,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from debates.models import Debate, DebateStatus, Schedule
+from debates.quotas import schedule_create_check, schedule_fire_refusal
 from debates.services.lifecycle import (
     DebateInput,
     debate_create,
@@ -285,6 +286,7 @@ def schedule_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Sche
     _unknown(data)
     values = _clean(owner, {**_defaults(), **data})
     with transaction.atomic():
+        schedule_create_check(owner_id=owner.pk)
         schedule = Schedule.objects.create(owner=owner, **values)
         _periodic_task_sync(schedule)
     return schedule
@@ -457,6 +459,9 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
         refusal = _refusal(schedule)
         if refusal is not None:
             return _skip(schedule, *refusal)
+        quota = schedule_fire_refusal(owner_id=schedule.owner_id)
+        if quota is not None:
+            return _skip(schedule, quota.code, quota.message)
         try:
             debate = debate_create(owner=schedule.owner, data=_debate_input(schedule))
         except ValidationError as exc:

@@ -65,6 +65,7 @@ class _Cast:
     def __init__(
         self,
         debate_id: int,
+        owner_id: int,
         max_rounds: int,
         prompt_variant: str,
         symbols: list[str],
@@ -72,6 +73,7 @@ class _Cast:
         seats: list[Participant],
     ) -> None:
         self.debate_id = debate_id
+        self.owner_id = owner_id
         self.max_rounds = max_rounds
         self.prompt_variant = prompt_variant
         self.symbols = tuple(symbols)
@@ -96,8 +98,8 @@ class _Cast:
 # What ``_cast`` reads, written out in SQL as ``_READ_SQL`` is: the debate's settings
 # and snapshot along with each of its seats, in speaking order.
 _CAST_SQL = """
-SELECT debate.max_rounds, debate.prompt_variant, debate.symbols, debate.market_snapshot,
-       seat.id, seat.speak_order, seat.personality
+SELECT debate.owner_id, debate.max_rounds, debate.prompt_variant, debate.symbols,
+       debate.market_snapshot, seat.id, seat.speak_order, seat.personality
 FROM debates_debate AS debate
 JOIN debates_participant AS seat ON seat.debate_id = debate.id
 WHERE debate.id = %s
@@ -120,13 +122,14 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
         rows = cursor.fetchall()
     if not rows:
         raise Debate.DoesNotExist(f"debate {debate_id} is gone")
-    max_rounds, prompt_variant, symbols, snapshot = rows[0][:4]
+    owner_id, max_rounds, prompt_variant, symbols, snapshot = rows[0][:5]
     seats = [
         Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
         for *_, pk, order, personality in rows
     ]
     return _Cast(
         debate_id,
+        owner_id,
         max_rounds,
         prompt_variant,
         _SYMBOLS.from_db_value(symbols, None, connection),
@@ -300,7 +303,12 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
     if now is None or now.has_said(round_number):
         return  # the debate stopped, or the turn is stored: a turn is never asked twice
     request = _turn_request(now, round_number)
-    outcome = call_model(now.config, request, still_wanted=_still(debate_id, DebateStatus.RUNNING))
+    outcome = call_model(
+        now.config,
+        request,
+        still_wanted=_still(debate_id, DebateStatus.RUNNING),
+        owner_id=now.cast.owner_id,
+    )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
 
@@ -524,7 +532,12 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
     if now is None:
         return  # the debate stopped, or the ballot is stored: a vote is never asked twice
     request = _vote_request(now)
-    outcome = call_model(now.config, request, still_wanted=_still(debate_id, DebateStatus.VOTING))
+    outcome = call_model(
+        now.config,
+        request,
+        still_wanted=_still(debate_id, DebateStatus.VOTING),
+        owner_id=now.cast.owner_id,
+    )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)
 

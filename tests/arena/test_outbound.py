@@ -21,7 +21,7 @@ from arena.outbound import (
     use_resolver,
 )
 from debates.models import AIModel, Message
-from debates.providers import TerminalProviderError, complete
+from debates.providers import DeadlineExceeded, TerminalProviderError, complete
 from debates.services import debate_start
 from strategies.market.exceptions import PoolError
 from strategies.market.pool import fetch_pool
@@ -221,6 +221,28 @@ def test_a_rebound_name_is_called_when_its_address_is_allow_listed(llm_server):
         response = complete(make_config(llm_server, base_url=url), make_request())
     assert response.text == "<decision>[]</decision>"
     assert len(llm_server.requests) == 1
+
+
+def test_a_resolver_that_hangs_frees_the_call_at_its_deadline(llm_server):
+    # given a model URL whose name never resolves (the resolver hangs)
+    released = threading.Event()
+
+    def hanging(host: str, port: int) -> list[str]:
+        released.wait(30)
+        raise OSError("gave up")
+
+    url = f"http://llm.hangs.test:{llm_server.port}/v1"
+    try:
+        with (
+            use_resolver(hanging),
+            pytest.raises(DeadlineExceeded) as caught,
+        ):
+            complete(make_config(llm_server, base_url=url, timeout_s=0.5), make_request())
+    finally:
+        released.set()
+    # then the call ends at its deadline, not when the resolver gives up
+    assert caught.value.code == "deadline_exceeded"
+    assert llm_server.requests == []
 
 
 class _Redirector:

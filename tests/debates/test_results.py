@@ -27,7 +27,9 @@ def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate
     debate = make_debate()
     Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
     debate.refresh_from_db()
-    # when this process, which is not a worker, sends its run three times
+    # when this process, which is not a worker, sends its run three times (onto a queue
+    # that other tests' starts may have left messages on)
+    app.control.purge()
     for _ in range(3):
         with transaction.atomic():
             run_enqueue(debate=debate, fresh=True)

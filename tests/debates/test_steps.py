@@ -20,6 +20,7 @@ from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
 from debates.models import AIModel, Ballot, Debate, DebateStatus, Decision, Message
+from debates.providers.slots import ANONYMOUS
 from debates.serializers import DecisionSerializer
 from debates.services import (
     calls,
@@ -144,11 +145,12 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
     with django_capture_on_commit_callbacks(execute=False) as sent:
         start = statements(lambda: debate_start(debate_id=debate.pk))
 
-    # The debate with its strategy; then one transaction: the compare-and-set that
-    # starts it and stores its snapshot, the events, the seats for the canvas.
+    # The debate with its strategy; then one transaction: the owner's quota (its row
+    # locked, its starts of the hour counted), the compare-and-set that starts it and
+    # stores its snapshot, the events, the seats for the canvas.
     assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 1 + 5, "\n".join(start)
+    assert len(start) == 1 + 2 + 5, "\n".join(start)
     # The run's canvas is sent first, then the events are delivered.
     senders = [getattr(callback, "func", callback).__module__ for callback in sent]
     assert senders == ["arena.worker", "arena.sse"]
@@ -242,9 +244,9 @@ def test_a_debate_cancelled_while_a_step_waits_for_its_slot_gets_no_call(
     class CancelledWhileWaiting:
         cap, lease_s = slots.cap, slots.lease_s
 
-        def acquire(self, wait_s, *, lease_s=None):
+        def acquire(self, wait_s, *, lease_s=None, owner=ANONYMOUS):
             debate_cancel(debate_id=debate.pk)
-            return replace(slots.acquire(wait_s, lease_s=lease_s), waited=True)
+            return replace(slots.acquire(wait_s, lease_s=lease_s, owner=owner), waited=True)
 
         def release(self, lease):
             slots.release(lease)
@@ -274,9 +276,9 @@ def test_a_turn_leases_its_model_slot_for_the_claim_ttl_and_renews_it_during_the
     class Watched:
         cap, lease_s = slots.cap, slots.lease_s
 
-        def acquire(self, wait_s, *, lease_s=None):
-            leased.append(lease_s)
-            return slots.acquire(wait_s, lease_s=lease_s)
+        def acquire(self, wait_s, *, lease_s=None, owner=ANONYMOUS):
+            leased.append((lease_s, owner))
+            return slots.acquire(wait_s, lease_s=lease_s, owner=owner)
 
         def renew(self, lease, lease_s):
             renewed.append(lease_s)
@@ -289,7 +291,8 @@ def test_a_turn_leases_its_model_slot_for_the_claim_ttl_and_renews_it_during_the
 
     turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
 
-    assert leased == [1.0]
+    # leased for the claim's TTL, as a call of the debate's owner (its fair share)
+    assert leased == [(1.0, f"user:{debate.owner_id}")]
     assert len(renewed) >= 2 and set(renewed) == {1.0}  # every third of a second
     assert Message.objects.get(debate=debate).status == "ok"
     assert slots.in_use() == 0

@@ -32,8 +32,12 @@ def all_finished(ids: list[int]) -> bool:
     return not Debate.objects.filter(pk__in=ids).exclude(status__in=FINAL).exists()
 
 
-def test_a_hundred_debates_at_once_all_complete_within_the_cap(two_workers, llm, make_debate):
-    # given 100 debates (2 participants x 2 rounds) and a model answering in 50 ms
+def test_a_hundred_debates_at_once_all_complete_within_the_cap(
+    two_workers, llm, make_debate, settings
+):
+    # given 100 debates (2 participants x 2 rounds) of one user, whose quotas allow them,
+    # and a model answering in 50 ms
+    settings.QUOTA_ACTIVE_DEBATES = settings.QUOTA_STARTS_PER_HOUR = 100
     llm.set_latency(0.05)
     debates = [make_debate(personalities=("bull", "bear"), rounds=2) for _ in range(100)]
     ids = [d.pk for d in debates]
@@ -49,7 +53,7 @@ def test_a_hundred_debates_at_once_all_complete_within_the_cap(two_workers, llm,
     assert llm.stats()["requests"] == 100 * 6
 
 
-def test_random_model_faults_never_leave_a_debate_active(two_workers, llm, make_debate):
+def test_random_model_faults_never_leave_a_debate_active(two_workers, llm, make_debate, settings):
     # given a model that fails 30 % of the calls at random: 429, 500, hangs, garbage
     chooser = random.Random(20241129)
     faults = [
@@ -64,6 +68,7 @@ def test_random_model_faults_never_leave_a_debate_active(two_workers, llm, make_
         return chooser.choice(faults) if chooser.random() < 0.3 else None
 
     llm.responder = responder
+    settings.QUOTA_ACTIVE_DEBATES = 20
     debates = [make_debate(rounds=2, timeout=3) for _ in range(20)]
     ids = [d.pk for d in debates]
     # when they all run

@@ -23,6 +23,7 @@ from debates.providers.slots import (
     RedisSlots,
     Slots,
     SlotUnavailable,
+    fair_share,
     hold,
     model_slots,
 )
@@ -352,3 +353,83 @@ def _fake_call_parts(server: FakeLLMServer) -> tuple[ProviderConfig, ModelReques
         "openai_compatible", "fake-model", base_url=f"{server.url}/v1", timeout_s=10
     )
     return config, ModelRequest(system="Candidates: BTCUSDT.", user="Round 1 of 1.")
+
+
+# --- Fair shares between owners ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cap", "owners", "share"), [(3, 1, 3), (3, 2, 2), (3, 3, 1), (3, 5, 1), (4, 2, 2), (1, 2, 1)]
+)
+def test_a_fair_share_is_the_cap_divided_among_contending_owners(cap, owners, share) -> None:
+    assert fair_share(cap, owners) == share
+
+
+def test_with_nobody_else_waiting_one_owner_takes_every_slot(make_slots) -> None:
+    slots = make_slots(3)
+    leases = [slots.acquire(0, owner="user:1") for _ in range(3)]
+    assert all(leases)
+    assert slots.holders() == {"user:1": 3}
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    for _ in range(2000):
+        if condition():
+            return
+        time.sleep(0.005)
+    raise AssertionError("the slots never reached the state waited for")
+
+
+def test_a_second_owner_gets_the_next_freed_slot_before_the_first_owners_queue(
+    make_slots,
+) -> None:
+    # given user 1 holding all 3 slots with 20 more calls waiting (its queued debates)
+    slots = make_slots(3, poll_s=0.02)
+    held = [slots.acquire(0, owner="user:1") for _ in range(3)]
+    done = threading.Event()
+    got: dict[str, list[Lease]] = {"user:1": [], "user:2": []}
+
+    def wait_for_slot(owner: str) -> None:
+        lease = slots.acquire(30, owner=owner)
+        if lease is not None:
+            got[owner].append(lease)
+            if done.is_set():
+                slots.release(lease)
+
+    queued = [threading.Thread(target=wait_for_slot, args=("user:1",)) for _ in range(20)]
+    for thread in queued:
+        thread.start()
+    _wait_until(lambda: slots.waiting().get("user:1") == 20)
+    # and user 2's one call waiting behind them
+    second = threading.Thread(target=wait_for_slot, args=("user:2",))
+    second.start()
+    _wait_until(lambda: slots.waiting().get("user:2") == 1)
+    # when one of user 1's calls ends
+    slots.release(held.pop())
+    second.join(timeout=30)
+    # then the freed slot went to user 2, none to user 1's queue
+    assert len(got["user:2"]) == 1
+    assert got["user:1"] == []
+    assert slots.holders() == {"user:1": 2, "user:2": 1}
+    # and once user 2 waits no more, the next freed slot goes back to user 1's queue
+    slots.release(held.pop())
+    _wait_until(lambda: len(got["user:1"]) == 1)
+    assert slots.holders() == {"user:1": 2, "user:2": 1}
+    # (the rest drains)
+    done.set()
+    for lease in [*held, *got["user:1"], *got["user:2"]]:
+        slots.release(lease)
+    for thread in queued:
+        thread.join(timeout=30)
+    assert slots.in_use() == 0
+
+
+def test_a_waiter_that_gave_up_no_longer_holds_anyone_back(make_slots) -> None:
+    # given user 1 holding every slot, and user 2 giving up waiting
+    slots = make_slots(3, poll_s=0.02)
+    held = [slots.acquire(0, owner="user:1") for _ in range(3)]
+    assert slots.acquire(0.05, owner="user:2") is None
+    assert slots.waiting() == {}
+    # when a slot frees, user 1 takes it again
+    slots.release(held[0])
+    assert slots.acquire(0, owner="user:1") is not None

@@ -1,0 +1,112 @@
+"""Per-user quotas: how much of the service one user may take (SPEC 15, "Safety").
+
+Each limit is a setting; staff users are exempt from all of them:
+
+- ``QUOTA_ACTIVE_DEBATES`` (10): debates pending, running or voting at once; checked
+  when a debate is created (a pending debate is waiting to run, so it counts).
+- ``QUOTA_STARTS_PER_HOUR`` (100): debates started in the last hour; checked at start.
+- ``QUOTA_SCHEDULES`` (20): schedules; checked when one is created.
+- ``QUOTA_RUNNING_BACKTESTS`` (1): backtests running at once; the backtest service
+  calls ``backtest_start_check`` with its own count.
+
+A refusal is ``QuotaExceeded``: HTTP 429, code ``quota_exceeded``, ``fields`` naming the
+limit. Each check runs inside the caller's transaction and first locks the user's row,
+so the requests of one user are counted one after another: two concurrent creates
+cannot both take the last place.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import status
+
+from arena.exceptions import ApplicationError
+from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, Schedule
+
+
+class QuotaExceeded(ApplicationError):
+    """A per-user limit is reached; ``fields`` names it."""
+
+    code = "quota_exceeded"
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+
+
+def _exempt(owner_id: int) -> bool:
+    """Lock the user's row for the transaction; return whether the user is staff."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("a quota is checked inside the transaction that uses it")
+    users = get_user_model().objects.select_for_update().filter(pk=owner_id)
+    return bool(users.values_list("is_staff", flat=True).first())
+
+
+def _refuse_at(limit: str, allowed: int, used: int, message: str) -> None:
+    if used >= allowed:
+        raise QuotaExceeded(
+            f"{message} (at most {allowed}).",
+            fields={limit: [f"At most {allowed}; you have {used}."]},
+        )
+
+
+def debate_create_check(*, owner_id: int) -> None:
+    """Raise ``QuotaExceeded`` if the user may not create another debate now."""
+    if _exempt(owner_id):
+        return
+    undone = (DebateStatus.PENDING, *ACTIVE_STATUSES)
+    used = Debate.objects.filter(owner_id=owner_id, status__in=undone).count()
+    _refuse_at(
+        "active_debates",
+        settings.QUOTA_ACTIVE_DEBATES,
+        used,
+        "You have as many pending, running or voting debates as one user may",
+    )
+
+
+def debate_start_check(*, owner_id: int) -> None:
+    """Raise ``QuotaExceeded`` if the user may not start another debate now."""
+    if _exempt(owner_id):
+        return
+    since = timezone.now() - timedelta(hours=1)
+    used = Debate.objects.filter(owner_id=owner_id, started_at__gte=since).count()
+    _refuse_at(
+        "starts_per_hour",
+        settings.QUOTA_STARTS_PER_HOUR,
+        used,
+        "You have started as many debates in the last hour as one user may",
+    )
+
+
+def schedule_create_check(*, owner_id: int) -> None:
+    """Raise ``QuotaExceeded`` if the user may not create another schedule."""
+    if _exempt(owner_id):
+        return
+    used = Schedule.objects.filter(owner_id=owner_id).count()
+    _refuse_at(
+        "schedules", settings.QUOTA_SCHEDULES, used, "You have as many schedules as one user may"
+    )
+
+
+def backtest_start_check(*, owner_id: int, running: int) -> None:
+    """Raise ``QuotaExceeded`` if a user running ``running`` backtests may not start one."""
+    if _exempt(owner_id):
+        return
+    _refuse_at(
+        "running_backtests",
+        settings.QUOTA_RUNNING_BACKTESTS,
+        running,
+        "You have as many backtests running as one user may",
+    )
+
+
+def schedule_fire_refusal(*, owner_id: int) -> QuotaExceeded | None:
+    """Return why a schedule's firing may not create and start a debate, or None."""
+    try:
+        debate_create_check(owner_id=owner_id)
+        debate_start_check(owner_id=owner_id)
+    except QuotaExceeded as exc:
+        return exc
+    return None

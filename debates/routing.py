@@ -1,0 +1,47 @@
+"""Which step messages the workers take first: a light user's before a heavy user's.
+
+The model-call slots are shared fairly (``debates.providers.slots``), but a step must
+first be taken off the queue by a worker, and the queue is first in, first out: a second
+user's opening would wait behind every step of the first user's hundred debates. So each
+step message goes out with a priority from its owner's load when it is sent, the number
+of the owner's debates running or voting: one debate is priority 0, the first served,
+then 3, 6 and 9 (Redis serves its priority lists lowest number first). A user's own
+steps stay in order among themselves; users with the same load share the queue in turn.
+
+This is Celery's router (``CELERY_TASK_ROUTES``), so every step sent, by a service, a
+chord's callback or a retry, is routed the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from debates.models import ACTIVE_STATUSES, Debate
+
+STEP_TASKS = frozenset({"debates.turn_run", "debates.vote_run", "debates.consensus_finalize"})
+# (most active debates, priority): the first that holds the owner's load applies.
+LOAD_PRIORITIES = ((1, 0), (3, 3), (9, 6))
+HEAVIEST = 9
+
+
+def load_priority(active_debates: int) -> int:
+    """Return the message priority of a step whose owner has ``active_debates`` running."""
+    return next((pri for most, pri in LOAD_PRIORITIES if active_debates <= most), HEAVIEST)
+
+
+def owner_load(debate_id: int) -> int:
+    """Return how many debates the owner of ``debate_id`` has running or voting."""
+    owner = Debate.objects.filter(pk=debate_id).values("owner_id")
+    return Debate.objects.filter(owner_id__in=owner, status__in=ACTIVE_STATUSES).count()
+
+
+def route_step(
+    name: str, args: Any, kwargs: Any, options: dict[str, Any], task: Any = None, **kw: Any
+) -> dict[str, Any] | None:
+    """Return the routing options of a task message: a priority for a debate's steps."""
+    if name not in STEP_TASKS:
+        return None
+    debate_id = (kwargs or {}).get("debate_id", args[0] if args else None)
+    if not isinstance(debate_id, int):
+        return None
+    return {"priority": load_priority(owner_load(debate_id))}

@@ -1,0 +1,46 @@
+"""Step messages carry a priority from their owner's load: a user with one debate running
+is served before the backlog of a user with many (Redis lists, lowest number first)."""
+
+import pytest
+import redis
+from django.conf import settings
+
+from arena.celery import app
+from debates.models import DebateStatus
+from debates.routing import load_priority
+from debates.tasks import schedule_fire_task, turn_run_task, vote_run_task
+from tests.debates.factories import DebateFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("active", "priority"), [(0, 0), (1, 0), (2, 3), (3, 3), (4, 6), (9, 6), (10, 9), (100, 9)]
+)
+def test_the_priority_falls_with_the_owners_load(active, priority):
+    assert load_priority(active) == priority
+
+
+def _queue_lengths() -> dict[str, int]:
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return {
+        name: client.llen(key)
+        for name, key in (("0", "celery"), ("3", "celery\x06\x163"), ("9", "celery\x06\x169"))
+    }
+
+
+def test_steps_of_a_heavy_user_queue_behind_those_of_a_light_one(user, other_user):
+    # given a user with 12 debates running and another with one
+    app.control.purge()
+    heavy = [DebateFactory(owner=user, status=DebateStatus.RUNNING) for _ in range(12)]
+    light = DebateFactory(owner=other_user, status=DebateStatus.RUNNING)
+    try:
+        # when a step of each is sent, and a task that is no step
+        turn_run_task.si(heavy[0].pk, 1, 1).apply_async()
+        vote_run_task.apply_async(kwargs={"debate_id": light.pk, "participant_id": 1})
+        schedule_fire_task.si(1).apply_async()
+        # then the heavy user's step waits on the lowest priority list, the light user's
+        # and the other task on the first served
+        assert _queue_lengths() == {"0": 2, "3": 0, "9": 1}
+    finally:
+        app.control.purge()
