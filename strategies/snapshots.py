@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from strategies.market.builder import SnapshotSpec, build_snapshot
 from strategies.market.coins import CoinSelectionSpec, select_coins
+from strategies.market.dataset import DATASET_END, DATASET_WINDOWS
 from strategies.market.exceptions import MarketDataError
 from strategies.market.render import render_snapshot, render_summary
-from strategies.market.snapshot import MarketSnapshot
+from strategies.market.snapshot import TIMEFRAME_MS, MarketSnapshot
 from strategies.market.sources import MarketSource, source_for
 
 if TYPE_CHECKING:
     from debates.models import Debate
     from strategies.models import Strategy
+
+
+def replay_window(strategy: Strategy) -> tuple[datetime, datetime]:
+    """Return the first and last instants a debate of ``strategy`` on the dataset can be at.
+
+    The first is when every timeframe of the strategy has its rows of closed candles
+    in the dataset; the last is the dataset's end.
+    """
+    starts = [
+        DATASET_WINDOWS[tf].start
+        + timedelta(milliseconds=TIMEFRAME_MS[tf] * strategy.rows_per_timeframe)
+        for tf in strategy.timeframes
+        if tf in DATASET_WINDOWS
+    ]
+    return max(starts, default=DATASET_WINDOWS["4h"].first_close), DATASET_END
+
+
+def outside_replay_window(strategy: Strategy, as_of: datetime) -> str | None:
+    """Return why ``as_of`` is outside the replay window of ``strategy``, or None."""
+    first, last = replay_window(strategy)
+    if first <= as_of <= last:
+        return None
+    return (
+        f"Outside the dataset window of this strategy: {first.isoformat()} .. {last.isoformat()}."
+    )
 
 
 def market_source(strategy: Strategy) -> MarketSource:

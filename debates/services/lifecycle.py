@@ -34,7 +34,7 @@ from debates.state import ACTION_SOURCES, STATE_COLUMNS
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
-from strategies.models import Strategy
+from strategies.models import MarketSource, Strategy
 from traders.models import Trader
 
 logger = logging.getLogger(__name__)
@@ -151,6 +151,16 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
     return seats
 
 
+def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
+    """Refuse an ``as_of`` outside the dataset window of a strategy on the dataset."""
+    from strategies.snapshots import outside_replay_window
+
+    if strategy.market_source == MarketSource.DATASET:
+        refusal = outside_replay_window(strategy, data.as_of)
+        if refusal is not None:
+            data.refuse("as_of", refusal)
+
+
 def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     """Check every field; return the values to store (only used when nothing was refused)."""
     values: dict[str, Any] = {}
@@ -195,6 +205,8 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
         not isinstance(data.as_of, datetime) or data.as_of.tzinfo is None
     ):
         data.refuse("as_of", "Must be a timezone-aware instant.")
+    elif data.as_of is not None and values["strategy"] is not None:
+        _as_of_in_window(values["strategy"], data)
     values["as_of"] = data.as_of
     values["seats"] = _seats(owner, data)
     return values

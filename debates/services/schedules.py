@@ -50,9 +50,9 @@ from debates.services.lifecycle import (
     debate_start,
     input_refusal,
 )
-from strategies.market.dataset import DATASET_END, DATASET_WINDOWS
-from strategies.market.snapshot import TIMEFRAME_MS
+from strategies.market.dataset import DATASET_END
 from strategies.models import MarketSource, Strategy
+from strategies.snapshots import outside_replay_window
 from traders.models import Exchange, Trader, TraderStatus
 from traders.services import paper_clock_advance
 
@@ -93,21 +93,6 @@ class ScheduleFiring:
 # -- checking a template ------------------------------------------------------------
 
 
-def replay_window(strategy: Strategy) -> tuple[datetime, datetime]:
-    """Return the first and last instants a replay of ``strategy`` can be at.
-
-    The first is when every timeframe of the strategy has its rows of closed candles
-    in the dataset; the last is the dataset's end.
-    """
-    starts = [
-        DATASET_WINDOWS[tf].start
-        + timedelta(milliseconds=TIMEFRAME_MS[tf] * strategy.rows_per_timeframe)
-        for tf in strategy.timeframes
-        if tf in DATASET_WINDOWS
-    ]
-    return max(starts, default=DATASET_WINDOWS["4h"].first_close), DATASET_END
-
-
 def _replay_refusals(
     strategy: Strategy | None, trader: Trader | None, values: dict[str, Any]
 ) -> dict[str, list[str]]:
@@ -121,12 +106,9 @@ def _replay_refusals(
             f"A replay needs a strategy on the dataset; {strategy.name} reads live prices."
         ]
     else:
-        first, last = replay_window(strategy)
-        if not first <= as_of <= last:
-            errors["replay_as_of"] = [
-                f"Outside the dataset window of this strategy: "
-                f"{first.isoformat()} .. {last.isoformat()}."
-            ]
+        refusal = outside_replay_window(strategy, as_of)
+        if refusal is not None:
+            errors["replay_as_of"] = [refusal]
     if (
         values["auto_execute"] is True
         and trader is not None

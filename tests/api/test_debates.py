@@ -590,3 +590,20 @@ def test_a_debate_created_and_started_through_the_api_runs_to_a_consensus(api, s
     assert [d["symbol"] for d in detail["decisions"]] == ["BTCUSDT", "ETHUSDT"]
     assert detail["decisions"][0]["is_primary"] is True
     assert api.get(f"/api/debates/{debate_id}/votes").json() == detail["votes"]
+
+
+@pytest.mark.parametrize(
+    "as_of", ["2023-06-01T00:00:00Z", "2024-09-05T00:00:01Z", "2030-01-01T00:00:00Z"]
+)
+def test_an_as_of_outside_the_strategys_dataset_window_is_refused_at_create(api, seeded, as_of):
+    # when a debate on a dataset strategy is created at an instant the dataset lacks
+    response = api.post("/api/debates", debate_body(seeded, as_of=as_of), format="json")
+    # then the instant is refused, naming the window, and nothing is created
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "as_of": [
+            "Outside the dataset window of this strategy: "
+            "2024-08-05T03:00:00+00:00 .. 2024-09-05T00:00:00+00:00."
+        ]
+    }
+    assert Debate.objects.count() == 0

@@ -20,7 +20,6 @@ from debates.models import Debate, Schedule
 from debates.services.schedules import (
     FIRE_TASK,
     ScheduleFiring,
-    replay_window,
     schedule_create,
     schedule_delete,
     schedule_fire,
@@ -29,6 +28,7 @@ from debates.services.schedules import (
     schedule_update,
 )
 from strategies.market.dataset import DATASET_END
+from strategies.snapshots import replay_window
 from tests.debates.factories import AIModelFactory, DebateFactory
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
