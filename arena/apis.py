@@ -11,17 +11,20 @@ state allows) stay in the services, which every caller goes through.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
+from rest_framework.utils import html
 from rest_framework.views import APIView
 
 from arena.auth import token_expires_at, token_issue, token_revoke
@@ -97,6 +100,13 @@ class StrictChoiceField(serializers.ChoiceField):
         names = ", ".join(str(key) for key in self.choices)
         self.error_messages["invalid_choice"] = f"{{input!r}} is not one of: {names}."
 
+    def get_value(self, dictionary: Any) -> Any:
+        # DRF reads an empty query parameter (``?status=``) as no parameter; it is no
+        # choice either, and is refused as one.
+        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
+            return ""
+        return super().get_value(dictionary)
+
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, str):
             self.fail("invalid_choice", input=data)
@@ -104,7 +114,15 @@ class StrictChoiceField(serializers.ChoiceField):
 
 
 class StrictSerializer(serializers.Serializer):
-    """An input serializer that refuses keys it does not declare."""
+    """An input serializer that refuses keys it does not declare.
+
+    Its schema says so (``additionalProperties: false``), and ``schema_rules`` adds the
+    rules between fields that a create enforces (JSON Schema, as ``allOf`` entries), so
+    the schema refuses what the API refuses; a partial update is checked against the
+    stored object, so its schema has no such rules.
+    """
+
+    schema_rules: tuple[dict[str, Any], ...] = ()
 
     def to_internal_value(self, data: Any) -> Any:
         unknown = {}
@@ -184,6 +202,56 @@ def paginated_response(
     paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+# --- What the schema says of inputs -----------------------------------------------------
+
+
+class StrictSerializerScheme(OpenApiSerializerExtension):
+    """Declare that a ``StrictSerializer`` refuses unknown keys, and its rules between
+    fields."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        if schema.get("description") == inspect.getdoc(StrictSerializer):
+            del schema["description"]  # what every input is, said of none in particular
+        if self.target.schema_rules and not getattr(self.target, "partial", False):
+            schema["allOf"] = list(self.target.schema_rules)
+        return schema
+
+
+class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare that a ``StrictCharField`` that allows no blank refuses an empty string."""
+
+    target_class = StrictCharField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if not self.target.allow_blank and not self.target.read_only:
+            schema["minLength"] = max(1, schema.get("minLength", 0))
+        return schema
+
+
+_EMPTY = {"not": {"enum": ["", None, []]}}
+
+
+def requires_when(
+    field: str, values: list[Any], *required: str, default: Any = None
+) -> dict[str, Any]:
+    """Return a schema rule: when ``field`` is one of ``values`` (omitted, it is
+    ``default``), the fields ``required`` are given and not empty."""
+    cases: list[dict[str, Any]] = [
+        {"required": [field], "properties": {field: {"not": {"enum": values}}}},
+        {"required": list(required), "properties": dict.fromkeys(required, _EMPTY)},
+    ]
+    if default not in values:
+        cases.append({"not": {"required": [field]}})
+    return {"anyOf": cases}
 
 
 # --- Error bodies in the schema -----------------------------------------------------------

@@ -20,6 +20,7 @@ from arena.apis import (
     error_responses,
     owned_or_404,
     paginated_response,
+    requires_when,
     validate,
 )
 from strategies.market.coins import MAX_CANDIDATES
@@ -55,6 +56,19 @@ def _symbols(help_text: str) -> serializers.ListField:
 
 @extend_schema_serializer(component_name="StrategyInput")
 class StrategyInputSerializer(StrictSerializer):
+    schema_rules = (
+        requires_when("coin_source", ["pool", "mixed"], "pool_url", default="static"),
+        {
+            "anyOf": [
+                {
+                    "required": ["coin_source"],
+                    "properties": {"coin_source": {"not": {"enum": ["static"]}}},
+                },
+                {"properties": {"static_coins": {"minItems": 1}}},
+            ]
+        },
+    )
+
     name = StrictCharField(max_length=100)
     coin_source = StrictChoiceField(choices=CoinSource.choices, required=False)
     static_coins = _symbols(

@@ -26,6 +26,7 @@ from arena.apis import (
     error_responses,
     owned_or_404,
     paginated_response,
+    requires_when,
     validate,
 )
 from arena.fields import mask_secret
@@ -100,6 +101,13 @@ def _secret(help_text: str) -> StrictCharField:
 
 @extend_schema_serializer(component_name="TraderInput")
 class TraderInputSerializer(StrictSerializer):
+    schema_rules = (
+        requires_when(
+            "exchange", ["binanceusdm", "bybit", "okx"], "api_key", "api_secret", default="paper"
+        ),
+        requires_when("exchange", ["okx"], "api_passphrase", default="paper"),
+    )
+
     name = StrictCharField(max_length=100)
     exchange = StrictChoiceField(
         choices=Exchange.choices, required=False, help_text="Fixed once the trader exists."

@@ -25,6 +25,7 @@ from arena.apis import (
     error_responses,
     owned_or_404,
     paginated_response,
+    requires_when,
     validate,
 )
 from arena.fields import mask_secret
@@ -79,6 +80,8 @@ class AIModelSerializer(serializers.ModelSerializer):
 
 @extend_schema_serializer(component_name="AIModelInput")
 class AIModelInputSerializer(StrictSerializer):
+    schema_rules = (requires_when("provider", ["openai_compatible"], "base_url", "model_name"),)
+
     name = StrictCharField(max_length=100)
     provider = StrictChoiceField(choices=list(PROVIDERS))
     model_name = StrictCharField(

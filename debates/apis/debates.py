@@ -23,6 +23,7 @@ from arena.apis import (
     StrictSerializer,
     error_responses,
     paginated_response,
+    requires_when,
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
@@ -81,6 +82,8 @@ class DebateCreateApi(JsonApi):
 
     @extend_schema_serializer(component_name="DebateCreateInput")
     class InputSerializer(StrictSerializer):
+        schema_rules = (requires_when("auto_execute", [True], "trader", default=False),)
+
         name = StrictCharField(max_length=200)
         strategy = IdField(help_text="One of your strategies.")
         symbol = StrictCharField(

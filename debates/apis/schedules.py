@@ -21,6 +21,7 @@ from arena.apis import (
     error_responses,
     owned_or_404,
     paginated_response,
+    requires_when,
     validate,
 )
 from debates.apis.debates import ParticipantInputSerializer
@@ -76,6 +77,8 @@ class ScheduleSerializer(serializers.ModelSerializer):
 
 @extend_schema_serializer(component_name="ScheduleInput")
 class ScheduleInputSerializer(StrictSerializer):
+    schema_rules = (requires_when("auto_execute", [True], "trader", default=False),)
+
     name = StrictCharField(max_length=200)
     strategy = IdField(help_text="One of your strategies.")
     symbol = StrictCharField(required=False, allow_blank=True, max_length=40)

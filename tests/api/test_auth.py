@@ -18,6 +18,7 @@ PASSWORD = "correct horse battery staple"
 
 # Every operation of the API, with an id that need not exist: authentication comes first.
 OPERATIONS = [
+    ("post", "/api/auth/token/revoke"),
     ("get", "/api/debates"),
     ("post", "/api/debates"),
     ("get", "/api/debates/personalities"),

@@ -290,3 +290,16 @@ def test_an_unknown_url_under_api_is_json_in_debug_mode_too(api, path):
     response = api.get(path)
     assert response.status_code == 404
     assert response.json() == {"code": "not_found", "message": "Not found.", "fields": {}}
+
+
+@pytest.mark.parametrize("path", ["/api/debates?status=", "/api/traders?status="])
+def test_an_empty_choice_in_the_query_is_refused_not_ignored(api, path):
+    response = api.get(path)
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["status"]
+
+
+def test_an_empty_page_is_an_invalid_page(api):
+    response = api.get("/api/debates?page=")
+    assert response.status_code == 404
+    assert response.json() == {"code": "not_found", "message": "Invalid page.", "fields": {}}

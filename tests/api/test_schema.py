@@ -16,6 +16,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    negative_data_rejection,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -41,11 +42,17 @@ CHECKS = [
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
+    # What the schema says is invalid (an unknown field, a rule between fields broken, a
+    # parameter out of its enum) is refused. Its converse is not checked: a request
+    # valid by the schema may still name an object that does not exist or is another
+    # user's, which only the database knows.
+    negative_data_rejection,
 ]
 
 
 OPERATIONS = {
     ("POST", "/api/auth/token"),
+    ("POST", "/api/auth/token/revoke"),
     ("GET", "/api/debates"),
     ("POST", "/api/debates"),
     ("GET", "/api/debates/personalities"),
@@ -188,3 +195,34 @@ def test_every_operation_answers_as_its_schema_says(case, world, token):
     # and none holds a stored secret
     body = response.content.decode(errors="replace") if response.content else ""
     assert not [secret for secret in SECRETS if secret in body]
+
+
+def test_inputs_declare_that_unknown_fields_and_broken_rules_are_refused():
+    # given the schema's input components
+    schemas = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    inputs = {name: schema for name, schema in schemas.items() if name.endswith("Input")}
+    # then each refuses keys it does not declare, and a required name may not be empty
+    assert inputs and all(schema["additionalProperties"] is False for schema in inputs.values())
+    assert schemas["StrategyInput"]["properties"]["name"]["minLength"] == 1
+    # and the creates declare their rules between fields (a partial update has none)
+    for name in ("AIModelInput", "DebateCreateInput", "ScheduleInput", "StrategyInput"):
+        assert schemas[name]["allOf"], name
+    assert "allOf" not in schemas["PatchedAIModelInput"]
+    assert schemas["AIModelInput"]["allOf"] == [
+        {
+            "anyOf": [
+                {
+                    "required": ["provider"],
+                    "properties": {"provider": {"not": {"enum": ["openai_compatible"]}}},
+                },
+                {
+                    "required": ["base_url", "model_name"],
+                    "properties": {
+                        "base_url": {"not": {"enum": ["", None, []]}},
+                        "model_name": {"not": {"enum": ["", None, []]}},
+                    },
+                },
+                {"not": {"required": ["provider"]}},
+            ]
+        }
+    ]
