@@ -251,15 +251,20 @@ def ccxt_session() -> Any:
     return session
 
 
-def guarded_transport(
-    *, verify: ssl.SSLContext | bool = True, wrap: Callable[[Any], Any] | None = None
-) -> httpx.HTTPTransport:
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """Return the TLS context every outbound client shares (building one loads the CA
+    bundle, tens of milliseconds)."""
+    return httpx.create_ssl_context()
+
+
+def guarded_transport(*, wrap: Callable[[Any], Any] | None = None) -> httpx.HTTPTransport:
     """Return an httpx transport whose every connection obeys the policy.
 
     ``wrap`` may wrap the guarded backend once more (the model client bounds each socket
     operation by its call's deadline).
     """
-    transport = httpx.HTTPTransport(verify=verify)
+    transport = httpx.HTTPTransport(verify=ssl_context())
     # httpx builds its connection pool without a way to choose the network backend.
     backend = GuardedBackend(transport._pool._network_backend)
     transport._pool._network_backend = wrap(backend) if wrap is not None else backend

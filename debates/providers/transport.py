@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import functools
 import json
 import logging
 import os
@@ -132,12 +131,6 @@ class CallResult:
     latency_ms: int
 
 
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    # Building a context loads the CA bundle (tens of ms); every client shares one.
-    return httpx.create_ssl_context()
-
-
 # The deadline of the call this thread is making, as a ``time.monotonic()`` instant.
 _call_deadline: ContextVar[float | None] = ContextVar("model_call_deadline", default=None)
 
@@ -224,7 +217,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 def _new_client() -> httpx.Client:
     # Each connection is checked by the outbound policy, then each of its operations
     # bounded by the deadline of the call using it.
-    transport = guarded_transport(verify=_ssl_context(), wrap=_DeadlineBackend)
+    transport = guarded_transport(wrap=_DeadlineBackend)
     return httpx.Client(transport=transport, follow_redirects=False)
 
 

@@ -64,6 +64,19 @@ def test_pages_carry_the_policy_and_no_inline_script(request, who, path):
     assert INLINE_SCRIPT.findall(response.content) == []
 
 
+def test_the_admin_debate_page_with_its_live_panel_carries_the_policy_and_no_inline_script(
+    staff,
+):
+    from tests.debates.factories import DebateFactory
+
+    response = staff.get(f"/admin/debates/debate/{DebateFactory().pk}/change/")
+    assert response.status_code == 200
+    assert b'id="live-debate"' in response.content
+    assert policy(response) == POLICY
+    assert INLINE_SCRIPT.findall(response.content) == []
+    assert re.findall(rb"<style", response.content) == []
+
+
 def test_the_docs_page_loads_swagger_ui_from_our_static_files_and_no_inline_script():
     # given the Swagger UI page
     client = Client()

@@ -25,13 +25,16 @@ def test_the_debate_change_page_opens_the_debate_stream(staff_user, user):
     client.force_login(staff_user)
     # when the debate's page is opened
     response = client.get(f"/admin/debates/debate/{debate.pk}/change/")
-    # then it holds the live panel, reading the stream with the session cookie
+    # then it holds the live panel and its script (a static file), which reads the
+    # stream with the session cookie
     assert response.status_code == 200
     page = response.content.decode()
     assert f'data-stream-url="/api/debates/{debate.pk}/stream"' in page
-    assert "new EventSource(panel.dataset.streamUrl)" in page
+    assert '<script src="/static/debates/admin_live.js" defer></script>' in page
+    script = client.get("/static/debates/admin_live.js").content.decode()
+    assert "new EventSource(panel.dataset.streamUrl)" in script
     for event_type in ("initial", "status", "round_start", "message", "vote", "consensus"):
-        assert f'on("{event_type}"' in page
+        assert f'on("{event_type}"' in script
 
 
 def test_the_add_page_has_no_live_panel(staff_user):

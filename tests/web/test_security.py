@@ -37,6 +37,7 @@ def test_the_web_commands_send_no_server_banner(server):
         ("/", "#debate-list-empty:not([hidden])"),
         ("/admin/", "#content-main"),
         ("/admin/debates/aimodel/add/", "#aimodel_form"),
+        ("/admin/debates/debate/{debate}/change/", '[data-live="connection"]:has-text("live")'),
         ("/api/docs/", ".swagger-ui .info .title"),
     ],
 )
@@ -54,6 +55,10 @@ def test_pages_work_under_their_policy_with_nothing_refused(
         )
 
     # when the page is opened (the machine has no internet: what it loads is ours)
+    if "{debate}" in path:
+        from tests.debates.factories import DebateFactory
+
+        path = path.format(debate=DebateFactory(owner=staff_user).pk)
     page = open_page(path, user=staff_user, before=watch)
     page.wait_for_selector(ready)
     page.wait_for_load_state("networkidle")
