@@ -140,6 +140,9 @@ CACHES = {
 # --- Celery -------------------------------------------------------------------------------
 # The in-memory broker has no host; naming one keeps kombu from warning that none was given.
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
+# kombu's in-memory transport polls its queues once a second; this one wakes the
+# in-process worker as each message arrives (arena.broker).
+CELERY_BROKER_TRANSPORT = None if REDIS_URL else "arena.broker:InProcessTransport"
 # Celery's Redis result backend, tracking a result only while something waits for it
 # (arena.celery.RedisResults).
 CELERY_RESULT_BACKEND = f"arena.celery:RedisResults+{REDIS_URL}" if REDIS_URL else "cache+memory://"

@@ -9,7 +9,8 @@ so a repeated send returns the first fill instead of trading twice.
 Prices come from the trader's market source (``Trader.market_source``):
 
 - ``dataset``: the bundled candles at the trader's paper clock (``Trader.replay_as_of``,
-  ``DATASET_END`` before it is set), i.e. the close of the last candle closed by then;
+  ``DATASET_END`` before it is set): an order fills at the open of the first candle that
+  opens at or after the clock (the dataset's ``fill_price``; at its end, the last close);
 - ``live``: the current price of the live source (ccxt, Binance USDT-M by default).
 
 Market orders fill at that price, with ``fee = price x quantity x fee_rate``. Margin is
@@ -83,9 +84,9 @@ def paper_now(trader: Trader) -> datetime:
 
 
 def paper_price(trader: Trader, symbol: str) -> Decimal:
-    """Return the price of ``symbol`` for a paper trader, at its clock."""
+    """Return the price a paper trader's order in ``symbol`` fills at, at its clock."""
     try:
-        value = paper_source(trader).fetch_price(symbol, paper_now(trader))
+        value = paper_source(trader).fetch_fill_price(symbol, paper_now(trader))
     except SourceUnavailableError as exc:
         raise Unavailable(f"no price for {symbol}: {exc}") from exc
     except (MarketDataError, ValueError) as exc:

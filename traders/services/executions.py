@@ -82,7 +82,7 @@ from traders.risk import (
     plan_open,
     protective_prices,
 )
-from traders.services.paper import paper_clock_advance
+from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 
 logger = logging.getLogger(__name__)
 
@@ -339,7 +339,10 @@ def _submit(execution: Execution) -> Execution:
                 ExecutionStatus.FAILED,
                 error=f"Trader {trader.name} was stopped before the order was sent.",
             )
-        _paper_clock_catch_up(trader, execution.decision.debate)
+        try:
+            _paper_clock_catch_up(trader, execution.decision.debate)
+        except PaperClockAhead as exc:
+            return _finish(execution, ExecutionStatus.FAILED, error=str(exc))
     adapter = exchange_for(trader)
     try:
         if execution.action in OPENING_ACTIONS:
@@ -356,13 +359,14 @@ def _submit(execution: Execution) -> Execution:
 
 
 def _paper_clock_catch_up(trader: Trader, debate: Debate) -> None:
-    """Bring a paper trader's clock to the debate's market instant before it trades."""
+    """Bring a paper trader's clock to the debate's market instant before it trades, so
+    the order fills at that instant's price; raise ``PaperClockAhead`` when it cannot."""
     if trader.exchange != Exchange.PAPER:
         return
     if trader.market_source == "live":
         paper_clock_advance(trader_id=trader.pk, to=timezone.now())
         return
-    paper_clock_advance(trader_id=trader.pk, to=_snapshot_as_of(debate))
+    paper_clock_meet(trader_id=trader.pk, to=_snapshot_as_of(debate))
 
 
 def _snapshot_as_of(debate: Debate) -> datetime:

@@ -56,6 +56,25 @@ def parse_instant(value: str) -> datetime:
     return moment
 
 
+DEMO_TRADER = "Demo paper account"
+
+
+def demo_trader(owner, as_of: datetime) -> Trader:
+    """Return a demo paper account that can trade at ``as_of``.
+
+    A paper account's clock goes back to an earlier debate's instant only when it holds
+    no open position (``traders.services.paper``), so a replay earlier than positions an
+    earlier demo left open trades on the first demo account free to, or on a new one.
+    """
+    accounts = Trader.objects.filter(owner=owner, exchange="paper", name__startswith=DEMO_TRADER)
+    for account in accounts.order_by("pk"):
+        ahead = account.replay_as_of is not None and account.replay_as_of > as_of
+        if not ahead or not account.positions.filter(status="open").exists():
+            return account
+    name = DEMO_TRADER if not accounts.exists() else f"{DEMO_TRADER} {accounts.count() + 1}"
+    return Trader.objects.create(owner=owner, name=name, exchange="paper")
+
+
 class Command(BaseCommand):
     help = "Create and run a debate through the normal Celery canvas, printing it live."
 
@@ -105,9 +124,7 @@ class Command(BaseCommand):
                 "market_source": "dataset",
             },
         )
-        trader, _ = Trader.objects.get_or_create(
-            owner=owner, name="Demo paper account", defaults={"exchange": "paper"}
-        )
+        trader = demo_trader(owner, as_of)
         data = DebateInput(
             name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
