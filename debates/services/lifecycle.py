@@ -21,6 +21,7 @@ from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.models import (
     ACTIVE_STATUSES,
     AIModel,
+    CacheMode,
     Debate,
     DebatePhase,
     DebateStatus,
@@ -80,6 +81,7 @@ class DebateInput:
     oi_ranking_limit: Any = 10
     oi_duration: Any = "4h"
     as_of: datetime | None = None
+    cache: Any = CacheMode.OFF
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -195,6 +197,9 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     ):
         data.refuse("as_of", "Must be a timezone-aware instant.")
     values["as_of"] = data.as_of
+    if data.cache not in CacheMode.values:
+        data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
+    values["cache"] = data.cache
     values["seats"] = _seats(owner, data)
     return values
 

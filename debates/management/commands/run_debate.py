@@ -17,7 +17,7 @@ from rich.table import Table
 
 from arena.exceptions import ApplicationError
 from debates.engine.personalities import PERSONALITIES
-from debates.models import AIModel, Ballot, Debate, Message, Vote
+from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
 from debates.services import DebateInput, debate_create, debate_start
 from strategies.market.dataset import DATASET_END
@@ -93,6 +93,13 @@ class Command(BaseCommand):
             default=DATASET_END.strftime("%Y-%m-%dT%H:%MZ"),
             help="dataset replay instant, e.g. 2024-08-05T12:00Z",
         )
+        parser.add_argument(
+            "--cache",
+            choices=CacheMode.values,
+            default=CacheMode.OFF,
+            help="the model-call cache: off (default), use (answer calls made before from "
+            "it) or refresh (call again and keep the new answers)",
+        )
         parser.add_argument("--user", default="demo", help="owner of the debate")
         parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the final detail as JSON")
@@ -137,6 +144,7 @@ class Command(BaseCommand):
             ],
             as_of=as_of,
             trader=trader.pk,
+            cache=options["cache"],
         )
         try:
             debate = debate_create(owner=owner, data=data)
@@ -222,7 +230,8 @@ class Command(BaseCommand):
         positions = "  ".join(
             f"{d['symbol']} {BADGES[d['action']]} {d['confidence']:.0f}" for d in message.decisions
         )
-        console.print(f"{head}  {positions}  [dim]({message.latency_ms} ms)[/]")
+        took = "cached" if message.cached else f"{message.latency_ms} ms"
+        console.print(f"{head}  {positions}  [dim]({took})[/]")
         # Model text is printed as it is, never read as markup.
         reasoning = textwrap.shorten(message.reasoning, REASONING_CHARS, placeholder=" …")
         console.print(f"  [dim]{escape(reasoning)}[/]")
