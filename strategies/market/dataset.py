@@ -204,17 +204,18 @@ def replay_stretches(start: datetime, end: datetime) -> list[Stretch]:
     return stretches[::-1]
 
 
-def replay_candles(symbol: str, start: datetime, end: datetime) -> list[Candle]:
+def replay_candles(symbol: str, start: datetime, end: datetime) -> list[tuple[str, Candle]]:
     """Return the candles of ``symbol`` that open at or after ``start`` and close by ``end``,
-    oldest first, each stretch of time on the finest timeframe the files hold there."""
+    each with its timeframe, oldest first, each stretch of time on the finest timeframe
+    the files hold there."""
     symbol = normalize_symbol(symbol)
-    candles: list[Candle] = []
+    candles: list[tuple[str, Candle]] = []
     for stretch in replay_stretches(start, min(end, DATASET_END)):
         tf_ms = TIMEFRAME_MS[stretch.timeframe]
         series = _series(symbol, stretch.timeframe)
         first = bisect_left(series.open_times, to_ms(stretch.start))
         last = bisect_right(series.open_times, to_ms(stretch.end) - tf_ms)
-        candles.extend(series.candles[first:last])
+        candles.extend((stretch.timeframe, candle) for candle in series.candles[first:last])
     return candles
 
 
@@ -230,6 +231,15 @@ def fill_price(symbol: str, at: datetime) -> float:
         if index < len(series.candles):
             return series.candles[index].open
     return _series(symbol, FILE_TIMEFRAMES[0]).candles[-1].close
+
+
+def funding_between(symbol: str, start: datetime, end: datetime) -> list[tuple[int, float]]:
+    """Return the funding settlements of ``symbol`` after ``start`` and by ``end``, as
+    (instant in ms, rate per 8 hours), oldest first."""
+    times, rates = _funding(normalize_symbol(symbol))
+    first = bisect_right(times, to_ms(start))
+    last = bisect_right(times, to_ms(end))
+    return list(zip(times[first:last], rates[first:last], strict=True))
 
 
 class DatasetSource:
