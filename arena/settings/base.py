@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "strategies",
     "traders",
     "debates",
+    "backtests",
     "web",
 ]
 
@@ -179,6 +180,13 @@ DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
 # it is submitted again, which first looks up what already reached the exchange. Its
 # watchdog looks every third of it.
 EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
+# Backtests: seconds between the ticks of a run (each starts debates and counts those
+# that ended); debates of one backtest running at once; seconds a run's ticks may stop
+# before the watchdog gives it a new chain; backtests a user may run at once.
+BACKTEST_TICK_S = float(os.environ.get("BACKTEST_TICK_S", "0.5"))
+BACKTEST_DEBATES_IN_FLIGHT = env_int("BACKTEST_DEBATES_IN_FLIGHT", 6)
+BACKTEST_STALE_AFTER_S = env_int("BACKTEST_STALE_AFTER_S", 15)
+BACKTESTS_ACTIVE_PER_USER = env_int("BACKTESTS_ACTIVE_PER_USER", 1)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -190,6 +198,11 @@ CELERY_BEAT_SCHEDULE = {
     "traders-executions-resume-stale": {
         "task": "traders.executions_resume_stale",
         "schedule": max(1, EXECUTION_LEASE_S // 3),
+    },
+    # ... and backtests whose tick chain stopped.
+    "backtests-resume-stale": {
+        "task": "backtests.resume_stale",
+        "schedule": max(1, BACKTEST_STALE_AFTER_S // 3),
     },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
@@ -267,6 +280,7 @@ SPECTACULAR_SETTINGS = {
         "OrderStatusEnum": "traders.models.OrderStatus",
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
+        "BacktestStatusEnum": "backtests.models.BacktestStatus",
     },
 }
 

@@ -201,7 +201,8 @@ def run_rules(
     step_minutes: int,
     horizon_ms: int,
 ) -> list[RuleRun]:
-    """Run every rule over ``steps`` (in time order); ``seats`` are (label, personality)."""
+    """Run every rule over ``steps`` (in time order, at least one with a primary coin);
+    ``seats`` are (label, personality). Buy-and-hold holds the first primary coin."""
 
     def plan(decide_step) -> list[tuple[int, tuple[Intent, ...]]]:
         return [
@@ -216,7 +217,7 @@ def run_rules(
         "step_minutes": step_minutes,
         "horizon_ms": horizon_ms,
     }
-    primary = steps[0].primary
+    primary = next(step.primary for step in steps if step.primary)
     runs = [
         run_rule(DEBATE, "Debate consensus", plan(lambda s: s.decisions), **common),
         run_rule(
