@@ -92,6 +92,7 @@ class Position:
     target: Decimal | None
     fees: Decimal
     funding: Decimal = ZERO
+    funded: bool = True  # False for the buy-and-hold baseline's coin, held as spot
     cursor: int = 0  # the next bar of its tape to check
     funding_cursor: int = 0  # the next funding settlement of its tape
 
@@ -260,7 +261,8 @@ class Portfolio:
 
     def buy_all(self, symbol: str, at_ms: int) -> None:
         """Buy ``symbol`` with the whole balance at 1x, with no stop or target (the
-        buy-and-hold baseline): the largest quantity whose cost and fee the balance pays."""
+        buy-and-hold baseline): the largest quantity whose cost and fee the balance pays,
+        held as the coin itself, so no funding is paid on it."""
         tape = self.tapes[symbol]
         price = slipped(tape.fill_price(at_ms), BUY, self.slippage_bps)
         available = self.funds(at_ms).available or ZERO
@@ -277,7 +279,7 @@ class Portfolio:
         except FillRefused as exc:
             self._refuse(at_ms, intent, exc.reason)
             return
-        self._enter((symbol, LONG), price, quantity, 1, fill, at_ms)
+        self._enter((symbol, LONG), price, quantity, 1, fill, at_ms).funded = False
 
     def _enter(
         self,
@@ -344,7 +346,7 @@ class Portfolio:
 
     def _settle_funding(self, position: Position, tape: Tape, *, until_ms: int) -> None:
         """Pay or receive the funding settled after the entry and by ``until_ms``."""
-        while position.funding_cursor < len(tape.funding):
+        while position.funded and position.funding_cursor < len(tape.funding):
             at_ms, rate = tape.funding[position.funding_cursor]
             if at_ms > until_ms:
                 return

@@ -4,7 +4,8 @@ Every rule reads the same stored debates and the same candles, at no extra model
 
 - ``debate``: each step's consensus decisions, as stored.
 - ``buy_and_hold``: the primary coin bought with the whole balance at 1x at the first
-  step and sold at the end.
+  step and sold at the end, held as the coin itself (no funding): the price ratio less
+  the two fees.
 - ``flat``: never trades (always wait).
 - ``round1_majority``: the consensus rule (``debates.engine.consensus.decide``, with the
   strategy's limits) applied to the round-1 openings' per-coin positions, each opening a
