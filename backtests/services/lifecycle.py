@@ -112,7 +112,8 @@ def _decimal(data: BacktestInput, name: str, low: Decimal, high: Decimal, *, ope
         return None
     if number < low or number > high or (open_low and number == low):
         side = "above" if open_low else "at least"
-        data.refuse(name, f"Must be {side} {low} and at most {high}; got {value}.")
+        shown = format(number.normalize(), "f")
+        data.refuse(name, f"Must be {side} {low} and at most {high}; got {shown}.")
         return None
     return number
 

@@ -18,8 +18,9 @@ from tests.debates.conftest import llm, wait_for  # noqa: F401 (the fake model s
 from tests.debates.factories import AIModelFactory
 from tests.strategies.factories import StrategyFactory
 
-# 1h and 4h candles: a replay of this strategy may start on 2024-05-10 (the 4h rows are
-# there from January); the default strategy's 15m timeframe would hold it to 5 August.
+# 1h and 4h candles: a replay of this strategy may start on 2024-05-08 at 12:00, once 12
+# hourly candles have closed; the default strategy's 15m timeframe would hold it to
+# 5 August, where the 15m candles begin.
 TIMEFRAMES = ["1h", "4h"]
 
 
