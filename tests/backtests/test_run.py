@@ -138,13 +138,13 @@ def test_baselines_the_round1_majority_differs_and_buy_and_hold_is_the_price_rat
     ]
 
 
-def contract(action: str) -> str:
+def contract(action: str, confidence: int = 70) -> str:
     """Return a contract answer taking ``action`` on each candidate coin."""
     decisions = [
         {
             "symbol": symbol,
             "action": action,
-            "confidence": 70,
+            "confidence": confidence,
             "leverage": 3,
             "position_pct": 0.2,
             "stop_loss": 0.03,
