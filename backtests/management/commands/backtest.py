@@ -24,6 +24,13 @@ from debates.management.commands.run_debate import Command as RunDebate
 from debates.models import CacheMode
 from strategies.models import Strategy
 
+# The rules' names in the table (participants alone keep theirs: "P1 bull").
+SHORT_LABELS = {
+    "debate": "debate",
+    "buy_and_hold": "buy & hold",
+    "flat": "flat",
+    "round1_majority": "round-1 majority",
+}
 DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
 UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -178,16 +185,16 @@ class Command(BaseCommand):
             "win",
             "PF",
             "trades",
-            "exposure",
+            "exp.",
             "fees",
-            "hit rate",
+            "hit",
         ):
             rule = column == "rule"
             table.add_column(column, justify="left" if rule else "right", no_wrap=rule)
         for run in report["rules"]:
             m = run["metrics"]
             table.add_row(
-                escape(run["label"]),
+                escape(SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))),
                 number(m["final_equity"]),
                 percent(m["total_return"]),
                 percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
