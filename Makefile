@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast serve bench lint format migrate services clean
+.PHONY: demo backtest test test-fast serve bench lint format migrate services clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -20,6 +20,16 @@ demo: $(STAMP)
 		$(PY) manage.py migrate --verbosity 0
 	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py run_debate $(ARGS)
+
+# A backtest on the embedded default: two weeks of BTC at 4h (84 debates of three simulated
+# participants over two rounds), before and after the 15m candles begin; ARGS adds options
+# of manage.py backtest (--json, --every 1h, --cache refresh, ...).
+backtest: $(STAMP)
+	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py migrate --verbosity 0
+	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py backtest --symbol BTC --from 2024-08-01 --to 2024-08-15 --every 4h \
+		--participants bull,bear,analyst --rounds 2 $(ARGS)
 
 # The whole suite, slow end-to-end tests included, on real PostgreSQL and Redis.
 test: $(STAMP) services

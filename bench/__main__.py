@@ -24,6 +24,7 @@ BENCHMARKS = {
     "fairness": "A second user's debate behind another user's 100 queued debates",
     "api": "REST API latency under 50 concurrent clients",
     "sse": "SSE delivery latency and loss under many clients",
+    "backtest": "Backtests: the ideal at the cap, the cache, the embedded default, the simulation",
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

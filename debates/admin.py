@@ -39,6 +39,7 @@ SCHEDULE_FIELDS = (
     "interval_minutes",
     "enabled",
     "replay_as_of",
+    "cache",
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",

@@ -68,6 +68,19 @@ class AIModel(models.Model):
         return f"{self.name}{label}"
 
 
+class CacheMode(models.TextChoices):
+    """What a debate does with the durable model-call cache (``ModelAnswer``).
+
+    ``off``: every call goes to the model and nothing is stored; ``use``: a call made
+    before is answered from the cache, any other goes to the model and its answer is
+    stored; ``refresh``: every call goes to the model and its answer replaces the stored.
+    """
+
+    OFF = "off", "Off"
+    USE = "use", "Use"
+    REFRESH = "refresh", "Refresh"
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -118,6 +131,7 @@ class Debate(models.Model):
     as_of = models.DateTimeField(
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
+    cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
     schedule = models.ForeignKey(
         "debates.Schedule",
         on_delete=models.SET_NULL,
@@ -229,6 +243,9 @@ class Usage(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     request_id = models.CharField(max_length=120, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    cached = models.BooleanField(
+        default=False, help_text="Answered from the model-call cache: no call, no tokens."
+    )
 
     class Meta:
         abstract = True
@@ -426,6 +443,7 @@ class Schedule(models.Model):
         blank=True,
         help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
     )
+    cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         on_delete=models.SET_NULL,
@@ -456,3 +474,30 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ModelAnswer(models.Model):
+    """A model's answer to one call, kept for the calls made again (the durable cache).
+
+    ``fingerprint`` is the SHA-256 of everything that decides the answer: provider, base
+    URL, model name, temperature, maximum output tokens, and the system and user text
+    (``debates.services.answers``). Two calls differing in any of these, by one
+    character, never share an answer. The tokens are those the original call billed.
+    """
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    model_name = models.CharField(max_length=100)
+    text = models.TextField()
+    request_id = models.CharField(max_length=120, blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model_name} {self.fingerprint[:12]}"

@@ -95,6 +95,7 @@ class MessageSerializer(serializers.ModelSerializer):
             "usage",
             "latency_ms",
             "attempts",
+            "cached",
             "created_at",
         ]
         read_only_fields = fields
@@ -209,6 +210,7 @@ class DebateListSerializer(StateSerializer):
             "strategy",
             "schedule",
             "as_of",
+            "cache",
             "created_at",
             "started_at",
             "finished_at",

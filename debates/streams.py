@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -124,6 +125,12 @@ def _stream_user(request: HttpRequest, debate_id: int) -> Any:
     token = request.GET.get("token")
     if token is not None:
         return stream_token_user(token=token, debate_id=debate_id)
+    return request_user(request)
+
+
+def request_user(request: HttpRequest) -> Any:
+    """Return the user of a stream request by its ``Authorization: Token`` header, else
+    its session; raise ``NotAuthenticated`` or ``AuthenticationFailed``."""
     if request.headers.get("Authorization"):
         try:
             authenticated = ExpiringTokenAuthentication().authenticate(request)
@@ -138,32 +145,74 @@ def _stream_user(request: HttpRequest, debate_id: int) -> Any:
 
 
 @dataclass(frozen=True)
-class _Opening:
+class Opening:
+    """Where a stream starts: its user, the event number it follows, the events sent first."""
+
     user_id: int
     after: int
     head: str
 
 
-def _open(request: HttpRequest, debate_id: int, resume_after: int | None) -> _Opening:
-    user = _stream_user(request, debate_id)
-    debate_stream_check(user=user, debate_id=debate_id)
-    channel = debate_channel(debate_id)
+def stream_opening(
+    *, channel: str, user_id: int, resume_after: int | None, detail: Callable[[], dict]
+) -> Opening:
+    """Return where a stream of ``channel`` starts: after ``resume_after`` when storage
+    still has it, else after an ``initial`` event carrying ``detail()``."""
     if resume_after is not None and stored_event_known(channel, resume_after):
-        return _Opening(user_id=user.pk, after=resume_after, head="")
+        return Opening(user_id=user_id, after=resume_after, head="")
     # The id first, the detail second: an event stored in between is sent after
     # ``initial`` (at worst telling the client something the detail already shows),
     # never lost.
     number = current_event_number(channel)
-    detail = dict(debate_representation(debate_id=debate_id))
-    detail["event_id"] = event_id(channel, number)
-    head = encode("initial", json.dumps(detail, cls=DjangoJSONEncoder), channel, number)
-    return _Opening(user_id=user.pk, after=number, head=head)
+    shown = dict(detail())
+    shown["event_id"] = event_id(channel, number)
+    head = encode("initial", json.dumps(shown, cls=DjangoJSONEncoder), channel, number)
+    return Opening(user_id=user_id, after=number, head=head)
 
 
-def _refusal(exc: ApplicationError) -> JsonResponse:
+def _open(request: HttpRequest, debate_id: int, resume_after: int | None) -> Opening:
+    user = _stream_user(request, debate_id)
+    debate_stream_check(user=user, debate_id=debate_id)
+    return stream_opening(
+        channel=debate_channel(debate_id),
+        user_id=user.pk,
+        resume_after=resume_after,
+        detail=lambda: debate_representation(debate_id=debate_id),
+    )
+
+
+def refusal(exc: ApplicationError) -> JsonResponse:
+    """Return the JSON answer refusing a stream before it starts (a 401 says how to
+    authenticate)."""
     response = JsonResponse(exc.as_dict(), status=exc.status_code)
     if exc.status_code == status.HTTP_401_UNAUTHORIZED:
         response["WWW-Authenticate"] = 'Token realm="api"'
+    return response
+
+
+async def serve_stream(
+    request: HttpRequest,
+    channel: str,
+    open_: Callable[[HttpRequest, int | None], Opening],
+) -> HttpResponseBase:
+    """Answer a stream request for ``channel``: refuse it with a real status, or stream
+    from where ``open_(request, resume_after)`` (run on a stream database thread) says."""
+    last_event_id = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")
+    try:
+        resume_after = parse_event_id(last_event_id, channel) if last_event_id else None
+    except ValueError:
+        kind = channel.rsplit("-", 1)[0]
+        message = f"Not an event id of this stream (expected {kind}-<id>:<number>)."
+        return refusal(ValidationError(fields={"Last-Event-ID": [message]}))
+    try:
+        opening = await run_db(open_, request, resume_after)
+    except ApplicationError as exc:
+        return refusal(exc)
+    stream = channel_stream(
+        channel, after=opening.after, head=opening.head, user_id=opening.user_id
+    )
+    response = StreamingHttpResponse(stream, content_type="text/event-stream")
+    add_default_headers(response, request=request)
     return response
 
 
@@ -171,23 +220,11 @@ def _refusal(exc: ApplicationError) -> JsonResponse:
 @require_GET
 async def debate_stream(request: HttpRequest, debate_id: int) -> HttpResponseBase:
     """Stream a debate's live events as Server-Sent Events (SPEC 7)."""
-    channel = debate_channel(debate_id)
-    last_event_id = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId")
-    try:
-        resume_after = parse_event_id(last_event_id, channel) if last_event_id else None
-    except ValueError:
-        message = "Not an event id of this stream (expected debate-<id>:<number>)."
-        return _refusal(ValidationError(fields={"Last-Event-ID": [message]}))
-    try:
-        opening = await run_db(_open, request, debate_id, resume_after)
-    except ApplicationError as exc:
-        return _refusal(exc)
-    stream = channel_stream(
-        channel, after=opening.after, head=opening.head, user_id=opening.user_id
+    return await serve_stream(
+        request,
+        debate_channel(debate_id),
+        lambda req, resume_after: _open(req, debate_id, resume_after),
     )
-    response = StreamingHttpResponse(stream, content_type="text/event-stream")
-    add_default_headers(response, request=request)
-    return response
 
 
 class DebateStreamTokenApi(JsonApi):

@@ -37,6 +37,11 @@ from typing import Any
 MAJOR_BASES: tuple[str, ...] = ("BTC", "ETH")
 LONG = "long"
 SHORT = "short"
+# What an opening decision that leaves a value unset is executed with.
+DEFAULT_POSITION_PCT = Decimal("0.1")
+DEFAULT_LEVERAGE = 1
+DEFAULT_STOP_LOSS = Decimal("0.03")
+DEFAULT_TAKE_PROFIT = Decimal("0.06")
 
 
 class RiskRefused(Exception):
@@ -137,6 +142,31 @@ class OpenPlan:
     stop_loss_price: Decimal
     take_profit_price: Decimal
     adjustments: tuple[Adjustment, ...] = field(default=())
+
+
+def open_intent(
+    *,
+    symbol: str,
+    action: str,
+    position_pct: float | None,
+    leverage: int | None,
+    stop_loss: float | None,
+    take_profit: float | None,
+) -> OpenIntent:
+    """Return the intent of an ``open_long``/``open_short`` decision, each unset value
+    given its default (10 % of the balance, 1x, a 3 % stop, a 6 % target)."""
+
+    def fraction(value: float | None, default: Decimal) -> Decimal:
+        return default if value is None else Decimal(str(value))
+
+    return OpenIntent(
+        symbol=symbol,
+        side=LONG if action == "open_long" else SHORT,
+        position_pct=fraction(position_pct, DEFAULT_POSITION_PCT),
+        leverage=leverage or DEFAULT_LEVERAGE,
+        stop_loss=fraction(stop_loss, DEFAULT_STOP_LOSS),
+        take_profit=fraction(take_profit, DEFAULT_TAKE_PROFIT),
+    )
 
 
 def round_step(value: Decimal, step: Decimal, rounding: str = ROUND_FLOOR) -> Decimal:

@@ -9,6 +9,9 @@ from web import views
 urlpatterns = [
     path("", views.arena, name="arena"),
     path("debates/<int:debate_id>/", views.arena, name="arena-debate"),
+    path("backtests/", views.backtests, name="backtests"),
+    path("backtests/<int:backtest_id>/", views.backtests, name="backtest-page"),
+    path("backtests/<int:backtest_id>/equity.svg", views.backtest_chart, name="backtest-chart"),
     path(
         "login/",
         auth_views.LoginView.as_view(

@@ -19,6 +19,8 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 from django.views.static import was_modified_since
 
+from backtests.charts import equity_svg
+from backtests.models import Backtest
 from strategies.models import PromptVariant
 
 
@@ -29,6 +31,27 @@ def arena(request: HttpRequest, debate_id: int | None = None) -> HttpResponse:
     config = {"debateId": debate_id}
     context = {"config": config, "prompt_variants": PromptVariant.choices}
     return render(request, "web/arena.html", context)
+
+
+@login_required
+@ensure_csrf_cookie
+def backtests(request: HttpRequest, backtest_id: int | None = None) -> HttpResponse:
+    """Render the backtests page, opening backtest ``backtest_id`` when the URL names one."""
+    return render(request, "web/backtests.html", {"config": {"backtestId": backtest_id}})
+
+
+@login_required
+@require_safe
+def backtest_chart(request: HttpRequest, backtest_id: int) -> HttpResponse:
+    """Return the equity chart of a backtest of the user (staff: anyone's) as SVG."""
+    found = Backtest.objects.filter(pk=backtest_id)
+    if not request.user.is_staff:
+        found = found.filter(owner=request.user)
+    backtest = found.only("name", "report").first()
+    if backtest is None:
+        raise Http404("No such backtest.")
+    chart = equity_svg(backtest.report or {}, title=backtest.name)
+    return HttpResponse(chart, content_type="image/svg+xml")
 
 
 @require_safe

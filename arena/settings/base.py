@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "strategies",
     "traders",
     "debates",
+    "backtests",
     "web",
 ]
 
@@ -153,6 +154,9 @@ CACHES = {
 # --- Celery -------------------------------------------------------------------------------
 # The in-memory broker has no host; naming one keeps kombu from warning that none was given.
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
+# kombu's in-memory transport polls its queues once a second; this one wakes the
+# in-process worker as each message arrives (arena.broker).
+CELERY_BROKER_TRANSPORT = None if REDIS_URL else "arena.broker:InProcessTransport"
 # Celery's Redis result backend, tracking a result only while something waits for it
 # (arena.celery.RedisResults).
 CELERY_RESULT_BACKEND = f"arena.celery:RedisResults+{REDIS_URL}" if REDIS_URL else "cache+memory://"
@@ -189,6 +193,12 @@ DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
 # it is submitted again, which first looks up what already reached the exchange. Its
 # watchdog looks every third of it.
 EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
+# Backtests: seconds between the ticks of a run (each starts debates and counts those
+# that ended); debates of one backtest running at once; seconds a run's ticks may stop
+# before the watchdog gives it a new chain; backtests a user may run at once.
+BACKTEST_TICK_S = float(os.environ.get("BACKTEST_TICK_S", "0.5"))
+BACKTEST_DEBATES_IN_FLIGHT = env_int("BACKTEST_DEBATES_IN_FLIGHT", 6)
+BACKTEST_STALE_AFTER_S = env_int("BACKTEST_STALE_AFTER_S", 15)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -200,6 +210,11 @@ CELERY_BEAT_SCHEDULE = {
     "traders-executions-resume-stale": {
         "task": "traders.executions_resume_stale",
         "schedule": max(1, EXECUTION_LEASE_S // 3),
+    },
+    # ... and backtests whose tick chain stopped.
+    "backtests-resume-stale": {
+        "task": "backtests.resume_stale",
+        "schedule": max(1, BACKTEST_STALE_AFTER_S // 3),
     },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
@@ -295,6 +310,7 @@ SPECTACULAR_SETTINGS = {
         "OrderStatusEnum": "traders.models.OrderStatus",
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
+        "BacktestStatusEnum": "backtests.models.BacktestStatus",
     },
 }
 

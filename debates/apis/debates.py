@@ -27,7 +27,7 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import DebateStatus, OIDuration
+from debates.models import CacheMode, DebateStatus, OIDuration
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -109,6 +109,12 @@ class DebateCreateApi(JsonApi):
             required=False,
             allow_null=True,
             help_text="Replay instant for a strategy on the dataset market source.",
+        )
+        cache = StrictChoiceField(
+            choices=CacheMode.choices,
+            required=False,
+            help_text="The model-call cache: off (default), use (answer calls made before "
+            "from it) or refresh (call again and keep the new answers).",
         )
 
     @extend_schema(

@@ -25,7 +25,7 @@ from arena.apis import (
     validate,
 )
 from debates.apis.debates import ParticipantInputSerializer
-from debates.models import Schedule
+from debates.models import CacheMode, Schedule
 from debates.services.schedules import (
     schedule_create,
     schedule_delete,
@@ -64,6 +64,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "interval_minutes",
             "enabled",
             "replay_as_of",
+            "cache",
             "last_fired_at",
             "last_debate",
             "run_count",
@@ -97,6 +98,11 @@ class ScheduleInputSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
+    )
+    cache = StrictChoiceField(
+        choices=CacheMode.choices,
+        required=False,
+        help_text="The model-call cache of each firing's debate: off (default), use, refresh.",
     )
 
 

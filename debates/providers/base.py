@@ -86,6 +86,7 @@ class ModelResponse:
 
     ``finish_reason`` is normalised to ``stop`` or ``length`` when the provider says so
     (``length``: the output was cut at ``max_tokens``), else the provider's own value.
+    ``cached``: the answer came from the model-call cache, with no call made.
     """
 
     text: str
@@ -98,6 +99,7 @@ class ModelResponse:
     attempts: int
     simulated: bool = False
     finish_reason: str = ""
+    cached: bool = False
 
 
 class ProviderError(Exception):

@@ -1,4 +1,4 @@
-"""Asking a participant's model: configuration, the shared call cap, and the deadline."""
+"""Asking a participant's model: configuration, the cache, the shared call cap, the deadline."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from debates.claims import claim_ttl_s
+from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
 from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
+from debates.services.answers import answer_cached, answer_store, call_fingerprint
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
@@ -64,10 +66,15 @@ def call_model(
     *,
     still_wanted: Callable[[], bool],
     owner_id: int | None = None,
+    cache: str = CacheMode.OFF,
 ) -> CallOutcome | None:
     """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
     as a call of user ``owner_id``, who gets a fair share of the cap while others wait
     (``slots``).
+
+    With ``cache`` ``use``, a call made before is answered from the model-call cache
+    (``debates.services.answers``) without a model call or a slot; with ``use`` or
+    ``refresh``, a model's answer is kept there.
 
     Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
     it asks right before; a step that had to wait for its slot asks ``still_wanted()``
@@ -76,14 +83,22 @@ def call_model(
     the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
     deadline.
     """
+    fingerprint = call_fingerprint(config, request) if cache != CacheMode.OFF else ""
+    if cache == CacheMode.USE:
+        hit = answer_cached(fingerprint=fingerprint, config=config)
+        if hit is not None:
+            return CallOutcome(response=hit, error=None)
     try:
         owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
             try:
-                return CallOutcome(response=complete(config, request), error=None)
+                response = complete(config, request)
             except ProviderError as exc:
                 return CallOutcome(response=None, error=exc)
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
+    if fingerprint:
+        answer_store(fingerprint=fingerprint, response=response, replace=cache == CacheMode.REFRESH)
+    return CallOutcome(response=response, error=None)

@@ -21,6 +21,7 @@ from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.models import (
     ACTIVE_STATUSES,
     AIModel,
+    CacheMode,
     Debate,
     DebatePhase,
     DebateStatus,
@@ -81,6 +82,7 @@ class DebateInput:
     oi_ranking_limit: Any = 10
     oi_duration: Any = "4h"
     as_of: datetime | None = None
+    cache: Any = CacheMode.OFF
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -208,6 +210,9 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     elif data.as_of is not None and values["strategy"] is not None:
         _as_of_in_window(values["strategy"], data)
     values["as_of"] = data.as_of
+    if data.cache not in CacheMode.values:
+        data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
+    values["cache"] = data.cache
     values["seats"] = _seats(owner, data)
     return values
 

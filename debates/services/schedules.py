@@ -77,6 +77,7 @@ FIELDS = (
     "interval_minutes",
     "enabled",
     "replay_as_of",
+    "cache",
 )
 
 
@@ -131,6 +132,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         auto_execute=values["auto_execute"],
         trader=values["trader"],
         as_of=values["replay_as_of"],
+        cache=values["cache"],
     )
     cleaned = debate_input_clean(owner, data)
     errors = dict(data.errors)
@@ -161,6 +163,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "interval_minutes": cleaned["interval_minutes"],
         "enabled": values["enabled"],
         "replay_as_of": cleaned["as_of"],
+        "cache": cleaned["cache"],
     }
 
 
@@ -413,6 +416,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         auto_execute=schedule.auto_execute,
         trader=schedule.trader_id,
         as_of=schedule.replay_as_of,
+        cache=schedule.cache,
         schedule_id=schedule.pk,
     )
 

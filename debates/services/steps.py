@@ -59,8 +59,9 @@ def _label(participant: Participant) -> str:
 
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
-    settings, its seats in speaking order, and its market snapshot with the snapshot's
-    two prompt renderings (each made when first asked for)."""
+    settings (the model-call cache mode among them), its seats in speaking order, and its
+    market snapshot with the snapshot's two prompt renderings (each made when first
+    asked for)."""
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class _Cast:
         owner_id: int,
         max_rounds: int,
         prompt_variant: str,
+        cache: str,
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
@@ -76,6 +78,7 @@ class _Cast:
         self.owner_id = owner_id
         self.max_rounds = max_rounds
         self.prompt_variant = prompt_variant
+        self.cache = cache
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
@@ -98,7 +101,7 @@ class _Cast:
 # What ``_cast`` reads, written out in SQL as ``_READ_SQL`` is: the debate's settings
 # and snapshot along with each of its seats, in speaking order.
 _CAST_SQL = """
-SELECT debate.owner_id, debate.max_rounds, debate.prompt_variant, debate.symbols,
+SELECT debate.owner_id, debate.max_rounds, debate.prompt_variant, debate.cache, debate.symbols,
        debate.market_snapshot, seat.id, seat.speak_order, seat.personality
 FROM debates_debate AS debate
 JOIN debates_participant AS seat ON seat.debate_id = debate.id
@@ -122,7 +125,7 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
         rows = cursor.fetchall()
     if not rows:
         raise Debate.DoesNotExist(f"debate {debate_id} is gone")
-    owner_id, max_rounds, prompt_variant, symbols, snapshot = rows[0][:5]
+    owner_id, max_rounds, prompt_variant, cache, symbols, snapshot = rows[0][:6]
     seats = [
         Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
         for *_, pk, order, personality in rows
@@ -132,6 +135,7 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
         owner_id,
         max_rounds,
         prompt_variant,
+        cache,
         _SYMBOLS.from_db_value(symbols, None, connection),
         _SNAPSHOT.from_db_value(snapshot, None, connection),
         seats,
@@ -276,6 +280,7 @@ def _usage(outcome: CallOutcome) -> dict:
         "latency_ms": response.latency_ms,
         "request_id": response.request_id[:120],
         "attempts": response.attempts,
+        "cached": response.cached,
     }
 
 
@@ -308,6 +313,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         request,
         still_wanted=_still(debate_id, DebateStatus.RUNNING),
         owner_id=now.cast.owner_id,
+        cache=now.cast.cache,
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -537,6 +543,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         request,
         still_wanted=_still(debate_id, DebateStatus.VOTING),
         owner_id=now.cast.owner_id,
+        cache=now.cast.cache,
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)

@@ -19,13 +19,20 @@ The price at ``as_of`` is the close of the last closed 15m candle, or of the fin
 timeframe whose window covers ``as_of``. The dataset holds no open interest: the
 current value is None and the history raises ``OpenInterestUnavailableError``.
 
+Replaying trades (the paper exchange's clock, backtests): an order placed at an instant
+fills at the open of the first candle that opens at or after it (``fill_price``), on the
+finest timeframe the files hold at that instant (``replay_timeframe``: 15m from
+2024-08-05, 1h from 2024-05-08, 4h from 2024-01-01); stops and targets are checked on
+the same candles (``replay_candles``). A decision made at ``as_of`` from the candles
+closed by then is filled after it: nothing it was made from comes after what it trades.
+
 Files are read lazily, once per process (2.8 MB in all), and shared read-only.
 """
 
 from __future__ import annotations
 
 import csv
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -161,6 +168,80 @@ def aggregate_daily(candles_4h: tuple[Candle, ...] | list[Candle]) -> tuple[Cand
     return tuple(result)
 
 
+def replay_timeframe(at: datetime) -> str:
+    """Return the finest timeframe of the files whose window holds ``at``.
+
+    Raise ``OutsideWindowError`` before the first 4h candle opens.
+    """
+    for timeframe in FILE_TIMEFRAMES:
+        if DATASET_WINDOWS[timeframe].start <= at:
+            return timeframe
+    raise OutsideWindowError(
+        f"no candles at {iso(to_ms(at))}, before the dataset window {dataset_window('4h')}"
+    )
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A stretch of replayed time and the timeframe of the candles that cover it."""
+
+    timeframe: str
+    start: datetime
+    end: datetime
+
+
+def replay_stretches(start: datetime, end: datetime) -> list[Stretch]:
+    """Return the stretches of ``start``..``end``, each on the finest timeframe held there."""
+    stretches: list[Stretch] = []
+    until = end
+    for timeframe in FILE_TIMEFRAMES:  # finest first, so each covers up to the next finer
+        begins = max(start, DATASET_WINDOWS[timeframe].start)
+        if begins < until:
+            stretches.append(Stretch(timeframe, begins, until))
+            until = begins
+        if begins <= start:
+            break
+    return stretches[::-1]
+
+
+def replay_candles(symbol: str, start: datetime, end: datetime) -> list[tuple[str, Candle]]:
+    """Return the candles of ``symbol`` that open at or after ``start`` and close by ``end``,
+    each with its timeframe, oldest first, each stretch of time on the finest timeframe
+    the files hold there."""
+    symbol = normalize_symbol(symbol)
+    candles: list[tuple[str, Candle]] = []
+    for stretch in replay_stretches(start, min(end, DATASET_END)):
+        tf_ms = TIMEFRAME_MS[stretch.timeframe]
+        series = _series(symbol, stretch.timeframe)
+        first = bisect_left(series.open_times, to_ms(stretch.start))
+        last = bisect_right(series.open_times, to_ms(stretch.end) - tf_ms)
+        candles.extend((stretch.timeframe, candle) for candle in series.candles[first:last])
+    return candles
+
+
+def fill_price(symbol: str, at: datetime) -> float:
+    """Return the price an order placed at ``at`` fills at: the open of the first candle
+    that opens at or after ``at`` (finest timeframe held there), or at the dataset's end,
+    the last close."""
+    symbol = normalize_symbol(symbol)
+    if at < DATASET_END:
+        timeframe = replay_timeframe(at)
+        series = _series(symbol, timeframe)
+        index = bisect_left(series.open_times, to_ms(at))
+        if index < len(series.candles):
+            return series.candles[index].open
+    return _series(symbol, FILE_TIMEFRAMES[0]).candles[-1].close
+
+
+def funding_between(symbol: str, start: datetime, end: datetime) -> list[tuple[int, float]]:
+    """Return the funding settlements of ``symbol`` after ``start`` and by ``end``, as
+    (instant in ms, rate per 8 hours), oldest first."""
+    times, rates = _funding(normalize_symbol(symbol))
+    first = bisect_right(times, to_ms(start))
+    last = bisect_right(times, to_ms(end))
+    return list(zip(times[first:last], rates[first:last], strict=True))
+
+
 class DatasetSource:
     """Replay the bundled dataset at any ``as_of`` inside its windows, with no look-ahead."""
 
@@ -222,6 +303,12 @@ class DatasetSource:
             f"{symbol}: no price at {iso(as_of_ms)}, before the first closed candle "
             f"(window {dataset_window('4h')})"
         )
+
+    def fetch_fill_price(self, symbol: str, as_of: datetime) -> float:
+        """Return the price a market order placed at ``as_of`` fills at (``fill_price``)."""
+        symbol = self._symbol(symbol)
+        self._as_of_ms(as_of, symbol, "price")
+        return fill_price(symbol, as_of)
 
     def fetch_funding_rate(self, symbol: str, as_of: datetime) -> float | None:
         """Return the last funding rate settled at or before ``as_of`` (None before any)."""

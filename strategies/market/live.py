@@ -233,6 +233,10 @@ class LiveSource:
             raise MarketDataError(f"{self.exchange} returned no price for {from_ccxt(unified)}")
         return float(price)
 
+    def fetch_fill_price(self, symbol: str, as_of: datetime) -> float:
+        """Return the price a market order placed now fills at: the last traded price."""
+        return self.fetch_price(symbol, as_of)
+
     def fetch_funding_rate(self, symbol: str, as_of: datetime) -> float | None:
         """Return the current funding rate per 8 hours, or None when the exchange has none."""
         unified = self._unified(symbol)

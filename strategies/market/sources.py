@@ -68,6 +68,11 @@ class MarketSource(Protocol):
         """Return the price of ``symbol`` at ``as_of``."""
         ...
 
+    def fetch_fill_price(self, symbol: str, as_of: datetime) -> float:
+        """Return the price a market order placed at ``as_of`` fills at (a replay fills
+        at the next candle's open; a live source at the current price)."""
+        ...
+
     def fetch_funding_rate(self, symbol: str, as_of: datetime) -> float | None:
         """Return the funding rate per 8 hours at ``as_of``, or None when unknown."""
         ...

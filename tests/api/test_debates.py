@@ -74,6 +74,7 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
         "max_rounds": 2,
     }
     assert detail["prompt_variant"] == "conservative"
+    assert detail["cache"] == "off"
     assert detail["available_actions"] == ["start", "cancel", "delete"]
     assert detail["as_of"] == "2024-09-04T12:00:00Z"
     assert detail["strategy"]["id"] == seeded["strategy"].pk
@@ -195,13 +196,14 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
             {"symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded"]},
         ),
         (
-            lambda s, o: {"prompt_variant": "wild", "oi_duration": "2h"},
+            lambda s, o: {"prompt_variant": "wild", "oi_duration": "2h", "cache": "always"},
             "validation_error",
             {
                 "prompt_variant": [
                     "'wild' is not one of: balanced, aggressive, conservative, scalping."
                 ],
                 "oi_duration": ["'2h' is not one of: 1h, 4h, 24h."],
+                "cache": ["'always' is not one of: off, use, refresh."],
             },
         ),
         (

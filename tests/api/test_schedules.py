@@ -55,6 +55,7 @@ def test_create_a_schedule(api, user, seeded):
         "interval_minutes": 60,
         "enabled": True,
         "replay_as_of": None,
+        "cache": "off",
         "last_fired_at": None,
         "last_debate": None,
         "run_count": 0,

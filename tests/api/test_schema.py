@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import hypothesis
@@ -22,6 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from arena.wsgi import application
+from backtests.models import Backtest
 from tests.api.conftest import MODEL_KEY, SECRETS
 from tests.debates.factories import (
     AIModelFactory,
@@ -83,6 +85,11 @@ OPERATIONS = {
     ("GET", "/api/traders/{trader_id}/positions"),
     ("GET", "/api/traders/{trader_id}/orders"),
     ("GET", "/api/traders/{trader_id}/executions"),
+    ("GET", "/api/backtests"),
+    ("POST", "/api/backtests"),
+    ("GET", "/api/backtests/{backtest_id}"),
+    ("DELETE", "/api/backtests/{backtest_id}"),
+    ("POST", "/api/backtests/{backtest_id}/cancel"),
 }
 
 
@@ -106,6 +113,7 @@ def test_the_schema_is_valid_openapi(tmp_path):
     documented = {(method.upper(), path) for path, method, _ in _operations()}
     assert documented >= OPERATIONS
     assert "/api/debates/{debate_id}/stream" not in schema["paths"]
+    assert "/api/backtests/{backtest_id}/stream" not in schema["paths"]
 
 
 def test_every_operation_documents_its_errors_with_the_error_body():
@@ -156,6 +164,18 @@ def world(user) -> dict[str, int]:
         "strategy_id": StrategyFactory(owner=user).pk,
         "trader_id": trader.pk,
         "schedule_id": schedule.pk,
+        "backtest_id": Backtest.objects.create(
+            owner=user,
+            name="Done",
+            strategy=strategy,
+            start=datetime(2024, 8, 1, tzinfo=UTC),
+            end=datetime(2024, 8, 2, tzinfo=UTC),
+            interval_minutes=240,
+            horizon_minutes=240,
+            steps_total=6,
+            steps_done=6,
+            status="completed",
+        ).pk,
     }
 
 

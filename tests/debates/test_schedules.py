@@ -565,6 +565,7 @@ def admin_form(user, **fields: Any) -> dict[str, Any]:
         "enabled": "on",
         "replay_as_of_0": "",
         "replay_as_of_1": "",
+        "cache": "off",
     }
     body.update(fields)
     return body

@@ -79,8 +79,9 @@ def test_a_replay_schedule_walks_a_day_of_history_trading_on_paper(celery_worker
     trader.refresh_from_db()
     assert trader.replay_as_of == hours[-1]
 
-    # and every entry filled at the dataset's price at its debate's instant (the paper
-    # clock had moved there), with its fee; every stop or target at its trigger price
+    # and every entry filled at the dataset's fill price at its debate's instant (the open
+    # of the first candle at or after it, where the paper clock had moved), with its fee;
+    # every stop or target at its trigger price
     dataset = source_for("dataset")
     orders = list(Order.objects.filter(trader=trader).order_by("pk"))
     filled = [o for o in orders if o.status == "filled"]
@@ -90,7 +91,7 @@ def test_a_replay_schedule_walks_a_day_of_history_trading_on_paper(celery_worker
             assert order.average_price == order.trigger_price
         elif not order.reduce_only:
             as_of = order.execution.decision.debate.as_of
-            price = Decimal(str(dataset.fetch_price(order.symbol, as_of)))
+            price = Decimal(str(dataset.fetch_fill_price(order.symbol, as_of)))
             assert order.average_price == price, (order, as_of)
 
     # and each position is what its orders say: opened by one fill, closed by at most one

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from debates.models import Decision
+from tests.debates.conftest import llm  # noqa: F401 (the fake model server, for whole debates)
 from tests.debates.factories import DecisionFactory
 from tests.fakes.exchange_server import FakeExchange
 from tests.traders.factories import TraderFactory

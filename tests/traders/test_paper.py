@@ -24,9 +24,10 @@ from traders.services import (
 pytestmark = pytest.mark.django_db
 
 EIGHT = Decimal("0.00000001")
-# BTCUSDT on the dataset at 2024-08-04 20:00 UTC (the close of the 19:00 hourly candle).
+# BTCUSDT on the dataset at 2024-08-04 20:00 UTC: the open of the 20:00 hourly candle (the
+# dataset's 15m candles begin on 5 August), where an order placed then fills.
 ENTRY_AS_OF = "2024-08-04T20:00Z"
-ENTRY_PRICE = Decimal("59257.66")
+ENTRY_PRICE = Decimal("59257.67")
 
 
 def money(value: Decimal) -> Decimal:
@@ -48,16 +49,16 @@ def test_a_paper_long_fills_at_the_dataset_price_at_the_snapshot_instant(
     # then the clock moved to the snapshot instant and the order filled at that price
     paper_trader.refresh_from_db()
     assert paper_trader.replay_as_of == datetime(2024, 8, 4, 20, tzinfo=UTC)
-    assert Decimal(str(DatasetSource().fetch_price("BTCUSDT", paper_trader.replay_as_of))) == (
+    assert Decimal(str(DatasetSource().fetch_fill_price("BTCUSDT", paper_trader.replay_as_of))) == (
         ENTRY_PRICE
     )
-    quantity = Decimal("0.021094")  # 250 x 5 / 59257.66, down to the 0.000001 step
+    quantity = Decimal("0.021094")  # 250 x 5 / 59257.67, down to the 0.000001 step
     fee = money(ENTRY_PRICE * quantity * Decimal("0.0004"))
     assert (execution.status, execution.error) == ("filled", "")
     assert (execution.requested_quantity, execution.filled_quantity) == (quantity, quantity)
     assert (execution.average_price, execution.fee, execution.leverage) == (ENTRY_PRICE, fee, 5)
-    assert execution.stop_loss_price == Decimal("57479.9302")  # 59257.66 x 0.97
-    assert execution.take_profit_price == Decimal("62813.1196")  # 59257.66 x 1.06
+    assert execution.stop_loss_price == Decimal("57479.9399")  # 59257.67 x 0.97
+    assert execution.take_profit_price == Decimal("62813.1302")  # 59257.67 x 1.06
     # and the stop and target rest on the exchange, protecting the open position
     orders = {o.client_order_id: o for o in Order.objects.filter(execution=execution)}
     cid = execution.client_order_id
@@ -77,8 +78,8 @@ def test_a_paper_long_fills_at_the_dataset_price_at_the_snapshot_instant(
     )
     assert position.margin == money(ENTRY_PRICE * quantity / 5)
     assert (position.stop_loss_price, position.take_profit_price) == (
-        Decimal("57479.9302"),
-        Decimal("62813.1196"),
+        Decimal("57479.9399"),
+        Decimal("62813.1302"),
     )
     assert paper_trader.balance == Decimal("1000") - fee
 
@@ -98,7 +99,7 @@ def test_a_paper_long_is_stopped_out_in_the_5_august_crash_at_the_stop_price(
     assert filled == [stop_order.pk]
     stop_order.refresh_from_db()
     entry = Order.objects.get(client_order_id=execution.client_order_id)
-    stop_price = Decimal("57479.9302")
+    stop_price = Decimal("57479.9399")
     assert (stop_order.status, stop_order.average_price) == ("filled", stop_price)
     assert stop_order.filled_quantity == entry.filled_quantity
     close_fee = money(stop_price * stop_order.filled_quantity * paper_trader.fee_rate)
@@ -117,7 +118,7 @@ def test_a_paper_long_is_stopped_out_in_the_5_august_crash_at_the_stop_price(
     # and the balance is the start, less both fees, plus the (negative) price change
     paper_trader.refresh_from_db()
     assert paper_trader.balance == Decimal("1000") - entry.fee + pnl - close_fee
-    assert paper_trader.balance == Decimal("961.51558251")
+    assert paper_trader.balance == Decimal("961.51557601")
     assert paper_trader.replay_as_of == datetime(2024, 8, 5, 12, tzinfo=UTC)
 
 
@@ -131,9 +132,9 @@ def test_a_paper_short_takes_its_profit_when_the_price_falls_through_the_target(
     execution = execute(user, paper_trader, decision)
     # when the clock advances through the crash
     paper_clock_advance(trader_id=paper_trader.pk, to=datetime(2024, 8, 5, 12, tzinfo=UTC))
-    # then the target filled at 59257.66 x 0.97, and the short gained
+    # then the target filled at 59257.67 x 0.97, and the short gained
     position = Position.objects.get(trader=paper_trader)
-    target_price = Decimal("57479.9302")
+    target_price = Decimal("57479.9399")
     assert (position.side, position.close_reason, position.close_price) == (
         "short",
         "take_profit",
@@ -153,7 +154,7 @@ def test_a_close_decision_closes_the_position_reduce_only_and_cancels_its_protec
     execution = execute(user, paper_trader, closing)
     # then a reduce-only sell of the whole position filled at 21:00's price
     exit_price = Decimal(
-        str(DatasetSource().fetch_price("BTCUSDT", datetime(2024, 8, 4, 21, tzinfo=UTC)))
+        str(DatasetSource().fetch_fill_price("BTCUSDT", datetime(2024, 8, 4, 21, tzinfo=UTC)))
     )
     order = Order.objects.get(client_order_id=execution.client_order_id)
     assert (order.side, order.reduce_only, order.status) == ("sell", True, "filled")
@@ -256,17 +257,40 @@ def test_leverage_above_the_strategy_cap_is_clamped_and_recorded(user, paper_tra
     assert Position.objects.get(trader=paper_trader).leverage == 3
 
 
-def test_a_clock_ahead_of_the_snapshot_stays_and_prices_at_the_clock(
+def test_a_flat_account_ahead_of_the_debate_goes_back_to_its_instant_and_fills_there(
     user, paper_trader, make_decision
 ):
-    # given a paper clock already at 2024-08-06
+    # given a paper clock at 2024-08-06 and no open position
     later = datetime(2024, 8, 6, tzinfo=UTC)
     Trader.objects.filter(pk=paper_trader.pk).update(replay_as_of=later)
-    # when a debate from 2024-08-04 is executed
+    # when a debate from 2024-08-04 20:00 is executed
     execution = execute(user, paper_trader, make_decision(as_of=ENTRY_AS_OF))
-    # then it fills at the clock's price, and the clock does not move back
-    assert execution.average_price == Decimal(str(DatasetSource().fetch_price("BTCUSDT", later)))
-    assert Trader.objects.get(pk=paper_trader.pk).replay_as_of == later
+    # then it fills at the debate's instant, where the clock went back to
+    assert (execution.status, execution.average_price) == ("filled", ENTRY_PRICE)
+    assert Trader.objects.get(pk=paper_trader.pk).replay_as_of == datetime(
+        2024, 8, 4, 20, tzinfo=UTC
+    )
+
+
+def test_an_account_holding_positions_ahead_of_the_debate_refuses_to_trade_earlier(
+    user, paper_trader, make_decision
+):
+    # given a long opened on 2024-08-05 at noon, the clock there
+    opened = execute(user, paper_trader, make_decision(as_of="2024-08-05T12:00Z", symbol="ETHUSDT"))
+    assert opened.status == "filled"
+    # when a debate from 2024-08-04 20:00 is executed on it
+    execution = execute(user, paper_trader, make_decision(as_of=ENTRY_AS_OF))
+    # then the execution fails with the reason, sends nothing, and the clock stays
+    assert execution.status == "failed"
+    assert execution.error == (
+        f"Paper trader {paper_trader.name} is at 2024-08-05T12:00:00+00:00 holding open "
+        "positions (ETHUSDT), after the debate's instant 2024-08-04T20:00:00+00:00: close "
+        "them, or execute on a paper trader not past that instant."
+    )
+    assert not Order.objects.filter(execution=execution).exists()
+    assert Trader.objects.get(pk=paper_trader.pk).replay_as_of == datetime(
+        2024, 8, 5, 12, tzinfo=UTC
+    )
 
 
 def test_the_periodic_sweep_moves_dataset_traders_to_their_latest_debate(
@@ -315,7 +339,7 @@ def test_each_state_change_is_announced_on_the_debates_stream(
         decision.pk,
         paper_trader.pk,
     )
-    assert last["average_price"] == "59257.6600000000"
+    assert last["average_price"] == "59257.6700000000"
 
 
 def test_submitting_again_changes_nothing(user, paper_trader, make_decision):

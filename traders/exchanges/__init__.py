@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from traders.exchanges.base import ExchangeAdapter
 
 if TYPE_CHECKING:
@@ -19,6 +17,9 @@ if TYPE_CHECKING:
 
 def exchange_for(trader: Trader) -> ExchangeAdapter:
     """Return the exchange adapter of ``trader``'s account."""
+    # Imported here, so that the pure modules of this package (fills, book) load no Django.
+    from django.conf import settings
+
     if trader.exchange == "paper":
         from traders.exchanges.paper import PaperExchange
 

@@ -9,13 +9,16 @@ so a repeated send returns the first fill instead of trading twice.
 Prices come from the trader's market source (``Trader.market_source``):
 
 - ``dataset``: the bundled candles at the trader's paper clock (``Trader.replay_as_of``,
-  ``DATASET_END`` before it is set), i.e. the close of the last candle closed by then;
+  ``DATASET_END`` before it is set): an order fills at the open of the first candle that
+  opens at or after the clock (the dataset's ``fill_price``; at its end, the last close);
 - ``live``: the current price of the live source (ccxt, Binance USDT-M by default).
 
 Market orders fill at that price, with ``fee = price x quantity x fee_rate``. Margin is
 notional / leverage (the leverage set for the coin, 1 by default); a position needs its
 margin plus the fee to be available. Available balance = wallet + unrealised P&L - margin
-of the open positions; equity = wallet + unrealised P&L. Positions are kept per coin
+of the open positions; equity = wallet + unrealised P&L. That arithmetic is
+``traders.exchanges.book``, which backtests simulate their accounts with too. Positions
+are kept per coin
 and side (hedge mode): a reduce-only order closes the position on the other side of its
 order side. Stop and take-profit orders rest until ``fill_trigger`` fills them (see
 ``traders.services.paper``, which walks the candles as the clock advances); closing a
@@ -47,7 +50,15 @@ from traders.exchanges.base import (
     OrderResult,
 )
 from traders.exchanges.base import ExchangeUnavailable as Unavailable
-from traders.exchanges.fills import fill_fee, money, realized_pnl
+from traders.exchanges.book import (
+    PAPER_MARKET,
+    FillRefused,
+    check_resting,
+    closing,
+    funds,
+    opening,
+)
+from traders.exchanges.fills import money
 from traders.models import (
     Order,
     OrderStatus,
@@ -59,12 +70,6 @@ from traders.models import (
 )
 from traders.risk import Funds, MarketRules
 
-# Paper markets accept any quantity to 6 decimals and any price to 8.
-PAPER_MARKET = MarketRules(
-    amount_step=Decimal("0.000001"),
-    price_tick=Decimal("0.00000001"),
-    min_amount=Decimal("0.000001"),
-)
 PROTECTIVE_TYPES = (OrderType.STOP_MARKET, OrderType.TAKE_PROFIT_MARKET)
 
 
@@ -83,9 +88,9 @@ def paper_now(trader: Trader) -> datetime:
 
 
 def paper_price(trader: Trader, symbol: str) -> Decimal:
-    """Return the price of ``symbol`` for a paper trader, at its clock."""
+    """Return the price a paper trader's order in ``symbol`` fills at, at its clock."""
     try:
-        value = paper_source(trader).fetch_price(symbol, paper_now(trader))
+        value = paper_source(trader).fetch_fill_price(symbol, paper_now(trader))
     except SourceUnavailableError as exc:
         raise Unavailable(f"no price for {symbol}: {exc}") from exc
     except (MarketDataError, ValueError) as exc:
@@ -143,14 +148,8 @@ class PaperExchange:
     def balance(self) -> Funds:
         """Return available balance, equity and wallet balance, marked at current prices."""
         trader = self._trader()
-        unrealized = Decimal("0")
-        used = Decimal("0")
-        for position in Position.objects.filter(trader=trader, status=PositionStatus.OPEN):
-            mark = paper_price(trader, position.symbol)
-            unrealized += realized_pnl(position.side, position.entry_price, mark, position.quantity)
-            used += position.margin
-        equity = trader.balance + unrealized
-        return Funds(available=equity - used, equity=equity, wallet=trader.balance)
+        held = Position.objects.filter(trader=trader, status=PositionStatus.OPEN)
+        return funds(trader.balance, held, lambda symbol: paper_price(trader, symbol))
 
     def positions(self) -> list[ExchangePosition]:
         """Return the trader's open positions."""
@@ -261,10 +260,12 @@ class PaperExchange:
         if position is None:
             raise _Rejected(f"no open {position_side} {order.symbol} position to protect")
         price = paper_price(trader, order.symbol)
-        # A long's stop rests below the price and its target above; a short's mirrored.
-        rests_below = (kind == STOP_LOSS) == (position_side == PositionSide.LONG)
-        if (trigger_price < price) != rests_below or trigger_price == price:
-            raise _Rejected(f"{kind} at {trigger_price} would trigger at once (price {price})")
+        try:
+            check_resting(
+                kind=kind, position_side=position_side, trigger=trigger_price, price=price
+            )
+        except FillRefused as exc:
+            raise _Rejected(exc.reason) from exc
         order.status = OrderStatus.OPEN
         order.trigger_price = trigger_price
         order.position = position
@@ -357,15 +358,17 @@ class PaperExchange:
         symbol = order.symbol
         quantity = order.quantity
         leverage = int(trader.symbol_leverage.get(symbol, 1))
-        notional = price * quantity
-        margin = money(notional / leverage)
-        fee = fill_fee(price, quantity, trader.fee_rate)
-        available = self.balance().available or Decimal("0")
-        if margin + fee > available:
-            raise _Rejected(
-                f"margin is insufficient: {margin} USDT of margin and {fee} of fee needed, "
-                f"{money(available)} available"
+        try:
+            fill = opening(
+                price=price,
+                quantity=quantity,
+                leverage=leverage,
+                fee_rate=trader.fee_rate,
+                available=self.balance().available or Decimal("0"),
             )
+        except FillRefused as exc:
+            raise _Rejected(exc.reason) from exc
+        margin, fee = fill.margin, fill.fee
         if position is None:
             position = Position.objects.create(
                 trader=trader,
@@ -392,8 +395,14 @@ class PaperExchange:
     def _close(
         self, trader: Trader, position: Position, price: Decimal, quantity: Decimal, *, reason: str
     ) -> Decimal:
-        fee = fill_fee(price, quantity, trader.fee_rate)
-        pnl = realized_pnl(position.side, position.entry_price, price, quantity)
+        fill = closing(
+            side=position.side,
+            entry=position.entry_price,
+            price=price,
+            quantity=quantity,
+            fee_rate=trader.fee_rate,
+        )
+        pnl, fee = fill.pnl, fill.fee
         if quantity >= position.quantity:
             Position.objects.filter(pk=position.pk).update(
                 status=PositionStatus.CLOSED,

@@ -9,10 +9,17 @@ from traders.services.executions import (
     execution_submit,
     executions_resume_stale,
 )
-from traders.services.paper import candles_between, paper_check_stops, paper_clock_advance
+from traders.services.paper import (
+    PaperClockAhead,
+    candles_between,
+    paper_check_stops,
+    paper_clock_advance,
+    paper_clock_meet,
+)
 
 __all__ = [
     "ExecutionBusy",
+    "PaperClockAhead",
     "candles_between",
     "client_order_id",
     "execution_abandon",
@@ -22,4 +29,5 @@ __all__ = [
     "executions_resume_stale",
     "paper_check_stops",
     "paper_clock_advance",
+    "paper_clock_meet",
 ]

@@ -76,13 +76,13 @@ from traders.models import (
 from traders.risk import (
     LONG,
     SHORT,
-    OpenIntent,
     RiskLimits,
     RiskRefused,
+    open_intent,
     plan_open,
     protective_prices,
 )
-from traders.services.paper import paper_clock_advance
+from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +91,6 @@ UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
 CLIENT_ID_PREFIX = "arena"
 # Suffixes of the orders that follow the entry order of an execution.
 STOP_SUFFIX, TARGET_SUFFIX, UNWIND_SUFFIX = "S", "T", "X"
-DEFAULT_STOP_LOSS = Decimal("0.03")
-DEFAULT_TAKE_PROFIT = Decimal("0.06")
 
 
 class ExecutionBusy(Exception):
@@ -339,7 +337,10 @@ def _submit(execution: Execution) -> Execution:
                 ExecutionStatus.FAILED,
                 error=f"Trader {trader.name} was stopped before the order was sent.",
             )
-        _paper_clock_catch_up(trader, execution.decision.debate)
+        try:
+            _paper_clock_catch_up(trader, execution.decision.debate)
+        except PaperClockAhead as exc:
+            return _finish(execution, ExecutionStatus.FAILED, error=str(exc))
     adapter = exchange_for(trader)
     try:
         if execution.action in OPENING_ACTIONS:
@@ -356,13 +357,14 @@ def _submit(execution: Execution) -> Execution:
 
 
 def _paper_clock_catch_up(trader: Trader, debate: Debate) -> None:
-    """Bring a paper trader's clock to the debate's market instant before it trades."""
+    """Bring a paper trader's clock to the debate's market instant before it trades, so
+    the order fills at that instant's price; raise ``PaperClockAhead`` when it cannot."""
     if trader.exchange != Exchange.PAPER:
         return
     if trader.market_source == "live":
         paper_clock_advance(trader_id=trader.pk, to=timezone.now())
         return
-    paper_clock_advance(trader_id=trader.pk, to=_snapshot_as_of(debate))
+    paper_clock_meet(trader_id=trader.pk, to=_snapshot_as_of(debate))
 
 
 def _snapshot_as_of(debate: Debate) -> datetime:
@@ -372,7 +374,8 @@ def _snapshot_as_of(debate: Debate) -> datetime:
     return debate.as_of or DATASET_END
 
 
-def _limits(strategy: Strategy | None) -> RiskLimits:
+def strategy_risk_limits(strategy: Strategy | None) -> RiskLimits:
+    """Return the risk limits of ``strategy`` (the defaults without one)."""
     if strategy is None:
         return RiskLimits()
     return RiskLimits(
@@ -385,34 +388,30 @@ def _limits(strategy: Strategy | None) -> RiskLimits:
     )
 
 
-def _fraction(value: float | None, default: Decimal) -> Decimal:
-    return default if value is None else Decimal(str(value))
-
-
 def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
     decision = execution.decision
     symbol = execution.symbol
     side = LONG if execution.action == "open_long" else SHORT
     order_side = BUY if side == LONG else SELL
     close_side = SELL if side == LONG else BUY
-    stop_loss = _fraction(decision.stop_loss, DEFAULT_STOP_LOSS)
-    take_profit = _fraction(decision.take_profit, DEFAULT_TAKE_PROFIT)
+    intent = open_intent(
+        symbol=symbol,
+        action=execution.action,
+        position_pct=decision.position_pct,
+        leverage=decision.leverage,
+        stop_loss=decision.stop_loss,
+        take_profit=decision.take_profit,
+    )
+    stop_loss, take_profit = intent.stop_loss, intent.take_profit
     market = adapter.market(symbol)
     first_attempt = execution.status == ExecutionStatus.PENDING
     if first_attempt:
         plan = plan_open(
-            OpenIntent(
-                symbol=symbol,
-                side=side,
-                position_pct=_fraction(decision.position_pct, Decimal("0.1")),
-                leverage=decision.leverage or 1,
-                stop_loss=stop_loss,
-                take_profit=take_profit,
-            ),
+            intent,
             price=adapter.price(symbol),
             funds=adapter.balance(),
             market=market,
-            limits=_limits(decision.debate.strategy),
+            limits=strategy_risk_limits(decision.debate.strategy),
             open_positions=[(p.symbol, p.side) for p in adapter.positions()],
         )
         adapter.set_leverage(symbol, plan.leverage)

@@ -8,8 +8,14 @@ oldest first, filling each resting stop or take-profit order whose price a candl
 or high reached, at that order's price and with the fee (``traders.exchanges.fills``:
 stop before target when one candle crosses both). The finest candles the source has are
 used: 15m where they exist, then 1h, then 4h (the dataset's 15m candles start on
-2024-08-05). A clock never moves back: a later debate at an earlier instant trades at
-the clock's prices.
+2024-08-05).
+
+Executing a debate on a dataset paper trader brings the clock to the debate's instant
+first (``paper_clock_meet``), so the order fills at the price of that instant: the open
+of the first candle at or after it. The clock moves back only for an account holding no
+open position (a flat account is just its balance, which no earlier instant
+contradicts); an account holding positions at a later instant refuses to trade earlier
+(``PaperClockAhead``). The periodic sweep only ever moves a clock forward.
 
 ``paper_check_stops`` is the periodic sweep (Celery beat, ``traders.paper_check_stops``):
 live-priced paper traders advance to now; dataset traders advance to the latest replay
@@ -35,7 +41,15 @@ from strategies.market.sources import MarketSource, to_ms
 from traders import locks
 from traders.exchanges.fills import crossing
 from traders.exchanges.paper import PROTECTIVE_TYPES, PaperExchange, paper_source
-from traders.models import Exchange, Order, OrderStatus, OrderType, PositionStatus, Trader
+from traders.models import (
+    Exchange,
+    Order,
+    OrderStatus,
+    OrderType,
+    Position,
+    PositionStatus,
+    Trader,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +107,35 @@ def paper_clock_advance(*, trader_id: int, to: datetime) -> list[int]:
             filled = _fill_crossed(trader, start, to)
         Trader.objects.filter(pk=trader_id).update(replay_as_of=to, updated_at=timezone.now())
     return filled
+
+
+class PaperClockAhead(Exception):
+    """A paper account holding positions is past the instant it was asked to trade at."""
+
+
+def paper_clock_meet(*, trader_id: int, to: datetime) -> list[int]:
+    """Bring a dataset paper trader's clock to ``to``, the market instant it trades at.
+
+    Forward, as ``paper_clock_advance`` does (filling the stops and targets crossed on the
+    way; their ids are returned); back only when the account holds no open position.
+    Raise ``PaperClockAhead`` for an account holding positions at a later instant.
+    """
+    with transaction.atomic():
+        trader = locks.lock_trader(trader_id=trader_id)
+        at = trader.replay_as_of
+        to = min(to, DATASET_END)
+        if at is None or to >= at:
+            return paper_clock_advance(trader_id=trader_id, to=to)
+        held = Position.objects.filter(trader=trader, status=PositionStatus.OPEN)
+        if held.exists():
+            symbols = ", ".join(sorted({p.symbol for p in held}))
+            raise PaperClockAhead(
+                f"Paper trader {trader.name} is at {at.isoformat()} holding open positions "
+                f"({symbols}), after the debate's instant {to.isoformat()}: close them, or "
+                "execute on a paper trader not past that instant."
+            )
+        Trader.objects.filter(pk=trader_id).update(replay_as_of=to, updated_at=timezone.now())
+    return []
 
 
 def _fill_crossed(trader: Trader, start: datetime, end: datetime) -> list[int]:

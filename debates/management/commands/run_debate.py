@@ -17,7 +17,7 @@ from rich.table import Table
 
 from arena.exceptions import ApplicationError
 from debates.engine.personalities import PERSONALITIES
-from debates.models import AIModel, Ballot, Debate, Message, Vote
+from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
 from debates.services import DebateInput, debate_create, debate_start
 from strategies.market.dataset import DATASET_END
@@ -56,6 +56,25 @@ def parse_instant(value: str) -> datetime:
     return moment
 
 
+DEMO_TRADER = "Demo paper account"
+
+
+def demo_trader(owner, as_of: datetime) -> Trader:
+    """Return a demo paper account that can trade at ``as_of``.
+
+    A paper account's clock goes back to an earlier debate's instant only when it holds
+    no open position (``traders.services.paper``), so a replay earlier than positions an
+    earlier demo left open trades on the first demo account free to, or on a new one.
+    """
+    accounts = Trader.objects.filter(owner=owner, exchange="paper", name__startswith=DEMO_TRADER)
+    for account in accounts.order_by("pk"):
+        ahead = account.replay_as_of is not None and account.replay_as_of > as_of
+        if not ahead or not account.positions.filter(status="open").exists():
+            return account
+    name = DEMO_TRADER if not accounts.exists() else f"{DEMO_TRADER} {accounts.count() + 1}"
+    return Trader.objects.create(owner=owner, name=name, exchange="paper")
+
+
 class Command(BaseCommand):
     help = "Create and run a debate through the normal Celery canvas, printing it live."
 
@@ -73,6 +92,13 @@ class Command(BaseCommand):
             "--as-of",
             default=DATASET_END.strftime("%Y-%m-%dT%H:%MZ"),
             help="dataset replay instant, e.g. 2024-08-05T12:00Z",
+        )
+        parser.add_argument(
+            "--cache",
+            choices=CacheMode.values,
+            default=CacheMode.OFF,
+            help="the model-call cache: off (default), use (answer calls made before from "
+            "it) or refresh (call again and keep the new answers)",
         )
         parser.add_argument("--user", default="demo", help="owner of the debate")
         parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait")
@@ -105,9 +131,7 @@ class Command(BaseCommand):
                 "market_source": "dataset",
             },
         )
-        trader, _ = Trader.objects.get_or_create(
-            owner=owner, name="Demo paper account", defaults={"exchange": "paper"}
-        )
+        trader = demo_trader(owner, as_of)
         data = DebateInput(
             name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
@@ -120,6 +144,7 @@ class Command(BaseCommand):
             ],
             as_of=as_of,
             trader=trader.pk,
+            cache=options["cache"],
         )
         try:
             debate = debate_create(owner=owner, data=data)
@@ -205,7 +230,8 @@ class Command(BaseCommand):
         positions = "  ".join(
             f"{d['symbol']} {BADGES[d['action']]} {d['confidence']:.0f}" for d in message.decisions
         )
-        console.print(f"{head}  {positions}  [dim]({message.latency_ms} ms)[/]")
+        took = "cached" if message.cached else f"{message.latency_ms} ms"
+        console.print(f"{head}  {positions}  [dim]({took})[/]")
         # Model text is printed as it is, never read as markup.
         reasoning = textwrap.shorten(message.reasoning, REASONING_CHARS, placeholder=" …")
         console.print(f"  [dim]{escape(reasoning)}[/]")

@@ -1,0 +1,117 @@
+"""Backtests in the admin: status, progress and headline metrics; read-only detail.
+
+Backtests are created through the API, the page or ``manage.py backtest``, and change
+only through their services, so the admin shows them and changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from backtests.models import Backtest, BacktestStep
+
+
+def _metric(backtest: Backtest, rule: str, name: str) -> float | None:
+    for run in (backtest.report or {}).get("rules", ()):
+        if run["key"] == rule:
+            return run["metrics"][name]
+    return None
+
+
+class StepInline(admin.TabularInline):
+    model = BacktestStep
+    fields = ("index", "as_of", "debate")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Backtest)
+class BacktestAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "owner",
+        "status",
+        "progress",
+        "start",
+        "end",
+        "interval_minutes",
+        "debate_return",
+        "buy_and_hold_return",
+        "debate_drawdown",
+        "created_at",
+    )
+    list_filter = ("status", "coins", "cache")
+    search_fields = ("name", "owner__username")
+    list_select_related = ("owner",)
+    date_hierarchy = "created_at"
+    inlines = (StepInline,)
+
+    def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        shown = [f.name for f in Backtest._meta.fields if f.name not in ("id", "report")]
+        return [*shown, "metrics"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return self.get_fields(request, obj)
+
+    @admin.display(description="metrics per rule")
+    def metrics(self, obj: Backtest) -> str:
+        rules = (obj.report or {}).get("rules", ())
+        if not rules:
+            return "-"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    run["label"],
+                    f"{run['metrics']['final_equity']:.2f}",
+                    _percent(run["metrics"]["total_return"]),
+                    _percent(run["metrics"]["max_drawdown"]),
+                    run["metrics"]["sharpe"],
+                    run["metrics"]["trades"],
+                )
+                for run in rules
+            ),
+        )
+        head = (
+            "<tr><th>rule</th><th>final equity</th><th>return</th><th>max drawdown</th>"
+            "<th>Sharpe</th><th>trades</th></tr>"
+        )
+        return format_html("<table>{}{}</table>", mark_safe(head), rows)  # noqa: S308
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="progress")
+    def progress(self, obj: Backtest) -> str:
+        return f"{obj.steps_done}/{obj.steps_total}"
+
+    @admin.display(description="debate return")
+    def debate_return(self, obj: Backtest) -> str:
+        return _percent(_metric(obj, "debate", "total_return"))
+
+    @admin.display(description="buy & hold return")
+    def buy_and_hold_return(self, obj: Backtest) -> str:
+        return _percent(_metric(obj, "buy_and_hold", "total_return"))
+
+    @admin.display(description="debate max drawdown")
+    def debate_drawdown(self, obj: Backtest) -> str:
+        return _percent(_metric(obj, "debate", "max_drawdown"))
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2%}"

@@ -1,0 +1,146 @@
+"""The backtest endpoints: create, list, detail, cancel, delete (the stream has its view).
+
+Every operation is scoped to the requesting user: another user's backtest is a 404.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from arena.apis import (
+    IdField,
+    JsonApi,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+    StrictSerializer,
+    error_responses,
+    paginated_response,
+    validate,
+)
+from backtests.models import BacktestStatus, CoinScope
+from backtests.selectors import backtest_list, backtest_representation
+from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
+from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
+from debates.apis.debates import ParticipantInputSerializer
+from debates.models import CacheMode
+from strategies.models import PromptVariant
+
+TAGS = ["backtests"]
+
+
+class BacktestListApi(JsonApi):
+    """List the user's backtests, newest first."""
+
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+
+    class FilterSerializer(serializers.Serializer):
+        status = StrictChoiceField(choices=BacktestStatus.choices, required=False)
+
+    @extend_schema(
+        operation_id="backtests_list",
+        tags=TAGS,
+        parameters=[FilterSerializer],
+        responses={200: BacktestListSerializer(many=True), **error_responses(400, 404)},
+    )
+    def get(self, request: Request) -> Response:
+        filters = validate(self.FilterSerializer, request.query_params)
+        backtests = backtest_list(owner=request.user, status=filters.get("status"))
+        return paginated_response(
+            request=request, view=self, queryset=backtests, serializer_class=BacktestListSerializer
+        )
+
+
+class BacktestCreateApi(JsonApi):
+    """Create a backtest and start it; nothing is written when any field is bad."""
+
+    @extend_schema_serializer(component_name="BacktestCreateInput")
+    class InputSerializer(StrictSerializer):
+        name = StrictCharField(max_length=200)
+        strategy = IdField(help_text="One of your strategies, on the dataset market source.")
+        symbol = StrictCharField(
+            required=False, allow_blank=True, max_length=40, help_text="The primary coin."
+        )
+        participants = serializers.ListField(
+            child=ParticipantInputSerializer(), help_text="2 to 6 seats, as for a debate."
+        )
+        max_rounds = StrictIntegerField(required=False, min_value=2, max_value=5)
+        prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
+        start = serializers.DateTimeField(help_text="The first step's instant.")
+        end = serializers.DateTimeField(help_text="The window's end; open positions close.")
+        interval_minutes = StrictIntegerField(
+            min_value=1, help_text="Minutes between steps: at least 15, a multiple of 15."
+        )
+        horizon_minutes = StrictIntegerField(
+            required=False, min_value=1, help_text="Minutes a decision is scored over."
+        )
+        starting_balance = serializers.DecimalField(
+            max_digits=20, decimal_places=8, required=False, help_text="USDT; default 1000."
+        )
+        fee_rate = serializers.DecimalField(
+            max_digits=8, decimal_places=6, required=False, help_text="Default 0.0004."
+        )
+        slippage_bps = serializers.DecimalField(
+            max_digits=8, decimal_places=2, required=False, help_text="Default 0."
+        )
+        coins = StrictChoiceField(choices=CoinScope.choices, required=False)
+        cache = StrictChoiceField(
+            choices=CacheMode.choices,
+            required=False,
+            help_text="The model-call cache: use (default), refresh or off.",
+        )
+
+    @extend_schema(
+        operation_id="backtests_create",
+        tags=TAGS,
+        request=InputSerializer,
+        responses={201: BacktestDetailSerializer, **error_responses(400, 409)},
+    )
+    def post(self, request: Request) -> Response:
+        data = validate(self.InputSerializer, request.data)
+        backtest = backtest_create(owner=request.user, data=BacktestInput(**data))
+        detail = backtest_representation(backtest_id=backtest.pk, owner=request.user)
+        return Response(detail, status=status.HTTP_201_CREATED)
+
+
+class BacktestDetailApi(JsonApi):
+    """Return a backtest: its settings, progress and, once complete, its report."""
+
+    @extend_schema(
+        operation_id="backtests_retrieve",
+        tags=TAGS,
+        responses={200: BacktestDetailSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, backtest_id: int) -> Response:
+        return Response(backtest_representation(backtest_id=backtest_id, owner=request.user))
+
+
+class BacktestDeleteApi(JsonApi):
+    """Delete a finished backtest and its debates (409 while it runs)."""
+
+    @extend_schema(
+        operation_id="backtests_destroy",
+        tags=TAGS,
+        responses={204: None, **error_responses(404, 409)},
+    )
+    def delete(self, request: Request, backtest_id: int) -> Response:
+        backtest_delete(backtest_id=backtest_id, owner=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BacktestCancelApi(JsonApi):
+    """Cancel a pending or running backtest: no debate starts after it."""
+
+    @extend_schema(
+        operation_id="backtests_cancel",
+        tags=TAGS,
+        request=None,
+        responses={200: BacktestDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, backtest_id: int) -> Response:
+        backtest_cancel(backtest_id=backtest_id, owner=request.user)
+        return Response(backtest_representation(backtest_id=backtest_id, owner=request.user))

@@ -1,0 +1,217 @@
+"""Run a backtest from the command line, with a progress bar, and print every rule's
+metrics in one table (or, with ``--json``, the report)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from datetime import UTC, datetime
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from arena.exceptions import ApplicationError
+from backtests.models import Backtest, CoinScope
+from backtests.selectors import backtest_representation
+from backtests.services import BacktestInput, backtest_cancel, backtest_create
+from debates.management.commands.run_debate import Command as RunDebate
+from debates.models import CacheMode
+from strategies.models import Strategy
+
+# The rules' names in the table (participants alone keep theirs: "P1 bull").
+SHORT_LABELS = {
+    "debate": "debate",
+    "buy_and_hold": "buy & hold",
+    "flat": "flat",
+    "round1_majority": "round-1 majority",
+}
+DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
+UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
+TERMINAL = {"completed", "failed", "cancelled"}
+# The demo strategy shows 1h and 4h candles, so a replay may start in May (a 15m
+# timeframe would hold it to 5 August, where the 15m candles begin).
+DEMO_STRATEGY = "Demo: majors on 1h and 4h candles"
+
+
+def minutes(value: str) -> int:
+    """Return the minutes of ``15m``, ``4h``, ``1d``..."""
+    found = DURATION.match(value.strip())
+    if not found:
+        raise ValueError(f"{value!r}: give minutes, hours or days, e.g. 15m, 4h, 1d")
+    return int(found.group(1)) * UNIT_MINUTES[found.group(2)]
+
+
+def instant(value: str) -> datetime:
+    """Return a UTC instant from ``2024-08-01`` or ``2024-08-01T12:00Z``."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2%}"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+class Command(BaseCommand):
+    help = "Replay a debate template over history, step by step, and score it against baselines."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--symbol", default="BTCUSDT", help="primary coin")
+        parser.add_argument("--from", dest="start", default="2024-08-05", help="first step")
+        parser.add_argument("--to", dest="end", default="2024-08-12", help="window end")
+        parser.add_argument("--every", default="4h", help="step: 15m, 1h, 4h, 1d...")
+        parser.add_argument("--horizon", default="", help="scoring horizon (default: the step)")
+        parser.add_argument(
+            "--participants",
+            default="bull,bear,analyst",
+            help="personalities, comma-separated (simulated models unless --models is given)",
+        )
+        parser.add_argument("--models", default="", help="AI model ids, one per participant")
+        parser.add_argument("--rounds", type=int, default=2)
+        parser.add_argument("--variant", default="balanced")
+        parser.add_argument("--balance", default="1000", help="starting balance, USDT")
+        parser.add_argument("--fee-rate", default="0.0004")
+        parser.add_argument("--slippage-bps", default="0")
+        parser.add_argument("--coins", choices=CoinScope.values, default=CoinScope.PRIMARY)
+        parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
+        parser.add_argument("--user", default="demo", help="owner of the backtest")
+        parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def handle(self, *args, **options) -> None:
+        console = Console(stderr=options["json"], highlight=False)
+        console.width = max(console.width, 120)
+        # The progress and the table are the output; task bookkeeping would only bury it.
+        for name in ("celery", "debates.providers"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        owner, _ = get_user_model().objects.get_or_create(username=options["user"])
+        personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
+        models = RunDebate()._models(owner, personalities, options["models"])
+        try:
+            step = minutes(options["every"])
+            horizon = minutes(options["horizon"]) if options["horizon"] else None
+            start, end = instant(options["start"]), instant(options["end"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        strategy, _ = Strategy.objects.get_or_create(
+            owner=owner,
+            name=DEMO_STRATEGY,
+            defaults={
+                "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+                "market_source": "dataset",
+                "timeframes": ["1h", "4h"],
+            },
+        )
+        data = BacktestInput(
+            name=f"{options['symbol']} {start:%Y-%m-%d}..{end:%Y-%m-%d} every {options['every']}",
+            strategy=strategy.pk,
+            participants=[
+                {"ai_model": model.pk, "personality": personality}
+                for model, personality in zip(models, personalities, strict=True)
+            ],
+            symbol=options["symbol"],
+            max_rounds=options["rounds"],
+            prompt_variant=options["variant"],
+            start=start,
+            end=end,
+            interval_minutes=step,
+            horizon_minutes=horizon,
+            starting_balance=options["balance"],
+            fee_rate=options["fee_rate"],
+            slippage_bps=options["slippage_bps"],
+            coins=options["coins"],
+            cache=options["cache"],
+        )
+        try:
+            backtest = backtest_create(owner=owner, data=data)
+        except ApplicationError as exc:
+            raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
+        try:
+            backtest = self._follow(console, backtest, options["timeout"])
+        except KeyboardInterrupt:
+            backtest_cancel(backtest_id=backtest.pk)
+            raise CommandError(f"backtest {backtest.pk} cancelled") from None
+        if options["json"]:
+            detail = backtest_representation(backtest_id=backtest.pk)
+            self.stdout.write(json.dumps(detail["report"], default=str))
+        if backtest.status != "completed":
+            raise CommandError(f"backtest {backtest.pk} ended {backtest.status}: {backtest.error}")
+        if not options["json"]:
+            self._print_report(console, backtest)
+
+    def _follow(self, console: Console, backtest: Backtest, timeout: float) -> Backtest:
+        """Show the debates done of the total until the backtest ends."""
+        deadline = time.monotonic() + timeout
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("debates"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task(escape(backtest.name), total=backtest.steps_total)
+            while True:
+                backtest.refresh_from_db()
+                progress.update(task, completed=backtest.steps_done)
+                if backtest.status in TERMINAL:
+                    return backtest
+                if time.monotonic() > deadline:
+                    raise CommandError(f"backtest {backtest.pk} still {backtest.status}")
+                time.sleep(0.2)
+
+    def _print_report(self, console: Console, backtest: Backtest) -> None:
+        report = backtest.report
+        stretches = ", ".join(
+            f"{s['timeframe']} from {s['from'][:16]}" for s in report["stretches"]
+        )
+        table = Table(title=f"Backtest {backtest.pk}: {escape(backtest.name)}")
+        for column in (
+            "rule",
+            "equity",
+            "return",
+            "max DD",
+            "Sharpe",
+            "Sortino",
+            "win",
+            "PF",
+            "trades",
+            "exp.",
+            "fees",
+            "hit",
+        ):
+            rule = column == "rule"
+            table.add_column(column, justify="left" if rule else "right", no_wrap=rule)
+        for run in report["rules"]:
+            m = run["metrics"]
+            table.add_row(
+                escape(SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))),
+                number(m["final_equity"]),
+                percent(m["total_return"]),
+                percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
+                number(m["sharpe"]),
+                number(m["sortino"]),
+                "-" if m["win_rate"] is None else f"{m['win_rate']:.0%}",
+                number(m["profit_factor"]),
+                str(m["trades"]),
+                f"{m['exposure']:.0%}",
+                number(m["fees"]),
+                "-" if m["hit_rate"] is None else f"{m['hit_rate']:.0%}",
+            )
+        console.print(table)
+        usage = report["usage"]
+        console.print(
+            f"{report['completed_steps']}/{report['steps']} debates completed; "
+            f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
+            f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
+            f"{usage['seconds']:.1f} s. Candles: {stretches}."
+        )

@@ -1,0 +1,123 @@
+"""Backtests: a debate template replayed over a window of history and scored.
+
+A backtest owns one debate per step (``BacktestStep``, unique per step index, so a step
+is debated exactly once however often its run is resumed) and, once every step's debate
+has ended, a report: the metrics, equity curve and trades of the debate's decisions
+and of every baseline. Debates know nothing of backtests: the link is held here.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from debates.models import CacheMode
+from strategies.models import PromptVariant
+
+
+class BacktestStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATUSES = (BacktestStatus.PENDING, BacktestStatus.RUNNING)
+TERMINAL_STATUSES = (BacktestStatus.COMPLETED, BacktestStatus.FAILED, BacktestStatus.CANCELLED)
+
+
+class CoinScope(models.TextChoices):
+    PRIMARY = "primary", "The primary coin's decision"
+    ALL = "all", "Every executable decision"
+
+
+class Backtest(models.Model):
+    """A debate template run at every step of a window, and what its decisions made."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="backtests"
+    )
+    name = models.CharField(max_length=200)
+    strategy = models.ForeignKey(
+        "strategies.Strategy", on_delete=models.SET_NULL, null=True, related_name="backtests"
+    )
+    symbol = models.CharField(max_length=20, blank=True)
+    participants = models.JSONField(
+        default=list, help_text='Seats of each debate: [{"ai_model": id, "personality": id}].'
+    )
+    max_rounds = models.PositiveSmallIntegerField(default=2)
+    prompt_variant = models.CharField(
+        max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED
+    )
+    start = models.DateTimeField(help_text="The first step's instant.")
+    end = models.DateTimeField(help_text="The window's end: open positions close here.")
+    interval_minutes = models.PositiveIntegerField(help_text="Minutes between steps.")
+    horizon_minutes = models.PositiveIntegerField(help_text="Minutes a decision is scored over.")
+    starting_balance = models.DecimalField(max_digits=20, decimal_places=8, default=Decimal("1000"))
+    fee_rate = models.DecimalField(max_digits=8, decimal_places=6, default=Decimal("0.0004"))
+    slippage_bps = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
+    coins = models.CharField(max_length=7, choices=CoinScope.choices, default=CoinScope.PRIMARY)
+    cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.USE)
+
+    status = models.CharField(
+        max_length=10, choices=BacktestStatus.choices, default=BacktestStatus.PENDING
+    )
+    steps_total = models.PositiveIntegerField()
+    steps_done = models.PositiveIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True, help_text="{code, message} of a failure.")
+    tick_token = models.CharField(
+        max_length=32, blank=True, help_text="The run's live tick chain; a resume replaces it."
+    )
+    ticked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="backtest_window"),
+            models.CheckConstraint(
+                condition=Q(interval_minutes__gte=15), name="backtest_interval_15"
+            ),
+            models.CheckConstraint(
+                condition=Q(steps_total__gte=1, steps_total__lte=2000),
+                name="backtest_steps_1_2000",
+            ),
+            models.CheckConstraint(
+                condition=Q(steps_done__lte=models.F("steps_total")), name="backtest_progress"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class BacktestStep(models.Model):
+    """One step of a backtest: its instant and the debate that decided there."""
+
+    backtest = models.ForeignKey(Backtest, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    as_of = models.DateTimeField()
+    debate = models.OneToOneField(
+        "debates.Debate",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="backtest_step",
+    )
+
+    class Meta:
+        ordering = ["backtest", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["backtest", "index"], name="backtest_step_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.backtest_id} step {self.index}"

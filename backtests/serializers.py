@@ -1,0 +1,101 @@
+"""Representations of backtests, shared by the REST API, the live events and the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from backtests.models import ACTIVE_STATUSES, TERMINAL_STATUSES, Backtest
+
+# What a client may do with a backtest in each state.
+ACTIONS = {"cancel": ACTIVE_STATUSES, "delete": TERMINAL_STATUSES}
+
+
+def available_actions(backtest: Backtest) -> list[str]:
+    """Return the actions a client may take now, in a stable order."""
+    return [name for name, sources in ACTIONS.items() if backtest.status in sources]
+
+
+def state(backtest: Backtest) -> dict[str, Any]:
+    """Return what a ``status`` event carries: the state and what may be done next."""
+    data: dict[str, Any] = {
+        "status": backtest.status,
+        "available_actions": available_actions(backtest),
+    }
+    if backtest.error:
+        data["error"] = backtest.error
+    return data
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(source="steps_done")
+    total = serializers.IntegerField(source="steps_total")
+
+
+class BacktestListSerializer(serializers.ModelSerializer):
+    strategy = serializers.IntegerField(source="strategy_id", allow_null=True, read_only=True)
+    progress = ProgressSerializer(source="*", read_only=True)
+    available_actions = serializers.SerializerMethodField()
+    headline = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Backtest
+        fields = [
+            "id",
+            "name",
+            "status",
+            "available_actions",
+            "progress",
+            "strategy",
+            "symbol",
+            "start",
+            "end",
+            "interval_minutes",
+            "headline",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    def get_available_actions(self, obj: Backtest) -> list[str]:
+        return available_actions(obj)
+
+    def get_headline(self, obj: Backtest) -> dict[str, Any] | None:
+        """Return each rule's final equity and total return, once the report is in."""
+        if not obj.report:
+            return None
+        return {
+            rule["key"]: {
+                "final_equity": rule["metrics"]["final_equity"],
+                "total_return": rule["metrics"]["total_return"],
+            }
+            for rule in obj.report["rules"]
+        }
+
+
+class BacktestDetailSerializer(BacktestListSerializer):
+    participants = serializers.JSONField(read_only=True)
+    event_id = serializers.SerializerMethodField()
+
+    class Meta(BacktestListSerializer.Meta):
+        fields = [
+            *BacktestListSerializer.Meta.fields,
+            "participants",
+            "max_rounds",
+            "prompt_variant",
+            "horizon_minutes",
+            "starting_balance",
+            "fee_rate",
+            "slippage_bps",
+            "coins",
+            "cache",
+            "report",
+            "event_id",
+        ]
+        read_only_fields = fields
+
+    def get_event_id(self, obj: Backtest) -> str:
+        return self.context.get("event_id", "")

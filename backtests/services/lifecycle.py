@@ -1,0 +1,283 @@
+"""Creating, cancelling and deleting backtests.
+
+A backtest is checked by the rules of a debate (SPEC 5.1: an owned strategy, 2 to 6
+seats of the owner's enabled models, rounds 2..5, a prompt variant, the cache mode),
+through the debate services' own check, and by its own: a strategy on the dataset, a
+window inside that strategy's dataset window, a step of at least 15 minutes in
+multiples of 15, at most ``MAX_STEPS`` steps, a scoring horizon likewise, paper
+settings in range. Every bad field is named; nothing is written.
+
+State changes are compare-and-set updates; events go out when they commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from arena.exceptions import InvalidState, NotFound
+from arena.worker import send_on_commit
+from backtests import events
+from backtests.models import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    Backtest,
+    BacktestStatus,
+    CoinScope,
+)
+from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
+from debates.models import CacheMode, Debate, DebateStatus
+from debates.quotas import backtest_start_check
+from debates.services import DebateInput, debate_cancel
+from debates.services.lifecycle import debate_input_clean, input_refusal
+from debates.services.schedules import replay_window
+from strategies.models import MarketSource
+
+MAX_STEPS = 2000
+STEP_QUANTUM_MINUTES = 15
+MAX_BALANCE = Decimal("1000000000")
+MAX_FEE_RATE = Decimal("0.1")
+MAX_SLIPPAGE_BPS = Decimal("1000")
+
+
+@dataclass
+class BacktestInput:
+    """The fields of a backtest, as given by a client (types are checked here too)."""
+
+    name: Any
+    strategy: Any
+    participants: Any
+    start: Any
+    end: Any
+    interval_minutes: Any
+    symbol: Any = ""
+    max_rounds: Any = 2
+    prompt_variant: Any = "balanced"
+    horizon_minutes: Any = None
+    starting_balance: Any = Decimal("1000")
+    fee_rate: Any = Decimal("0.0004")
+    slippage_bps: Any = Decimal("0")
+    coins: Any = CoinScope.PRIMARY
+    cache: Any = CacheMode.USE
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    def refuse(self, name: str, message: str) -> None:
+        self.errors.setdefault(name, []).append(message)
+
+
+def step_instants(start: datetime, end: datetime, interval_minutes: int) -> list[datetime]:
+    """Return the instants of the steps of a window: from ``start``, every interval,
+    before ``end``."""
+    count = math.ceil((end - start) / timedelta(minutes=interval_minutes))
+    return [start + timedelta(minutes=interval_minutes * n) for n in range(count)]
+
+
+def _minutes(data: BacktestInput, name: str) -> int | None:
+    value = getattr(data, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        data.refuse(name, "Must be an integer number of minutes.")
+        return None
+    if value < STEP_QUANTUM_MINUTES or value % STEP_QUANTUM_MINUTES:
+        data.refuse(
+            name,
+            f"Must be at least {STEP_QUANTUM_MINUTES} minutes and a multiple of "
+            f"{STEP_QUANTUM_MINUTES}; got {value}.",
+        )
+        return None
+    return value
+
+
+def _decimal(data: BacktestInput, name: str, low: Decimal, high: Decimal, *, open_low=False):
+    value = getattr(data, name)
+    try:
+        number = Decimal(str(value)) if not isinstance(value, bool) else None
+    except InvalidOperation:
+        number = None
+    if number is None or not number.is_finite():
+        data.refuse(name, "Must be a number.")
+        return None
+    if number < low or number > high or (open_low and number == low):
+        side = "above" if open_low else "at least"
+        shown = format(number.normalize(), "f")
+        data.refuse(name, f"Must be {side} {low} and at most {high}; got {shown}.")
+        return None
+    return number
+
+
+def _instant(data: BacktestInput, name: str) -> datetime | None:
+    value = getattr(data, name)
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        data.refuse(name, "Must be a timezone-aware instant.")
+        return None
+    return value
+
+
+def _window(data: BacktestInput, strategy: Any, values: dict[str, Any]) -> None:
+    start, end = _instant(data, "start"), _instant(data, "end")
+    interval = _minutes(data, "interval_minutes")
+    values.update(start=start, end=end, interval_minutes=interval)
+    if start is None or end is None:
+        return
+    if end <= start:
+        data.refuse("end", "Must be after start.")
+        return
+    if strategy is not None and strategy.market_source == MarketSource.DATASET:
+        first, last = replay_window(strategy)
+        window = f"{first.isoformat()} .. {last.isoformat()}"
+        if not first <= start <= last:
+            data.refuse("start", f"Outside the dataset window of this strategy: {window}.")
+        if not first <= end <= last:
+            data.refuse("end", f"Outside the dataset window of this strategy: {window}.")
+    if interval is not None:
+        steps = len(step_instants(start, end, interval))
+        if steps > MAX_STEPS:
+            data.refuse(
+                "end",
+                f"The window holds {steps} steps of {interval} minutes; at most {MAX_STEPS}.",
+            )
+        values["steps_total"] = steps
+
+
+def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
+    """Check every field; return the columns to store (only used when nothing was refused)."""
+    template = DebateInput(
+        name=data.name,
+        strategy=data.strategy,
+        participants=data.participants,
+        symbol=data.symbol,
+        max_rounds=data.max_rounds,
+        prompt_variant=data.prompt_variant,
+        cache=data.cache,
+    )
+    cleaned = debate_input_clean(owner, template)
+    for name, messages in template.errors.items():
+        for message in messages:
+            data.refuse(name, message)
+    strategy = cleaned["strategy"]
+    if strategy is not None and strategy.market_source != MarketSource.DATASET:
+        data.refuse(
+            "strategy",
+            f"A backtest needs a strategy on the dataset; {strategy.name} reads live prices.",
+        )
+    values: dict[str, Any] = {
+        "name": cleaned.get("name"),
+        "strategy": strategy,
+        "symbol": cleaned["symbol"],
+        "participants": [
+            {"ai_model": model.pk, "personality": personality}
+            for model, personality in cleaned["seats"]
+        ],
+        "max_rounds": cleaned["max_rounds"],
+        "prompt_variant": cleaned["prompt_variant"],
+        "cache": cleaned["cache"],
+    }
+    _window(data, strategy, values)
+    if data.horizon_minutes is None:
+        values["horizon_minutes"] = values["interval_minutes"]
+    else:
+        values["horizon_minutes"] = _minutes(data, "horizon_minutes")
+    values["starting_balance"] = _decimal(data, "starting_balance", Decimal("12"), MAX_BALANCE)
+    values["fee_rate"] = _decimal(data, "fee_rate", Decimal("0"), MAX_FEE_RATE)
+    values["slippage_bps"] = _decimal(data, "slippage_bps", Decimal("0"), MAX_SLIPPAGE_BPS)
+    if data.coins not in CoinScope.values:
+        data.refuse("coins", f"One of {', '.join(CoinScope.values)}.")
+    values["coins"] = data.coins
+    return values
+
+
+def _check_quota(owner: Any) -> None:
+    """Refuse a backtest past the owner's quota of running ones (``debates.quotas``)."""
+    running = Backtest.objects.filter(owner=owner, status__in=ACTIVE_STATUSES).count()
+    backtest_start_check(owner_id=owner.pk, running=running)
+
+
+def backtest_create(*, owner: Any, data: BacktestInput) -> Backtest:
+    """Create a pending backtest and start its run; refuse bad input, writing nothing."""
+    from backtests.tasks import backtest_tick_task
+
+    values = backtest_input_clean(owner, data)
+    if data.errors:
+        # The same code as for a debate: not_enough_participants when seats are missing.
+        raise input_refusal(
+            DebateInput(
+                name=data.name,
+                strategy=data.strategy,
+                participants=data.participants,
+                errors=data.errors,
+            )
+        )
+    with transaction.atomic():
+        _check_quota(owner)
+        backtest = Backtest.objects.create(owner=owner, tick_token=secrets.token_hex(8), **values)
+        events.stream_opened(backtest.pk)
+        send_on_commit(backtest_tick_task.si(backtest.pk, backtest.tick_token))
+    return backtest
+
+
+def _get_owned(backtest_id: int, owner: Any | None) -> Backtest:
+    queryset = Backtest.objects.all() if owner is None else Backtest.objects.filter(owner=owner)
+    backtest = queryset.filter(pk=backtest_id).first()
+    if backtest is None:
+        raise NotFound("Backtest not found.")
+    return backtest
+
+
+def backtest_cancel(*, backtest_id: int, owner: Any | None = None) -> Backtest:
+    """Cancel a pending or running backtest: no debate starts after the cancel commits,
+    and the debates it has running are cancelled."""
+    backtest = _get_owned(backtest_id, owner)
+    with transaction.atomic():
+        # Waits for a tick holding the row: debates it started are in the list below.
+        moved = Backtest.objects.filter(pk=backtest_id, status__in=ACTIVE_STATUSES).update(
+            status=BacktestStatus.CANCELLED, finished_at=timezone.now()
+        )
+        if not moved:
+            backtest.refresh_from_db()
+            raise InvalidState(
+                f"Cannot cancel a backtest that is {backtest.status}.",
+                fields={"status": [backtest.status]},
+            )
+        backtest.refresh_from_db()
+        events.status_changed(backtest)
+    debates_cancel(backtest)
+    return backtest
+
+
+def debates_cancel(backtest: Backtest) -> None:
+    """Cancel every debate of ``backtest`` that has not ended."""
+    unfinished = Debate.objects.filter(
+        backtest_step__backtest=backtest, status__in=(DebateStatus.PENDING, *DEBATE_ACTIVE)
+    )
+    for debate_id in unfinished.values_list("pk", flat=True):
+        with contextlib.suppress(InvalidState):  # it ended meanwhile
+            debate_cancel(debate_id=debate_id)
+
+
+def backtest_delete(*, backtest_id: int, owner: Any | None = None) -> None:
+    """Delete a finished backtest, its steps and their debates (409 while it runs)."""
+    backtest = _get_owned(backtest_id, owner)
+    with transaction.atomic():
+        locked = (
+            Backtest.objects.select_for_update()
+            .filter(pk=backtest_id, status__in=TERMINAL_STATUSES)
+            .first()
+        )
+        if locked is None:
+            raise InvalidState(
+                f"Cannot delete a backtest that is {backtest.status}; cancel it first.",
+                fields={"status": [backtest.status]},
+            )
+        debates = Debate.objects.filter(backtest_step__backtest=locked)
+        active = debates.filter(status__in=DEBATE_ACTIVE).exists()
+        if active:
+            raise InvalidState("Its cancelled debates are still stopping; try again shortly.")
+        debates.delete()
+        locked.delete()

@@ -1,0 +1,210 @@
+"""The report of a backtest: what its stored debates decided, simulated under every rule.
+
+It reads each step's debate once (decisions, round-1 openings, final votes), builds the
+price tapes of the coins traded from the bundled dataset, runs every rule through the
+same simulated account (``backtests.engine``), and returns the JSON stored on the
+backtest: per rule its metrics, equity curve (a point per step, then the end) and
+trades; the granularity of each stretch of the window; the model calls, tokens and
+time the run spent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import fields
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+
+from backtests.engine.portfolio import Intent, Trade
+from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
+from backtests.engine.tape import Tape
+from backtests.models import Backtest, BacktestStep
+from debates.engine.consensus import ConsensusLimits
+from debates.engine.digest import participant_label
+from debates.engine.types import Action, CoinDecision
+from debates.models import Ballot, DebateStatus, Decision, Message, StepStatus, Vote
+from strategies.market.dataset import DATASET_END, replay_stretches
+from strategies.market.sources import to_ms
+from traders.services.executions import strategy_risk_limits
+
+# A vote's fields that make a decision, in ``CoinDecision``'s order.
+TRADE_FIELDS = tuple(f.name for f in fields(CoinDecision) if f.name != "reasoning")
+# How many of a rule's refusal reasons the report lists (the most frequent first).
+REFUSAL_REASONS = 10
+
+
+def _iso(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def _steps(backtest: Backtest) -> list[StepRecord]:
+    """Return every step of ``backtest`` as what its debate stored, in time order."""
+    steps = list(
+        BacktestStep.objects.filter(backtest=backtest)
+        .select_related("debate")
+        .only("index", "as_of", "debate__status", "debate__symbol", "debate__symbols")
+        .order_by("index")
+    )
+    debate_ids = [step.debate_id for step in steps if step.debate_id is not None]
+    decisions: dict[int, list[Intent]] = defaultdict(list)
+    intent_fields = [f.name for f in fields(Intent)]
+    for row in Decision.objects.filter(debate_id__in=debate_ids).values(
+        "debate_id", *intent_fields
+    ):
+        decisions[row.pop("debate_id")].append(Intent(**row))
+    labels = {}
+    openings: dict[int, dict[str, tuple[CoinDecision, ...]]] = defaultdict(dict)
+    for debate_id, order, said in Message.objects.filter(
+        debate_id__in=debate_ids, round=1, status=StepStatus.OK
+    ).values_list("debate_id", "participant__speak_order", "decisions"):
+        label = labels.setdefault(order, participant_label(order + 1))
+        openings[debate_id][label] = tuple(CoinDecision.from_dict(d) for d in said)
+    ballots: dict[int, dict[str, list[CoinDecision]]] = defaultdict(lambda: defaultdict(list))
+    for debate_id, order, *values in Vote.objects.filter(
+        debate_id__in=debate_ids, abstained=False
+    ).values_list("debate_id", "participant__speak_order", *TRADE_FIELDS):
+        symbol, action, *numbers = values
+        label = labels.setdefault(order, participant_label(order + 1))
+        ballots[debate_id][label].append(CoinDecision(symbol, Action(action), *numbers))
+    records = []
+    for step in steps:
+        debate = step.debate
+        records.append(
+            StepRecord(
+                index=step.index,
+                at_ms=to_ms(step.as_of),
+                primary=(debate.symbol if debate else "") or backtest.symbol,
+                symbols=tuple(debate.symbols) if debate else (),
+                completed=debate is not None and debate.status == DebateStatus.COMPLETED,
+                decisions=tuple(decisions.get(step.debate_id, ())),
+                openings=openings.get(step.debate_id, {}),
+                ballots={k: tuple(v) for k, v in ballots.get(step.debate_id, {}).items()},
+            )
+        )
+    return records
+
+
+def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
+    symbols = {step.primary for step in steps if step.primary}
+    if backtest.coins == "all":
+        symbols |= {symbol for step in steps for symbol in step.symbols}
+    # The tapes reach past the window by the scoring horizon (the dataset's end at most).
+    reach = min(backtest.end + timedelta(minutes=backtest.horizon_minutes), DATASET_END)
+    return {symbol: Tape.from_dataset(symbol, backtest.start, reach) for symbol in sorted(symbols)}
+
+
+def _usage(backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
+    """Return the model calls, cache hits, tokens and seconds the run spent."""
+    totals = {"calls": 0, "cached": 0, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for model in (Message, Ballot):
+        found = model.objects.filter(debate__backtest_step__backtest=backtest).aggregate(
+            calls=Count("pk", filter=Q(cached=False)),
+            cached=Count("pk", filter=Q(cached=True)),
+            attempts=Sum("attempts"),
+            prompt_tokens=Sum("prompt_tokens"),
+            completion_tokens=Sum("completion_tokens"),
+        )
+        for key in totals:
+            totals[key] += found[key] or 0
+    started = backtest.started_at or backtest.created_at
+    return {
+        "model_calls": totals["calls"],
+        "cached_calls": totals["cached"],
+        "attempts": totals["attempts"],
+        "prompt_tokens": totals["prompt_tokens"],
+        "completion_tokens": totals["completion_tokens"],
+        "seconds": round((finished_at - started).total_seconds(), 3),
+    }
+
+
+def _money(value: Decimal) -> float:
+    return float(value)
+
+
+def _trade(trade: Trade) -> dict[str, Any]:
+    return {
+        "symbol": trade.symbol,
+        "side": trade.side,
+        "entry_at": _iso(trade.entry_ms),
+        "entry_price": _money(trade.entry_price),
+        "exit_at": _iso(trade.exit_ms),
+        "exit_price": _money(trade.exit_price),
+        "quantity": _money(trade.quantity),
+        "leverage": trade.leverage,
+        "pnl": _money(trade.pnl),
+        "fees": _money(trade.fees),
+        "funding": _money(trade.funding),
+        "reason": trade.reason,
+    }
+
+
+def _rule(run: RuleRun) -> dict[str, Any]:
+    reasons = Counter(refusal.reason for refusal in run.refusals)
+    return {
+        "key": run.key,
+        "label": run.label,
+        "metrics": run.metrics.to_dict(),
+        "equity": [[at_ms, _money(value)] for at_ms, value in run.curve],
+        "trades": [_trade(trade) for trade in run.trades],
+        "refused": len(run.refusals),
+        "refusal_reasons": [
+            {"reason": reason, "count": count}
+            for reason, count in reasons.most_common(REFUSAL_REASONS)
+        ],
+    }
+
+
+def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
+    """Return the report of ``backtest``, every step of which has ended."""
+    steps = _steps(backtest)
+    strategy = backtest.strategy
+    consensus_limits = (
+        ConsensusLimits.by_major(
+            major=strategy.max_leverage_major,
+            others=strategy.max_leverage_other,
+            min_confidence=strategy.min_confidence,
+        )
+        if strategy is not None
+        else ConsensusLimits()
+    )
+    seats = [
+        (participant_label(order + 1), seat["personality"])
+        for order, seat in enumerate(backtest.participants)
+    ]
+    completed = [step for step in steps if step.completed]
+    runs = (
+        run_rules(
+            steps,
+            seats=seats,
+            tapes=_tapes(backtest, steps),
+            account=Account(
+                balance=backtest.starting_balance,
+                fee_rate=backtest.fee_rate,
+                slippage_bps=backtest.slippage_bps,
+                limits=strategy_risk_limits(strategy),
+            ),
+            consensus_limits=consensus_limits,
+            coins=backtest.coins,
+            end_ms=to_ms(backtest.end),
+            step_minutes=backtest.interval_minutes,
+            horizon_ms=backtest.horizon_minutes * 60_000,
+        )
+        if completed
+        else []
+    )
+    return {
+        "rules": [_rule(run) for run in runs],
+        "stretches": [
+            {"timeframe": s.timeframe, "from": _iso(to_ms(s.start)), "to": _iso(to_ms(s.end))}
+            for s in replay_stretches(backtest.start, backtest.end)
+        ],
+        "steps": len(steps),
+        "completed_steps": len(completed),
+        "unfinished_steps": [
+            {"index": step.index, "at": _iso(step.at_ms)} for step in steps if not step.completed
+        ],
+        "usage": _usage(backtest, finished_at),
+    }

@@ -1,0 +1,166 @@
+"""Running a backtest: a tick that keeps its debates going, and the watchdog of ticks.
+
+A run is a chain of ``backtests.tick`` tasks, each sent by the one before it. A tick,
+under the backtest's row lock: moves a pending backtest to running; counts the steps
+whose debates have ended (progress); creates and starts, through the debate services,
+the debates of the next steps while fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` are
+running; once every step's debate has ended, simulates the portfolio and stores the
+report. It then sends the next tick, ``BACKTEST_TICK_S`` later. Debates of one backtest
+are independent (no prompt holds the account), so they run side by side, within the
+model-call cap like every debate; each learns nothing of the backtest, which reads
+their stored status.
+
+Each step has one debate, whatever happens: its ``BacktestStep`` row is unique per
+step index and made with the debate in one transaction. A tick carries the run's token;
+a tick whose token is no longer the backtest's does nothing, so when the watchdog
+(``backtests_resume_stale``: beat, and each worker as it starts) replaces a chain that
+stopped (its worker killed, its message lost), the old chain, if it was only late, ends
+at its next tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from arena.exceptions import ApplicationError
+from arena.worker import send_on_commit
+from backtests import events
+from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep
+from backtests.services.lifecycle import debates_cancel, step_instants
+from backtests.services.reports import backtest_report
+from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
+from debates.services import DebateInput, debate_create, debate_start
+
+logger = logging.getLogger(__name__)
+
+
+def _send_tick(backtest: Backtest, *, countdown: float) -> None:
+    from backtests.tasks import backtest_tick_task
+
+    send_on_commit(backtest_tick_task.si(backtest.pk, backtest.tick_token).set(countdown=countdown))
+
+
+def backtest_tick(*, backtest_id: int, token: str) -> None:
+    """Advance a backtest's run once (see the module docstring); idempotent."""
+    with transaction.atomic():
+        backtest = (
+            Backtest.objects.select_for_update(of=("self",))
+            .select_related("strategy")
+            .filter(pk=backtest_id)
+            .first()
+        )
+        if backtest is None or backtest.tick_token != token:
+            return
+        if backtest.status not in ACTIVE_STATUSES:
+            return
+        now = timezone.now()
+        if backtest.status == BacktestStatus.PENDING:
+            backtest.status, backtest.started_at = BacktestStatus.RUNNING, now
+            Backtest.objects.filter(pk=backtest_id).update(status=backtest.status, started_at=now)
+            events.status_changed(backtest)
+        steps = list(
+            BacktestStep.objects.filter(backtest=backtest).values_list("index", "debate__status")
+        )
+        ended = sum(1 for _, status in steps if status is None or status in DEBATE_TERMINAL)
+        running = len(steps) - ended
+        if ended != backtest.steps_done:
+            backtest.steps_done = ended
+            Backtest.objects.filter(pk=backtest_id).update(steps_done=ended)
+            events.progress(backtest)
+        if ended == backtest.steps_total:
+            _finish(backtest)
+            return
+        room = settings.BACKTEST_DEBATES_IN_FLIGHT - running
+        if room > 0:
+            try:
+                _start_steps(backtest, first=len(steps), count=room)
+            except ApplicationError as exc:
+                # The template no longer makes a debate (a model disabled, the strategy
+                # deleted): the run cannot go on.
+                _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
+                return
+        Backtest.objects.filter(pk=backtest_id).update(ticked_at=now)
+        _send_tick(backtest, countdown=settings.BACKTEST_TICK_S)
+
+
+def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
+    """Create and start the debates of steps ``first``.. (at most ``count``)."""
+    instants = step_instants(backtest.start, backtest.end, backtest.interval_minutes)
+    for index in range(first, min(first + count, backtest.steps_total)):
+        as_of = instants[index]
+        data = DebateInput(
+            name=f"{backtest.name[:150]} · step {index + 1}/{backtest.steps_total} "
+            f"· {as_of:%Y-%m-%d %H:%M}",
+            strategy=backtest.strategy_id,
+            participants=list(backtest.participants),
+            symbol=backtest.symbol,
+            max_rounds=backtest.max_rounds,
+            prompt_variant=backtest.prompt_variant,
+            as_of=as_of,
+            cache=backtest.cache,
+        )
+        debate = debate_create(owner=backtest.owner, data=data)
+        BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
+        debate_start(debate_id=debate.pk)
+
+
+def _finish(backtest: Backtest) -> None:
+    """Store the report of a backtest whose every step has ended, and complete it."""
+    now = timezone.now()
+    try:
+        report = backtest_report(backtest=backtest, finished_at=now)
+    except Exception as exc:
+        logger.exception("backtest %s: the report could not be made", backtest.pk)
+        _fail(backtest, code="report_failed", message=f"{type(exc).__name__}: {exc}")
+        return
+    Backtest.objects.filter(pk=backtest.pk).update(
+        status=BacktestStatus.COMPLETED, report=report, finished_at=now, ticked_at=now
+    )
+    backtest.status, backtest.report, backtest.finished_at = BacktestStatus.COMPLETED, report, now
+    events.report_ready(backtest)
+    events.status_changed(backtest)
+
+
+def _fail(backtest: Backtest, *, code: str, message: str) -> None:
+    """Fail a running backtest (under its row lock) with the reason."""
+    now = timezone.now()
+    error = {"code": code, "message": message[:2000]}
+    logger.warning("backtest %s failed: %s", backtest.pk, message)
+    Backtest.objects.filter(pk=backtest.pk).update(
+        status=BacktestStatus.FAILED, error=error, finished_at=now
+    )
+    backtest.status, backtest.error, backtest.finished_at = BacktestStatus.FAILED, error, now
+    events.status_changed(backtest)
+    debates_cancel(backtest)
+
+
+def backtests_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
+    """Give a new tick chain to every active backtest whose ticks stopped for
+    ``older_than`` (``BACKTEST_STALE_AFTER_S`` by default); return their ids."""
+    cutoff = timezone.now() - (
+        timedelta(seconds=settings.BACKTEST_STALE_AFTER_S) if older_than is None else older_than
+    )
+    resumed = []
+    stale = Backtest.objects.filter(
+        Q(ticked_at__lt=cutoff) | Q(ticked_at__isnull=True, created_at__lt=cutoff),
+        status__in=ACTIVE_STATUSES,
+    )
+    for backtest_id, token in stale.values_list("pk", "tick_token"):
+        fresh = secrets.token_hex(8)
+        with transaction.atomic():
+            moved = Backtest.objects.filter(
+                pk=backtest_id, status__in=ACTIVE_STATUSES, tick_token=token
+            ).update(tick_token=fresh, ticked_at=timezone.now())
+            if not moved:
+                continue
+            logger.warning("resuming backtest %s with a new tick chain", backtest_id)
+            _send_tick(Backtest(pk=backtest_id, tick_token=fresh), countdown=0)
+        resumed.append(backtest_id)
+    return resumed

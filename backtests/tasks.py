@@ -1,0 +1,50 @@
+"""Celery tasks of backtests: thin, idempotent interfaces to the services."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import connection
+
+from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
+from backtests import services
+from debates.tasks import DATABASE_ERRORS, DATABASE_RETRY_S
+
+
+@shared_task(
+    name="backtests.tick",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=30,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def backtest_tick_task(self, backtest_id: int, token: str) -> None:
+    """Advance a backtest's run once; the service sends the next tick."""
+    try:
+        services.backtest_tick(backtest_id=backtest_id, token=token)
+    except DATABASE_ERRORS as exc:
+        # A lost database connection (a restart, a dropped socket): again on a fresh one.
+        connection.close()
+        raise self.retry(exc=exc, countdown=DATABASE_RETRY_S) from exc
+
+
+@shared_task(name="backtests.resume_stale", soft_time_limit=60, time_limit=90)
+def backtests_resume_stale_task(older_than_s: float | None = None) -> list[int]:
+    """Give a new tick chain to the active backtests whose ticks stopped (the watchdog)."""
+    if older_than_s is None:
+        return services.backtests_resume_stale()
+    return services.backtests_resume_stale(older_than=timedelta(seconds=older_than_s))
+
+
+@worker_ready.connect
+def resume_after_boot(sender=None, **kwargs) -> None:
+    """Resume the backtests a dead worker's tick chain left, soon after a worker is up."""
+    stopped_s = 4 * settings.BACKTEST_TICK_S + 1
+    backtests_resume_stale_task.apply_async(
+        kwargs={"older_than_s": stopped_s}, countdown=stopped_s + RESUME_ON_BOOT_MARGIN_S
+    )

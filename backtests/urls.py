@@ -1,0 +1,21 @@
+"""Routes of backtests, under ``/api/``."""
+
+from django.urls import path
+
+from arena.apis import combine
+from backtests import apis, streams
+
+urlpatterns = [
+    path("backtests", combine(apis.BacktestListApi, apis.BacktestCreateApi), name="backtests"),
+    path(
+        "backtests/<int:backtest_id>",
+        combine(apis.BacktestDetailApi, apis.BacktestDeleteApi),
+        name="backtest",
+    ),
+    path(
+        "backtests/<int:backtest_id>/cancel",
+        apis.BacktestCancelApi.as_view(),
+        name="backtest-cancel",
+    ),
+    path("backtests/<int:backtest_id>/stream", streams.backtest_stream, name="backtest-stream"),
+]

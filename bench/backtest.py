@@ -1,0 +1,276 @@
+"""Backtests: wall time against the ideal at the model-call cap, the cache, the embedded
+default, and the portfolio simulation alone.
+
+1. A 30-day window at 4h (180 debates of 3 participants over 2 rounds: 9 calls each)
+   against the fake model server, every call taking L (200 ms), on 2 Celery worker
+   processes of 3: wall time from creation to completion, against the ideal at the cap
+   of 3 calls in flight (calls x L / 3). Run with ``cache: refresh``, so every call is
+   made whatever an earlier run stored.
+2. The same backtest again with ``cache: use``: model calls (0) and wall time, against
+   the first run's.
+3. The same 180 debates on the embedded default (``manage.py backtest`` on SQLite, the
+   in-process worker, simulated models): wall time against the time its model answers
+   took (the stored latencies); and a 3-step backtest there with kombu's own in-memory
+   transport, which sleeps a second after every empty poll (``bench.stock_broker``),
+   beside the same 3 steps with the project's (``arena.broker``), per debate.
+4. The portfolio simulation alone (``backtests.engine``, no database), over 10,000 steps
+   of 15 minutes on the bundled BTC candles with a decision at every step: time per
+   step, beside the flat rule over the same steps (the walk without trading).
+
+    python -m bench.backtest [--latency 0.2] [--days 30] [--skip-embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from bench.common import ROOT, machine, setup_django, wait_until, worker_processes
+
+START = datetime(2024, 8, 5, tzinfo=UTC)
+SEATS = ("bull", "bear", "analyst")
+
+
+def run_backtest(owner, strategy, models, *, days: int, cache: str, timeout: float) -> tuple:
+    """Create a backtest, wait for its end; return (seconds, backtest)."""
+    from backtests.models import Backtest
+    from backtests.services import BacktestInput, backtest_create
+
+    data = BacktestInput(
+        name=f"bench {cache}",
+        strategy=strategy.pk,
+        participants=[
+            {"ai_model": m.pk, "personality": p} for m, p in zip(models, SEATS, strict=True)
+        ],
+        symbol="BTCUSDT",
+        max_rounds=2,
+        start=START,
+        end=START + timedelta(days=days),
+        interval_minutes=240,
+        cache=cache,
+    )
+    started = time.perf_counter()
+    backtest = backtest_create(owner=owner, data=data)
+
+    def ended() -> bool:
+        return Backtest.objects.get(pk=backtest.pk).status in ("completed", "failed", "cancelled")
+
+    wait_until(ended, timeout=timeout, every=0.05)
+    seconds = time.perf_counter() - started
+    return seconds, Backtest.objects.get(pk=backtest.pk)
+
+
+def full_stack(latency: float, days: int) -> dict:
+    """Parts 1 and 2, on PostgreSQL, Redis and 2 worker processes."""
+    setup_django()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from backtests.models import ACTIVE_STATUSES, Backtest
+    from backtests.services import backtest_cancel
+    from debates.models import AIModel
+    from strategies.models import Strategy
+    from tests.fakes.llm_server import FakeLLMServer
+
+    for backtest_id in Backtest.objects.filter(status__in=ACTIVE_STATUSES).values_list(
+        "pk", flat=True
+    ):
+        backtest_cancel(backtest_id=backtest_id)
+    cap = settings.MODEL_CALL_CAP
+    owner, _ = get_user_model().objects.get_or_create(username="bench-backtest")
+    # 1h and 4h candles shown, so a replay may start at 2024-08-05 00:00 (with 15m ones, 12
+    # candles of them close at 03:00); the fills use the 15m candles all the same.
+    strategy = Strategy.objects.create(owner=owner, name="bench backtest", timeframes=["1h", "4h"])
+    with FakeLLMServer(latency_s=latency) as llm:
+        models = [
+            AIModel.objects.create(
+                owner=owner,
+                name=f"fake {p}",
+                provider="openai_compatible",
+                model_name="fake",
+                base_url=f"{llm.url}/v1",
+            )
+            for p in SEATS
+        ]
+        with worker_processes(count=2, concurrency=cap):
+            first_s, first = run_backtest(
+                owner, strategy, models, days=days, cache="refresh", timeout=3600
+            )
+            calls = len(llm.requests)
+            again_s, again = run_backtest(
+                owner, strategy, models, days=days, cache="use", timeout=3600
+            )
+            calls_again = len(llm.requests) - calls
+    steps = first.steps_total
+    ideal = calls * latency / cap
+    return {
+        "debates": steps,
+        "status": [first.status, again.status],
+        "model_calls": calls,
+        "first_run_s": round(first_s, 3),
+        "ideal_at_cap_s": round(ideal, 3),
+        "ratio_to_ideal": round(first_s / ideal, 3),
+        "cached_run_s": round(again_s, 3),
+        "cached_run_model_calls": calls_again,
+        "cached_run_share_of_first": round(again_s / first_s, 3),
+        "reports_equal": [r["metrics"] for r in first.report["rules"]]
+        == [r["metrics"] for r in again.report["rules"]],
+    }
+
+
+def embedded(days: int, settings_module: str, var: Path) -> tuple[float, dict, float]:
+    """Run ``manage.py backtest`` on the embedded default; return (wall s, report,
+    the seconds its model answers took)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(DJANGO_SETTINGS_MODULE=settings_module, ARENA_VAR_DIR=str(var), LOG_LEVEL="WARNING")
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    end = START + timedelta(days=days)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [
+            *manage,
+            "backtest",
+            *("--from", START.isoformat(), "--to", end.isoformat(), "--every", "4h"),
+            *("--participants", ",".join(SEATS), "--rounds", "2", "--cache", "off", "--json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    with sqlite3.connect(var / "arena.sqlite3") as db:
+        answered_ms = sum(
+            db.execute(f"SELECT COALESCE(SUM(latency_ms), 0) FROM {table}").fetchone()[0]  # noqa: S608
+            for table in ("debates_message", "debates_ballot")
+        )
+    return seconds, json.loads(done.stdout), answered_ms / 1000
+
+
+def embedded_default(days: int) -> dict:
+    """Part 3."""
+    with tempfile.TemporaryDirectory() as big, tempfile.TemporaryDirectory() as small:
+        wall, report, answered = embedded(days, "arena.settings.local", Path(big))
+        with tempfile.TemporaryDirectory() as stock:
+            hours = 12 / 24  # 3 steps of 4h
+            ours_s, _, _ = embedded(hours, "arena.settings.local", Path(small))
+            stock_s, _, _ = embedded(hours, "bench.stock_broker", Path(stock))
+    return {
+        "debates": report["steps"],
+        "completed": report["completed_steps"],
+        "wall_s": round(wall, 3),
+        "model_answers_s": round(answered, 3),
+        "per_debate_s": round(wall / report["steps"], 3),
+        "three_steps_project_broker_s": round(ours_s, 3),
+        "three_steps_stock_memory_broker_s": round(stock_s, 3),
+    }
+
+
+def simulation(steps: int = 10_000) -> dict:
+    """Part 4: the engine alone over ``steps`` steps of 15 minutes."""
+    from backtests.engine.portfolio import Intent
+    from backtests.engine.rules import Account, run_rule
+    from backtests.engine.tape import Tape
+    from traders.risk import RiskLimits
+
+    end = datetime(2024, 9, 4, tzinfo=UTC)
+    start = end - timedelta(minutes=15 * steps)
+    tapes = {"BTCUSDT": Tape.from_dataset("BTCUSDT", start, end)}
+    pick = random.Random(7)
+    actions = ("open_long", "open_short", "close_long", "close_short", "wait")
+    plan = []
+    for n in range(steps):
+        action = pick.choice(actions)
+        intents = () if action == "wait" else (Intent("BTCUSDT", action, 0.2, 3, 0.02, 0.04),)
+        plan.append((int((start + timedelta(minutes=15 * n)).timestamp() * 1000), intents))
+    flat_plan = [(at, ()) for at, _ in plan]
+    account = Account(Decimal("1000"), Decimal("0.0004"), Decimal("0"), RiskLimits())
+    common = {
+        "tapes": tapes,
+        "account": account,
+        "end_ms": int(end.timestamp() * 1000),
+        "step_minutes": 15,
+        "horizon_ms": 15 * 60_000,
+    }
+    timings, flat_timings, trades = [], [], 0
+    for _ in range(5):
+        began = time.perf_counter()
+        run = run_rule("debate", "debate", plan, **common)
+        timings.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        run_rule("flat", "flat", flat_plan, **common)
+        flat_timings.append(time.perf_counter() - began)
+        trades = len(run.trades)
+    best, flat = min(timings), min(flat_timings)
+    return {
+        "steps": steps,
+        "candles": len(tapes["BTCUSDT"].bars),
+        "trades": trades,
+        "seconds_best_of_5": round(best, 4),
+        "us_per_step": round(best / steps * 1e6, 1),
+        "flat_us_per_step": round(flat / steps * 1e6, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--skip-embedded", action="store_true")
+    args = parser.parse_args(argv)
+
+    stack = full_stack(args.latency, args.days)
+    print(
+        f"Backtest, {stack['debates']} debates of 3 participants x 2 rounds, "
+        f"latency {args.latency * 1000:.0f} ms, 2 worker processes x 3, cap 3"
+    )
+    print(
+        f"  first run: {stack['first_run_s']:.1f} s for {stack['model_calls']} model calls; "
+        f"ideal at the cap {stack['ideal_at_cap_s']:.1f} s, ratio {stack['ratio_to_ideal']:.3f}"
+    )
+    print(
+        f"  again with the cache: {stack['cached_run_s']:.1f} s, "
+        f"{stack['cached_run_model_calls']} model calls, "
+        f"{stack['cached_run_share_of_first']:.3f} of the first run; same metrics: "
+        f"{stack['reports_equal']}"
+    )
+    result = {"full_stack": stack}
+    if not args.skip_embedded:
+        emb = embedded_default(args.days)
+        result["embedded"] = emb
+        print(
+            f"  embedded default (SQLite, in-process worker, simulated models): "
+            f"{emb['wall_s']:.1f} s for {emb['debates']} debates ({emb['per_debate_s']:.3f} s "
+            f"each), of which the model answers took {emb['model_answers_s']:.2f} s"
+        )
+        print(
+            f"  3 steps there: {emb['three_steps_project_broker_s']:.1f} s with the project's "
+            f"in-memory broker, {emb['three_steps_stock_memory_broker_s']:.1f} s with kombu's "
+            "(the command's start included)"
+        )
+    sim = simulation()
+    result["simulation"] = sim
+    print(
+        f"  portfolio simulation alone: {sim['steps']} steps of 15m ({sim['candles']} candles, "
+        f"{sim['trades']} trades) in {sim['seconds_best_of_5']:.3f} s, "
+        f"{sim['us_per_step']:.1f} us per step; the flat rule {sim['flat_us_per_step']:.1f} us"
+    )
+    print(f"  {machine()}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

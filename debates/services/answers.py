@@ -1,0 +1,91 @@
+"""The durable model-call cache: answers kept in PostgreSQL under a fingerprint of the call.
+
+A model's answer is decided by its provider, base URL, model name, temperature, maximum
+output tokens, and the system and user text it is sent; the fingerprint is the SHA-256
+of exactly these (``call_fingerprint``). A debate's ``cache`` mode says what its calls
+do with it (``debates.models.CacheMode``): ``use`` answers a call made before from the
+cache, with no model call, no slot of the cap, zero latency and zero tokens billed;
+``refresh`` always calls and keeps the new answer; ``off`` neither reads nor writes.
+Only answers are kept: a failed call is never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from debates.models import ModelAnswer
+from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig
+
+
+def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
+    """Return the hex SHA-256 of everything that decides a call's answer."""
+    decisive = {
+        "provider": config.provider,
+        "base_url": config.effective_base_url,
+        "model": config.effective_model,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "system": request.system,
+        "user": request.user,
+    }
+    encoded = json.dumps(decisive, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def answer_cached(*, fingerprint: str, config: ProviderConfig) -> ModelResponse | None:
+    """Return the stored answer to the call ``fingerprint`` as a response, or None.
+
+    The response is marked ``cached``: no latency, no tokens, no attempt.
+    """
+    stored = (
+        ModelAnswer.objects.filter(fingerprint=fingerprint)
+        .values_list("text", "request_id", "finish_reason")
+        .first()
+    )
+    if stored is None:
+        return None
+    text, request_id, finish_reason = stored
+    return ModelResponse(
+        text=text,
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_ms=0,
+        request_id=request_id,
+        provider=config.provider,
+        model=config.effective_model,
+        attempts=0,
+        simulated=config.provider == "simulated",
+        finish_reason=finish_reason,
+        cached=True,
+    )
+
+
+def answer_store(*, fingerprint: str, response: ModelResponse, replace: bool) -> None:
+    """Keep ``response`` as the answer to the call ``fingerprint``.
+
+    ``replace`` (the ``refresh`` mode) overwrites a stored answer; otherwise the first
+    answer stored stays (two copies of one call racing store one of them).
+    """
+    values = {
+        "provider": response.provider,
+        "model_name": response.model[:100],
+        "text": response.text,
+        "request_id": response.request_id[:120],
+        "finish_reason": response.finish_reason[:40],
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+    }
+    stored = ModelAnswer.objects.filter(fingerprint=fingerprint)
+    if replace and stored.update(**values, updated_at=timezone.now()):
+        return
+    try:
+        with transaction.atomic():
+            ModelAnswer.objects.create(fingerprint=fingerprint, **values)
+    except IntegrityError:
+        # A concurrent copy of the same call stored its answer first.
+        if replace:
+            stored.update(**values, updated_at=timezone.now())

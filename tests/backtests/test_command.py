@@ -1,0 +1,59 @@
+"""``manage.py backtest`` on the embedded default (SQLite, in-process worker, simulated
+models): a progress bar, then every rule's metrics; ``--json`` prints the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report(tmp_path):
+    # given the embedded default in a fresh directory
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    command = [
+        *manage,
+        "backtest",
+        *("--symbol", "ETH", "--from", "2024-08-04", "--to", "2024-08-05T12:00Z"),
+        *("--every", "4h", "--participants", "bull,bear", "--rounds", "2"),
+    ]
+    # when a 36-hour backtest runs, then again with --json
+    shown = subprocess.run(
+        command, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300
+    )
+    again = subprocess.run(
+        [*command, "--json"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # then the first showed its progress and the table of every rule
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "9/9 debates" in shown.stdout
+    for label in ("Debate consensus", "Buy and hold ETHUSDT", "Round-1 majority", "P2 bear"):
+        assert label in shown.stdout
+    # and the second printed the report, made with no model call at all (the cache)
+    assert again.returncode == 0, again.stderr[-2000:]
+    report = json.loads(again.stdout)
+    assert [r["key"] for r in report["rules"]] == [
+        "debate",
+        "buy_and_hold",
+        "flat",
+        "round1_majority",
+        "seat:P1",
+        "seat:P2",
+    ]
+    assert (report["steps"], report["completed_steps"]) == (9, 9)
+    assert (report["usage"]["model_calls"], report["usage"]["cached_calls"]) == (0, 9 * 6)
+    assert [s["timeframe"] for s in report["stretches"]] == ["1h", "15m"]

@@ -1,0 +1,195 @@
+"""The simulated account of backtests, without a database: the rules, checked against an
+independent computation from the bundled candles (``tests.backtests.reference``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from backtests.engine.portfolio import Intent, Portfolio
+from backtests.engine.rules import Account, run_rule
+from backtests.engine.tape import Tape
+from strategies.market.snapshot import Candle
+from tests.backtests import reference
+from traders.risk import RiskLimits
+
+ROOT = Path(__file__).resolve().parents[2]
+START = datetime(2024, 8, 4, 12, tzinfo=UTC)  # on 1h candles until 5 August, 15m after
+END = datetime(2024, 8, 7, 12, tzinfo=UTC)
+EVERY = timedelta(hours=4)
+LONG = Intent(
+    "BTCUSDT", "open_long", position_pct=0.2, leverage=3, stop_loss=0.03, take_profit=0.06
+)
+ACCOUNT = Account(
+    balance=Decimal("1000"),
+    fee_rate=Decimal("0.0004"),
+    slippage_bps=Decimal("0"),
+    limits=RiskLimits(),
+)
+
+
+def ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def always_long_plan(start: datetime, end: datetime, every: timedelta) -> list:
+    plan, instant = [], start
+    while instant < end:
+        plan.append((ms(instant), (LONG,)))
+        instant += every
+    return plan
+
+
+def test_always_long_over_3_days_on_1h_then_15m_candles_matches_the_reference():
+    # given an open_long on BTC at every 4h step over 3 days, before and after 5 August
+    tapes = {"BTCUSDT": Tape.from_dataset("BTCUSDT", START, END)}
+    plan = always_long_plan(START, END, EVERY)
+    # when the account runs it
+    run = run_rule(
+        "debate",
+        "Debate",
+        plan,
+        tapes=tapes,
+        account=ACCOUNT,
+        end_ms=ms(END),
+        step_minutes=240,
+        horizon_ms=ms(START + EVERY) - ms(START),
+    )
+    # then every equity point, trade and fee is what the rules give
+    expected = reference.always_long(
+        symbol="BTCUSDT",
+        start=START,
+        end=END,
+        every=EVERY,
+        position_pct=Decimal("0.2"),
+        leverage=3,
+        stop_loss=Decimal("0.03"),
+        take_profit=Decimal("0.06"),
+    )
+    assert list(run.curve) == expected.curve
+    assert [
+        {
+            "entry_ms": t.entry_ms,
+            "entry_price": t.entry_price,
+            "exit_ms": t.exit_ms,
+            "exit_price": t.exit_price,
+            "quantity": t.quantity,
+            "pnl": t.pnl,
+            "reason": t.reason,
+        }
+        for t in run.trades
+    ] == expected.trades
+    assert Decimal(str(run.metrics.final_equity)) == expected.curve[-1][1]
+    assert Decimal(str(run.metrics.fees)) == expected.fees
+    assert Decimal(str(run.metrics.funding)) == expected.funding
+    # and the window saw stops in the crash of 5 August, a target, entries on both
+    # timeframes, and an end close
+    reasons = [t.reason for t in run.trades]
+    assert {"stop", "target"} <= set(reasons) and reasons[-1] == "end"
+    assert any(t.entry_ms < ms(datetime(2024, 8, 5, tzinfo=UTC)) for t in run.trades)
+    assert any(t.entry_ms >= ms(datetime(2024, 8, 5, tzinfo=UTC)) for t in run.trades)
+    assert len(run.curve) == 19
+
+
+def candle(open_time: int, o: float, h: float, low: float, c: float) -> tuple[str, Candle]:
+    return "15m", Candle(open_time=open_time, open=o, high=h, low=low, close=c, volume=1.0)
+
+
+QUARTER = 15 * 60_000
+
+
+def test_a_candle_crossing_both_the_stop_and_the_target_fills_the_stop():
+    # given a long at 100 (stop 97, target 106) and a candle reaching both
+    tape = Tape("XUSDT", [candle(0, 100, 101, 99, 100), candle(QUARTER, 100, 107, 96, 100)])
+    portfolio = Portfolio(balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape})
+    portfolio.execute([replace_symbol(LONG, "XUSDT")], 0)
+    # when the account walks the candles
+    portfolio.advance(2 * QUARTER)
+    # then the stop filled, at its price
+    (trade,) = portfolio.trades
+    assert (trade.reason, trade.exit_price) == ("stop", Decimal("97.00000000"))
+
+
+def replace_symbol(intent: Intent, symbol: str) -> Intent:
+    return Intent(
+        symbol,
+        intent.action,
+        intent.position_pct,
+        intent.leverage,
+        intent.stop_loss,
+        intent.take_profit,
+    )
+
+
+def test_an_opposite_opening_opens_beside_the_open_position_as_live():
+    # given an open long
+    tape = Tape("XUSDT", [candle(0, 100, 101, 99, 100), candle(QUARTER, 100, 101, 99, 100)])
+    portfolio = Portfolio(balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape})
+    portfolio.execute([replace_symbol(LONG, "XUSDT")], 0)
+    # when a short and a second long follow
+    short = Intent("XUSDT", "open_short", 0.2, 3, 0.03, 0.06)
+    portfolio.execute([short, replace_symbol(LONG, "XUSDT")], QUARTER)
+    # then the short opened beside the long, and the second long was refused
+    assert sorted(portfolio.positions) == [("XUSDT", "long"), ("XUSDT", "short")]
+    assert [r.reason for r in portfolio.refusals] == [
+        "a long XUSDT position is already open; a second one in the same coin and direction "
+        "is not allowed"
+    ]
+
+
+def test_a_close_decision_closes_at_the_next_open_and_slippage_moves_fills_against_us():
+    # given a long opened with 10 basis points of slippage
+    tape = Tape("XUSDT", [candle(0, 100, 101, 99, 100), candle(QUARTER, 102, 103, 101, 102)])
+    portfolio = Portfolio(
+        balance=Decimal("1000"),
+        fee_rate=Decimal("0"),
+        tapes={"XUSDT": tape},
+        slippage_bps=Decimal("10"),
+    )
+    portfolio.execute([replace_symbol(LONG, "XUSDT")], 0)
+    # when a close decision comes at the next candle
+    portfolio.advance(QUARTER)
+    portfolio.execute([Intent("XUSDT", "close_long")], QUARTER)
+    # then the long bought 0.1 % above the open and sold 0.1 % below the next one
+    (trade,) = portfolio.trades
+    assert (trade.entry_price, trade.exit_price, trade.reason) == (
+        Decimal("100.10000000"),
+        Decimal("101.89800000"),
+        "decision",
+    )
+
+
+@pytest.mark.parametrize("rate", ["0.001", "-0.001"])
+def test_funding_is_paid_by_a_long_at_each_settlement_it_is_open(rate):
+    # given a long over a settlement at 08:00
+    eight = 8 * 3_600_000
+    bars = [candle(eight - QUARTER, 100, 100, 100, 100), candle(eight, 100, 100, 100, 100)]
+    tape = Tape("XUSDT", bars, funding=[(eight, float(rate))])
+    portfolio = Portfolio(balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape})
+    portfolio.execute([replace_symbol(LONG, "XUSDT")], eight - QUARTER)
+    # when the account walks past it
+    portfolio.advance(eight + QUARTER)
+    # then the long paid quantity x price x rate (received it, for a negative rate)
+    quantity = portfolio.positions[("XUSDT", "long")].quantity
+    assert portfolio.funding == -(quantity * Decimal("100") * Decimal(rate)).quantize(
+        Decimal("0.00000001")
+    )
+
+
+def test_importing_the_engine_loads_no_django_module():
+    # given a fresh interpreter
+    code = (
+        "import sys, backtests.engine.rules, backtests.engine.tape, traders.exchanges.book; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework')))"
+    )
+    # when the engine is imported
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    # then no Django module came with it
+    assert run.stdout.strip() == "[]"

@@ -1,0 +1,115 @@
+"""The backtests page in headless Chromium against uvicorn, a Celery worker process and
+the fake model server: the start form, live progress, then the report with the equity
+curves of the debate and every baseline on one chart, the metrics and the trades."""
+
+from __future__ import annotations
+
+import pytest
+
+from backtests.models import Backtest
+from tests.backtests.test_run import contract
+from tests.debates.factories import AIModelFactory
+from tests.fakes.llm_server import Reply
+from tests.strategies.factories import StrategyFactory
+from tests.web.conftest import ARTIFACTS
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+SEATS = ("bull", "bear", "analyst")
+
+
+def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user, llm):
+    from playwright.sync_api import expect
+
+    # given a strategy on 1h and 4h candles and three models answering from the fake
+    # server: long by default, the bear short, and the analyst short in its opening
+    llm.set_latency(0.1)
+    llm.add_rule(Reply.answer(contract("open_short", 80), match="You are P2,"))
+    llm.add_rule(Reply.answer(contract("open_short", 90), match="round 1/2. You are P3,"))
+    strategy = StrategyFactory(owner=user, name="Majors, 1h and 4h", timeframes=["1h", "4h"])
+    models = [
+        AIModelFactory(
+            owner=user,
+            name=f"Fake {personality}",
+            provider="openai_compatible",
+            model_name="fake-model",
+            base_url=f"{llm.url}/v1",
+            timeout_seconds=10,
+        )
+        for personality in SEATS
+    ]
+    page = open_page("/backtests/", user=user)
+    expect(page.locator("#backtest-list-empty")).to_be_visible()
+
+    # when the form is sent with a step that is not a multiple of 15 minutes
+    page.click("#new-backtest")
+    expect(page.locator("#b-strategy")).to_have_value(str(strategy.pk))
+    page.fill("#b-name", "Browser backtest")
+    page.fill("#b-start", "2024-08-04T12:00")
+    page.fill("#b-end", "2024-08-07T12:00")
+    page.fill("#b-every", "50")
+    rows = page.locator(".seat-row")
+    expect(rows).to_have_count(3)
+    for index, model in enumerate(models):
+        rows.nth(index).locator("select").first.select_option(str(model.pk))
+    page.click("#create-submit")
+    # then the API's refusal shows next to the field, and nothing was made
+    expect(page.locator('[data-error-for="interval_minutes"]')).to_have_text(
+        "Must be at least 15 minutes and a multiple of 15; got 50."
+    )
+    assert not Backtest.objects.exists()
+
+    # when it is sent again at 4h
+    page.fill("#b-every", "240")
+    page.evaluate(
+        """() => {
+          window.progressSeen = [];
+          const text = document.querySelector("#progress-text");
+          new MutationObserver(() => {
+            if (text.textContent !== window.progressSeen.at(-1))
+              window.progressSeen.push(text.textContent);
+          }).observe(text, {childList: true, characterData: true, subtree: true});
+        }"""
+    )
+    page.click("#create-submit")
+    # then the backtest opens and its progress moves live to its end, with no reload
+    expect(page.locator("#backtest-name")).to_have_text("Browser backtest")
+    backtest = Backtest.objects.get()
+    expect(page).to_have_url(f"{server.url}/backtests/{backtest.pk}/")
+    expect(page.locator("#backtest-status")).to_have_text("completed", timeout=90_000)
+    seen = page.evaluate("window.progressSeen")
+    assert seen[-1] == "18 / 18 debates" and len(seen) >= 2, seen
+    # and the report shows every rule's curve on one chart, the metrics and the trades
+    chart = page.locator("#equity-chart")
+    expect(chart).to_be_visible()
+    page.wait_for_function("document.querySelector('#equity-chart').naturalWidth > 0")
+    expect(page.locator("#metrics tbody tr")).to_have_count(7)
+    expect(page.locator("#metrics tbody tr td:first-child")).to_have_text(
+        [
+            "Debate consensus",
+            "Buy and hold BTCUSDT",
+            "Flat (always wait)",
+            "Round-1 majority (no debate)",
+            "P1 bull alone",
+            "P2 bear alone",
+            "P3 analyst alone",
+        ]
+    )
+    report = Backtest.objects.get().report
+    trades = len(report["rules"][0]["trades"])
+    sides = {r["key"]: {t["side"] for t in r["trades"]} for r in report["rules"]}
+    assert (sides["debate"], sides["round1_majority"], sides["seat:P2"]) == (
+        {"long"},
+        {"short"},
+        {"short"},
+    )
+    expect(page.locator("#trades tbody tr")).to_have_count(trades)
+    expect(page.locator("#stretches")).to_contain_text("1h from 2024-08-04 12:00, then 15m")
+    expect(page.locator("#backtest-actions [data-action=delete]")).to_be_visible()
+    # and the chart, drawn by the server, holds a line per rule
+    svg = page.request.get(f"{server.url}/backtests/{backtest.pk}/equity.svg").text()
+    assert svg.count("<polyline") == 7
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1360, "height": 1000})
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=ARTIFACTS / "backtest-report.png", full_page=True)

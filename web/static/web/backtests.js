@@ -1,0 +1,415 @@
+/* The backtests page.
+ *
+ * Data and actions: the REST API under /api/ (session cookie and CSRF token). The open
+ * backtest follows its Server-Sent-Events stream (/api/backtests/{id}/stream): `initial`
+ * carries the detail, `progress` the debates done of the total, `status` each state
+ * change, `report` the report once every step has ended. Events are applied once, in id
+ * order. The equity chart is SVG drawn by the server (/backtests/{id}/equity.svg).
+ */
+(function () {
+  "use strict";
+
+  const config = JSON.parse(document.getElementById("backtests-config").textContent);
+  const csrfToken = document.querySelector("[name=csrfmiddlewaretoken]").value;
+  const $ = (selector, root) => (root || document).querySelector(selector);
+  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const EVENT_TYPES = ["initial", "status", "progress", "report"];
+  const DEFAULT_SEATS = ["bull", "bear", "analyst"];
+  const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
+  const ACTION_BUTTONS = { cancel: "Cancel", delete: "Delete" };
+  const METRICS = [
+    ["final_equity", "Final equity", (v) => money(v)],
+    ["total_return", "Return", (v) => signedPct(v)],
+    ["max_drawdown", "Max drawdown", (v) => pct(v)],
+    ["sharpe", "Sharpe", (v) => fixed(v)],
+    ["sortino", "Sortino", (v) => fixed(v)],
+    ["win_rate", "Win rate", (v) => pct(v)],
+    ["profit_factor", "Profit factor", (v) => fixed(v)],
+    ["trades", "Trades", (v) => String(v)],
+    ["exposure", "Exposure", (v) => pct(v)],
+    ["fees", "Fees", (v) => money(v)],
+    ["funding", "Funding", (v) => money(v)],
+    ["hit_rate", "Hit rate", (v) => pct(v)],
+  ];
+
+  const state = { backtests: [], backtest: null, lastNumber: -1, models: [], personalities: [] };
+  let stream = null;
+  let opening = 0;
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") el.textContent = value;
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else el.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined && child !== false) el.append(child);
+    }
+    return el;
+  }
+
+  const missing = (value) => value === null || value === undefined;
+  const money = (v) => (missing(v) ? "–" : Number(v).toLocaleString("en-US",
+    { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
+  const pct = (v) => (missing(v) ? "–" : `${(Number(v) * 100).toFixed(1)}%`);
+  const signedPct = (v) => (missing(v) ? "–" : `${v > 0 ? "+" : ""}${(Number(v) * 100).toFixed(2)}%`);
+  const fixed = (v) => (missing(v) ? "–" : Number(v).toFixed(2));
+  const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.message) || `The server answered ${status}.`);
+      this.status = status;
+      this.fields = (body && body.fields) || {};
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(`/api/${path}`, {
+      method, headers, credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (response.status === 401) {
+      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
+    }
+    const data = response.status === 204 ? null : await response.json().catch(() => null);
+    if (!response.ok) throw new ApiError(response.status, data);
+    return data;
+  }
+
+  async function apiList(path) {
+    const items = [];
+    for (let next = path; next;) {
+      const page = await api("GET", next);
+      items.push(...page.results);
+      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
+    }
+    return items;
+  }
+
+  // --- The list ---------------------------------------------------------------------------
+
+  async function loadList() {
+    state.backtests = await apiList("backtests");
+    renderList();
+  }
+
+  function renderList() {
+    const list = $("#backtest-list");
+    list.replaceChildren(...state.backtests.map((b) => h("li", {},
+      h("a", {
+        href: `/backtests/${b.id}/`,
+        class: `debate-link${state.backtest && state.backtest.id === b.id ? " active" : ""}`,
+        "data-backtest-id": b.id,
+        onclick: (event) => { event.preventDefault(); openBacktest(b.id, true); },
+      },
+      h("span", { class: `status-dot status-${b.status}`, title: b.status }),
+      h("span", { class: "debate-link-name", text: b.name }),
+      h("span", { class: "muted small", text: `${b.progress.done}/${b.progress.total}` })))));
+    $("#backtest-list-empty").hidden = state.backtests.length > 0;
+  }
+
+  function updateListed(detail) {
+    const listed = state.backtests.find((b) => b.id === detail.id);
+    if (listed) Object.assign(listed, detail);
+    else state.backtests.unshift(detail);
+    renderList();
+  }
+
+  // --- The form ---------------------------------------------------------------------------
+
+  function show(section) {
+    for (const id of ["create", "welcome", "backtest"]) $(`#${id}`).hidden = id !== section;
+  }
+
+  async function openForm() {
+    closeStream();
+    state.backtest = null;
+    renderList();
+    show("create");
+    history.pushState(null, "", "/backtests/");
+    const [strategies, models, personalities] = await Promise.all([
+      apiList("strategies"), apiList("ai-models"), api("GET", "debates/personalities"),
+    ]);
+    state.models = models.filter((m) => m.enabled);
+    state.personalities = personalities;
+    const dataset = strategies.filter((s) => s.market_source === "dataset");
+    $("#b-strategy").replaceChildren(...dataset.map((s) => h("option", { value: s.id, text: s.name })));
+    $("#seats").replaceChildren(...DEFAULT_SEATS.map((p, i) => seatRow(p, i)));
+  }
+
+  function seatRow(personality, index) {
+    const models = h("select", { name: `participants[${index}].ai_model`, "aria-label": `Seat ${index + 1} model` },
+      ...state.models.map((m) => h("option", { value: m.id, text: `${m.name} (${m.provider})` })));
+    const people = h("select", { name: `participants[${index}].personality`, "aria-label": `Seat ${index + 1} personality` },
+      ...state.personalities.map((p) => h("option", { value: p.id, text: `${p.emoji} ${p.name}`,
+        selected: p.id === personality })));
+    return h("div", { class: "seat-row" }, models, people,
+      h("p", { class: "field-error", "data-error-for": `participants[${index}]` }));
+  }
+
+  function utc(local) {
+    return local ? `${local.length === 16 ? `${local}:00` : local}Z` : null;
+  }
+
+  function formBody() {
+    const form = $("#create-form");
+    const value = (name) => form.elements[name].value.trim();
+    const seats = $$(".seat-row", form).map((row) => ({
+      ai_model: Number($("select", row).value),
+      personality: $$("select", row)[1].value,
+    }));
+    return {
+      name: value("name"),
+      strategy: Number(value("strategy")) || null,
+      symbol: value("symbol"),
+      participants: seats,
+      max_rounds: Number(value("max_rounds")),
+      start: utc(value("start")),
+      end: utc(value("end")),
+      interval_minutes: Number(value("interval_minutes")),
+      starting_balance: value("starting_balance"),
+      slippage_bps: value("slippage_bps"),
+      cache: value("cache"),
+    };
+  }
+
+  function showFieldErrors(fields) {
+    const form = $("#create-form");
+    for (const el of $$("[data-error-for]", form)) el.textContent = "";
+    for (const el of $$("[aria-invalid]", form)) el.removeAttribute("aria-invalid");
+    const unplaced = [];
+    for (const [name, messages] of Object.entries(fields)) {
+      const seat = name.match(/^participants\[(\d+)\]/);
+      const target = $(`[data-error-for="${seat ? `participants[${seat[1]}]` : name}"]`, form);
+      if (!target) { unplaced.push(`${name}: ${messages.join(" ")}`); continue; }
+      target.textContent = [target.textContent, messages.join(" ")].filter(Boolean).join(" ");
+      const input = form.elements[name];
+      if (input && input.setAttribute) input.setAttribute("aria-invalid", "true");
+    }
+    return unplaced;
+  }
+
+  async function submitForm(event) {
+    event.preventDefault();
+    const errors = $("#create-errors");
+    errors.hidden = true;
+    $("#create-submit").disabled = true;
+    try {
+      const detail = await api("POST", "backtests", formBody());
+      showFieldErrors({});
+      updateListed(detail);
+      await openBacktest(detail.id, true);
+    } catch (error) {
+      const unplaced = error instanceof ApiError ? showFieldErrors(error.fields) : [];
+      errors.textContent = [error.message, ...unplaced].join(" ");
+      errors.hidden = false;
+    } finally {
+      $("#create-submit").disabled = false;
+    }
+  }
+
+  // --- One backtest -----------------------------------------------------------------------
+
+  async function openBacktest(id, push) {
+    const mine = ++opening;
+    closeStream();
+    const detail = await api("GET", `backtests/${id}`);
+    if (mine !== opening) return;
+    if (push) history.pushState(null, "", `/backtests/${id}/`);
+    state.backtest = detail;
+    state.lastNumber = -1;
+    show("backtest");
+    render();
+    renderList();
+    openStream(detail);
+  }
+
+  function render() {
+    const b = state.backtest;
+    $("#backtest-name").textContent = b.name;
+    $("#backtest-settings").textContent = [
+      `${b.symbol || "primary from the strategy"}`,
+      `${when(b.start)} → ${when(b.end)} UTC`,
+      `every ${b.interval_minutes} min`,
+      `${b.participants.length} participants × ${b.max_rounds} rounds`,
+      `balance ${money(b.starting_balance)} USDT`,
+      `fee ${(Number(b.fee_rate) * 100).toFixed(3)}%`,
+      `slippage ${Number(b.slippage_bps)} bp`,
+      `cache ${b.cache}`,
+    ].join(" · ");
+    renderStatus();
+    renderProgress();
+    renderReport();
+  }
+
+  function renderStatus() {
+    const b = state.backtest;
+    const badge = $("#backtest-status");
+    badge.textContent = b.status;
+    badge.className = `status-badge status-${b.status}`;
+    $("#backtest-actions").replaceChildren(...b.available_actions.map((action) => h("button", {
+      type: "button", class: action === "delete" ? "secondary" : "primary",
+      "data-action": action, text: ACTION_BUTTONS[action] || action,
+      onclick: () => act(action),
+    })));
+    const error = $("#backtest-error");
+    error.hidden = !b.error;
+    error.textContent = b.error ? `${b.error.code}: ${b.error.message}` : "";
+  }
+
+  function renderProgress() {
+    const { done, total } = state.backtest.progress;
+    $("#progress").setAttribute("aria-valuemax", total);
+    $("#progress").setAttribute("aria-valuenow", done);
+    $("#progress-bar").style.width = `${total ? (100 * done) / total : 0}%`;
+    $("#progress-text").textContent = `${done} / ${total} debates`;
+  }
+
+  function renderReport() {
+    const b = state.backtest;
+    const report = b.report;
+    $("#report").hidden = !report;
+    if (!report) return;
+    $("#equity-chart").src = `/backtests/${b.id}/equity.svg?at=${encodeURIComponent(b.finished_at || "")}`;
+    $("#stretches").textContent = "Candles: " + report.stretches.map((s) =>
+      `${s.timeframe} from ${when(s.from)}`).join(", then ") + ` UTC. ${report.completed_steps} of ${report.steps} debates completed.`;
+    const head = h("tr", {}, h("th", { text: "Rule" }), ...METRICS.map(([, label]) => h("th", { text: label })));
+    const rows = report.rules.map((rule) => h("tr", { class: rule.key === "debate" ? "is-debate" : null, "data-rule": rule.key },
+      h("td", { text: rule.label }),
+      ...METRICS.map(([key, , format]) => {
+        const value = rule.metrics[key];
+        const tone = key === "total_return" && !missing(value) ? (value > 0 ? "gain" : value < 0 ? "loss" : null) : null;
+        return h("td", { class: tone, text: format(value) });
+      })));
+    $("#metrics").replaceChildren(h("thead", {}, head), h("tbody", {}, rows));
+    const u = report.usage;
+    $("#usage").textContent = `${u.model_calls} model calls, ${u.cached_calls} answered from the cache, `
+      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`;
+    const picker = $("#trade-rule");
+    const chosen = picker.value || "debate";
+    picker.replaceChildren(...report.rules.map((rule) => h("option", { value: rule.key, text: rule.label,
+      selected: rule.key === chosen })));
+    renderTrades();
+  }
+
+  function renderTrades() {
+    const report = state.backtest && state.backtest.report;
+    if (!report) return;
+    const rule = report.rules.find((r) => r.key === $("#trade-rule").value) || report.rules[0];
+    const head = h("tr", {}, ...["Coin", "Side", "Entry", "Entry price", "Exit", "Exit price",
+      "Size", "Lev.", "PnL", "Why closed"].map((text) => h("th", { text })));
+    const rows = rule.trades.map((t) => h("tr", {},
+      h("td", { text: t.symbol }), h("td", { text: t.side }),
+      h("td", { text: when(t.entry_at) }), h("td", { text: money(t.entry_price) }),
+      h("td", { text: when(t.exit_at) }), h("td", { text: money(t.exit_price) }),
+      h("td", { text: String(t.quantity) }), h("td", { text: `${t.leverage}x` }),
+      h("td", { class: t.pnl > 0 ? "gain" : t.pnl < 0 ? "loss" : null, text: money(t.pnl) }),
+      h("td", { text: t.reason })));
+    const empty = rows.length ? [] : [h("tr", {}, h("td", { colspan: 10, class: "muted", text: "No trades." }))];
+    $("#trades").replaceChildren(h("thead", {}, head), h("tbody", {}, rows, empty));
+  }
+
+  async function act(action) {
+    const b = state.backtest;
+    try {
+      if (action === "delete") {
+        await api("DELETE", `backtests/${b.id}`);
+        state.backtests = state.backtests.filter((item) => item.id !== b.id);
+        state.backtest = null;
+        closeStream();
+        renderList();
+        show("welcome");
+        history.pushState(null, "", "/backtests/");
+        return;
+      }
+      state.backtest = await api("POST", `backtests/${b.id}/${action}`);
+      render();
+      updateListed(state.backtest);
+    } catch (error) {
+      $("#backtest-error").textContent = error.message;
+      $("#backtest-error").hidden = false;
+    }
+  }
+
+  // --- The stream -------------------------------------------------------------------------
+
+  function eventNumber(id) {
+    const number = Number(String(id || "").split(":").pop());
+    return Number.isFinite(number) ? number : -1;
+  }
+
+  function setStreamState(name) {
+    const el = $("#stream-state");
+    el.dataset.state = name;
+    el.textContent = STREAM_STATES[name] || "";
+  }
+
+  function closeStream() {
+    if (stream) stream.close();
+    stream = null;
+    setStreamState("idle");
+  }
+
+  function openStream(detail) {
+    if (!["pending", "running"].includes(detail.status)) return;
+    const after = detail.event_id ? `?lastEventId=${encodeURIComponent(detail.event_id)}` : "";
+    state.lastNumber = eventNumber(detail.event_id);
+    const source = new EventSource(`/api/backtests/${detail.id}/stream${after}`);
+    stream = source;
+    setStreamState("connecting");
+    source.onopen = () => setStreamState("live");
+    for (const type of EVENT_TYPES) {
+      source.addEventListener(type, (event) => {
+        if (stream !== source || !state.backtest || state.backtest.id !== detail.id) return;
+        const number = eventNumber(event.lastEventId);
+        if (type !== "initial" && number <= state.lastNumber) return;
+        state.lastNumber = Math.max(state.lastNumber, number);
+        apply(type, JSON.parse(event.data));
+      });
+    }
+  }
+
+  function apply(type, data) {
+    const b = state.backtest;
+    if (type === "initial") {
+      state.backtest = data;
+      render();
+    } else if (type === "progress") {
+      b.progress = data;
+      renderProgress();
+    } else if (type === "status") {
+      b.status = data.status;
+      b.available_actions = data.available_actions;
+      b.error = data.error || null;
+      renderStatus();
+      if (!["pending", "running"].includes(data.status)) {
+        closeStream();
+        openBacktest(b.id, false);
+      }
+    } else if (type === "report") {
+      b.report = data;
+    }
+    updateListed(state.backtest);
+  }
+
+  // --- Start ------------------------------------------------------------------------------
+
+  $("#new-backtest").addEventListener("click", openForm);
+  $("#create-cancel").addEventListener("click", () => { show("welcome"); });
+  $("#create-form").addEventListener("submit", submitForm);
+  $("#trade-rule").addEventListener("change", renderTrades);
+  window.addEventListener("popstate", () => {
+    const found = window.location.pathname.match(/^\/backtests\/(\d+)\//);
+    if (found) openBacktest(Number(found[1]), false);
+    else show("welcome");
+  });
+  loadList().then(() => {
+    if (config.backtestId) openBacktest(config.backtestId, false);
+  });
+})();
