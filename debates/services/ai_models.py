@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from arena.exceptions import Conflict, NotFound, ValidationError
-from debates.models import AIModel, Schedule
+from debates.models import AIModel, OutputMode, Schedule
 from debates.providers.catalog import PROVIDERS
 
 FIELDS = (
@@ -30,6 +30,7 @@ FIELDS = (
     "temperature",
     "max_tokens",
     "timeout_seconds",
+    "output_mode",
     "enabled",
 )
 MAX_TOKENS = 200_000
@@ -100,6 +101,12 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
             _number_in(errors, name, values[name], low, high)
     if not isinstance(values["enabled"], bool):
         refuse("enabled", "Must be true or false.")
+    mode = values["output_mode"]
+    if mode not in OutputMode.values:
+        refuse("output_mode", f"One of {', '.join(OutputMode.values)}.")
+    elif mode == OutputMode.JSON_SCHEMA and provider in PROVIDERS:
+        if not PROVIDERS[provider].json_schema:
+            refuse("output_mode", f"Provider {provider} cannot decode under a JSON schema.")
 
     if errors:
         raise ValidationError(fields=errors)
