@@ -104,9 +104,12 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
     mode = values["output_mode"]
     if mode not in OutputMode.values:
         refuse("output_mode", f"One of {', '.join(OutputMode.values)}.")
-    elif mode == OutputMode.JSON_SCHEMA and provider in PROVIDERS:
-        if not PROVIDERS[provider].json_schema:
-            refuse("output_mode", f"Provider {provider} cannot decode under a JSON schema.")
+    elif (
+        mode == OutputMode.JSON_SCHEMA
+        and provider in PROVIDERS
+        and not PROVIDERS[provider].json_schema
+    ):
+        refuse("output_mode", f"Provider {provider} cannot decode under a JSON schema.")
 
     if errors:
         raise ValidationError(fields=errors)
