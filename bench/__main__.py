@@ -23,6 +23,7 @@ BENCHMARKS = {
     "slots": "Model-slot utilisation under 30 concurrent debates",
     "api": "REST API latency under 50 concurrent clients",
     "sse": "SSE delivery latency and loss under many clients",
+    "contract": "How often the local language model's answers parse",
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
