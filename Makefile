@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo backtest test test-fast serve bench lint format migrate services clean
+.PHONY: demo demo-local backtest test test-fast serve bench lint format migrate services clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -30,6 +30,14 @@ backtest: $(STAMP)
 	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py backtest --symbol BTC --from 2024-08-01 --to 2024-08-15 --every 4h \
 		--participants bull,bear,analyst --rounds 2 $(ARGS)
+
+# The same demo answered by a real language model on this machine (scripts/local-model:
+# llama.cpp's server and a 0.5B model, installed into the user's cache on first use).
+demo-local: $(STAMP)
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py migrate --verbosity 0
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+		$(PY) manage.py run_debate --local-model $(ARGS)
 
 # The whole suite, slow end-to-end tests included, on real PostgreSQL and Redis.
 test: $(STAMP) services

@@ -25,6 +25,7 @@ BENCHMARKS = {
     "api": "REST API latency under 50 concurrent clients",
     "sse": "SSE delivery latency and loss under many clients",
     "backtest": "Backtests: the ideal at the cap, the cache, the embedded default, the simulation",
+    "contract": "How often the local language model's answers parse",
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

@@ -28,6 +28,11 @@ class Provider(models.TextChoices):
     SIMULATED = "simulated", "Simulated (built in, offline)"
 
 
+class OutputMode(models.TextChoices):
+    TAGGED = "tagged", "Tagged blocks (any server)"
+    JSON_SCHEMA = "json_schema", "JSON decoded under the contract's schema"
+
+
 class AIModel(models.Model):
     """A model configuration a user can seat in debates; the key is encrypted at rest."""
 
@@ -42,6 +47,13 @@ class AIModel(models.Model):
     temperature = models.FloatField(default=0.7)
     max_tokens = models.PositiveIntegerField(default=2000)
     timeout_seconds = models.PositiveIntegerField(default=60)
+    output_mode = models.CharField(
+        max_length=11,
+        choices=OutputMode.choices,
+        default=OutputMode.TAGGED,
+        help_text="The form of the output contract the model is asked for; json_schema "
+        "needs a server that decodes under a JSON schema.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -38,8 +38,8 @@ from debates.models import CacheMode, Debate, DebateStatus
 from debates.quotas import backtest_start_check
 from debates.services import DebateInput, debate_cancel
 from debates.services.lifecycle import debate_input_clean, input_refusal
-from debates.services.schedules import replay_window
 from strategies.models import MarketSource
+from strategies.snapshots import outside_replay_window
 
 MAX_STEPS = 2000
 STEP_QUANTUM_MINUTES = 15
@@ -130,12 +130,10 @@ def _window(data: BacktestInput, strategy: Any, values: dict[str, Any]) -> None:
         data.refuse("end", "Must be after start.")
         return
     if strategy is not None and strategy.market_source == MarketSource.DATASET:
-        first, last = replay_window(strategy)
-        window = f"{first.isoformat()} .. {last.isoformat()}"
-        if not first <= start <= last:
-            data.refuse("start", f"Outside the dataset window of this strategy: {window}.")
-        if not first <= end <= last:
-            data.refuse("end", f"Outside the dataset window of this strategy: {window}.")
+        for name, instant in (("start", start), ("end", end)):
+            outside = outside_replay_window(strategy, instant)
+            if outside:
+                data.refuse(name, outside)
     if interval is not None:
         steps = len(step_instants(start, end, interval))
         if steps > MAX_STEPS:

@@ -29,7 +29,7 @@ from arena.apis import (
     validate,
 )
 from arena.fields import mask_secret
-from debates.models import AIModel
+from debates.models import AIModel, OutputMode
 from debates.providers.catalog import PROVIDERS
 from debates.services.ai_models import ai_model_create, ai_model_delete, ai_model_update
 
@@ -59,6 +59,7 @@ class AIModelSerializer(serializers.ModelSerializer):
             "temperature",
             "max_tokens",
             "timeout_seconds",
+            "output_mode",
             "enabled",
             "created_at",
             "updated_at",
@@ -103,6 +104,13 @@ class AIModelInputSerializer(StrictSerializer):
     temperature = StrictFloatField(required=False, min_value=0, max_value=2)
     max_tokens = StrictIntegerField(required=False, min_value=1, max_value=200_000)
     timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=180)
+    output_mode = StrictChoiceField(
+        choices=OutputMode.choices,
+        required=False,
+        help_text="json_schema: the server decodes the answer under the output contract's "
+        "JSON schema (openai, gemini, grok, openai_compatible servers such as llama.cpp, "
+        "vLLM and Ollama).",
+    )
     enabled = StrictBooleanField(required=False)
 
 

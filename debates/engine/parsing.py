@@ -6,7 +6,8 @@ Where the decisions are looked for, first match wins:
    brackets accepted); a missing closing tag means the block runs to the next opening tag
    or to the end of the text;
 2. otherwise the first fenced code block holding JSON;
-3. otherwise the first JSON array or object in the text.
+3. otherwise the first JSON array or object in the text: the contract's ``json_schema``
+   form is one object, ``{"reasoning": ..., "decisions": [...]}``, whose reasoning is kept.
 
 ``<think>...</think>`` blocks (reasoning models) are removed first, so a draft decision
 inside them is never taken. The block may hold a JSON array, a single object, an object
@@ -87,6 +88,8 @@ def parse_output(text: str, candidates: Sequence[str]) -> ParseResult:
         return _failed(reasoning, Dropped("", "no decision block or JSON found"))
     body, closed, _span = found
     value, dropped = _load(body, closed=closed)
+    if not _REASONING_OPEN.search(text):
+        reasoning = _object_reasoning(value) or reasoning
     entries = _entries(value)
     if entries is None:
         return _failed(reasoning, *(dropped or [Dropped(_excerpt(body), "no JSON entries found")]))
@@ -155,6 +158,15 @@ def _reasoning(text: str, found: tuple[str, bool, tuple[int, int]] | None) -> st
         start, end = found[2]
         text = text[:start] + text[end:]
     return text.strip()
+
+
+def _object_reasoning(value: Any) -> str:
+    """Return the reasoning of an answer given as one JSON object (the contract's
+    ``json_schema`` form, ``{"reasoning": ..., "decisions": [...]}``), else ``""``."""
+    if not isinstance(value, dict) or not any(key in value for key in _WRAPPER_KEYS):
+        return ""
+    inner = value.get("reasoning")
+    return inner.strip() if isinstance(inner, str) else ""
 
 
 def _load(body: str, *, closed: bool) -> tuple[Any, list[Dropped]]:

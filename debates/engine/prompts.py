@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from debates.engine.contract import TAGGED, answer_now, check_mode, contract_text
 from debates.engine.digest import (
     COIN_REASON_MAX_CHARS,
     LABEL_MAX_CHARS,
@@ -24,7 +25,6 @@ from debates.engine.digest import (
     summarise,
 )
 from debates.engine.personalities import get_personality, get_variant
-from debates.engine.types import Action
 
 __all__ = [
     "COIN_REASON_MAX_CHARS",
@@ -71,7 +71,8 @@ class Prompt:
         return len(self.system) + len(self.user)
 
 
-def _check_common(personality: str, variant: str, symbols: Sequence[str]) -> None:
+def _check_common(personality: str, variant: str, symbols: Sequence[str], output_mode: str) -> None:
+    check_mode(output_mode)
     get_personality(personality)
     get_variant(variant)
     if not symbols:
@@ -100,11 +101,12 @@ class TurnContext:
     custom_prompt: str = ""
     history: tuple[HistoryEntry, ...] = ()
     participant: str = ""
+    output_mode: str = TAGGED
 
     def __post_init__(self) -> None:
         if not 1 <= self.round <= self.max_rounds:
             raise ValueError(f"round {self.round} outside 1..{self.max_rounds}")
-        _check_common(self.personality, self.variant, self.symbols)
+        _check_common(self.personality, self.variant, self.symbols, self.output_mode)
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,10 @@ class VoteContext:
     strategy_role: str = ""
     custom_prompt: str = ""
     participant: str = ""
+    output_mode: str = TAGGED
 
     def __post_init__(self) -> None:
-        _check_common(self.personality, self.variant, self.symbols)
+        _check_common(self.personality, self.variant, self.symbols, self.output_mode)
 
 
 def max_prompt_chars(rounds: int, participants: int, coins: int) -> int:
@@ -175,10 +178,7 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
     ]
     if not opening:
         parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
-    parts.append(
-        f"Write your {kind} for round {ctx.round} now, as a <reasoning> block followed by a "
-        "<decision> block."
-    )
+    parts.append(answer_now(f"Write your {kind} for round {ctx.round}", ctx.output_mode))
     return Prompt(system=system, user="\n\n".join(parts))
 
 
@@ -202,7 +202,7 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
         + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
         "## Latest positions of the participants\n"
         + _digests(ctx.positions, "No positions were recorded."),
-        "Cast your vote now, as a <reasoning> block followed by a <decision> block.",
+        answer_now("Cast your vote", ctx.output_mode),
     ]
     return Prompt(system=system, user="\n\n".join(parts))
 
@@ -230,32 +230,8 @@ def _system(ctx: TurnContext | VoteContext, intro: str, rules: Sequence[str], hi
             "## Additional instructions\n"
             + clip(ctx.custom_prompt, STRATEGY_TEXT_MAX_CHARS, "text")
         )
-    parts.append("## Output format\n" + _contract(ctx.symbols[0], hint))
+    parts.append("## Output format\n" + contract_text(ctx.symbols[0], hint, ctx.output_mode))
     return "\n\n".join(parts)
-
-
-def _contract(symbol: str, hint: str) -> str:
-    """Return the one output contract every prompt states."""
-    actions = ", ".join(action.value for action in Action)
-    example = (
-        f'{{"symbol": "{symbol}", "action": "open_long", "confidence": 70, "leverage": 5, '
-        '"position_pct": 0.2, "stop_loss": 0.03, "take_profit": 0.06, '
-        '"reasoning": "one or two sentences"}'
-    )
-    return (
-        "Answer with exactly these two blocks and nothing after them:\n"
-        f"<reasoning>\n{hint[0].upper()}{hint[1:]}.\n</reasoning>\n"
-        f"<decision>\n[\n  {example}\n]\n</decision>\n"
-        "The <decision> block holds a JSON array with one object per candidate coin:\n"
-        f"- action: one of {actions} (open_*: open a new position; close_*: close an "
-        "existing one; hold: keep current positions unchanged; wait: stay out).\n"
-        "- confidence: a number from 0 to 100.\n"
-        "- leverage: a whole number, at least 1.\n"
-        "- position_pct: the fraction of the account balance to use, from 0.1 to 1.0.\n"
-        "- stop_loss, take_profit: distance from the entry price as a fraction of the "
-        "price (0.03 = 3 %).\n"
-        "- reasoning: one or two sentences about this coin."
-    )
 
 
 def _digests(entries: Sequence[HistoryEntry], empty: str) -> str:

@@ -23,6 +23,9 @@ class ProviderConfig:
 
     Empty ``base_url`` or ``model_name`` mean the provider's default (see
     ``catalog.PROVIDERS``). ``timeout_s`` is the whole call's deadline, retries included.
+    ``output_mode`` is the form of the output contract the model is asked for
+    (``debates.engine.contract``): ``json_schema`` has the server decode under the
+    contract's JSON schema.
     """
 
     provider: str
@@ -32,13 +35,15 @@ class ProviderConfig:
     temperature: float = 0.7
     max_tokens: int = 2000
     timeout_s: float = 60.0
+    output_mode: str = "tagged"
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "''"
         return (
             f"ProviderConfig(provider={self.provider!r}, model_name={self.model_name!r}, "
             f"api_key={key}, base_url={self.base_url!r}, temperature={self.temperature!r}, "
-            f"max_tokens={self.max_tokens!r}, timeout_s={self.timeout_s!r})"
+            f"max_tokens={self.max_tokens!r}, timeout_s={self.timeout_s!r}, "
+            f"output_mode={self.output_mode!r})"
         )
 
     @property

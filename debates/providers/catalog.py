@@ -7,6 +7,11 @@ URL. DeepSeek retired ``deepseek-chat`` / ``deepseek-reasoner`` in favour of
 OpenAI's ``gpt-5-mini`` is a reasoning model (see ``openai_compat`` for what that
 changes in the request). ``openai_compatible`` has no default base URL or model: the
 configuration must give both (vLLM, Ollama, LM Studio, ...).
+
+Structured output under a JSON schema (the contract's ``json_schema`` mode) is offered
+by OpenAI, Gemini's compatible endpoint and xAI, and by the servers behind
+``openai_compatible`` that take ``response_format`` (llama.cpp, vLLM, Ollama, LM Studio);
+DeepSeek and Kimi have only a JSON mode without a schema, Anthropic none of this form.
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ WIRE_SIMULATED = "simulated"
 
 
 class ProviderInfo(NamedTuple):
-    """One row of the provider table."""
+    """One row of the provider table.
+
+    ``json_schema``: the provider can decode an answer under a JSON schema (structured
+    outputs), so a model of it may use the contract's ``json_schema`` output mode.
+    """
 
     display_name: str
     default_base_url: str
     default_model: str
     wire: str
+    json_schema: bool = False
 
 
 PROVIDERS: dict[str, ProviderInfo] = {
@@ -37,7 +47,9 @@ PROVIDERS: dict[str, ProviderInfo] = {
         "qwen-plus",
         WIRE_OPENAI,
     ),
-    "openai": ProviderInfo("OpenAI", "https://api.openai.com/v1", "gpt-5-mini", WIRE_OPENAI),
+    "openai": ProviderInfo(
+        "OpenAI", "https://api.openai.com/v1", "gpt-5-mini", WIRE_OPENAI, json_schema=True
+    ),
     "claude": ProviderInfo(
         "Claude (Anthropic)", "https://api.anthropic.com/v1", "claude-sonnet-4-6", WIRE_ANTHROPIC
     ),
@@ -46,11 +58,16 @@ PROVIDERS: dict[str, ProviderInfo] = {
         "https://generativelanguage.googleapis.com/v1beta/openai",
         "gemini-2.5-flash",
         WIRE_OPENAI,
+        json_schema=True,
     ),
-    "grok": ProviderInfo("Grok (xAI)", "https://api.x.ai/v1", "grok-4", WIRE_OPENAI),
+    "grok": ProviderInfo(
+        "Grok (xAI)", "https://api.x.ai/v1", "grok-4", WIRE_OPENAI, json_schema=True
+    ),
     "kimi": ProviderInfo(
         "Kimi (Moonshot AI)", "https://api.moonshot.ai/v1", "kimi-k2-0905-preview", WIRE_OPENAI
     ),
-    "openai_compatible": ProviderInfo("OpenAI-compatible", "", "", WIRE_OPENAI),
-    "simulated": ProviderInfo("Simulated (built in)", "", "simulated-v1", WIRE_SIMULATED),
+    "openai_compatible": ProviderInfo("OpenAI-compatible", "", "", WIRE_OPENAI, json_schema=True),
+    "simulated": ProviderInfo(
+        "Simulated (built in)", "", "simulated-v1", WIRE_SIMULATED, json_schema=True
+    ),
 }

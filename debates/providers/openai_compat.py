@@ -5,7 +5,8 @@ user message, ``temperature`` and the output cap. OpenAI itself takes
 ``max_completion_tokens`` (``max_tokens`` is refused by its reasoning models) and its
 reasoning models (o1/o3/o4, gpt-5, gpt-5-mini, gpt-5-nano, gpt-5*-pro) accept only the
 default temperature, so none is sent to them; gpt-5.1 and later reason only on request
-and keep ``temperature``.
+and keep ``temperature``. A model whose output mode is ``json_schema`` is asked for
+structured output (``response_format``), under the contract's schema.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from debates.engine.contract import JSON_SCHEMA, decision_schema
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
 from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
 
@@ -40,6 +42,15 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
     else:
         body["max_tokens"] = config.max_tokens
         body["temperature"] = config.temperature
+    if config.output_mode == JSON_SCHEMA:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": f"{request.kind}_answer",
+                "strict": True,
+                "schema": decision_schema(request.symbols),
+            },
+        }
     headers = {"Accept": "application/json"}
     if config.api_key:
         headers["Authorization"] = f"Bearer {config.api_key}"

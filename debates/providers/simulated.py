@@ -3,7 +3,8 @@
 It reads the structured market snapshot per coin (trend from price, EMA20 and EMA50,
 RSI, MACD histogram, funding, the higher timeframe's trend), leans by personality and
 answers in the one output contract: a ``<reasoning>`` block citing the numbers it used,
-then a ``<decision>`` block with a JSON array holding one decision per candidate coin.
+then a ``<decision>`` block with a JSON array holding one decision per candidate coin (or,
+in the ``json_schema`` output mode, the same as one JSON object).
 The same (snapshot, personality, round, seed, kind, symbols, prior actions) always give
 the same text. An artificial latency for demos comes from the Django setting
 ``SIMULATED_MODEL_LATENCY_S`` (default 0) when Django is configured.
@@ -19,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from debates.engine.contract import JSON_SCHEMA, TAGGED
 from debates.providers.base import (
     DeadlineExceeded,
     ModelRequest,
@@ -105,7 +107,7 @@ def complete_simulated(
     pass it ends in ``DeadlineExceeded`` at the deadline, as a real provider would.
     """
     started = time.monotonic()
-    text, request_id = render_answer(request)
+    text, request_id = render_answer(request, config.output_mode)
     delay = _artificial_latency_s()
     if delay > 0:
         remaining = deadline - time.monotonic()
@@ -127,8 +129,9 @@ def complete_simulated(
     )
 
 
-def render_answer(request: ModelRequest) -> tuple[str, str]:
-    """Return the simulated answer text for ``request`` and its ``sim-`` request id.
+def render_answer(request: ModelRequest, output_mode: str = TAGGED) -> tuple[str, str]:
+    """Return the simulated answer text for ``request`` and its ``sim-`` request id, in the
+    contract's ``output_mode`` form.
 
     Raise ``TerminalProviderError`` (``bad_request``) when the snapshot cannot be read.
     """
@@ -159,6 +162,9 @@ def render_answer(request: ModelRequest) -> tuple[str, str]:
             lines.append(f"  {comment}")
         if prior:
             lines.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
+    if output_mode == JSON_SCHEMA:
+        answer = {"reasoning": "\n".join(lines), "decisions": decisions}
+        return json.dumps(answer, indent=2, ensure_ascii=False), f"sim-{digest[:16]}"
     text = (
         "<reasoning>\n"
         + "\n".join(lines)

@@ -21,7 +21,7 @@ from django.db.models import ProtectedError
 
 from arena.exceptions import Conflict, NotFound, ValidationError
 from arena.outbound import OutboundRefused, check_url
-from debates.models import AIModel, Schedule
+from debates.models import AIModel, OutputMode, Schedule
 from debates.providers.catalog import PROVIDERS
 
 FIELDS = (
@@ -33,6 +33,7 @@ FIELDS = (
     "temperature",
     "max_tokens",
     "timeout_seconds",
+    "output_mode",
     "enabled",
 )
 MAX_TOKENS = 200_000
@@ -108,6 +109,15 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
             _number_in(errors, name, values[name], low, high)
     if not isinstance(values["enabled"], bool):
         refuse("enabled", "Must be true or false.")
+    mode = values["output_mode"]
+    if mode not in OutputMode.values:
+        refuse("output_mode", f"One of {', '.join(OutputMode.values)}.")
+    elif (
+        mode == OutputMode.JSON_SCHEMA
+        and provider in PROVIDERS
+        and not PROVIDERS[provider].json_schema
+    ):
+        refuse("output_mode", f"Provider {provider} cannot decode under a JSON schema.")
 
     if errors:
         raise ValidationError(fields=errors)

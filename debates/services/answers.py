@@ -1,7 +1,8 @@
 """The durable model-call cache: answers kept in PostgreSQL under a fingerprint of the call.
 
 A model's answer is decided by its provider, base URL, model name, temperature, maximum
-output tokens, and the system and user text it is sent; the fingerprint is the SHA-256
+output tokens, output mode (whether the server decodes under the contract's schema), and
+the system and user text it is sent; the fingerprint is the SHA-256
 of exactly these (``call_fingerprint``). A debate's ``cache`` mode says what its calls
 do with it (``debates.models.CacheMode``): ``use`` answers a call made before from the
 cache, with no model call, no slot of the cap, zero latency and zero tokens billed;
@@ -29,6 +30,7 @@ def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
         "model": config.effective_model,
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
+        "output_mode": config.output_mode,
         "system": request.system,
         "user": request.user,
     }

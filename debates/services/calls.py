@@ -44,6 +44,7 @@ CONFIG_COLUMNS = (
     "temperature",
     "max_tokens",
     "timeout_seconds",
+    "output_mode",
 )
 
 
@@ -57,6 +58,7 @@ def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
         temperature=columns["temperature"],
         max_tokens=columns["max_tokens"],
         timeout_s=float(columns["timeout_seconds"]),
+        output_mode=columns["output_mode"],
     )
 
 

@@ -333,6 +333,7 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
         custom_prompt=now.custom_prompt,
         history=tuple(history),
         participant=_label(participant),
+        output_mode=now.config.output_mode,
     )
     prompt = build_turn_prompt(context)
     return ModelRequest(
@@ -565,6 +566,7 @@ def _vote_request(now: _Now) -> ModelRequest:
         strategy_role=now.strategy_role,
         custom_prompt=now.custom_prompt,
         participant=_label(participant),
+        output_mode=now.config.output_mode,
     )
     prompt = build_vote_prompt(context)
     return ModelRequest(

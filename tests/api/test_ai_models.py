@@ -28,6 +28,7 @@ def test_create_a_simulated_model(api, user):
         "temperature": 0.7,
         "max_tokens": 2000,
         "timeout_seconds": 60,
+        "output_mode": "tagged",
         "enabled": True,
     }
 
@@ -108,6 +109,14 @@ def test_create_an_openai_compatible_model_with_its_endpoint(api):
             {"name": "X", "provider": "simulated", "timeout_seconds": 0},
             {"timeout_seconds": ["Ensure this value is greater than or equal to 1."]},
         ),
+        (
+            {"name": "X", "provider": "simulated", "output_mode": "yaml"},
+            {"output_mode": ["'yaml' is not one of: tagged, json_schema."]},
+        ),
+        (
+            {"name": "X", "provider": "deepseek", "output_mode": "json_schema"},
+            {"output_mode": ["Provider deepseek cannot decode under a JSON schema."]},
+        ),
         ({"provider": "simulated"}, {"name": ["This field is required."]}),
         ({"name": "", "provider": "simulated"}, {"name": ["This field may not be blank."]}),
     ],
@@ -119,6 +128,8 @@ def test_create_an_openai_compatible_model_with_its_endpoint(api):
         "max-tokens",
         "timeout-high",
         "timeout-low",
+        "unknown-output-mode",
+        "no-json-schema-at-deepseek",
         "no-name",
         "blank-name",
     ],
@@ -132,6 +143,23 @@ def test_create_refuses_bad_input_naming_each_field(api, body, fields):
         "fields": fields,
     }
     assert AIModel.objects.count() == 0
+
+
+def test_a_local_server_model_may_ask_for_json_schema_output(api):
+    # given a llama.cpp server behind openai_compatible
+    body = {
+        "name": "Local",
+        "provider": "openai_compatible",
+        "base_url": "http://127.0.0.1:8089/v1",
+        "model_name": "qwen2.5-coder-0.5b-instruct",
+        "output_mode": "json_schema",
+    }
+    # when
+    response = api.post("/api/ai-models", body, format="json")
+    # then
+    assert response.status_code == 201
+    assert response.json()["output_mode"] == "json_schema"
+    assert AIModel.objects.get().output_mode == "json_schema"
 
 
 def test_list_shows_own_models_newest_first(api, user, other_user):

@@ -81,6 +81,7 @@ def test_admin_blank_secret_keeps_the_stored_one(client, staff_user):
             "temperature": "0.5",
             "max_tokens": "1000",
             "timeout_seconds": "60",
+            "output_mode": "tagged",
             "enabled": "on",
         },
     )

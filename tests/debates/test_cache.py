@@ -37,10 +37,20 @@ REQUEST = ModelRequest(system="You are P1, the bull.", user="BTCUSDT 1h: price 5
         (replace(CONFIG, model_name="fake-model-2"), REQUEST),
         (replace(CONFIG, temperature=0.2), REQUEST),
         (replace(CONFIG, max_tokens=1999), REQUEST),
+        (replace(CONFIG, output_mode="json_schema"), REQUEST),
         (CONFIG, replace(REQUEST, system="You are P1, the bull!")),
         (CONFIG, replace(REQUEST, user="BTCUSDT 1h: price 57,970.8.")),
     ],
-    ids=["provider", "base_url", "model", "temperature", "max_tokens", "system", "user"],
+    ids=[
+        "provider",
+        "base_url",
+        "model",
+        "temperature",
+        "max_tokens",
+        "output_mode",
+        "system",
+        "user",
+    ],
 )
 def test_a_call_differing_in_anything_that_decides_its_answer_has_another_fingerprint(
     config, request_

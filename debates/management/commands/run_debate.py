@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
 import textwrap
 import time
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.console import Console
@@ -21,6 +23,7 @@ from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
 from debates.services import DebateInput, debate_create, debate_start
 from strategies.market.dataset import DATASET_END
+from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
 from traders.models import Execution, Trader
 from traders.services import execution_request
@@ -38,6 +41,16 @@ BADGES = {action: f"[{style}]{label}[/]" for action, (label, style) in ACTIONS.i
 # How much of a turn's reasoning the transcript shows.
 REASONING_CHARS = 300
 TERMINAL = {"completed", "cancelled", "failed"}
+# The local model (scripts/local-model): a 0.5B model answering on two CPU cores reads a
+# prompt at about 47 tokens/s, so its debates keep theirs small: one coin, 1h candles, 6 rows.
+LOCAL_MODEL = {
+    "name": "Local model (Qwen2.5-Coder 0.5B on llama.cpp)",
+    "model_name": "qwen2.5-coder-0.5b-instruct",
+    "output_mode": "json_schema",
+    "temperature": 0.3,
+    "max_tokens": 400,
+    "timeout_seconds": 180,
+}
 
 
 def problem(error: dict | None) -> str:
@@ -82,11 +95,20 @@ class Command(BaseCommand):
         parser.add_argument("--symbol", default="BTCUSDT", help="primary coin")
         parser.add_argument(
             "--participants",
-            default="bull,bear,analyst",
-            help="personalities, comma-separated (simulated models unless --models is given)",
+            default=None,
+            help="personalities, comma-separated (simulated models unless --models or "
+            "--local-model is given; default bull,bear,analyst, with --local-model bull,bear)",
         )
         parser.add_argument("--models", default="", help="AI model ids, one per participant")
-        parser.add_argument("--rounds", type=int, default=3)
+        parser.add_argument(
+            "--local-model",
+            action="store_true",
+            help="seat the local model of scripts/local-model (installed and started if "
+            "needed) through the openai_compatible provider, on one coin and 1h candles",
+        )
+        parser.add_argument(
+            "--rounds", type=int, default=None, help="2 to 5 (default 3, with --local-model 2)"
+        )
         parser.add_argument("--variant", default="balanced")
         parser.add_argument(
             "--as-of",
@@ -101,7 +123,12 @@ class Command(BaseCommand):
             "it) or refresh (call again and keep the new answers)",
         )
         parser.add_argument("--user", default="demo", help="owner of the debate")
-        parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            help="seconds to wait for the debate (default 300, with --local-model 900)",
+        )
         parser.add_argument("--json", action="store_true", help="print the final detail as JSON")
         parser.add_argument(
             "--execute",
@@ -116,27 +143,27 @@ class Command(BaseCommand):
         for name in ("celery", "debates.providers"):
             logging.getLogger(name).setLevel(logging.WARNING)
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
-        personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
-        models = self._models(owner, personalities, options["models"])
+        local = options["local_model"]
+        default_seats = "bull,bear" if local else "bull,bear,analyst"
+        seats = options["participants"] or default_seats
+        rounds = options["rounds"] or (2 if local else 3)
+        personalities = [p.strip() for p in seats.split(",") if p.strip()]
+        if local:
+            models = [self._local_model(console, owner)] * len(personalities)
+        else:
+            models = self._models(owner, personalities, options["models"])
         try:
             as_of = parse_instant(options["as_of"])
         except ValueError as exc:
             raise CommandError(f"--as-of: {exc}") from exc
 
-        strategy, _ = Strategy.objects.get_or_create(
-            owner=owner,
-            name="Demo: majors on the bundled dataset",
-            defaults={
-                "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
-                "market_source": "dataset",
-            },
-        )
+        strategy = self._strategy(owner, options["symbol"] if local else None)
         trader = demo_trader(owner, as_of)
         data = DebateInput(
             name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
             symbol=options["symbol"],
-            max_rounds=options["rounds"],
+            max_rounds=rounds,
             prompt_variant=options["variant"],
             participants=[
                 {"ai_model": model.pk, "personality": personality}
@@ -152,9 +179,10 @@ class Command(BaseCommand):
         except ApplicationError as exc:
             raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
 
-        final = self._follow(console, debate.pk, options["timeout"])
+        timeout = options["timeout"] or (900.0 if local else 300.0)
+        final = self._follow(console, debate.pk, timeout)
         if final.status == "completed" and options["execute"]:
-            self._execute(console, owner, final, trader, options["timeout"])
+            self._execute(console, owner, final, trader, timeout)
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
@@ -177,6 +205,53 @@ class Command(BaseCommand):
             defaults={"model_name": "simulated-v1"},
         )
         return [model] * len(personalities)
+
+    def _local_model(self, console: Console, owner) -> AIModel:
+        """Start the local model unless it answers already; return its configuration."""
+        console.print("Starting the local model (scripts/local-model start) ...")
+        script = settings.BASE_DIR / "scripts" / "local-model"
+        # The project's own script, with no input from the user.
+        started = subprocess.run([script, "start"], capture_output=True, text=True)  # noqa: S603
+        if started.returncode != 0:
+            raise CommandError(f"the local model did not start: {started.stderr.strip()}")
+        base_url = started.stdout.strip().splitlines()[-1]
+        model, _ = AIModel.objects.update_or_create(
+            owner=owner,
+            provider="openai_compatible",
+            name=LOCAL_MODEL["name"],
+            defaults={
+                **{k: v for k, v in LOCAL_MODEL.items() if k != "name"},
+                "base_url": base_url,
+            },
+        )
+        return model
+
+    def _strategy(self, owner, single_coin: str | None) -> Strategy:
+        """Return the demo strategy: the majors on the bundled dataset, or, for the local
+        model, ``single_coin`` alone on 1h candles, 6 rows."""
+        if single_coin is None:
+            strategy, _ = Strategy.objects.get_or_create(
+                owner=owner,
+                name="Demo: majors on the bundled dataset",
+                defaults={
+                    "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+                    "market_source": "dataset",
+                },
+            )
+            return strategy
+        symbol = normalize_symbol(single_coin)
+        strategy, _ = Strategy.objects.update_or_create(
+            owner=owner,
+            name=f"Local model: {symbol} on 1h",
+            defaults={
+                "static_coins": [symbol],
+                "max_coins": 1,
+                "market_source": "dataset",
+                "timeframes": ["1h"],
+                "rows_per_timeframe": 6,
+            },
+        )
+        return strategy
 
     def _follow(self, console: Console, debate_id: int, timeout: float) -> Debate:
         """Print each stored turn, vote and the consensus until the debate ends."""

@@ -298,3 +298,21 @@ def test_on_the_dataset_every_personality_answers_each_coin_and_bull_differs_fro
     bull = [decision.action for decision in results["bull"].decisions]
     bear = [decision.action for decision in results["bear"].decisions]
     assert all(mine != theirs for mine, theirs in zip(bull, bear, strict=True))
+
+
+def test_in_the_json_schema_mode_it_answers_the_same_decisions_as_one_object() -> None:
+    # given the same request to a tagged and a json_schema simulated model
+    request = _request("bull")
+    as_json = dataclasses.replace(SIMULATED, output_mode="json_schema")
+
+    # when
+    tagged = parse_output(complete(SIMULATED, request).text, SYMBOLS)
+    text = complete(as_json, request).text
+    answer = parse_output(text, SYMBOLS)
+
+    # then it is one JSON object of the contract's form, and it decides the same
+    assert set(json.loads(text)) == {"reasoning", "decisions"}
+    assert "<decision>" not in text
+    assert answer.status == ParseStatus.OK
+    assert answer.decisions == tagged.decisions
+    assert answer.reasoning == tagged.reasoning

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from debates.engine.contract import decision_schema
 from debates.providers import PROVIDERS, ProviderConfig, TerminalProviderError, complete
 from tests.debates.providers.support import API_KEY, FAST_RETRIES, make_config, make_request
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -256,3 +257,35 @@ def test_config_repr_masks_the_key() -> None:
     # then
     assert API_KEY not in text
     assert "api_key='***'" in text
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "grok", "openai_compatible"])
+def test_a_json_schema_model_asks_for_structured_output_under_the_contract_schema(
+    llm_server: FakeLLMServer, provider: str
+) -> None:
+    # given a model whose output mode is json_schema
+    config = make_config(llm_server, provider, model_name="m", output_mode="json_schema")
+    request = make_request(kind="vote")
+
+    # when
+    complete(config, request, policy=FAST_RETRIES)
+
+    # then the request carries the contract's schema for the request's coins
+    body = llm_server.requests[0].body
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "vote_answer",
+            "strict": True,
+            "schema": decision_schema(("BTCUSDT", "ETHUSDT")),
+        },
+    }
+
+
+def test_a_tagged_model_asks_for_no_response_format(llm_server: FakeLLMServer) -> None:
+    # given
+    config = make_config(llm_server, "openai_compatible", model_name="m")
+    # when
+    complete(config, make_request(), policy=FAST_RETRIES)
+    # then
+    assert "response_format" not in llm_server.requests[0].body
