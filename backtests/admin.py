@@ -15,10 +15,7 @@ from backtests.models import Backtest, BacktestStep
 
 
 def _metric(backtest: Backtest, rule: str, name: str) -> float | None:
-    for run in (backtest.report or {}).get("rules", ()):
-        if run["key"] == rule:
-            return run["metrics"][name]
-    return None
+    return (backtest.headline or {}).get(rule, {}).get(name)
 
 
 class StepInline(admin.TabularInline):
@@ -54,8 +51,13 @@ class BacktestAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     inlines = (StepInline,)
 
+    def get_queryset(self, request: HttpRequest):
+        # The list shows the headline; a backtest's page reads its report when it needs it.
+        return super().get_queryset(request).defer("report")
+
     def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        shown = [f.name for f in Backtest._meta.fields if f.name not in ("id", "report")]
+        hidden = ("id", "report", "headline")
+        shown = [f.name for f in Backtest._meta.fields if f.name not in hidden]
         return [*shown, "metrics"]
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:

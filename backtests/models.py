@@ -69,6 +69,9 @@ class Backtest(models.Model):
     steps_total = models.PositiveIntegerField()
     steps_done = models.PositiveIntegerField(default=0)
     report = models.JSONField(null=True, blank=True)
+    headline = models.JSONField(
+        null=True, blank=True, help_text="Each rule's final equity, return and drawdown."
+    )
     error = models.JSONField(null=True, blank=True, help_text="{code, message} of a failure.")
     tick_token = models.CharField(
         max_length=32, blank=True, help_text="The run's live tick chain; a resume replaces it."

@@ -13,8 +13,9 @@ from backtests.models import Backtest
 
 
 def backtest_list(*, owner: Any, status: str | None = None) -> QuerySet[Backtest]:
-    """Return the owner's backtests, newest first, optionally of one status."""
-    queryset = Backtest.objects.filter(owner=owner)
+    """Return the owner's backtests, newest first, optionally of one status; their
+    reports (the detail's) are left unread."""
+    queryset = Backtest.objects.filter(owner=owner).defer("report")
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-id")

@@ -37,7 +37,9 @@ class BacktestListSerializer(serializers.ModelSerializer):
     strategy = serializers.IntegerField(source="strategy_id", allow_null=True, read_only=True)
     progress = ProgressSerializer(source="*", read_only=True)
     available_actions = serializers.SerializerMethodField()
-    headline = serializers.SerializerMethodField()
+    headline = serializers.JSONField(
+        read_only=True, help_text="Each rule's final equity, total return and max drawdown."
+    )
 
     class Meta:
         model = Backtest
@@ -62,18 +64,6 @@ class BacktestListSerializer(serializers.ModelSerializer):
 
     def get_available_actions(self, obj: Backtest) -> list[str]:
         return available_actions(obj)
-
-    def get_headline(self, obj: Backtest) -> dict[str, Any] | None:
-        """Return each rule's final equity and total return, once the report is in."""
-        if not obj.report:
-            return None
-        return {
-            rule["key"]: {
-                "final_equity": rule["metrics"]["final_equity"],
-                "total_return": rule["metrics"]["total_return"],
-            }
-            for rule in obj.report["rules"]
-        }
 
 
 class BacktestDetailSerializer(BacktestListSerializer):

@@ -120,8 +120,18 @@ def _finish(backtest: Backtest) -> None:
         logger.exception("backtest %s: the report could not be made", backtest.pk)
         _fail(backtest, code="report_failed", message=f"{type(exc).__name__}: {exc}")
         return
+    headline = {
+        rule["key"]: {
+            name: rule["metrics"][name] for name in ("final_equity", "total_return", "max_drawdown")
+        }
+        for rule in report["rules"]
+    }
     Backtest.objects.filter(pk=backtest.pk).update(
-        status=BacktestStatus.COMPLETED, report=report, finished_at=now, ticked_at=now
+        status=BacktestStatus.COMPLETED,
+        report=report,
+        headline=headline,
+        finished_at=now,
+        ticked_at=now,
     )
     backtest.status, backtest.report, backtest.finished_at = BacktestStatus.COMPLETED, report, now
     events.report_ready(backtest)

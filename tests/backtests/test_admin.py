@@ -1,0 +1,50 @@
+"""Backtests in the admin: the list with status, progress and headline returns; each
+backtest read-only, its metrics per rule shown."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from tests.api.test_backtests import make
+
+METRICS = {"final_equity": 1010.0, "total_return": 0.01, "max_drawdown": 0.02, "sharpe": 1.5}
+REPORT = {
+    "rules": [{"key": "debate", "label": "Debate consensus", "metrics": {**METRICS, "trades": 3}}]
+}
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(staff_user) -> Client:
+    """The admin, logged in as staff."""
+    client = Client()
+    client.force_login(staff_user)
+    return client
+
+
+def test_the_admin_lists_backtests_with_progress_and_headline_and_changes_nothing(operator, user):
+    # given a completed backtest with its report and headline
+    headline = {
+        "debate": {"final_equity": 1010.0, "total_return": 0.01, "max_drawdown": 0.02},
+        "buy_and_hold": {"final_equity": 990.0, "total_return": -0.01, "max_drawdown": 0.03},
+    }
+    template = {"strategy": None}
+    backtest = make(
+        user, template, status="completed", steps_done=6, report=REPORT, headline=headline
+    )
+    # when the operator opens the list, the backtest, and the add page
+    listed = operator.get("/admin/backtests/backtest/")
+    shown = operator.get(f"/admin/backtests/backtest/{backtest.pk}/change/")
+    added = operator.get("/admin/backtests/backtest/add/")
+    # then the list shows its status, progress and returns; the page its metrics per
+    # rule, with nothing to save; and nothing can be added
+    assert listed.status_code == 200
+    body = listed.content.decode()
+    assert "6/6" in body and "+1.00%" in body and "-1.00%" in body and "+2.00%" in body
+    page = shown.content.decode()
+    assert shown.status_code == 200
+    assert "Debate consensus" in page and "1010.00" in page
+    assert 'name="_save"' not in page
+    assert added.status_code == 403
