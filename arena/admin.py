@@ -1,4 +1,4 @@
-"""Admin helpers shared by the apps: write-only secret fields."""
+"""Admin helpers shared by the apps: write-only secret fields, checked outbound URLs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin
 
 from arena.fields import mask_secret
+from arena.outbound import OutboundRefused, check_url
 
 
 def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.ModelForm]:
@@ -40,6 +41,30 @@ def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.Model
 
     SecretForm.Meta.model = model
     return SecretForm
+
+
+class OutboundUrlAdminMixin:
+    """Refuse, as the API does at save, a URL the outbound policy would not let the
+    service call (``arena.outbound``): each of ``outbound_url_fields``."""
+
+    outbound_url_fields: tuple[str, ...] = ()
+
+    def get_form(self, request: Any, obj: Any = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        names = self.outbound_url_fields
+
+        class OutboundUrlForm(form):
+            def clean(self) -> dict[str, Any]:
+                cleaned = super().clean()
+                for name in names:
+                    if cleaned.get(name):
+                        try:
+                            check_url(cleaned[name])
+                        except OutboundRefused as exc:
+                            self.add_error(name, str(exc))
+                return cleaned
+
+        return OutboundUrlForm
 
 
 class SecretAdminMixin:

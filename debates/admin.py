@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from arena.admin import SecretAdminMixin, masked_key
+from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
 from debates.models import (
     AIModel,
@@ -122,8 +122,9 @@ class DecisionInline(ReadOnlyInline):
 
 
 @admin.register(AIModel)
-class AIModelAdmin(SecretAdminMixin, admin.ModelAdmin):
+class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     secret_fields = ("api_key",)
+    outbound_url_fields = ("base_url",)
     list_display = (
         "name",
         "owner",

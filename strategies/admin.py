@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from arena.admin import OutboundUrlAdminMixin
 from strategies.models import Strategy
 
 
 @admin.register(Strategy)
-class StrategyAdmin(admin.ModelAdmin):
+class StrategyAdmin(OutboundUrlAdminMixin, admin.ModelAdmin):
+    outbound_url_fields = ("pool_url",)
     list_display = (
         "name",
         "owner",

@@ -395,3 +395,32 @@ def _debate(user: object, llm: FakeLLMServer):
         participants=seats,
     )
     return debate_create(owner=user, data=data)
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_an_ai_model_on_an_internal_address(client, staff_user):
+    # given an operator in the admin
+    client.force_login(staff_user)
+    # when a model pointing at the metadata address is saved
+    response = client.post(
+        "/admin/debates/aimodel/add/",
+        {
+            "owner": staff_user.pk,
+            "name": "Metadata",
+            "provider": "openai_compatible",
+            "model_name": "m",
+            "base_url": "http://169.254.169.254/latest/",
+            "api_key": "",
+            "temperature": "0.5",
+            "max_tokens": "1000",
+            "timeout_seconds": "60",
+            "output_mode": "tagged",
+            "enabled": "on",
+        },
+    )
+    # then the form comes back naming the field, and nothing was saved
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == ["base_url"]
+    assert "the service does not call internal addresses" in errors["base_url"][0]
+    assert AIModel.objects.count() == 0
