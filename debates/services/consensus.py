@@ -8,7 +8,8 @@ from django.utils import timezone
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
 from debates.engine.types import Action, CoinDecision
-from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
+from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote, Weighting
+from debates.services.judge import judge_weights
 
 # What the consensus reads of a voting debate under its row lock: the coins, the state,
 # the strategy's limits; written out in SQL, as the steps' reads are. With the ORM's
@@ -16,7 +17,7 @@ from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
 # with these, 11.8 ms (medians of 20 each, taken in turn, after a 3-voter debate).
 _LOCK_SQL = """
 SELECT debate.symbol, debate.symbols, debate.auto_execute, debate.current_round, debate.error,
-       strategy.id, strategy.max_leverage_major, strategy.max_leverage_other,
+       debate.weighting, strategy.id, strategy.max_leverage_major, strategy.max_leverage_other,
        strategy.min_confidence
 FROM debates_debate AS debate
 LEFT JOIN strategies_strategy AS strategy ON strategy.id = debate.strategy_id
@@ -42,7 +43,7 @@ def _lock_voting(debate_id: int) -> tuple[Debate, ConsensusLimits] | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    symbol, symbols, auto_execute, current_round, error, strategy, *caps = row
+    symbol, symbols, auto_execute, current_round, error, weighting, strategy, *caps = row
     debate = Debate(
         pk=debate_id,
         status=DebateStatus.VOTING,
@@ -51,6 +52,7 @@ def _lock_voting(debate_id: int) -> tuple[Debate, ConsensusLimits] | None:
         auto_execute=bool(auto_execute),
         current_round=current_round,
         error=_ERROR.from_db_value(error, None, connection),
+        weighting=weighting,
     )
     if strategy is None:
         return debate, ConsensusLimits()
@@ -85,7 +87,8 @@ def consensus_finalize(*, debate_id: int) -> None:
         if locked is None:
             return
         debate, limits = locked
-        results = decide(_ballots(debate_id), debate.symbols, limits)
+        weights = judge_weights(debate_id=debate_id) if debate.weighting == Weighting.JUDGE else {}
+        results = decide(_ballots(debate_id), debate.symbols, limits, voter_weights=weights)
         decisions = Decision.objects.bulk_create(
             Decision(
                 debate=debate,

@@ -46,6 +46,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.judge import round_summary_text
 from debates.services.lifecycle import debate_fail
 from strategies.snapshots import market_summary, market_text
 
@@ -59,7 +60,8 @@ def _label(participant: Participant) -> str:
 
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
-    settings (the model-call cache mode among them), its seats in speaking order, and its
+    settings (the model-call cache mode and whether it has a judge among them), its seats
+    in speaking order, and its
     market snapshot with the snapshot's two prompt renderings (each made when first
     asked for)."""
 
@@ -73,6 +75,8 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        *,
+        judged: bool = False,
     ) -> None:
         self.debate_id = debate_id
         self.owner_id = owner_id
@@ -82,6 +86,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
         for seat in self.seats:
@@ -102,7 +107,8 @@ class _Cast:
 # and snapshot along with each of its seats, in speaking order.
 _CAST_SQL = """
 SELECT debate.owner_id, debate.max_rounds, debate.prompt_variant, debate.cache, debate.symbols,
-       debate.market_snapshot, seat.id, seat.speak_order, seat.personality
+       debate.market_snapshot, debate.judge_model_id, seat.id, seat.speak_order,
+       seat.personality
 FROM debates_debate AS debate
 JOIN debates_participant AS seat ON seat.debate_id = debate.id
 WHERE debate.id = %s
@@ -125,7 +131,7 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
         rows = cursor.fetchall()
     if not rows:
         raise Debate.DoesNotExist(f"debate {debate_id} is gone")
-    owner_id, max_rounds, prompt_variant, cache, symbols, snapshot = rows[0][:6]
+    owner_id, max_rounds, prompt_variant, cache, symbols, snapshot, judge = rows[0][:7]
     seats = [
         Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
         for *_, pk, order, personality in rows
@@ -139,6 +145,7 @@ def _cast(debate_id: int, started_at: object) -> _Cast:
         _SYMBOLS.from_db_value(symbols, None, connection),
         _SNAPSHOT.from_db_value(snapshot, None, connection),
         seats,
+        judged=judge is not None,
     )
 
 
@@ -322,6 +329,9 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     cast, participant = now.cast, now.participant
     history = _history(now.spoken, (round_number, participant.speak_order))
+    summary = ""
+    if cast.judged and round_number > 1:
+        summary = round_summary_text(debate_id=cast.debate_id, round_number=round_number - 1)
     context = TurnContext(
         round=round_number,
         max_rounds=cast.max_rounds,
@@ -334,6 +344,9 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
         history=tuple(history),
         participant=_label(participant),
         output_mode=now.config.output_mode,
+        summary=summary,
+        positions=tuple(_latest(history).values()) if summary else (),
+        market_summary=cast.market_summary if summary else "",
     )
     prompt = build_turn_prompt(context)
     return ModelRequest(
@@ -550,13 +563,19 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         _store_ballot(now.cast, now.participant, outcome)
 
 
-def _vote_request(now: _Now) -> ModelRequest:
-    cast, participant = now.cast, now.participant
-    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+    """Return each participant's latest answered turn in ``history``, in speaking order."""
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
             latest[entry.participant] = entry
+    return dict(sorted(latest.items(), key=lambda item: int(item[0][1:])))
+
+
+def _vote_request(now: _Now) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+    latest = _latest(history)
     context = VoteContext(
         personality=participant.personality,
         variant=cast.prompt_variant,

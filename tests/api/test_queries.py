@@ -68,8 +68,9 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
-# their executions); the debate detail is the debate with its strategy, then
-# participants, messages, votes and decisions, and the stream's latest event id.
+# their executions); the debate detail is the debate with its strategy and judge model,
+# then participants, messages, votes, decisions, judge calls and judge scores, and the
+# stream's latest event id.
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 3),
     "ai-models": (
@@ -97,14 +98,14 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
         3,
     ),
     "executions": (_executions, 3),
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 6),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 8),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
-        5,
+        7,
     ),
     "debate votes": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/votes",
-        5,
+        7,
     ),
 }
 
