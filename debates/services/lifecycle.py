@@ -163,6 +163,15 @@ def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
             data.refuse("as_of", refusal)
 
 
+def _symbol_servable(strategy: Strategy | None, symbol: str, data: DebateInput) -> None:
+    """Refuse a primary symbol the strategy's market source cannot serve."""
+    from strategies.snapshots import unservable_symbol
+
+    refusal = unservable_symbol(strategy, symbol) if strategy is not None else None
+    if refusal is not None:
+        data.refuse("symbol", refusal)
+
+
 def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     """Check every field; return the values to store (only used when nothing was refused)."""
     values: dict[str, Any] = {}
@@ -184,6 +193,8 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
             symbol = normalize_symbol(symbol)
         except InvalidSymbolError as exc:
             data.refuse("symbol", str(exc))
+        else:
+            _symbol_servable(values["strategy"], symbol, data)
     values["symbol"] = symbol
 
     if data.prompt_variant not in VARIANTS:
