@@ -2,8 +2,9 @@
 
 import pytest
 
-from debates.models import Debate, Participant
+from debates.models import Ballot, Debate, Message, Participant, Vote
 from tests.api.conftest import debate_body
+from tests.debates.factories import DebateFactory, ParticipantFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +126,122 @@ def test_a_bad_seat_is_a_400_naming_the_field_and_stores_nothing(api, seeded, ch
         "fields": fields,
     }
     assert (Debate.objects.count(), Participant.objects.count()) == (0, 0)
+
+
+# --- the person's turn and vote ---------------------------------------------------------
+
+TURN = {
+    "reasoning": "BTC holds its hourly EMA20; ETH has no setup.",
+    "decisions": [
+        {"symbol": "BTCUSDT", "action": "open_long", "confidence": 66, "leverage": 3},
+        {"symbol": "ETHUSDT", "action": "wait", "confidence": 30},
+    ],
+}
+
+
+def _seated(user, **state):
+    """Return a debate of ``user`` in round 1 with a human seat first and a model seat."""
+    fields = {"status": "running", "phase": "opening", "current_round": 1, **state}
+    debate = DebateFactory(owner=user, symbols=["BTCUSDT", "ETHUSDT"], **fields)
+    human = ParticipantFactory(
+        debate=debate, kind="human", ai_model=None, personality="bull", speak_order=0
+    )
+    ParticipantFactory(debate=debate, personality="bear", speak_order=1)
+    return debate, human
+
+
+def test_a_turn_is_posted_once_and_a_repeat_answers_the_stored_one(api, user):
+    # given a debate waiting for the person's opening
+    debate, human = _seated(user)
+    # when the turn is posted twice
+    first = api.post(f"/api/debates/{debate.pk}/turns", TURN, format="json")
+    again = api.post(f"/api/debates/{debate.pk}/turns", TURN, format="json")
+    # then it is stored once
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json() == again.json()
+    body = first.json()
+    assert (body["participant"], body["round"], body["status"], body["parse_status"]) == (
+        human.pk,
+        1,
+        "ok",
+        "ok",
+    )
+    assert [
+        (d["symbol"], d["action"], d["confidence"], d["leverage"]) for d in body["decisions"]
+    ] == [
+        ("BTCUSDT", "open_long", 66.0, 3),
+        ("ETHUSDT", "wait", 30.0, None),
+    ]
+    assert Message.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("decision", "field"),
+    [
+        ({"symbol": "BTCUSDT", "action": "moon", "confidence": 50}, "decisions[0].action"),
+        ({"symbol": "DOGEUSDT", "action": "wait", "confidence": 50}, "decisions[0].symbol"),
+        ({"symbol": "BTCUSDT", "action": "wait", "confidence": 101}, "decisions[0].confidence"),
+        ({"symbol": "BTCUSDT", "action": "wait", "confidence": -5}, "decisions[0].confidence"),
+        ({"symbol": "BTCUSDT", "action": "wait", "confidence": 5, "size": 1}, "decisions[0].size"),
+    ],
+    ids=[
+        "unknown-action",
+        "not-a-candidate",
+        "confidence-over-100",
+        "confidence-negative",
+        "extra",
+    ],
+)
+@pytest.mark.parametrize("path", ["turns", "votes"])
+def test_a_bad_answer_is_a_400_naming_the_field_and_stores_nothing(
+    api, user, decision, field, path
+):
+    # given a debate waiting for the person's turn, or voting
+    state = {"status": "voting", "phase": "voting", "current_round": 2} if path == "votes" else {}
+    debate, _ = _seated(user, **state)
+    # when an answer with one bad field is posted
+    body = {"reasoning": "My view.", "decisions": [decision]}
+    response = api.post(f"/api/debates/{debate.pk}/{path}", body, format="json")
+    # then
+    assert response.status_code == 400
+    assert response.json()["code"] == "validation_error"
+    assert list(response.json()["fields"]) == [field]
+    assert (Message.objects.count(), Ballot.objects.count(), Vote.objects.count()) == (0, 0, 0)
+
+
+def test_a_turn_when_the_debate_waits_for_none_is_a_409_changing_nothing(api, user):
+    # given a voting debate
+    debate, _ = _seated(user, status="voting", phase="voting", current_round=2)
+    # when a turn is posted
+    response = api.post(f"/api/debates/{debate.pk}/turns", TURN, format="json")
+    # then
+    assert response.status_code == 409
+    assert response.json()["code"] == "invalid_state"
+    assert Message.objects.count() == 0
+
+
+def test_a_vote_is_posted_as_one_vote_per_coin(api, user):
+    # given a voting debate
+    debate, human = _seated(user, status="voting", phase="voting", current_round=2)
+    vote = {
+        "reasoning": "",
+        "decisions": [{"symbol": "ETHUSDT", "action": "open_short", "confidence": 55}],
+    }
+    # when
+    response = api.post(f"/api/debates/{debate.pk}/votes", vote, format="json")
+    # then
+    assert response.status_code == 201
+    assert [(v["symbol"], v["action"], v["abstained"]) for v in response.json()] == [
+        ("BTCUSDT", None, True),
+        ("ETHUSDT", "open_short", False),
+    ]
+    listed = api.get(f"/api/debates/{debate.pk}/votes").json()
+    assert {v["participant"] for v in listed} == {human.pk}
+
+
+def test_another_users_debate_is_a_404(api, other_user):
+    # given another user's debate waiting for its owner
+    debate, _ = _seated(other_user)
+    # then
+    assert api.post(f"/api/debates/{debate.pk}/turns", TURN, format="json").status_code == 404
+    assert Message.objects.count() == 0
