@@ -170,6 +170,18 @@ def decide(
     return [_decide_coin(symbol, ballots, limits) for symbol, ballots in by_symbol.items()]
 
 
+def round1_majority(
+    openings: Mapping[str, Iterable[CoinDecision]],
+    symbols: Sequence[str],
+    limits: ConsensusLimits | None = None,
+) -> list[CoinConsensus]:
+    """Return the consensus rule applied to the round-1 openings' per-coin positions,
+    each opening counted as its speaker's ballot: what the same models would have
+    decided with no debate. ``openings`` maps each speaker to its positions."""
+    ballots = [Ballot(voter, d) for voter, opened in openings.items() for d in opened]
+    return decide(ballots, symbols, limits)
+
+
 def primary_first(results: Sequence[CoinConsensus], symbol: str) -> list[CoinConsensus]:
     """Return ``results`` with the primary coin's decision moved to the front."""
     return sorted(results, key=lambda result: result.symbol != symbol)
