@@ -28,7 +28,14 @@ from arena.apis import (
 )
 from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration, Weighting
+from debates.models import (
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+    CacheMode,
+    DebateStatus,
+    OIDuration,
+    SeatKind,
+    Weighting,
+)
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -74,7 +81,20 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    schema_rules = (requires_when("kind", [SeatKind.MODEL], "ai_model", default=SeatKind.MODEL),)
+
+    kind = StrictChoiceField(
+        choices=SeatKind.choices,
+        required=False,
+        help_text="model (default) or human: the seat is yours, you write its turns and "
+        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+    )
+    ai_model = IdField(
+        required=False,
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none for a "
+        "human seat.",
+    )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
 
@@ -143,6 +163,13 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="How the consensus weighs a vote: confidence (default), or judge "
             "(confidence times the judge's score of the voter; needs a judge).",
+        )
+        human_turn_timeout_minutes = StrictIntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+            help_text="Minutes the person in a human seat has for each turn and the vote "
+            "before it is skipped (30 by default).",
         )
 
     @extend_schema(

@@ -204,6 +204,18 @@ def _voter_weights(given: Mapping[str, float] | None, voters: set[str]) -> dict[
     return {voter: known.get(voter, neutral) for voter in voters}
 
 
+def round1_majority(
+    openings: Mapping[str, Iterable[CoinDecision]],
+    symbols: Sequence[str],
+    limits: ConsensusLimits | None = None,
+) -> list[CoinConsensus]:
+    """Return the consensus rule applied to the round-1 openings' per-coin positions,
+    each opening counted as its speaker's ballot: what the same models would have
+    decided with no debate. ``openings`` maps each speaker to its positions."""
+    ballots = [Ballot(voter, d) for voter, opened in openings.items() for d in opened]
+    return decide(ballots, symbols, limits)
+
+
 def primary_first(results: Sequence[CoinConsensus], symbol: str) -> list[CoinConsensus]:
     """Return ``results`` with the primary coin's decision moved to the front."""
     return sorted(results, key=lambda result: result.symbol != symbol)
