@@ -7,6 +7,7 @@ API, the live events and the admin compute what a client may do in one place.
 
 from __future__ import annotations
 
+from debates.engine.judge import JUDGE_OPTION
 from debates.engine.plan import (
     CONSENSUS,
     DONE,
@@ -47,6 +48,7 @@ STATE_COLUMNS = (
     "pace",
     "steps_released",
     "step_outcomes",
+    "judge_model",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on
@@ -92,7 +94,12 @@ def plan_settings(debate: Debate) -> PlanSettings:
     seats = tuple(
         Seat(seat.pk, getattr(seat, "kind", MODEL_SEAT)) for seat in debate.participants.all()
     )
-    return PlanSettings(max_rounds=debate.max_rounds, seats=seats, auto_execute=debate.auto_execute)
+    return PlanSettings(
+        max_rounds=debate.max_rounds,
+        seats=seats,
+        auto_execute=debate.auto_execute,
+        options={JUDGE_OPTION: debate.judge_model_id is not None},
+    )
 
 
 def step_records(debate: Debate) -> dict[StepKey, str]:

@@ -19,6 +19,8 @@ from debates import events
 from debates.claims import StepBusy, step_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.judge import (
+    JUDGE_FINAL,
+    JUDGE_ROUND,
     ItemScore,
     JudgedSeat,
     ScoresContext,
@@ -32,6 +34,7 @@ from debates.engine.judge import (
     parse_scores,
     parse_summary,
 )
+from debates.engine.plan import DONE, FAILED, StepKey
 from debates.engine.types import Action, CoinDecision
 from debates.models import (
     ACTIVE_STATUSES,
@@ -47,6 +50,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.services import transitions
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -146,9 +150,12 @@ def _call_fields(outcome: CallOutcome) -> dict:
     }
 
 
-def _store_call(debate_id: int, statuses: tuple[str, ...], **fields: object) -> JudgeCall | None:
-    """Store a judge call while the debate is in ``statuses``; once (a second copy is
-    refused by the unique constraint, and the stored one is returned)."""
+def _store_call(
+    debate_id: int, statuses: tuple[str, ...], step: StepKey | None, **fields: object
+) -> JudgeCall | None:
+    """Store a judge call while the debate is in ``statuses``, with the outcome of its
+    plan ``step`` when the call is the whole step; once (a second copy is refused by the
+    unique constraint, and the stored one is returned)."""
     key = {name: fields[name] for name in ("kind", "round", "judge")}
     try:
         with transaction.atomic():
@@ -160,12 +167,20 @@ def _store_call(debate_id: int, statuses: tuple[str, ...], **fields: object) -> 
                 if call.status == StepStatus.ERROR:
                     events.step_failed(debate_id, step=f"judge {call.kind}", **call.error)
                 events.judge_call_stored(call)
+                if step is not None:
+                    _record(debate_id, step, failed=call.status == StepStatus.ERROR)
             return call
     except IntegrityError:
         stored = JudgeCall.objects.filter(debate_id=debate_id, **key).first()
         if stored is None:
             raise
         return stored
+
+
+def _record(debate_id: int, step: StepKey, *, failed: bool) -> None:
+    """Record the outcome of a judge step in the plan: failed when no judge answered
+    (the debate goes on all the same)."""
+    transitions.step_recorded(debate_id=debate_id, key=step, status=FAILED if failed else DONE)
 
 
 # -- the round summary ------------------------------------------------------------------
@@ -252,6 +267,7 @@ def _summarise_round(debate_id: int, round_number: int) -> None:
     _store_call(
         debate_id,
         ACTIVE_STATUSES,
+        (JUDGE_ROUND, round_number, None),
         kind=JudgeCallKind.ROUND_SUMMARY,
         round=round_number,
         judge=0,
@@ -375,6 +391,7 @@ def _ask_scores(
     return _store_call(
         debate.pk,
         statuses,
+        None,
         kind=JudgeCallKind.SCORES,
         round=debate.max_rounds,
         judge=judge,
@@ -425,7 +442,10 @@ def _store_scores(debate_id: int, seats: list[Participant], calls: list[JudgeCal
             if not Debate.objects.filter(pk=debate_id, status=DebateStatus.VOTING).exists():
                 return
             stored = JudgeScore.objects.bulk_create(rows)
-            events.judge_scores_stored(debate_id, stored)
+            with events.together(debate_id):
+                events.judge_scores_stored(debate_id, stored)
+                unscored = all(row.score is None for row in rows)
+                _record(debate_id, (JUDGE_FINAL, None, None), failed=unscored)
     except IntegrityError:
         if not JudgeScore.objects.filter(debate_id=debate_id).exists():
             raise
