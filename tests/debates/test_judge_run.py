@@ -10,23 +10,10 @@ from debates.models import DebateStatus, JudgeCall, JudgeScore
 from debates.selectors import debate_representation
 from debates.services import debate_start
 from tests.debates.conftest import wait_until_finished
-from tests.debates.factories import AIModelFactory
-from tests.debates.test_judge import JUDGE_MODEL, scores_answer, summary_answer
+from tests.debates.test_judge import scores_answer, summary_answer
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def judge_model(user, llm):
-    """The judge's model, on the fake server under a name of its own."""
-    return AIModelFactory(
-        owner=user,
-        provider="openai_compatible",
-        model_name=JUDGE_MODEL,
-        base_url=f"{llm.url}/v1",
-        timeout_seconds=10,
-    )
 
 
 def kinds(detail: dict) -> list[tuple[str, int | None, str]]:
