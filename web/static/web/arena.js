@@ -17,7 +17,8 @@
   const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
-    "consensus", "execution", "error"];
+    "consensus", "execution", "error", "judge_call", "judge_scores"];
+  const RUBRIC = { market_data: "Market data", answers: "Answers", consistency: "Consistency" };
   const EXECUTABLE = ["open_long", "open_short", "close_long", "close_short"];
   const ACTION_LABELS = {
     open_long: "LONG", open_short: "SHORT", close_long: "CLOSE LONG",
@@ -240,6 +241,7 @@
     for (const message of state.messages.values()) renderMessage(message);
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
     updateSidebarItem(detail);
   }
@@ -255,6 +257,7 @@
     renderHeader();
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
     updateSidebarItem(debate);
   }
@@ -317,7 +320,8 @@
     const found = $(`#rounds [data-round="${round}"]`);
     if (found) return found;
     const section = h("section", { class: "round", "data-round": round },
-      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }));
+      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }),
+      h("div", { class: "round-summary" }));
     const later = $$("#rounds .round").find((other) => Number(other.dataset.round) > round);
     $("#rounds").insertBefore(section, later || null);
     return section;
@@ -403,6 +407,60 @@
     $("#notices").append(h("p", {
       class: "alert", text: `${notice.step} failed · ${who}${notice.message} (${notice.code})`,
     }));
+  }
+
+  // --- The judge: a summary under each round but the last, the scores after the votes ---
+
+  function renderJudge() {
+    const judge = state.debate.judge;
+    $("#judge").hidden = !judge;
+    if (!judge) return;
+    for (const summary of judge.summaries) renderSummary(summary);
+    const count = judge.count === 3 ? "three scoring calls, median per item" : "one scoring call";
+    $("#judge-meta").textContent = `${judge.ai_model_name}${judge.simulated ? " [simulated]" : ""}`
+      + ` · ${count} · never votes`;
+    if (!judge.scores.length) {
+      const text = state.debate.status === "voting"
+        ? "The judge scores the participants after the votes…"
+        : "The judge scores the participants after the votes.";
+      $("#judge-scores").replaceChildren(h("p", { class: "muted", text }));
+      return;
+    }
+    const scores = [...judge.scores].sort((a, b) =>
+      participantById(a.participant).speak_order - participantById(b.participant).speak_order);
+    $("#judge-scores").replaceChildren(...scores.map(renderScore));
+  }
+
+  function renderSummary(summary) {
+    const box = $(".round-summary", roundSection(summary.round));
+    box.replaceChildren(h("div", {
+      class: `judge-summary${summary.text ? "" : " missing"}`, "data-summary-round": summary.round,
+    },
+    h("strong", { text: `Judge's summary of round ${summary.round}` }),
+    h("p", {
+      class: "reasoning",
+      text: summary.text || `No summary (${summary.missing}): the next round got every message.`,
+    })));
+  }
+
+  function renderScore(score) {
+    const participant = participantById(score.participant);
+    const value = score.score === null ? "missing" : `${(score.score * 10).toFixed(1)}/10`;
+    const agreement = score.agreement === null ? "" : ` · judges agree ${pct(score.agreement)}`;
+    return h("div", { class: "judge-score", "data-score-participant": score.participant },
+      h("div", { class: "voter-head" },
+        avatar(participant),
+        h("strong", { text: participantName(participant) }),
+        h("span", { class: "judge-total", text: value }),
+        h("span", { class: "muted small", text: agreement })),
+      score.score === null
+        ? h("p", { class: "muted small", text: score.missing })
+        : h("ul", { class: "vote-list" }, Object.entries(RUBRIC)
+          .filter(([name]) => name in score.items)
+          .map(([name, label]) => h("li", { class: "vote", title: score.items[name].reason },
+            h("span", { class: "position-symbol", text: label }),
+            h("span", { text: `${score.items[name].value}` }),
+            h("span", { class: "muted small", text: score.items[name].reason })))));
   }
 
   // --- Votes and consensus ----------------------------------------------------------------
@@ -601,6 +659,17 @@
     },
     execution: applyExecution,
     error: renderNotice,
+    judge_call: ({ summary }) => {
+      const judge = state.debate.judge;
+      if (!summary || !judge) return;
+      judge.summaries = [...judge.summaries.filter((s) => s.round !== summary.round), summary];
+      renderSummary(summary);
+    },
+    judge_scores: ({ scores }) => {
+      if (!state.debate.judge) return;
+      state.debate.judge.scores = scores;
+      renderJudge();
+    },
   };
 
   // --- The create form --------------------------------------------------------------------
