@@ -531,6 +531,7 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
                     )
                 for vote in votes:
                     events.vote_stored(vote)
+                transitions.announce(cast.debate_id)  # the plan moved on by a step
     except IntegrityError:
         if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
             raise

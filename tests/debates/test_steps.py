@@ -343,8 +343,8 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     # The context: the debate with the cancel check, whether this ballot is stored, the
     # seats, the turns. Then, under the debate's row lock: the ballot, its votes, the
-    # events.
-    assert len(ballot) == 4 + 6, "\n".join(ballot)
+    # state with its plan (the debate and four prefetches), the events.
+    assert len(ballot) == 4 + 6 + 5, "\n".join(ballot)
     assert ballot[4] == "BEGIN"
     assert ballot[5].endswith("FOR NO KEY UPDATE")
 
