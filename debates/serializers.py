@@ -7,8 +7,10 @@ prefetch everything they touch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -16,7 +18,6 @@ from debates.engine.personalities import PERSONALITIES
 from debates.engine.plan import STEP_STATUSES
 from debates.models import Debate, Decision, Message, Participant, Vote
 from debates.state import available_actions, debate_plan
-from traders.serializers import ExecutionSerializer
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -153,10 +154,25 @@ class DecisionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(ExecutionSerializer(allow_null=True))
+    @extend_schema_field({"allOf": [{"$ref": "#/components/schemas/Execution"}], "nullable": True})
     def get_execution(self, obj: Decision) -> dict[str, Any] | None:
         execution = getattr(obj, "execution", None)
-        return ExecutionSerializer(execution).data if execution else None
+        if execution is None:
+            return None
+        if _execution_representation is None:
+            raise ImproperlyConfigured("no representation of executions is registered")
+        return _execution_representation(execution)
+
+
+# A decision's execution is trading's (``traders``): its representation is registered
+# by that app once it is ready, so that this app imports nothing of trading.
+_execution_representation: Callable[[Any], dict[str, Any]] | None = None
+
+
+def execution_representation_register(represent: Callable[[Any], dict[str, Any]]) -> None:
+    """Represent each decision's execution with ``represent`` (the trading app's)."""
+    global _execution_representation
+    _execution_representation = represent
 
 
 class StrategySummarySerializer(serializers.Serializer):

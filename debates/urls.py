@@ -32,11 +32,6 @@ urlpatterns = [
         name="debate-retry-step",
     ),
     path(
-        "debates/<int:debate_id>/execute",
-        debates.DebateExecuteApi.as_view(),
-        name="debate-execute",
-    ),
-    path(
         "debates/<int:debate_id>/messages",
         debates.DebateMessageListApi.as_view(),
         name="debate-messages",

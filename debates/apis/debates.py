@@ -7,7 +7,7 @@ events carry.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -46,8 +46,6 @@ from debates.services import (
     debate_start,
 )
 from strategies.models import PromptVariant
-from traders.serializers import ExecutionSerializer
-from traders.services import execution_request
 
 TAGS = ["debates"]
 
@@ -252,40 +250,6 @@ class DebateRetryStepApi(JsonApi):
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
-
-
-class DebateExecuteApi(JsonApi):
-    """Execute a completed debate's consensus on one of the user's traders (SPEC 10)."""
-
-    @extend_schema_serializer(component_name="DebateExecuteInput")
-    class InputSerializer(StrictSerializer):
-        trader = IdField(help_text="One of your traders, running.")
-        symbol = StrictCharField(
-            required=False, max_length=40, help_text="The coin to execute; default: primary."
-        )
-
-    @extend_schema(
-        operation_id="debates_execute",
-        tags=TAGS,
-        request=InputSerializer,
-        responses={
-            202: OpenApiResponse(
-                ExecutionSerializer,
-                description="The execution (the same one when asked again).",
-            ),
-            **error_responses(400, 404, 409),
-        },
-    )
-    def post(self, request: Request, debate_id: int) -> Response:
-        data = validate(self.InputSerializer, request.data)
-        execution = execution_request(
-            owner=request.user,
-            debate_id=debate_id,
-            trader_id=data["trader"],
-            symbol=data.get("symbol"),
-            trigger="manual",
-        )
-        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
 
 class DebateMessageListApi(JsonApi):

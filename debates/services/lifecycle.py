@@ -41,13 +41,15 @@ from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, Strategy
-from traders.models import Trader
 
 logger = logging.getLogger(__name__)
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
 KEYLESS_PROVIDERS = frozenset({"simulated", "openai_compatible"})
+# The trader a debate executes on, as its model declares it (trading's model: this app
+# imports nothing of trading).
+TRADER = Debate.trader.field.related_model
 
 
 class NotEnoughParticipants(ValidationError):
@@ -205,7 +207,7 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
 
     values["trader"] = None
     if data.trader is not None:
-        values["trader"] = _owned(Trader, owner, data.trader, data, "trader")
+        values["trader"] = _owned(TRADER, owner, data.trader, data, "trader")
     elif data.auto_execute is True:
         data.refuse("trader", "Required when auto_execute is true.")
 
