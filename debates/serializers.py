@@ -21,9 +21,9 @@ from debates.state import available_actions, debate_plan
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
-    ai_model = serializers.IntegerField(source="ai_model_id", read_only=True)
-    ai_model_name = serializers.CharField(source="ai_model.name", read_only=True)
-    provider = serializers.CharField(source="ai_model.provider", read_only=True)
+    ai_model = serializers.IntegerField(source="ai_model_id", allow_null=True, read_only=True)
+    ai_model_name = serializers.CharField(source="ai_model.name", allow_null=True, read_only=True)
+    provider = serializers.CharField(source="ai_model.provider", allow_null=True, read_only=True)
     simulated = serializers.SerializerMethodField()
     emoji = serializers.SerializerMethodField()
     color = serializers.SerializerMethodField()
@@ -32,6 +32,7 @@ class ParticipantSerializer(serializers.ModelSerializer):
         model = Participant
         fields = [
             "id",
+            "kind",
             "ai_model",
             "ai_model_name",
             "provider",
@@ -44,7 +45,7 @@ class ParticipantSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_simulated(self, obj: Participant) -> bool:
-        return obj.ai_model.provider == "simulated"
+        return obj.ai_model is not None and obj.ai_model.provider == "simulated"
 
     def get_emoji(self, obj: Participant) -> str:
         return PERSONALITIES[obj.personality].emoji
@@ -268,6 +269,7 @@ class DebateListSerializer(StateSerializer):
             "schedule",
             "as_of",
             "cache",
+            "human_turn_timeout_minutes",
             "steps_released",
             "created_at",
             "started_at",

@@ -27,7 +27,14 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration, Pace
+from debates.models import (
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+    CacheMode,
+    DebateStatus,
+    OIDuration,
+    Pace,
+    SeatKind,
+)
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -73,7 +80,20 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    schema_rules = (requires_when("kind", [SeatKind.MODEL], "ai_model", default=SeatKind.MODEL),)
+
+    kind = StrictChoiceField(
+        choices=SeatKind.choices,
+        required=False,
+        help_text="model (default) or human: the seat is yours, you write its turns and "
+        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+    )
+    ai_model = IdField(
+        required=False,
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none for a "
+        "human seat.",
+    )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
 
@@ -115,6 +135,13 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
+        )
+        human_turn_timeout_minutes = StrictIntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+            help_text="Minutes the person in a human seat has for each turn and the vote "
+            "before it is skipped (30 by default).",
         )
         pace = StrictChoiceField(
             choices=Pace.choices,

@@ -21,6 +21,8 @@ from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate
 from debates.models import (
     ACTIVE_STATUSES,
+    DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
     AIModel,
     Ballot,
     CacheMode,
@@ -31,6 +33,7 @@ from debates.models import (
     OIDuration,
     Pace,
     Participant,
+    SeatKind,
     StepStatus,
 )
 from debates.quotas import debate_create_check, debate_start_check
@@ -66,10 +69,20 @@ def input_refusal(data: DebateInput) -> ValidationError:
 
 @dataclass(frozen=True)
 class Seat:
-    """One requested participant: a model id and a personality id."""
+    """One checked seat: a model playing a personality, or (``ai_model`` None) the
+    debate's owner in a human seat."""
 
-    ai_model: Any
-    personality: Any
+    ai_model: AIModel | None
+    personality: str
+
+    @property
+    def kind(self) -> str:
+        return SeatKind.MODEL if self.ai_model is not None else SeatKind.HUMAN
+
+    def as_template(self) -> dict[str, Any]:
+        """Return the seat as a schedule or a backtest stores it (model seats only)."""
+        assert self.ai_model is not None, "only model seats are stored in templates"
+        return {"ai_model": self.ai_model.pk, "personality": self.personality}
 
 
 @dataclass
@@ -90,6 +103,7 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
     pace: Any = Pace.AUTO
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -120,7 +134,8 @@ def _owned(model: type, owner: Any, pk: Any, data: DebateInput, name: str) -> An
     return obj
 
 
-def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
+def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
+    """Check the seats; ``humans``: a seat may be the owner's (``kind: human``)."""
     raw = data.participants
     if not isinstance(raw, list):
         data.refuse("participants", "Must be a list of {ai_model, personality}.")
@@ -137,7 +152,8 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
         m.pk: m
         for m in AIModel.objects.filter(owner=owner, pk__in=[i for i in ids if isinstance(i, int)])
     }
-    seats: list[tuple[AIModel, str]] = []
+    seats: list[Seat] = []
+    human_at: int | None = None
     for index, seat in enumerate(raw):
         where = f"participants[{index}]"
         if not isinstance(seat, dict):
@@ -149,6 +165,24 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
                 f"{where}.personality",
                 f"Unknown personality {personality!r}; one of {', '.join(PERSONALITIES)}.",
             )
+        kind = seat.get("kind", SeatKind.MODEL)
+        if kind not in SeatKind.values:
+            data.refuse(f"{where}.kind", f"One of {', '.join(SeatKind.values)}.")
+            continue
+        if kind == SeatKind.HUMAN:
+            if not humans:
+                data.refuse(f"{where}.kind", "Only a debate started by hand has a human seat.")
+            elif human_at is not None:
+                data.refuse(
+                    f"{where}.kind",
+                    f"A debate has at most one human seat; participants[{human_at}] is one.",
+                )
+            if seat.get("ai_model") is not None:
+                data.refuse(f"{where}.ai_model", "A human seat has no AI model.")
+            human_at = index if human_at is None else human_at
+            if humans and personality in PERSONALITIES:
+                seats.append(Seat(None, personality))
+            continue
         model = models.get(seat.get("ai_model")) if isinstance(seat.get("ai_model"), int) else None
         if model is None:
             data.refuse(f"{where}.ai_model", f"No such AI model: {seat.get('ai_model')!r}.")
@@ -157,7 +191,7 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
         elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
             data.refuse(f"{where}.ai_model", f"AI model {model.name!r} has no API key.")
         if model is not None and personality in PERSONALITIES:
-            seats.append((model, personality))
+            seats.append(Seat(model, personality))
     return seats
 
 
@@ -171,8 +205,21 @@ def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
             data.refuse("as_of", refusal)
 
 
-def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
-    """Check every field; return the values to store (only used when nothing was refused)."""
+def _symbol_servable(strategy: Strategy | None, symbol: str, data: DebateInput) -> None:
+    """Refuse a primary symbol the strategy's market source cannot serve."""
+    from strategies.snapshots import unservable_symbol
+
+    refusal = unservable_symbol(strategy, symbol) if strategy is not None else None
+    if refusal is not None:
+        data.refuse("symbol", refusal)
+
+
+def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) -> dict[str, Any]:
+    """Check every field; return the values to store (only used when nothing was refused).
+
+    ``humans``: a seat may be the owner's own; a schedule or a backtest, which no person
+    watches, says False.
+    """
     values: dict[str, Any] = {}
     if not isinstance(data.name, str) or not data.name.strip():
         data.refuse("name", "Required.")
@@ -192,6 +239,8 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
             symbol = normalize_symbol(symbol)
         except InvalidSymbolError as exc:
             data.refuse("symbol", str(exc))
+        else:
+            _symbol_servable(values["strategy"], symbol, data)
     values["symbol"] = symbol
 
     if data.prompt_variant not in VARIANTS:
@@ -224,7 +273,10 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     if data.pace not in Pace.values:
         data.refuse("pace", f"One of {', '.join(Pace.values)}.")
     values["pace"] = data.pace
-    values["seats"] = _seats(owner, data)
+    values["human_turn_timeout_minutes"] = _int_in(
+        data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
+    )
+    values["seats"] = _seats(owner, data, humans=humans)
     return values
 
 
@@ -238,8 +290,14 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
         debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
         Participant.objects.bulk_create(
-            Participant(debate=debate, ai_model=model, personality=personality, speak_order=i)
-            for i, (model, personality) in enumerate(seats)
+            Participant(
+                debate=debate,
+                kind=seat.kind,
+                ai_model=seat.ai_model,
+                personality=seat.personality,
+                speak_order=i,
+            )
+            for i, seat in enumerate(seats)
         )
         events.stream_opened(debate.pk)
     return debate

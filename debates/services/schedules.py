@@ -129,7 +129,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         as_of=values["replay_as_of"],
         cache=values["cache"],
     )
-    cleaned = debate_input_clean(owner, data)
+    cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
     if "as_of" in errors:
         errors["replay_as_of"] = errors.pop("as_of")
@@ -147,10 +147,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "name": cleaned["name"],
         "strategy": cleaned["strategy"],
         "symbol": cleaned["symbol"],
-        "participants": [
-            {"ai_model": model.pk, "personality": personality}
-            for model, personality in cleaned["seats"]
-        ],
+        "participants": [seat.as_template() for seat in cleaned["seats"]],
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "auto_execute": cleaned["auto_execute"],

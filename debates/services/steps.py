@@ -522,7 +522,7 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
                 debate_id=cast.debate_id, participant=participant, **fields
             )
             votes = Vote.objects.bulk_create(
-                _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
+                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
             )
             with events.together(cast.debate_id):
                 if ballot.status == StepStatus.ERROR:
@@ -540,7 +540,9 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
         )
 
 
-def _vote(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
+def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
+    """Return the unsaved vote of ``ballot`` on ``symbol``: ``decision``, or an abstention
+    saying ``why_not``."""
     base = {
         "debate_id": ballot.debate_id,
         "ballot": ballot,

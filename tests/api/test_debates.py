@@ -197,6 +197,16 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
             {"symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded"]},
         ),
         (
+            lambda s, o: {"symbol": "pepe"},
+            "validation_error",
+            {
+                "symbol": [
+                    "The bundled dataset holds no PEPEUSDT; one of BTCUSDT, ETHUSDT, SOLUSDT, "
+                    "XRPUSDT, DOGEUSDT, AVAXUSDT, LINKUSDT."
+                ]
+            },
+        ),
+        (
             lambda s, o: {"prompt_variant": "wild", "oi_duration": "2h", "cache": "always"},
             "validation_error",
             {
@@ -231,6 +241,7 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
         "other-users-trader",
         "auto-execute-without-trader",
         "malformed-symbol",
+        "symbol-not-in-the-dataset",
         "unknown-choices",
         "malformed-as-of",
     ],
