@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
-from debates.engine.plan import STEP_STATUSES
+from debates.engine.plan import STEP_STATUSES, Plan
 from debates.models import Debate, Decision, Message, Participant, Vote
 from debates.state import available_actions, debate_plan
 
@@ -195,7 +195,7 @@ class StepSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STEP_STATUSES)
 
 
-# The fields of the state that come from the plan of steps (``_Planned``).
+# The fields of the state that come from the plan of steps (``PlannedDebate``).
 PLAN_FIELDS = ("current_step", "steps", "user_action_required", "can_advance", "available_actions")
 
 
@@ -230,14 +230,16 @@ class StateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def to_representation(self, instance: Debate) -> dict[str, Any]:
-        return super().to_representation(_Planned(instance))
+        planned = instance if isinstance(instance, PlannedDebate) else PlannedDebate(instance)
+        return super().to_representation(planned)
 
 
-class _Planned:
-    """A debate with its plan of steps computed once, read as the debate's attributes."""
+class PlannedDebate:
+    """A debate with its plan of steps (computed once, unless given), read as the
+    debate's attributes."""
 
-    def __init__(self, debate: Debate) -> None:
-        plan = debate_plan(debate)
+    def __init__(self, debate: Debate, plan: Plan | None = None) -> None:
+        plan = debate_plan(debate) if plan is None else plan
         self._debate = debate
         self.current_step = plan.current_step
         self.steps = [step.to_dict() for step in plan.steps]

@@ -46,6 +46,7 @@ from debates.services.calls import (
     provider_config,
 )
 from debates.services.lifecycle import debate_fail
+from debates.state import plan_of
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
@@ -376,7 +377,7 @@ def _store_turn(
             if round_closes and not _close_round(locked, round_number, turns):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
-            _turn_taken(locked, cast.seats, current, round_number)
+            _turn_taken(locked, cast.seats, current, round_number, turns)
 
 
 def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
@@ -410,26 +411,25 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
 
 
 def _turn_taken(
-    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], round_number: int
+    debate: Debate,
+    seats: tuple[Participant, ...],
+    said: dict[int, str],
+    round_number: int,
+    turns: list[tuple[int, int, str]],
 ) -> None:
     """Store where the debate is after a turn of ``round_number``, who speaks next
     included, and announce it with its plan of steps.
 
     ``debate`` holds the state read under the lock with this turn's changes applied in
-    memory; ``said`` maps who has spoken in its current round. Rounds 2..N are spoken
-    in order, so the next speaker is known the moment a turn is stored.
+    memory; ``said`` maps who has spoken in its current round, ``turns`` holds every
+    stored turn. Rounds 2..N are spoken in order, so the next speaker is known the
+    moment a turn is stored.
     """
     speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
-    transitions.turn_taken(
-        debate_id=debate.pk,
-        round_number=round_number,
-        status=debate.status,
-        phase=debate.phase,
-        current_round=debate.current_round,
-        speaker_id=speaker_id,
-    )
+    debate.current_speaker_id = speaker_id
+    transitions.turn_taken(debate=debate, round_number=round_number, seats=seats, turns=turns)
 
 
 def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
@@ -458,7 +458,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         cache=now.cast.cache,
     )
     if outcome is not None:
-        _store_ballot(now.cast, now.participant, outcome)
+        _store_ballot(now, outcome)
 
 
 def _vote_request(now: _Now) -> ModelRequest:
@@ -494,9 +494,10 @@ def _vote_request(now: _Now) -> ModelRequest:
     )
 
 
-def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
+def _store_ballot(now: _Now, outcome: CallOutcome) -> None:
     """Store a ballot and its votes while the debate is voting, once: a second copy of
     the ballot is refused by its unique constraint."""
+    cast, participant = now.cast, now.participant
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -515,7 +516,8 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
 
     try:
         with transaction.atomic():
-            if lock_debate(debate_id=cast.debate_id, status=DebateStatus.VOTING) is None:
+            locked = lock_debate(debate_id=cast.debate_id, status=DebateStatus.VOTING)
+            if locked is None:
                 logger.info("debate %s is no longer voting: ballot dropped", cast.debate_id)
                 return
             ballot = Ballot.objects.create(
@@ -531,7 +533,16 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
                     )
                 for vote in votes:
                     events.vote_stored(vote)
-                transitions.announce(cast.debate_id)  # the plan moved on by a step
+                # The plan moved on by a step: announced from what this step holds (the
+                # turns do not change while the debate votes) and the ballots stored.
+                ballots = Ballot.objects.filter(debate_id=cast.debate_id).order_by()
+                plan = plan_of(
+                    locked,
+                    seats=cast.seats,
+                    turns=[(said.round, said.participant.pk, said.status) for said in now.spoken],
+                    ballots=ballots.values_list("participant_id", "status"),
+                )
+                events.status_changed(locked, plan)
     except IntegrityError:
         if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
             raise
