@@ -12,6 +12,8 @@ from debates.models import (
     Ballot,
     Debate,
     Decision,
+    JudgeCall,
+    JudgeScore,
     Message,
     Participant,
     Schedule,
@@ -121,6 +123,36 @@ class DecisionInline(ReadOnlyInline):
     )
 
 
+class JudgeCallInline(ReadOnlyInline):
+    """The judge's calls; each one's page shows its prompt and answer."""
+
+    model = JudgeCall
+    fields = (
+        "kind",
+        "round",
+        "judge",
+        "temperature",
+        "status",
+        "parse_status",
+        "summary",
+        "error",
+        "latency_ms",
+        "cached",
+    )
+    ordering = ("round", "kind", "judge")
+
+    @admin.display(description="summary")
+    def summary(self, obj: JudgeCall) -> str:
+        result = obj.result if isinstance(obj.result, dict) else {}
+        return result.get("text", "") if obj.kind == "round_summary" else ""
+
+
+class JudgeScoreInline(ReadOnlyInline):
+    model = JudgeScore
+    fields = ("participant", "score", "items", "agreement", "judges", "missing")
+    ordering = ("participant__speak_order",)
+
+
 @admin.register(AIModel)
 class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     secret_fields = ("api_key",)
@@ -173,9 +205,19 @@ class DebateAdmin(admin.ModelAdmin):
         "finished_at",
         "progressed_at",
         "schedule",
+        "judge_model",
+        "judge_count",
+        "weighting",
     )
     autocomplete_fields = ("owner", "strategy", "trader")
-    inlines = (ParticipantInline, MessageInline, VoteInline, DecisionInline)
+    inlines = (
+        ParticipantInline,
+        MessageInline,
+        VoteInline,
+        JudgeScoreInline,
+        DecisionInline,
+        JudgeCallInline,
+    )
 
 
 @admin.register(Message)
@@ -212,6 +254,23 @@ class VoteAdmin(admin.ModelAdmin):
     search_fields = ("debate__name", "symbol")
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Vote._meta.fields]
+
+
+@admin.register(JudgeCall)
+class JudgeCallAdmin(admin.ModelAdmin):
+    list_display = ("debate", "kind", "round", "judge", "status", "parse_status", "latency_ms")
+    list_filter = ("kind", "status", "parse_status")
+    search_fields = ("debate__name", "content")
+    list_select_related = ("debate",)
+    readonly_fields = [f.name for f in JudgeCall._meta.fields]
+
+
+@admin.register(JudgeScore)
+class JudgeScoreAdmin(admin.ModelAdmin):
+    list_display = ("debate", "participant", "score", "agreement", "judges", "missing")
+    search_fields = ("debate__name",)
+    list_select_related = ("debate", "participant")
+    readonly_fields = [f.name for f in JudgeScore._meta.fields]
 
 
 @admin.register(Decision)

@@ -9,7 +9,16 @@ from django_eventstream import get_current_event_id
 
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
-from debates.models import Ballot, Debate, Decision, Message, Participant, Vote
+from debates.models import (
+    Ballot,
+    Debate,
+    Decision,
+    JudgeCall,
+    JudgeScore,
+    Message,
+    Participant,
+    Vote,
+)
 from debates.state import STATE_COLUMNS
 
 # What the plan of steps reads of a debate's turns and ballots (``debates.state``).
@@ -45,7 +54,7 @@ def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
 
 def debate_detail_queryset() -> QuerySet[Debate]:
     """Return debates with everything the detail representation reads, prefetched."""
-    return Debate.objects.select_related("strategy").prefetch_related(
+    return Debate.objects.select_related("strategy", "judge_model").prefetch_related(
         Prefetch(
             "participants",
             queryset=Participant.objects.select_related("ai_model").order_by("speak_order"),
@@ -65,6 +74,8 @@ def debate_detail_queryset() -> QuerySet[Debate]:
                 "-is_primary", "symbol"
             ),
         ),
+        Prefetch("judge_calls", queryset=JudgeCall.objects.order_by("round", "kind", "judge")),
+        Prefetch("judge_scores", queryset=JudgeScore.objects.order_by("participant__speak_order")),
     )
 
 

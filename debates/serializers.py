@@ -16,7 +16,18 @@ from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
 from debates.engine.plan import STEP_STATUSES, Plan
-from debates.models import Debate, Decision, Message, Participant, Vote
+from debates.models import (
+    Debate,
+    Decision,
+    JudgeCall,
+    JudgeCallKind,
+    JudgeScore,
+    Message,
+    ParseStatus,
+    Participant,
+    StepStatus,
+    Vote,
+)
 from debates.state import available_actions, debate_plan
 
 
@@ -176,6 +187,89 @@ def execution_representation_register(represent: Callable[[Any], dict[str, Any]]
     _execution_representation = represent
 
 
+class JudgeCallSerializer(serializers.ModelSerializer):
+    """A stored judge call, without its prompt (the admin shows that)."""
+
+    usage = UsageField()
+
+    class Meta:
+        model = JudgeCall
+        fields = [
+            "id",
+            "kind",
+            "round",
+            "judge",
+            "temperature",
+            "status",
+            "content",
+            "parse_status",
+            "result",
+            "error",
+            "usage",
+            "latency_ms",
+            "attempts",
+            "cached",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class JudgeScoreSerializer(serializers.ModelSerializer):
+    participant = serializers.IntegerField(source="participant_id", read_only=True)
+
+    class Meta:
+        model = JudgeScore
+        fields = ["participant", "score", "items", "agreement", "judges", "missing"]
+        read_only_fields = fields
+
+
+class RoundSummarySerializer(serializers.Serializer):
+    """The judge's summary of a round, read from its call; ``text`` is empty and
+    ``missing`` says why when there is none (later rounds then got the full history)."""
+
+    round = serializers.IntegerField()
+    status = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    tally = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField()))
+    missing = serializers.CharField(allow_blank=True)
+
+    def to_representation(self, call: JudgeCall) -> dict[str, Any]:
+        result = call.result if isinstance(call.result, dict) else {}
+        usable = call.status == StepStatus.OK and call.parse_status != ParseStatus.FAILED
+        missing = ""
+        if call.status == StepStatus.ERROR:
+            missing = f"the judge call failed: {(call.error or {}).get('code', 'unknown')}"
+        elif not usable:
+            missing = "the judge's answer held no usable summary"
+        return {
+            "round": call.round,
+            "status": call.parse_status if call.status == StepStatus.OK else "error",
+            "text": result.get("text", "") if usable else "",
+            "tally": result.get("tally", {}),
+            "missing": missing,
+        }
+
+
+class JudgeSerializer(serializers.Serializer):
+    """A debate's judge: its settings, the round summaries, the scores and every call."""
+
+    ai_model = serializers.IntegerField(source="judge_model_id")
+    ai_model_name = serializers.CharField(source="judge_model.name")
+    simulated = serializers.SerializerMethodField()
+    count = serializers.IntegerField(source="judge_count")
+    summaries = serializers.SerializerMethodField()
+    scores = JudgeScoreSerializer(source="judge_scores", many=True)
+    calls = JudgeCallSerializer(source="judge_calls", many=True)
+
+    def get_simulated(self, obj: Debate) -> bool:
+        return obj.judge_model.provider == "simulated"
+
+    @extend_schema_field(RoundSummarySerializer(many=True))
+    def get_summaries(self, obj: Debate) -> list[dict[str, Any]]:
+        calls = [c for c in obj.judge_calls.all() if c.kind == JudgeCallKind.ROUND_SUMMARY]
+        return RoundSummarySerializer(calls, many=True).data
+
+
 class StrategySummarySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -271,6 +365,7 @@ class DebateListSerializer(StateSerializer):
             "schedule",
             "as_of",
             "cache",
+            "weighting",
             "human_turn_timeout_minutes",
             "steps_released",
             "created_at",
@@ -286,6 +381,7 @@ class DebateDetailSerializer(DebateListSerializer):
     messages = MessageSerializer(many=True, read_only=True)
     votes = VoteSerializer(many=True, read_only=True)
     decisions = DecisionSerializer(many=True, read_only=True)
+    judge = serializers.SerializerMethodField()
     event_id = serializers.SerializerMethodField()
 
     class Meta(DebateListSerializer.Meta):
@@ -299,9 +395,14 @@ class DebateDetailSerializer(DebateListSerializer):
             "messages",
             "votes",
             "decisions",
+            "judge",
             "event_id",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(JudgeSerializer(allow_null=True))
+    def get_judge(self, obj: Debate) -> dict[str, Any] | None:
+        return JudgeSerializer(obj).data if obj.judge_model_id else None
 
     @extend_schema_field(StrategySummarySerializer(allow_null=True))
     def get_strategy(self, obj: Debate) -> dict[str, Any] | None:

@@ -315,6 +315,8 @@ SPECTACULAR_SETTINGS = {
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
         "BacktestStatusEnum": "backtests.models.BacktestStatus",
+        "JudgeCallKindEnum": "debates.models.JudgeCallKind",
+        "SeatKindEnum": "debates.models.SeatKind",
     },
 }
 

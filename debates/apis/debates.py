@@ -26,6 +26,7 @@ from arena.apis import (
     requires_when,
     validate,
 )
+from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES
 from debates.models import (
     MAX_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -34,6 +35,7 @@ from debates.models import (
     OIDuration,
     Pace,
     SeatKind,
+    Weighting,
 )
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
@@ -97,6 +99,21 @@ class ParticipantInputSerializer(StrictSerializer):
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
 
+class JudgeInputSerializer(StrictSerializer):
+    ai_model = IdField(help_text="One of your AI models; the judge never votes.")
+    count = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=3,
+        help_text="1 (default) or 3 scoring calls at spread temperatures, median per item.",
+    )
+
+    def validate_count(self, value: int) -> int:
+        if value not in JUDGE_COUNTS:
+            raise serializers.ValidationError("Must be 1 or 3.")
+        return value
+
+
 class DebateCreateApi(JsonApi):
     """Create a pending debate (SPEC 5.1); nothing is written when any field is bad."""
 
@@ -135,6 +152,18 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
+        )
+        judge = JudgeInputSerializer(
+            required=False,
+            allow_null=True,
+            help_text="An optional judge: it summarises each round but the last, and "
+            "scores the participants after the votes.",
+        )
+        weighting = StrictChoiceField(
+            choices=Weighting.choices,
+            required=False,
+            help_text="How the consensus weighs a vote: confidence (default), or judge "
+            "(confidence times the judge's score of the voter; needs a judge).",
         )
         human_turn_timeout_minutes = StrictIntegerField(
             required=False,

@@ -8,8 +8,9 @@ from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
 from debates.engine.types import Action, CoinDecision
 from debates.locks import lock_debate
-from debates.models import Debate, DebateStatus, Decision, Vote
+from debates.models import Debate, DebateStatus, Decision, Vote, Weighting
 from debates.services import transitions
+from debates.services.judge import judge_weights
 
 # What the consensus reads of a vote besides its voter: the fields of a CoinDecision, in
 # their order.
@@ -17,18 +18,25 @@ _TRADE = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_lo
 _LIMITS = ("max_leverage_major", "max_leverage_other", "min_confidence")
 
 
-def _coins_and_limits(debate_id: int) -> tuple[str, list[str], ConsensusLimits]:
-    """Return a debate's primary coin, its candidate coins and its strategy's limits."""
+def _coins_and_limits(debate_id: int) -> tuple[str, list[str], str, ConsensusLimits]:
+    """Return a debate's primary coin, its candidate coins, its weighting and its
+    strategy's limits."""
     row = (
         Debate.objects.filter(pk=debate_id)
-        .values("symbol", "symbols", "strategy_id", *(f"strategy__{name}" for name in _LIMITS))
+        .values(
+            "symbol",
+            "symbols",
+            "weighting",
+            "strategy_id",
+            *(f"strategy__{name}" for name in _LIMITS),
+        )
         .get()
     )
     if row["strategy_id"] is None:
-        return row["symbol"], row["symbols"], ConsensusLimits()
+        return row["symbol"], row["symbols"], row["weighting"], ConsensusLimits()
     major, others, min_confidence = (row[f"strategy__{name}"] for name in _LIMITS)
     limits = ConsensusLimits.by_major(major=major, others=others, min_confidence=min_confidence)
-    return row["symbol"], row["symbols"], limits
+    return row["symbol"], row["symbols"], row["weighting"], limits
 
 
 def _ballots(debate_id: int) -> list[Ballot]:
@@ -54,8 +62,9 @@ def consensus_finalize(*, debate_id: int) -> None:
     with transaction.atomic():
         if lock_debate(debate_id=debate_id, status=DebateStatus.VOTING) is None:
             return
-        symbol, symbols, limits = _coins_and_limits(debate_id)
-        results = decide(_ballots(debate_id), symbols, limits)
+        symbol, symbols, weighting, limits = _coins_and_limits(debate_id)
+        weights = judge_weights(debate_id=debate_id) if weighting == Weighting.JUDGE else {}
+        results = decide(_ballots(debate_id), symbols, limits, voter_weights=weights)
         Decision.objects.bulk_create(
             Decision(
                 debate_id=debate_id,

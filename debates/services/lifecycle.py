@@ -16,6 +16,7 @@ from django.db import transaction
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates import events
+from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate
@@ -35,6 +36,7 @@ from debates.models import (
     Participant,
     SeatKind,
     StepStatus,
+    Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
@@ -103,6 +105,8 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    judge: Any = None
+    weighting: Any = Weighting.CONFIDENCE
     human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
     pace: Any = Pace.AUTO
     schedule_id: int | None = None
@@ -184,15 +188,47 @@ def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
                 seats.append(Seat(None, personality))
             continue
         model = models.get(seat.get("ai_model")) if isinstance(seat.get("ai_model"), int) else None
-        if model is None:
-            data.refuse(f"{where}.ai_model", f"No such AI model: {seat.get('ai_model')!r}.")
-        elif not model.enabled:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} is disabled.")
-        elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} has no API key.")
+        _check_model(model, seat.get("ai_model"), data, f"{where}.ai_model")
         if model is not None and personality in PERSONALITIES:
             seats.append(Seat(model, personality))
     return seats
+
+
+def _check_model(model: AIModel | None, given: Any, data: DebateInput, name: str) -> None:
+    """Refuse field ``name`` unless ``model`` (the one ``given`` names) can be called."""
+    if model is None:
+        data.refuse(name, f"No such AI model: {given!r}.")
+    elif not model.enabled:
+        data.refuse(name, f"AI model {model.name!r} is disabled.")
+    elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
+        data.refuse(name, f"AI model {model.name!r} has no API key.")
+
+
+def _judge(owner: Any, data: DebateInput, values: dict[str, Any]) -> None:
+    """Check the judge settings and the weighting; store them in ``values``."""
+    values["judge_model"], values["judge_count"] = None, 1
+    judge = data.judge
+    if judge is not None:
+        if not isinstance(judge, dict):
+            data.refuse("judge", "Must be an object {ai_model, count} or null.")
+        else:
+            given = judge.get("ai_model")
+            model = (
+                AIModel.objects.filter(owner=owner, pk=given).first()
+                if isinstance(given, int) and not isinstance(given, bool)
+                else None
+            )
+            _check_model(model, given, data, "judge.ai_model")
+            values["judge_model"] = model
+            count = judge.get("count", 1)
+            if isinstance(count, bool) or count not in JUDGE_COUNTS:
+                data.refuse("judge.count", f"One of {', '.join(map(str, JUDGE_COUNTS))}.")
+            values["judge_count"] = count
+    if data.weighting not in Weighting.values:
+        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
+    elif data.weighting == Weighting.JUDGE and judge is None:
+        data.refuse("weighting", "Weighting by judge needs a judge.")
+    values["weighting"] = data.weighting
 
 
 def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
@@ -270,6 +306,7 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
+    _judge(owner, data, values)
     if data.pace not in Pace.values:
         data.refuse("pace", f"One of {', '.join(Pace.values)}.")
     values["pace"] = data.pace

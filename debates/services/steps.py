@@ -45,6 +45,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.judge import round_summary_text
 from debates.services.lifecycle import debate_fail
 from debates.state import plan_of
 from strategies.snapshots import market_summary, market_text
@@ -59,7 +60,8 @@ def _label(participant: Participant) -> str:
 
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
-    settings (the model-call cache mode among them), its seats in speaking order, and its
+    settings (the model-call cache mode and whether it has a judge among them), its seats
+    in speaking order, and its
     market snapshot with the snapshot's two prompt renderings (each made when first
     asked for)."""
 
@@ -73,6 +75,8 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        *,
+        judged: bool = False,
     ) -> None:
         self.debate_id = debate_id
         self.owner_id = owner_id
@@ -82,6 +86,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
         for seat in self.seats:
@@ -109,6 +114,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        judged=debate["judge_model_id"] is not None,
     )
 
 
@@ -152,6 +158,7 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "judge_model_id",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
@@ -290,6 +297,9 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     cast, participant = now.cast, now.participant
     history = _history(now.spoken, (round_number, participant.speak_order))
+    summary = ""
+    if cast.judged and round_number > 1:
+        summary = round_summary_text(debate_id=cast.debate_id, round_number=round_number - 1)
     context = TurnContext(
         round=round_number,
         max_rounds=cast.max_rounds,
@@ -302,6 +312,9 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
         history=tuple(history),
         participant=_label(participant),
         output_mode=now.config.output_mode,
+        summary=summary,
+        positions=tuple(_latest(history).values()) if summary else (),
+        market_summary=cast.market_summary if summary else "",
     )
     prompt = build_turn_prompt(context)
     return ModelRequest(
@@ -461,13 +474,19 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         _store_ballot(now, outcome)
 
 
-def _vote_request(now: _Now) -> ModelRequest:
-    cast, participant = now.cast, now.participant
-    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+    """Return each participant's latest answered turn in ``history``, in speaking order."""
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
             latest[entry.participant] = entry
+    return dict(sorted(latest.items(), key=lambda item: int(item[0][1:])))
+
+
+def _vote_request(now: _Now) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+    latest = _latest(history)
     context = VoteContext(
         personality=participant.personality,
         variant=cast.prompt_variant,
