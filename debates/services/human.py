@@ -18,15 +18,18 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates import events
 from debates.engine.human import HumanAnswerInvalid, read_human_answer
 from debates.engine.types import ParseResult
 from debates.models import (
+    ACTIVE_STATUSES,
     Ballot,
     Debate,
     DebateStatus,
@@ -259,3 +262,34 @@ def human_vote_skip(*, debate_id: int) -> Ballot | None:
             for vote in votes:
                 events.vote_stored(vote)
     return ballot
+
+
+def human_due_skip(*, debate_id: int, now: datetime | None = None) -> bool:
+    """Skip the turn or vote the person owes ``debate_id`` if its time ran out by ``now``.
+
+    Clearing the deadline is the compare-and-set that claims the skip, so however many
+    beat processes or workers call this at once, the step is skipped once. Return
+    whether this call skipped it.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        claimed = Debate.objects.filter(
+            pk=debate_id, status__in=ACTIVE_STATUSES, human_due_at__lte=now
+        ).update(human_due_at=None)
+        if not claimed:
+            return False
+        debate = Debate.objects.only("status", "current_round").get(pk=debate_id)
+        if debate.status == DebateStatus.VOTING:
+            return human_vote_skip(debate_id=debate_id) is not None
+        return human_turn_skip(debate_id=debate_id, round_number=debate.current_round) is not None
+
+
+def human_steps_expire(*, now: datetime | None = None) -> list[int]:
+    """Skip every turn or vote a person owes whose time ran out; return their debates."""
+    now = now or timezone.now()
+    due = Debate.objects.filter(status__in=ACTIVE_STATUSES, human_due_at__lte=now)
+    return [
+        debate_id
+        for debate_id in due.order_by("human_due_at").values_list("pk", flat=True)
+        if human_due_skip(debate_id=debate_id, now=now)
+    ]

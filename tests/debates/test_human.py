@@ -1,10 +1,13 @@
 """Recording the person's turn and vote: checked, stored once, skipped once."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates.models import Ballot, Message, Vote
 from debates.services.human import (
+    human_steps_expire,
     human_turn_record,
     human_turn_skip,
     human_vote_record,
@@ -251,3 +254,47 @@ def test_a_skipped_vote_abstains_on_every_coin_once():
     ]
     with pytest.raises(InvalidState):
         human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
+
+
+# --- the time a person has ----------------------------------------------------------------
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_past_its_time_is_skipped_once_whatever_the_beat_processes():
+    # given a turn the person owed until a minute ago, and another not due yet
+    debate, human, _ = _debate(human_due_at=NOW - timedelta(minutes=1))
+    later, _, _ = _debate(human_due_at=NOW + timedelta(minutes=1))
+    results = []
+
+    # when six beat processes look at once
+    def expire():
+        results.append(human_steps_expire(now=NOW))
+
+    run_at_once(expire, 6)
+    # then one of them skipped the turn, once, and the other debate still waits
+    assert sorted(results, key=len) == [[]] * 5 + [[debate.pk]]
+    assert list(Message.objects.values_list("participant", "status")) == [(human.pk, "skipped")]
+    debate.refresh_from_db()
+    later.refresh_from_db()
+    assert (debate.human_due_at, later.human_due_at) == (None, NOW + timedelta(minutes=1))
+
+
+def test_a_vote_past_its_time_is_skipped_as_an_abstention_on_every_coin():
+    # given a voting debate whose person's time ran out
+    debate, human, _ = _debate(status="voting", phase="voting", current_round=2, human_due_at=NOW)
+    # when
+    skipped = human_steps_expire(now=NOW)
+    # then
+    assert skipped == [debate.pk]
+    assert Ballot.objects.get().status == "skipped"
+    assert set(Vote.objects.values_list("participant", "abstained")) == {(human.pk, True)}
+
+
+def test_a_debate_that_stopped_is_not_skipped_into():
+    # given a cancelled debate that had a deadline
+    _debate(status="cancelled", human_due_at=NOW - timedelta(hours=1))
+    # then
+    assert human_steps_expire(now=NOW) == []
+    assert Message.objects.count() == 0
