@@ -85,6 +85,15 @@ def human_turn_due(debate: Debate, seat: Participant) -> int | None:
     return None
 
 
+def waiting_for_person(debate: Debate) -> str:
+    """Return what ``debate`` waits for from the person, and until when ("" for nothing)."""
+    if debate.human_due_at is None or debate.status not in ACTIVE_STATUSES:
+        return ""
+    what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
+    until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
+    return f"the person's {what}, until {until}"
+
+
 def _owned(debate_id: int, owner: Any) -> tuple[Debate, Participant]:
     debate = Debate.objects.filter(pk=debate_id, owner=owner).first()
     if debate is None:

@@ -298,3 +298,22 @@ def test_a_debate_that_stopped_is_not_skipped_into():
     # then
     assert human_steps_expire(now=NOW) == []
     assert Message.objects.count() == 0
+
+
+def test_the_admin_shows_that_a_debate_waits_for_the_person(client, staff_user):
+    # given a debate waiting for the person's turn of round 2, and one waiting for none
+    waiting, human, _ = _debate(current_round=2, phase="rebuttal", human_due_at=NOW)
+    waiting.current_speaker = human
+    waiting.name = "Waiting debate"
+    waiting.save()
+    DebateFactory(name="Busy debate", status="running", current_round=1)
+    client.force_login(staff_user)
+    # when the list is filtered to the debates that wait for a person, and the page opened
+    listing = client.get("/admin/debates/debate/?waits_for_person=yes").content.decode()
+    page = client.get(f"/admin/debates/debate/{waiting.pk}/change/").content.decode()
+    # then
+    assert "Waiting debate" in listing
+    assert "Busy debate" not in listing
+    expected = "the person&#x27;s turn, round 2, until 2026-01-05 12:00 UTC"
+    assert expected in listing
+    assert expected in page
