@@ -106,6 +106,13 @@ ACTIVE_STATUSES = (DebateStatus.RUNNING, DebateStatus.VOTING)
 TERMINAL_STATUSES = (DebateStatus.COMPLETED, DebateStatus.CANCELLED, DebateStatus.FAILED)
 
 
+class Pace(models.TextChoices):
+    """How a debate moves from one step of its plan to the next."""
+
+    AUTO = "auto", "Automatic"
+    MANUAL = "manual", "Manual: each step waits for advance"
+
+
 DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES = 30
 MAX_HUMAN_TURN_TIMEOUT_MINUTES = 24 * 60
 
@@ -182,6 +189,19 @@ class Debate(models.Model):
     market_snapshot = models.JSONField(null=True, blank=True)
     error = models.JSONField(
         null=True, blank=True, help_text="{step, code, message} of the step that failed."
+    )
+    pace = models.CharField(max_length=6, choices=Pace.choices, default=Pace.AUTO)
+    steps_released = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="How many steps of the plan may run; empty: all (the manual pace and a "
+        "retried step release them one at a time).",
+    )
+    step_outcomes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The outcome of each step no other row records (prepare, execution, ...), "
+        "by step key.",
     )
 
     created_at = models.DateTimeField(auto_now_add=True)

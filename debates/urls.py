@@ -22,6 +22,16 @@ urlpatterns = [
     path("debates/<int:debate_id>/cancel", debates.DebateCancelApi.as_view(), name="debate-cancel"),
     path("debates/<int:debate_id>/retry", debates.DebateRetryApi.as_view(), name="debate-retry"),
     path(
+        "debates/<int:debate_id>/advance",
+        debates.DebateAdvanceApi.as_view(),
+        name="debate-advance",
+    ),
+    path(
+        "debates/<int:debate_id>/retry-step",
+        debates.DebateRetryStepApi.as_view(),
+        name="debate-retry-step",
+    ),
+    path(
         "debates/<int:debate_id>/execute",
         debates.DebateExecuteApi.as_view(),
         name="debate-execute",

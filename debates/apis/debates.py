@@ -32,6 +32,7 @@ from debates.models import (
     CacheMode,
     DebateStatus,
     OIDuration,
+    Pace,
     SeatKind,
 )
 from debates.selectors import debate_get, debate_list, debate_representation
@@ -43,10 +44,12 @@ from debates.serializers import (
 )
 from debates.services import (
     DebateInput,
+    debate_advance,
     debate_cancel,
     debate_create,
     debate_delete,
     debate_retry,
+    debate_retry_step,
     debate_start,
 )
 from strategies.models import PromptVariant
@@ -141,6 +144,12 @@ class DebateCreateApi(JsonApi):
             max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
             help_text="Minutes the person in a human seat has for each turn and the vote "
             "before it is skipped (30 by default).",
+        )
+        pace = StrictChoiceField(
+            choices=Pace.choices,
+            required=False,
+            help_text="auto (default): the steps follow one another; manual: the debate "
+            "stops after each step until POST .../advance.",
         )
 
     @extend_schema(
@@ -241,6 +250,34 @@ class DebateRetryApi(JsonApi):
     )
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateAdvanceApi(JsonApi):
+    """Go on with a debate held before its next step (the manual pace's "continue")."""
+
+    @extend_schema(
+        operation_id="debates_advance",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_advance(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateRetryStepApi(JsonApi):
+    """Run the current failed step again, alone, reusing everything stored."""
+
+    @extend_schema(
+        operation_id="debates_retry_step",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
 
 
