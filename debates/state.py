@@ -47,6 +47,8 @@ STATE_COLUMNS = (
     "pace",
     "steps_released",
     "step_outcomes",
+    "human_due_at",
+    "human_turn_timeout_minutes",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on
