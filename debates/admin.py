@@ -19,6 +19,7 @@ from debates.models import (
     Schedule,
     Vote,
 )
+from debates.services.human import waiting_for_person
 from debates.services.schedules import (
     schedule_check,
     schedule_create,
@@ -174,12 +175,28 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     autocomplete_fields = ("owner",)
 
 
+class WaitsForPersonFilter(admin.SimpleListFilter):
+    """Debates that wait for the person in their human seat, or not."""
+
+    title = "waits for a person"
+    parameter_name = "waits_for_person"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Debate]) -> QuerySet[Debate]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(human_due_at__isnull=self.value() == "no")
+        return queryset
+
+
 @admin.register(Debate)
 class DebateAdmin(admin.ModelAdmin):
     list_display = (
         "name",
         "owner",
         "status",
+        "waits_for",
         "phase",
         "current_round",
         "symbol",
@@ -188,12 +205,14 @@ class DebateAdmin(admin.ModelAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("status", "phase", "prompt_variant", "auto_execute")
+    list_filter = ("status", WaitsForPersonFilter, "phase", "prompt_variant", "auto_execute")
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
     readonly_fields = (
         "status",
+        "waits_for",
+        "human_due_at",
         "phase",
         "current_round",
         "current_speaker",
@@ -218,6 +237,11 @@ class DebateAdmin(admin.ModelAdmin):
         DecisionInline,
         JudgeCallInline,
     )
+
+    @admin.display(description="Waits for", ordering="human_due_at")
+    def waits_for(self, debate: Debate) -> str:
+        """Say what the debate waits for from the person in its human seat, and until when."""
+        return waiting_for_person(debate) or "–"
 
 
 @admin.register(Message)

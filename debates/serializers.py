@@ -319,6 +319,7 @@ class StateSerializer(serializers.ModelSerializer):
             "current_round",
             "current_speaker",
             *PLAN_FIELDS,
+            "human_due_at",
             "error",
         ]
         read_only_fields = fields

@@ -52,6 +52,8 @@ STATE_COLUMNS = (
     "steps_released",
     "step_outcomes",
     "judge_model",
+    "human_due_at",
+    "human_turn_timeout_minutes",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on

@@ -42,6 +42,11 @@ urlpatterns = [
         name="debate-turns",
     ),
     path(
+        "debates/<int:debate_id>/skip-turn",
+        human.HumanStepSkipApi.as_view(),
+        name="debate-skip-turn",
+    ),
+    path(
         "debates/<int:debate_id>/votes",
         combine(debates.DebateVoteListApi, human.HumanVoteSubmitApi),
         name="debate-votes",
