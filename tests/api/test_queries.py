@@ -68,8 +68,9 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
-# their executions); the debate detail is the debate with its strategy, then
-# participants, messages, votes and decisions, and the stream's latest event id.
+# their executions); the debate detail is the debate's status, the stream's latest event
+# id, then (when no stored rendering serves) the debate with its strategy, participants,
+# messages, votes and decisions.
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 3),
     "ai-models": (
@@ -97,7 +98,7 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
         3,
     ),
     "executions": (_executions, 3),
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 6),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 7),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
         5,
@@ -128,3 +129,15 @@ def test_queries_do_not_grow_with_rows(api, user, other_user, name):
     one, fifty = _queries(api, one_path), _queries(fifty_client, fifty_path)
     # then both run the same, fixed number of queries
     assert (one, fifty) == (expected, expected)
+
+
+def test_a_finished_debates_detail_read_again_is_served_from_its_stored_rendering(api, user):
+    # given a finished debate with 50 messages whose detail was read once
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 50)}"
+    first = api.get(path)
+    # when it is read again
+    with CaptureQueriesContext(connection) as captured:
+        again = api.get(path)
+    # then two queries (its status, its latest event id) serve the same bytes
+    assert len(captured.captured_queries) == 2
+    assert again.content == first.content
