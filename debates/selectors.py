@@ -8,8 +8,11 @@ from typing import Any
 
 import orjson
 from django.core.cache import cache
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django_eventstream import get_current_event_id
+from django_eventstream.models import EventCounter
+from django_eventstream.utils import make_id
 from rest_framework.utils.encoders import JSONEncoder
 
 from arena.exceptions import NotFound
@@ -109,16 +112,23 @@ def debate_detail_rendered(
 
     A finished debate changes only through an event on its stream (an execution), so its
     rendering is stored (the cache) under the debate's latest event id and served from
-    there: two small queries when stored, and the same ETag while nothing was published.
+    there: one small query when stored, and the same ETag while nothing was published.
     An active debate is rendered each time; its ETag is a digest of the bytes.
     """
+    channel = debate_channel(debate_id)
+    # One query reads the debate's status and its stream's latest event id (as
+    # ``debate_event_id`` does), in the same snapshot of the database.
+    latest = EventCounter.objects.filter(name=channel).values("value")
     row = (
-        Debate.objects.filter(pk=debate_id, owner=owner).values_list("status", "created_at").first()
+        Debate.objects.filter(pk=debate_id, owner=owner)
+        .annotate(latest_event=Coalesce(Subquery(latest), 0))
+        .values_list("status", "created_at", "latest_event")
+        .first()
     )
     if row is None:
         raise NotFound("Debate not found.")
-    status, created_at = row
-    event_id = debate_event_id(debate_id=debate_id)
+    status, created_at, latest_event = row
+    event_id = make_id({channel: str(latest_event)})
     variant = "full" if include_snapshot else "summary"
     if status not in TERMINAL_STATUSES:
         body = _json(_render(debate_id, owner, event_id, include_snapshot))
