@@ -195,7 +195,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
         # The transcript is the output; task bookkeeping would only bury it.
-        for name in ("celery", "debates.providers"):
+        for name in ("celery", "debates.providers", "debates.step_log"):
             logging.getLogger(name).setLevel(logging.WARNING)
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
