@@ -29,7 +29,14 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration
+from debates.models import (
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+    CacheMode,
+    DebateStatus,
+    OIDuration,
+    Pace,
+    SeatKind,
+)
 from debates.selectors import (
     debate_detail_rendered,
     debate_get,
@@ -44,10 +51,12 @@ from debates.serializers import (
 )
 from debates.services import (
     DebateInput,
+    debate_advance,
     debate_cancel,
     debate_create,
     debate_delete,
     debate_retry,
+    debate_retry_step,
     debate_start,
 )
 from strategies.models import PromptVariant
@@ -80,7 +89,20 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    schema_rules = (requires_when("kind", [SeatKind.MODEL], "ai_model", default=SeatKind.MODEL),)
+
+    kind = StrictChoiceField(
+        choices=SeatKind.choices,
+        required=False,
+        help_text="model (default) or human: the seat is yours, you write its turns and "
+        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+    )
+    ai_model = IdField(
+        required=False,
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none for a "
+        "human seat.",
+    )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
 
@@ -122,6 +144,19 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
+        )
+        human_turn_timeout_minutes = StrictIntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+            help_text="Minutes the person in a human seat has for each turn and the vote "
+            "before it is skipped (30 by default).",
+        )
+        pace = StrictChoiceField(
+            choices=Pace.choices,
+            required=False,
+            help_text="auto (default): the steps follow one another; manual: the debate "
+            "stops after each step until POST .../advance.",
         )
 
     @extend_schema(
@@ -248,6 +283,34 @@ class DebateRetryApi(JsonApi):
     )
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateAdvanceApi(JsonApi):
+    """Go on with a debate held before its next step (the manual pace's "continue")."""
+
+    @extend_schema(
+        operation_id="debates_advance",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_advance(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateRetryStepApi(JsonApi):
+    """Run the current failed step again, alone, reusing everything stored."""
+
+    @extend_schema(
+        operation_id="debates_retry_step",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
 
 
