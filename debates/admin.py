@@ -1,9 +1,11 @@
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
@@ -77,18 +79,38 @@ class ParticipantInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = (
-        "round",
-        "participant",
-        "message_type",
-        "status",
-        "parse_status",
-        "reasoning",
-        "decisions",
-        "error",
-        "latency_ms",
-    )
+    fields = ("round", "participant", "status", "positions", "argument", "latency_ms")
     ordering = ("round", "participant__speak_order")
+
+    @admin.display(description="positions")
+    def positions(self, message: Message) -> str:
+        return positions_text(message.decisions) or "-"
+
+    @admin.display(description="argument")
+    def argument(self, message: Message) -> str:
+        if message.status == "error":
+            return format_html("<strong>failed</strong>: {}", json.dumps(message.error))
+        return folded(message.reasoning or message.content)
+
+
+def positions_text(decisions: list[dict[str, Any]]) -> str:
+    """Return a turn's per-coin positions on one line: ``BTCUSDT open_long 67 · ...``."""
+    return " · ".join(
+        f"{d.get('symbol')} {d.get('action')} {d.get('confidence', '')}".strip()
+        for d in decisions or []
+        if isinstance(d, dict)
+    )
+
+
+def folded(text: str, opening: int = 140) -> str:
+    """Return ``text`` as HTML folded after its first ``opening`` characters (escaped)."""
+    if len(text) <= opening:
+        return format_html('<div class="admin-text">{}</div>', text)
+    return format_html(
+        '<details class="admin-text"><summary>{} …</summary>{}</details>',
+        text[:opening].rstrip(),
+        text,
+    )
 
 
 class VoteInline(ReadOnlyInline):
@@ -192,23 +214,12 @@ class WaitsForPersonFilter(admin.SimpleListFilter):
 
 @admin.register(Debate)
 class DebateAdmin(admin.ModelAdmin):
-    list_display = (
-        "name",
-        "owner",
-        "status",
-        "waits_for",
-        "phase",
-        "current_round",
-        "symbol",
-        "max_rounds",
-        "auto_execute",
-        "created_at",
-        "finished_at",
-    )
+    list_display = ("name", "owner", "status", "waits_for", "rounds", "symbol", "created_at")
     list_filter = ("status", WaitsForPersonFilter, "phase", "prompt_variant", "auto_execute")
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
+    exclude = ("market_snapshot",)
     readonly_fields = (
         "status",
         "waits_for",
@@ -217,7 +228,7 @@ class DebateAdmin(admin.ModelAdmin):
         "current_round",
         "current_speaker",
         "symbols",
-        "market_snapshot",
+        "snapshot",
         "error",
         "created_at",
         "started_at",
@@ -242,6 +253,27 @@ class DebateAdmin(admin.ModelAdmin):
     def waits_for(self, debate: Debate) -> str:
         """Say what the debate waits for from the person in its human seat, and until when."""
         return waiting_for_person(debate) or "–"
+
+    @admin.display(description="round", ordering="current_round")
+    def rounds(self, debate: Debate) -> str:
+        return f"{debate.current_round}/{debate.max_rounds}"
+
+    @admin.display(description="market snapshot")
+    def snapshot(self, debate: Debate) -> str:
+        """The snapshot as its one-line-per-coin summary, the rest (indicators, notes)
+        folded away, the raw candles left out."""
+        if not debate.market_snapshot:
+            return "-"
+        from debates.serializers import snapshot_without_candles
+        from strategies.snapshots import market_summary
+
+        details = json.dumps(snapshot_without_candles(debate.market_snapshot), indent=1)
+        return format_html(
+            '<pre class="admin-text">{}</pre><details class="admin-text"><summary>'
+            "indicators and notes</summary><pre>{}</pre></details>",
+            market_summary(debate.market_snapshot),
+            details,
+        )
 
 
 @admin.register(Message)

@@ -411,3 +411,27 @@ class DebateDetailSerializer(DebateListSerializer):
 
     def get_event_id(self, obj: Debate) -> str:
         return self.context.get("event_id", "")
+
+    def to_representation(self, instance: Debate) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if not self.context.get("include_snapshot"):
+            data["market_snapshot"] = snapshot_without_candles(data["market_snapshot"])
+        return data
+
+
+def snapshot_without_candles(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored market snapshot with each timeframe's raw candles left out (its
+    summary, prices and indicators stay): what the detail shows by default."""
+    if not snapshot:
+        return snapshot
+    coins = [
+        {
+            **coin,
+            "timeframes": [
+                {key: value for key, value in frame.items() if key != "candles"}
+                for frame in coin.get("timeframes", [])
+            ],
+        }
+        for coin in snapshot.get("coins", [])
+    ]
+    return {**snapshot, "coins": coins}

@@ -7,7 +7,9 @@ events carry.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from django.http import HttpResponse, HttpResponseNotModified
+from django.utils.cache import parse_etags
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,7 +39,12 @@ from debates.models import (
     SeatKind,
     Weighting,
 )
-from debates.selectors import debate_get, debate_list, debate_representation
+from debates.selectors import (
+    debate_detail_rendered,
+    debate_get,
+    debate_list,
+    debate_representation,
+)
 from debates.serializers import (
     DebateDetailSerializer,
     DebateListSerializer,
@@ -214,15 +221,41 @@ class PersonalityListApi(JsonApi):
 
 
 class DebateDetailApi(JsonApi):
-    """Return a debate with its participants, messages, votes, decisions and state."""
+    """Return a debate with its participants, messages, votes, decisions and state.
+
+    The market snapshot comes without its raw candles unless ``?include=snapshot``. The
+    answer carries an ``ETag``; ``If-None-Match`` with it is a ``304`` while the debate
+    has not changed.
+    """
+
+    class FilterSerializer(StrictSerializer):
+        include = StrictChoiceField(
+            choices=["snapshot"],
+            required=False,
+            help_text="snapshot: the market snapshot with its raw candles.",
+        )
 
     @extend_schema(
         operation_id="debates_retrieve",
         tags=TAGS,
-        responses={200: DebateDetailSerializer, **error_responses(404)},
+        parameters=[FilterSerializer],
+        responses={
+            200: DebateDetailSerializer,
+            304: OpenApiResponse(description="Not modified since the ETag given."),
+            **error_responses(400, 404),
+        },
     )
-    def get(self, request: Request, debate_id: int) -> Response:
-        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+    def get(self, request: Request, debate_id: int) -> HttpResponse:
+        filters = validate(self.FilterSerializer, request.query_params)
+        rendered = debate_detail_rendered(
+            debate_id=debate_id,
+            owner=request.user,
+            include_snapshot=filters.get("include") == "snapshot",
+        )
+        headers = {"ETag": rendered.etag, "Cache-Control": "private, no-cache"}
+        if rendered.etag in parse_etags(request.headers.get("If-None-Match", "")):
+            return HttpResponseNotModified(headers=headers)
+        return HttpResponse(rendered.body, content_type="application/json", headers=headers)
 
 
 class DebateDeleteApi(JsonApi):
