@@ -13,6 +13,7 @@ from debates.models import (
     Debate,
     Decision,
     Message,
+    ModelPrice,
     Participant,
     Schedule,
     Vote,
@@ -188,6 +189,9 @@ class MessageAdmin(admin.ModelAdmin):
         "status",
         "parse_status",
         "latency_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
         "created_at",
     )
     list_filter = ("status", "parse_status", "message_type")
@@ -198,11 +202,42 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Ballot)
 class BallotAdmin(admin.ModelAdmin):
-    list_display = ("debate", "participant", "status", "parse_status", "latency_ms", "created_at")
+    list_display = (
+        "debate",
+        "participant",
+        "status",
+        "parse_status",
+        "latency_ms",
+        "cost_usd",
+        "created_at",
+    )
     list_filter = ("status", "parse_status")
     search_fields = ("debate__name",)
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Ballot._meta.fields]
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """The price table: USD per million tokens, used for every later call's cost."""
+
+    list_display = (
+        "provider",
+        "model_name",
+        "input_usd_per_mtok",
+        "cached_input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+        "updated_at",
+    )
+    list_editable = (
+        "input_usd_per_mtok",
+        "cached_input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+    )
+    list_filter = ("provider",)
+    search_fields = ("model_name",)
 
 
 @admin.register(Vote)

@@ -247,11 +247,23 @@ class ParseStatus(models.TextChoices):
     NONE = "none", "No output"
 
 
+COST_FIELD = {"max_digits": 16, "decimal_places": 10}
+"""A cost in USD, to 1e-10 (``debates.providers.pricing.COST_PLACES``)."""
+
+
 class Usage(models.Model):
-    """Fields shared by every stored model call: usage, latency, the provider's id."""
+    """Fields shared by every stored model call: usage, cost, latency, the provider's id.
+
+    ``prompt_tokens`` counts all input; ``cached_input_tokens`` of it was served from the
+    provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
+    reported. ``cost_usd`` is what the call cost under the price table at the time.
+    """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(default=0, **COST_FIELD)
     latency_ms = models.PositiveIntegerField(default=0)
     request_id = models.CharField(max_length=120, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -486,6 +498,52 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+PRICE_FIELD = {"max_digits": 12, "decimal_places": 4}
+
+
+class ModelPrice(models.Model):
+    """The list price of one provider's model, in USD per million tokens.
+
+    A row with an empty ``model_name`` prices every model of its provider that has no
+    row of its own. Without any row a call is recorded at no cost. ``cache_write``
+    empty means writing to the prompt cache costs the input price.
+    """
+
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    model_name = models.CharField(
+        max_length=100, blank=True, help_text="Empty: any model of the provider without a row."
+    )
+    input_usd_per_mtok = models.DecimalField("input", **PRICE_FIELD)
+    cached_input_usd_per_mtok = models.DecimalField(
+        "cached input", help_text="Input served from the provider's prompt cache.", **PRICE_FIELD
+    )
+    output_usd_per_mtok = models.DecimalField("output", **PRICE_FIELD)
+    cache_write_usd_per_mtok = models.DecimalField(
+        "cache write", null=True, blank=True, **PRICE_FIELD
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider", "model_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "model_name"], name="modelprice_one_per_model"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    input_usd_per_mtok__gte=0,
+                    cached_input_usd_per_mtok__gte=0,
+                    output_usd_per_mtok__gte=0,
+                )
+                & (Q(cache_write_usd_per_mtok__isnull=True) | Q(cache_write_usd_per_mtok__gte=0)),
+                name="modelprice_not_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model_name or '*'}"
 
 
 class ModelAnswer(models.Model):

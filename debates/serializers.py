@@ -14,6 +14,8 @@ from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
 from debates.models import Debate, Decision, Message, Participant, Vote
+from debates.providers.pricing import usd_text
+from debates.selectors import Spend, debate_spend
 from debates.state import available_actions
 from traders.serializers import ExecutionSerializer
 
@@ -57,8 +59,10 @@ class ParticipantSerializer(serializers.ModelSerializer):
         "properties": {
             "prompt_tokens": {"type": "integer"},
             "completion_tokens": {"type": "integer"},
+            "cached_input_tokens": {"type": "integer"},
+            "cost_usd": {"type": "string", "format": "decimal"},
         },
-        "required": ["prompt_tokens", "completion_tokens"],
+        "required": ["prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"],
     }
 )
 class UsageField(serializers.Field):
@@ -67,11 +71,32 @@ class UsageField(serializers.Field):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
 
-    def to_representation(self, value: Any) -> dict[str, int]:
+    def to_representation(self, value: Any) -> dict[str, Any]:
         return {
             "prompt_tokens": value.prompt_tokens,
             "completion_tokens": value.completion_tokens,
+            "cached_input_tokens": value.cached_input_tokens,
+            "cost_usd": usd_text(value.cost_usd),
         }
+
+
+class SpendSerializer(serializers.Serializer):
+    """What a set of model calls used and cost (``debates.selectors.Spend.to_dict``)."""
+
+    calls = serializers.IntegerField(help_text="Calls that went to a model.")
+    cached_calls = serializers.IntegerField(help_text="Calls answered from the cache.")
+    attempts = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(
+        help_text="Input tokens served from the providers' prompt caches."
+    )
+    tokens = serializers.IntegerField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=10)
+
+
+class DaySpendSerializer(SpendSerializer):
+    day = serializers.DateField(help_text="A UTC day.")
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -224,6 +249,9 @@ class DebateDetailSerializer(DebateListSerializer):
     messages = MessageSerializer(many=True, read_only=True)
     votes = VoteSerializer(many=True, read_only=True)
     decisions = DecisionSerializer(many=True, read_only=True)
+    tokens = serializers.SerializerMethodField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.SerializerMethodField(help_text="What the debate's calls cost.")
+    spend = serializers.SerializerMethodField()
     event_id = serializers.SerializerMethodField()
 
     class Meta(DebateListSerializer.Meta):
@@ -237,9 +265,29 @@ class DebateDetailSerializer(DebateListSerializer):
             "messages",
             "votes",
             "decisions",
+            "tokens",
+            "cost_usd",
+            "spend",
             "event_id",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(SpendSerializer)
+    def get_spend(self, obj: Debate) -> dict[str, Any]:
+        return self._spend(obj).to_dict()
+
+    def get_tokens(self, obj: Debate) -> int:
+        return self._spend(obj).tokens
+
+    @extend_schema_field({"type": "string", "format": "decimal"})
+    def get_cost_usd(self, obj: Debate) -> str:
+        return usd_text(self._spend(obj).cost_usd)
+
+    def _spend(self, obj: Debate) -> Spend:
+        cache = self.context.setdefault("spend", {})
+        if obj.pk not in cache:
+            cache[obj.pk] = debate_spend(debate_id=obj.pk)
+        return cache[obj.pk]
 
     @extend_schema_field(StrategySummarySerializer(allow_null=True))
     def get_strategy(self, obj: Debate) -> dict[str, Any] | None:

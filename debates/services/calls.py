@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from debates.claims import claim_ttl_s
@@ -12,6 +13,7 @@ from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, 
 from debates.providers.registry import complete
 from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
 from debates.services.answers import answer_cached, answer_store, call_fingerprint
+from debates.services.costs import response_cost
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
@@ -29,10 +31,28 @@ class StepDeferred(Exception):
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """A finished model call: its response, or the error that ended it."""
+    """A finished model call: its response and what it cost, or the error that ended it."""
 
     response: ModelResponse | None
     error: ProviderError | None
+    cost_usd: Decimal = Decimal(0)
+
+    def usage_fields(self) -> dict[str, Any]:
+        """Return the ``Usage`` columns of the stored turn, ballot or judge call."""
+        response = self.response
+        if response is None:
+            return {"attempts": self.error.attempts if self.error else 0}
+        return {
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+            "cached_input_tokens": response.cached_input_tokens,
+            "cache_write_tokens": response.cache_write_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_ms": response.latency_ms,
+            "request_id": response.request_id[:120],
+            "attempts": response.attempts,
+            "cached": response.cached,
+        }
 
 
 # The columns of a stored AI model that make its provider configuration.
@@ -103,4 +123,4 @@ def call_model(
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
     if fingerprint:
         answer_store(fingerprint=fingerprint, response=response, replace=cache == CacheMode.REFRESH)
-    return CallOutcome(response=response, error=None)
+    return CallOutcome(response=response, error=None, cost_usd=response_cost(response))

@@ -271,17 +271,7 @@ def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dic
 
 
 def _usage(outcome: CallOutcome) -> dict:
-    response = outcome.response
-    if response is None:
-        return {"attempts": outcome.error.attempts if outcome.error else 0}
-    return {
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
-        "latency_ms": response.latency_ms,
-        "request_id": response.request_id[:120],
-        "attempts": response.attempts,
-        "cached": response.cached,
-    }
+    return outcome.usage_fields()
 
 
 def _error(outcome: CallOutcome) -> dict | None:

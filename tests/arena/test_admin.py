@@ -53,6 +53,7 @@ def test_every_project_model_is_registered():
         "debates.Debate",
         "debates.Decision",
         "debates.Message",
+        "debates.ModelPrice",
         "debates.Schedule",
         "debates.Vote",
         "strategies.Strategy",
