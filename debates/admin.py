@@ -221,21 +221,8 @@ class BallotAdmin(admin.ModelAdmin):
 class ModelPriceAdmin(admin.ModelAdmin):
     """The price table: USD per million tokens, used for every later call's cost."""
 
-    list_display = (
-        "provider",
-        "model_name",
-        "input_usd_per_mtok",
-        "cached_input_usd_per_mtok",
-        "output_usd_per_mtok",
-        "cache_write_usd_per_mtok",
-        "updated_at",
-    )
-    list_editable = (
-        "input_usd_per_mtok",
-        "cached_input_usd_per_mtok",
-        "output_usd_per_mtok",
-        "cache_write_usd_per_mtok",
-    )
+    list_display = ("provider", "model_name", *ModelPrice.PRICE_COLUMNS, "updated_at")
+    list_editable = ModelPrice.PRICE_COLUMNS
     list_filter = ("provider",)
     search_fields = ("model_name",)
 

@@ -525,6 +525,14 @@ class ModelPrice(models.Model):
     )
     updated_at = models.DateTimeField(auto_now=True)
 
+    PRICE_COLUMNS = (
+        "input_usd_per_mtok",
+        "cached_input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+    )
+    """The prices, in the order of ``debates.providers.pricing.Price``."""
+
     class Meta:
         ordering = ["provider", "model_name"]
         constraints = [

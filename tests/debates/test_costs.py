@@ -13,11 +13,20 @@ from debates.providers.base import ModelResponse
 from debates.providers.pricing import Price, call_cost
 from debates.selectors import debate_spend, spend_by_day
 from debates.services import debate_start
-from debates.services.costs import price_for, response_cost
+from debates.services.costs import price_for, prices_forget, response_cost
 from tests.api.conftest import run_steps
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_prices():
+    """Each test reads the price table it stored, not a copy read by an earlier test."""
+    prices_forget()
+    yield
+    prices_forget()
+
 
 FAKE_PRICE = {
     "input_usd_per_mtok": Decimal("0.5"),

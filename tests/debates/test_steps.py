@@ -34,6 +34,7 @@ from debates.services import (
     turn_run,
     vote_run,
 )
+from debates.services.costs import prices_forget
 from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
 from strategies.models import Strategy
 from tests.broker import queued
@@ -71,12 +72,13 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
     seats = running(debate)
     steps._cast.cache_clear()
+    prices_forget()
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
     # A process's first step of a debate reads its fixed part too, in one statement: the
-    # debate's settings and snapshot, its seats.
-    assert len(opening) == 1 + 1 + 7, "\n".join(opening)
+    # debate's settings and snapshot, its seats; and its first call reads the price table.
+    assert len(opening) == 1 + 1 + 1 + 7, "\n".join(opening)
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
