@@ -16,6 +16,8 @@ from debates.models import (
     ModelPrice,
     Participant,
     Schedule,
+    TokenBudget,
+    TokenLedger,
     Vote,
 )
 from debates.services.schedules import (
@@ -41,6 +43,8 @@ SCHEDULE_FIELDS = (
     "enabled",
     "replay_as_of",
     "cache",
+    "daily_token_budget",
+    "daily_token_cap",
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",
@@ -215,6 +219,24 @@ class BallotAdmin(admin.ModelAdmin):
     search_fields = ("debate__name",)
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Ballot._meta.fields]
+
+
+@admin.register(TokenBudget)
+class TokenBudgetAdmin(admin.ModelAdmin):
+    """A user's daily token budget and hard cap."""
+
+    list_display = ("owner", "daily_token_budget", "daily_token_cap", "updated_at")
+    list_editable = ("daily_token_budget", "daily_token_cap")
+    search_fields = ("owner__username",)
+
+
+@admin.register(TokenLedger)
+class TokenLedgerAdmin(admin.ModelAdmin):
+    """The tokens reserved and used per day; written by model calls only."""
+
+    list_display = ("day", "scope", "scope_id", "used_tokens")
+    list_filter = ("scope", "day")
+    readonly_fields = ("scope", "scope_id", "day", "used_tokens")
 
 
 @admin.register(ModelPrice)

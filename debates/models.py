@@ -93,6 +93,15 @@ class CacheMode(models.TextChoices):
     REFRESH = "refresh", "Refresh"
 
 
+class DebateMode(models.TextChoices):
+    """Which model sits in each seat (``debates.services.modes``)."""
+
+    CUSTOM = "custom", "Each seat its own model"
+    HOMOGENEOUS = "homogeneous", "One model in every seat"
+    TEMPERATURE = "temperature", "One model, the seats at temperatures over a range"
+    ADVERSARIAL = "adversarial", "Bullish seats on model A, bearish on B, the judge on C"
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -144,6 +153,23 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
+    mode_models = models.JSONField(
+        default=list, blank=True, help_text="The AI model ids the mode seats: [A], or [A, B, C]."
+    )
+    temperature_range = models.JSONField(
+        default=list, blank=True, help_text="[lowest, highest] of the temperature mode."
+    )
+    role_model_map = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{personality or "judge": ai_model id}, over the seats the mode gives.',
+    )
+    max_output_tokens = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Output caps per role: {"participants": n, "judge": n}, under each model\'s.',
+    )
     schedule = models.ForeignKey(
         "debates.Schedule",
         on_delete=models.SET_NULL,
@@ -214,6 +240,9 @@ class Participant(models.Model):
     ai_model = models.ForeignKey(AIModel, on_delete=models.PROTECT, related_name="participants")
     personality = models.CharField(max_length=20, choices=Personality.choices)
     speak_order = models.PositiveSmallIntegerField()
+    temperature = models.FloatField(
+        null=True, blank=True, help_text="The seat's own temperature (the temperature mode)."
+    )
 
     class Meta:
         ordering = ["debate", "speak_order"]
@@ -468,6 +497,12 @@ class Schedule(models.Model):
         help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    daily_token_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which a debate runs lighter."
+    )
+    daily_token_cap = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         on_delete=models.SET_NULL,
@@ -498,6 +533,50 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TokenBudget(models.Model):
+    """A user's daily token budget and hard cap (prompt plus completion, per UTC day)."""
+
+    owner = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_budget"
+    )
+    daily_token_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which a debate runs lighter."
+    )
+    daily_token_cap = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"budget of {self.owner_id}"
+
+
+class TokenScope(models.TextChoices):
+    USER = "user", "User"
+    SCHEDULE = "schedule", "Schedule"
+
+
+class TokenLedger(models.Model):
+    """Tokens reserved and used on one UTC day by a user's or a schedule's model calls.
+
+    A call reserves its most tokens (``debates.services.budgets``) by one conditional
+    update that succeeds only under the cap, and settles to what it used once answered.
+    """
+
+    scope = models.CharField(max_length=8, choices=TokenScope.choices)
+    scope_id = models.PositiveBigIntegerField()
+    day = models.DateField()
+    used_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "scope_id", "day"], name="ledger_one_per_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.scope_id} on {self.day}: {self.used_tokens}"
 
 
 PRICE_FIELD = {"max_digits": 12, "decimal_places": 4}

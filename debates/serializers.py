@@ -27,6 +27,9 @@ class ParticipantSerializer(serializers.ModelSerializer):
     simulated = serializers.SerializerMethodField()
     emoji = serializers.SerializerMethodField()
     color = serializers.SerializerMethodField()
+    temperature = serializers.SerializerMethodField(
+        help_text="The seat's temperature: its own (the temperature mode), else its model's."
+    )
 
     class Meta:
         model = Participant
@@ -40,8 +43,12 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "emoji",
             "color",
             "speak_order",
+            "temperature",
         ]
         read_only_fields = fields
+
+    def get_temperature(self, obj: Participant) -> float:
+        return obj.ai_model.temperature if obj.temperature is None else obj.temperature
 
     def get_simulated(self, obj: Participant) -> bool:
         return obj.ai_model.provider == "simulated"
@@ -261,6 +268,11 @@ class DebateDetailSerializer(DebateListSerializer):
             "oi_ranking_limit",
             "oi_duration",
             "market_snapshot",
+            "mode",
+            "mode_models",
+            "temperature_range",
+            "role_model_map",
+            "max_output_tokens",
             "participants",
             "messages",
             "votes",

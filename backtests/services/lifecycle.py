@@ -171,7 +171,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         "symbol": cleaned["symbol"],
         "participants": [
             {"ai_model": model.pk, "personality": personality}
-            for model, personality in cleaned["seats"]
+            for model, personality, _ in cleaned["seats"]
         ],
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],

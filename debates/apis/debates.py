@@ -19,6 +19,7 @@ from arena.apis import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
     error_responses,
@@ -27,7 +28,7 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration
+from debates.models import CacheMode, DebateMode, DebateStatus, OIDuration
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -43,6 +44,7 @@ from debates.services import (
     debate_retry,
     debate_start,
 )
+from debates.services.modes import MAX_OUTPUT_TOKENS
 from strategies.models import PromptVariant
 from traders.serializers import ExecutionSerializer
 from traders.services import execution_request
@@ -73,8 +75,22 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    ai_model = IdField(
+        required=False,
+        help_text="One of your AI models, enabled, with a key unless simulated; left out "
+        "where the mode or role_model_map seats the models.",
+    )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
+
+
+@extend_schema_serializer(component_name="MaxOutputTokensInput")
+class MaxOutputTokensSerializer(StrictSerializer):
+    participants = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_OUTPUT_TOKENS, help_text="Each seat's cap."
+    )
+    judge = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_OUTPUT_TOKENS, help_text="The judge's cap."
+    )
 
 
 class DebateCreateApi(JsonApi):
@@ -116,6 +132,33 @@ class DebateCreateApi(JsonApi):
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
         )
+        mode = StrictChoiceField(
+            choices=DebateMode.choices,
+            required=False,
+            help_text="custom (default: each seat its own model), homogeneous (one model in "
+            "every seat), temperature (one model, the seats at temperatures over "
+            "temperature_range), adversarial (bull and contrarian on mode_models[0], bear "
+            "and risk_manager on [1], the judge on [2]).",
+        )
+        mode_models = serializers.ListField(
+            child=IdField(),
+            required=False,
+            max_length=3,
+            help_text="The AI models the mode seats: [A] or [A, B, C].",
+        )
+        temperature_range = serializers.ListField(
+            child=StrictFloatField(min_value=0, max_value=2),
+            required=False,
+            min_length=2,
+            max_length=2,
+            help_text="[lowest, highest] temperature of the temperature mode (0.2 to 1.0).",
+        )
+        role_model_map = serializers.DictField(
+            child=IdField(),
+            required=False,
+            help_text='{personality or "judge": ai_model}: that model in every such seat.',
+        )
+        max_output_tokens = MaxOutputTokensSerializer(required=False)
 
     @extend_schema(
         operation_id="debates_create",

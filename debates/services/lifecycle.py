@@ -23,6 +23,7 @@ from debates.models import (
     AIModel,
     CacheMode,
     Debate,
+    DebateMode,
     DebatePhase,
     DebateStatus,
     Message,
@@ -31,6 +32,7 @@ from debates.models import (
     StepStatus,
 )
 from debates.quotas import debate_create_check, debate_start_check
+from debates.services.modes import SeatPlan, model_refusal, seat_plan
 from debates.state import ACTION_SOURCES, STATE_COLUMNS
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
@@ -83,6 +85,11 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    mode: Any = DebateMode.CUSTOM
+    mode_models: Any = None
+    temperature_range: Any = None
+    role_model_map: Any = None
+    max_output_tokens: Any = None
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -112,7 +119,8 @@ def _owned(model: type, owner: Any, pk: Any, data: DebateInput, name: str) -> An
     return obj
 
 
-def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
+def _seats(owner: Any, data: DebateInput, plan: SeatPlan) -> list[tuple[AIModel, str, Any]]:
+    """Return each seat's model, personality and temperature, as ``plan`` gives them."""
     raw = data.participants
     if not isinstance(raw, list):
         data.refuse("participants", "Must be a list of {ai_model, personality}.")
@@ -124,12 +132,13 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
             f"got {len(raw)}.",
         )
         return []
-    ids = [seat.get("ai_model") if isinstance(seat, dict) else None for seat in raw]
     models = {
         m.pk: m
-        for m in AIModel.objects.filter(owner=owner, pk__in=[i for i in ids if isinstance(i, int)])
+        for m in AIModel.objects.filter(
+            owner=owner, pk__in=[i for i in plan.models if isinstance(i, int)]
+        )
     }
-    seats: list[tuple[AIModel, str]] = []
+    seats: list[tuple[AIModel, str, Any]] = []
     for index, seat in enumerate(raw):
         where = f"participants[{index}]"
         if not isinstance(seat, dict):
@@ -141,15 +150,13 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
                 f"{where}.personality",
                 f"Unknown personality {personality!r}; one of {', '.join(PERSONALITIES)}.",
             )
-        model = models.get(seat.get("ai_model")) if isinstance(seat.get("ai_model"), int) else None
-        if model is None:
-            data.refuse(f"{where}.ai_model", f"No such AI model: {seat.get('ai_model')!r}.")
-        elif not model.enabled:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} is disabled.")
-        elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} has no API key.")
-        if model is not None and personality in PERSONALITIES:
-            seats.append((model, personality))
+        chosen = plan.models[index]
+        model = models.get(chosen) if isinstance(chosen, int) else None
+        refusal = model_refusal(model, chosen)
+        if refusal:
+            data.refuse(f"{where}.ai_model", refusal)
+        elif personality in PERSONALITIES:
+            seats.append((model, personality, plan.temperatures[index]))
     return seats
 
 
@@ -213,7 +220,9 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
-    values["seats"] = _seats(owner, data)
+    plan = seat_plan(owner, data, data.refuse)
+    values.update(plan.stored)
+    values["seats"] = _seats(owner, data, plan)
     return values
 
 
@@ -227,8 +236,14 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
         debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
         Participant.objects.bulk_create(
-            Participant(debate=debate, ai_model=model, personality=personality, speak_order=i)
-            for i, (model, personality) in enumerate(seats)
+            Participant(
+                debate=debate,
+                ai_model=model,
+                personality=personality,
+                speak_order=i,
+                temperature=temperature,
+            )
+            for i, (model, personality, temperature) in enumerate(seats)
         )
         events.stream_opened(debate.pk)
     return debate

@@ -39,6 +39,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.services.budgets import CallScope
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -304,6 +305,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.RUNNING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -535,6 +537,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.VOTING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)

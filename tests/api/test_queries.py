@@ -69,7 +69,8 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
 # their executions); the debate detail is the debate with its strategy, then
-# participants, messages, votes and decisions, and the stream's latest event id.
+# participants, messages, votes and decisions, the stream's latest event id, and its
+# spend (one sum for each kind of stored call: turns, ballots).
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 3),
     "ai-models": (
@@ -97,7 +98,7 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
         3,
     ),
     "executions": (_executions, 3),
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 6),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 8),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
         5,

@@ -78,7 +78,8 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
     )
     # A process's first step of a debate reads its fixed part too, in one statement: the
     # debate's settings and snapshot, its seats; and its first call reads the price table.
-    assert len(opening) == 1 + 1 + 1 + 7, "\n".join(opening)
+    # Every call reads its limits (the seat's temperature, the output cap, the budgets).
+    assert len(opening) == 1 + 1 + 1 + 1 + 7, "\n".join(opening)
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
@@ -88,8 +89,8 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
     # One read: the state with the cancel check, the strategy's texts, the seat's model,
     # the earlier turns. Then one transaction under the debate's lock: its stored turns,
     # the message, the state, the events.
-    assert len(rebuttal) == 1 + 7, "\n".join(rebuttal)
-    assert rebuttal[1:2] + rebuttal[-1:] == ["BEGIN", "COMMIT"]
+    assert len(rebuttal) == 1 + 1 + 7, "\n".join(rebuttal)
+    assert rebuttal[2:3] + rebuttal[-1:] == ["BEGIN", "COMMIT"]
     assert sum("FOR UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -98,7 +99,7 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 1 + 7, "\n".join(closing)
+    assert len(closing) == 1 + 1 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
 
@@ -331,9 +332,10 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     # One read: the turns with the cancel check and whether this ballot is stored. Then,
     # under a share lock of the debate's row: the ballot, its votes, the events.
-    assert len(ballot) == 1 + 6, "\n".join(ballot)
-    assert ballot[1] == "BEGIN"
-    assert ballot[2].endswith("FOR SHARE")
+    # (Between the two, the call reads its limits.)
+    assert len(ballot) == 1 + 1 + 6, "\n".join(ballot)
+    assert ballot[2] == "BEGIN"
+    assert ballot[3].endswith("FOR SHARE")
 
 
 def test_a_stored_ballot_is_not_asked_again_and_costs_one_read(make_debate, llm):
