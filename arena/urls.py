@@ -24,6 +24,7 @@ api_patterns = [
     path("", include("debates.urls")),
     path("", include("strategies.urls")),
     path("", include("traders.urls")),
+    path("", include("evaluations.urls")),
     path("", include("backtests.urls")),
 ]
 

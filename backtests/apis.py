@@ -5,6 +5,8 @@ Every operation is scoped to the requesting user: another user's backtest is a 4
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -19,15 +21,19 @@ from arena.apis import (
     StrictIntegerField,
     StrictSerializer,
     error_responses,
+    owned_or_404,
     paginated_response,
     validate,
 )
-from backtests.models import BacktestStatus, CoinScope
+from backtests.models import Backtest, BacktestStatus, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
 from debates.apis.debates import ParticipantInputSerializer
 from debates.models import CacheMode
+from evaluations.apis import CalibrationMixin, LedgerMixin, ScopedApi
+from evaluations.selectors import Scope
+from evaluations.serializers import CalibrationSerializer, LedgerSerializer
 from strategies.models import PromptVariant
 
 TAGS = ["backtests"]
@@ -144,3 +150,35 @@ class BacktestCancelApi(JsonApi):
     def post(self, request: Request, backtest_id: int) -> Response:
         backtest_cancel(backtest_id=backtest_id, owner=request.user)
         return Response(backtest_representation(backtest_id=backtest_id, owner=request.user))
+
+
+class BacktestScoped(ScopedApi):
+    def scope(self, request: Request, **kwargs: Any) -> Scope:
+        backtest = owned_or_404(
+            Backtest.objects.filter(owner=request.user), kwargs["backtest_id"], "Backtest"
+        )
+        return Scope(owner_id=request.user.pk, backtest_id=backtest.pk)
+
+
+class BacktestLedgerApi(LedgerMixin, BacktestScoped):
+    """Return the debate-effect ledger of a backtest's reviewed debates."""
+
+    @extend_schema(
+        operation_id="backtests_ledger",
+        tags=TAGS,
+        responses={200: LedgerSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, backtest_id: int) -> Response:
+        return self.ledger(request, backtest_id=backtest_id)
+
+
+class BacktestCalibrationApi(CalibrationMixin, BacktestScoped):
+    """Return the calibration of every voter of a backtest's reviewed debates."""
+
+    @extend_schema(
+        operation_id="backtests_calibration",
+        tags=TAGS,
+        responses={200: CalibrationSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, backtest_id: int) -> Response:
+        return self.calibration(request, backtest_id=backtest_id)

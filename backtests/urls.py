@@ -17,5 +17,15 @@ urlpatterns = [
         apis.BacktestCancelApi.as_view(),
         name="backtest-cancel",
     ),
+    path(
+        "backtests/<int:backtest_id>/ledger",
+        apis.BacktestLedgerApi.as_view(),
+        name="backtest-ledger",
+    ),
+    path(
+        "backtests/<int:backtest_id>/calibration",
+        apis.BacktestCalibrationApi.as_view(),
+        name="backtest-calibration",
+    ),
     path("backtests/<int:backtest_id>/stream", streams.backtest_stream, name="backtest-stream"),
 ]

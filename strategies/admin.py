@@ -65,5 +65,16 @@ class StrategyAdmin(OutboundUrlAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        (
+            "Outcome reviews and staleness",
+            {
+                "fields": (
+                    "review_horizon_minutes",
+                    "review_flat_pct",
+                    "max_decision_age_minutes",
+                    "max_price_drift_pct",
+                )
+            },
+        ),
         ("Times", {"fields": ("created_at", "updated_at")}),
     )

@@ -114,6 +114,28 @@ class StrategyInputSerializer(StrictSerializer):
     min_order_usd = serializers.DecimalField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), required=False
     )
+    review_horizon_minutes = StrictIntegerField(
+        required=False,
+        min_value=15,
+        max_value=10_080,
+        help_text="Minutes after a decision's instant its outcome is reviewed at.",
+    )
+    review_flat_pct = serializers.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        min_value=Decimal("0"),
+        max_value=Decimal("100"),
+        required=False,
+        help_text="A move under this percentage is flat.",
+    )
+    max_decision_age_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
+    max_price_drift_pct = serializers.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        min_value=Decimal("0.001"),
+        max_value=Decimal("100"),
+        required=False,
+    )
     role_text = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     custom_prompt = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)

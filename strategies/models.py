@@ -90,6 +90,25 @@ class Strategy(models.Model):
     max_open_positions = models.PositiveSmallIntegerField(default=3)
     min_order_usd = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("12"))
 
+    review_horizon_minutes = models.PositiveIntegerField(
+        default=240, help_text="Minutes after a decision's instant its outcome is reviewed at."
+    )
+    review_flat_pct = models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        default=Decimal("0.1"),
+        help_text="A move under this percentage is flat: neither right nor wrong.",
+    )
+    max_decision_age_minutes = models.PositiveIntegerField(
+        default=30, help_text="An older decision is refused execution (stale_decision)."
+    )
+    max_price_drift_pct = models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        default=Decimal("1.0"),
+        help_text="A price moved further from the snapshot's refuses execution (stale_decision).",
+    )
+
     role_text = models.TextField(blank=True)
     custom_prompt = models.TextField(blank=True)
     prompt_variant = models.CharField(
@@ -119,6 +138,14 @@ class Strategy(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(max_position_multiple__gt=0), name="strategy_max_position_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(review_horizon_minutes__gte=1, max_decision_age_minutes__gte=1),
+                name="strategy_review_and_age_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(review_flat_pct__gte=0, max_price_drift_pct__gt=0),
+                name="strategy_flat_and_drift_range",
             ),
         ]
 

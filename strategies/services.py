@@ -51,6 +51,10 @@ FIELDS = (
     "min_risk_reward",
     "max_open_positions",
     "min_order_usd",
+    "review_horizon_minutes",
+    "review_flat_pct",
+    "max_decision_age_minutes",
+    "max_price_drift_pct",
     "role_text",
     "custom_prompt",
     "prompt_variant",
@@ -68,12 +72,16 @@ INTEGER_RANGES = {
     "max_leverage_other": (1, 20),
     "min_confidence": (0, 100),
     "max_open_positions": (1, 100),
+    "review_horizon_minutes": (15, 10_080),
+    "max_decision_age_minutes": (1, 10_080),
 }
 # Decimals: (low, low is allowed, high, decimal places).
 DECIMAL_RANGES = {
     "max_position_multiple": (Decimal("0"), False, Decimal("9999.99"), 2),
     "min_risk_reward": (Decimal("0"), True, Decimal("9999.99"), 2),
     "min_order_usd": (Decimal("0"), True, Decimal("9999999999.99"), 2),
+    "review_flat_pct": (Decimal("0"), True, Decimal("100"), 3),
+    "max_price_drift_pct": (Decimal("0"), False, Decimal("100"), 3),
 }
 
 _http_url = URLValidator(schemes=["http", "https"])

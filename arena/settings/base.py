@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "strategies",
     "traders",
     "debates",
+    "evaluations",
     "backtests",
     "web",
 ]
@@ -218,6 +219,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
+    # Outcome reviews of the debates whose horizon has passed (evaluations.services).
+    "evaluations-reviews-due": {"task": "evaluations.reviews_due", "schedule": 60.0},
 }
 # A debate's steps go out with a priority from their owner's load, so a light user's are
 # taken off the queue before a heavy user's backlog (debates.routing).
@@ -305,6 +308,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DebateStatusEnum": "debates.models.DebateStatus",
         "StepStatusEnum": "debates.models.StepStatus",
+        "PlanStepStatusEnum": "debates.engine.plan.STEP_STATUSES",
         "TraderStatusEnum": "traders.models.TraderStatus",
         "ExecutionStatusEnum": "traders.models.ExecutionStatus",
         "OrderStatusEnum": "traders.models.OrderStatus",

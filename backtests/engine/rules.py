@@ -34,7 +34,13 @@ from backtests.engine.portfolio import (
     Trade,
 )
 from backtests.engine.tape import Tape
-from debates.engine.consensus import Ballot, CoinConsensus, ConsensusLimits, decide
+from debates.engine.consensus import (
+    Ballot,
+    CoinConsensus,
+    ConsensusLimits,
+    decide,
+    round1_majority,
+)
 from debates.engine.types import CoinDecision
 from traders.risk import RiskLimits
 
@@ -96,8 +102,7 @@ def _intent(result: CoinConsensus) -> Intent:
 
 def round1_intents(step: StepRecord, limits: ConsensusLimits) -> tuple[Intent, ...]:
     """Return the consensus of the round-1 openings of ``step``, coin by coin."""
-    ballots = [Ballot(voter, d) for voter, opened in step.openings.items() for d in opened]
-    return tuple(_intent(result) for result in decide(ballots, step.symbols, limits))
+    return tuple(_intent(result) for result in round1_majority(step.openings, step.symbols, limits))
 
 
 def seat_intents(step: StepRecord, label: str, limits: ConsensusLimits) -> tuple[Intent, ...]:

@@ -26,6 +26,7 @@ from debates.engine.types import Action, CoinDecision
 from debates.models import DebateStatus, Decision, Message, StepStatus, Vote
 from debates.providers.pricing import usd_text
 from debates.selectors import spend_of
+from evaluations import selectors
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
 from traders.services.executions import strategy_risk_limits
@@ -199,4 +200,10 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
             {"index": step.index, "at": _iso(step.at_ms)} for step in steps if not step.completed
         ],
         "usage": _usage(backtest, finished_at),
+        "ledger": selectors.ledger(_scope(backtest)).to_dict(),
+        "calibration": selectors.calibration(_scope(backtest)),
     }
+
+
+def _scope(backtest: Backtest) -> selectors.Scope:
+    return selectors.Scope(owner_id=backtest.owner_id, backtest_id=backtest.pk)

@@ -37,6 +37,7 @@ from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.services import DebateInput, debate_create, debate_start
+from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +113,20 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
 
 
 def _finish(backtest: Backtest) -> None:
-    """Store the report of a backtest whose every step has ended, and complete it."""
+    """Review every step's debate at once (over the backtest's horizon), then store the
+    report of a backtest whose every step has ended, and complete it."""
     now = timezone.now()
     try:
+        debates_review(
+            debate_ids=BacktestStep.objects.filter(backtest=backtest)
+            .exclude(debate=None)
+            .order_by("index")
+            .values_list("debate_id", flat=True),
+            settings=ReviewSettings(
+                backtest.horizon_minutes,
+                backtest.strategy.review_flat_pct if backtest.strategy else DEFAULT_FLAT_PCT,
+            ),
+        )
         report = backtest_report(backtest=backtest, finished_at=now)
     except Exception as exc:
         logger.exception("backtest %s: the report could not be made", backtest.pk)

@@ -28,7 +28,15 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateMode, DebateStatus, OIDuration
+from debates.models import (
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+    CacheMode,
+    DebateMode,
+    DebateStatus,
+    OIDuration,
+    Pace,
+    SeatKind,
+)
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -38,10 +46,12 @@ from debates.serializers import (
 )
 from debates.services import (
     DebateInput,
+    debate_advance,
     debate_cancel,
     debate_create,
     debate_delete,
     debate_retry,
+    debate_retry_step,
     debate_start,
 )
 from debates.services.modes import MAX_OUTPUT_TOKENS
@@ -75,10 +85,17 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
+    kind = StrictChoiceField(
+        choices=SeatKind.choices,
+        required=False,
+        help_text="model (default) or human: the seat is yours, you write its turns and "
+        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+    )
     ai_model = IdField(
         required=False,
-        help_text="One of your AI models, enabled, with a key unless simulated; left out "
-        "where the mode or role_model_map seats the models.",
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none for a "
+        "human seat, nor where the debate's mode or role_model_map seats the models.",
     )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
@@ -159,6 +176,19 @@ class DebateCreateApi(JsonApi):
             help_text='{personality or "judge": ai_model}: that model in every such seat.',
         )
         max_output_tokens = MaxOutputTokensSerializer(required=False)
+        human_turn_timeout_minutes = StrictIntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+            help_text="Minutes the person in a human seat has for each turn and the vote "
+            "before it is skipped (30 by default).",
+        )
+        pace = StrictChoiceField(
+            choices=Pace.choices,
+            required=False,
+            help_text="auto (default): the steps follow one another; manual: the debate "
+            "stops after each step until POST .../advance.",
+        )
 
     @extend_schema(
         operation_id="debates_create",
@@ -258,6 +288,34 @@ class DebateRetryApi(JsonApi):
     )
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateAdvanceApi(JsonApi):
+    """Go on with a debate held before its next step (the manual pace's "continue")."""
+
+    @extend_schema(
+        operation_id="debates_advance",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_advance(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateRetryStepApi(JsonApi):
+    """Run the current failed step again, alone, reusing everything stored."""
+
+    @extend_schema(
+        operation_id="debates_retry_step",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
 
 

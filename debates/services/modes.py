@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from debates.engine.personalities import PERSONALITIES
-from debates.models import AIModel, DebateMode
+from debates.models import AIModel, DebateMode, SeatKind
 
 JUDGE = "judge"
 BULLISH = frozenset({"bull", "contrarian"})
@@ -75,6 +75,9 @@ def seat_plan(owner: Any, data: Any, refuse: Any) -> SeatPlan:
     first = seats[0].get("ai_model") if seats and isinstance(seats[0], dict) else None
     models: list[int | None] = []
     for index, seat in enumerate(seats):
+        if isinstance(seat, dict) and seat.get("kind") == SeatKind.HUMAN:
+            models.append(None)  # the owner's seat: no model
+            continue
         personality = seat.get("personality") if isinstance(seat, dict) else None
         own = seat.get("ai_model") if isinstance(seat, dict) else None
         first_seats_model = index == 0 and not mode_models and mode != DebateMode.ADVERSARIAL

@@ -66,6 +66,8 @@ OPERATIONS = {
     ("POST", "/api/debates/{debate_id}/execute"),
     ("GET", "/api/debates/{debate_id}/messages"),
     ("GET", "/api/debates/{debate_id}/votes"),
+    ("POST", "/api/debates/{debate_id}/turns"),
+    ("POST", "/api/debates/{debate_id}/votes"),
     *{
         (method, path)
         for resource, key in (
@@ -90,6 +92,17 @@ OPERATIONS = {
     ("GET", "/api/backtests/{backtest_id}"),
     ("DELETE", "/api/backtests/{backtest_id}"),
     ("POST", "/api/backtests/{backtest_id}/cancel"),
+    ("GET", "/api/evaluations/ledger"),
+    ("GET", "/api/evaluations/calibration"),
+    *{
+        ("GET", f"/api/{resource}/{{{key}}}/{figure}")
+        for resource, key in (
+            ("strategies", "strategy_id"),
+            ("schedules", "schedule_id"),
+            ("backtests", "backtest_id"),
+        )
+        for figure in ("ledger", "calibration")
+    },
 }
 
 

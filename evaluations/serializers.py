@@ -1,0 +1,59 @@
+"""Representations of the ledger and the calibration (read-only, for the schema)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ParticipantAccuracySerializer(serializers.Serializer):
+    ai_model = serializers.IntegerField()
+    ai_model_name = serializers.CharField()
+    personality = serializers.CharField()
+    votes = serializers.IntegerField()
+    right = serializers.IntegerField()
+    wrong = serializers.IntegerField()
+    accuracy = serializers.FloatField(allow_null=True)
+
+
+class LedgerSerializer(serializers.Serializer):
+    decisions = serializers.IntegerField(help_text="Reviewed coin decisions.")
+    flips = serializers.IntegerField(help_text="Decisions whose action differs from round 1's.")
+    flips_right = serializers.IntegerField()
+    flips_wrong = serializers.IntegerField()
+    useful_flips = serializers.IntegerField(help_text="Right flips of a round 1 not right.")
+    harmful_flips = serializers.IntegerField(help_text="Flips away from a right round 1.")
+    flip_rate = serializers.FloatField(allow_null=True)
+    flip_accuracy = serializers.FloatField(allow_null=True)
+    round1_accuracy = serializers.FloatField(allow_null=True)
+    final_accuracy = serializers.FloatField(allow_null=True)
+    round_tokens = serializers.IntegerField(help_text="Tokens of rounds 2..N.")
+    tokens_per_useful_flip = serializers.FloatField(allow_null=True)
+    participants = serializers.DictField(child=ParticipantAccuracySerializer())
+
+
+class BinSerializer(serializers.Serializer):
+    low = serializers.IntegerField()
+    high = serializers.IntegerField()
+    count = serializers.IntegerField()
+    mean_confidence = serializers.FloatField(allow_null=True)
+    share_right = serializers.FloatField(allow_null=True)
+
+
+class VoterCalibrationSerializer(serializers.Serializer):
+    voter = serializers.CharField(help_text="<AI model id>:<personality>")
+    ai_model = serializers.IntegerField()
+    ai_model_name = serializers.CharField()
+    personality = serializers.CharField()
+    samples = serializers.IntegerField(help_text="Votes judged right or wrong.")
+    right = serializers.IntegerField()
+    hit_rate = serializers.FloatField(allow_null=True)
+    base_rate = serializers.FloatField(
+        allow_null=True, help_text="The best constant call's hit rate on the same samples."
+    )
+    skill = serializers.FloatField(allow_null=True, help_text="hit_rate - base_rate")
+    brier = serializers.FloatField(allow_null=True)
+    reliability = BinSerializer(many=True)
+
+
+class CalibrationSerializer(serializers.Serializer):
+    voters = VoterCalibrationSerializer(many=True)

@@ -1,0 +1,254 @@
+"""Outcome reviews: score each completed debate's decisions and votes once the market
+after its instant is known.
+
+``debate_review`` reviews one debate exactly once, however many processes try at the
+same time: the debate's row is locked with ``SKIP LOCKED`` (a reviewer leaves a debate
+another holds), and the ``DebateReview`` row, unique per debate, is made in the same
+transaction as every decision's and vote's review, so a second reviewer that got past
+the lock after the first committed finds the review and does nothing.
+
+The instant is the debate's snapshot's; the price at the instant is the price the
+snapshot showed for the coin, and the price at the horizon comes from the debate's own
+market source (``strategies.snapshots.market_source``): on the dataset, the close of
+the last candle closed by instant + horizon; on a live source, the price when the
+review runs, which the beat task (``evaluations.reviews_due``) does soon after the
+horizon. A dataset debate is due once its horizon lies inside the dataset, a live one
+once its horizon has passed; a backtest reviews its debates itself, at once, over its
+own horizon.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from debates.engine.consensus import ConsensusLimits, round1_majority
+from debates.engine.types import CoinDecision
+from debates.models import Debate, DebateStatus, Decision, Message, StepStatus, Vote
+from evaluations import scoring
+from evaluations.models import DebateReview, DecisionReview, VoteReview
+from strategies.market.dataset import DATASET_END
+from strategies.market.exceptions import MarketDataError
+from strategies.models import MarketSource, Strategy
+from strategies.snapshots import market_source
+
+logger = logging.getLogger(__name__)
+DEFAULT_FLAT_PCT = Strategy._meta.get_field("review_flat_pct").default
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """The horizon and flat threshold a debate is reviewed with."""
+
+    horizon_minutes: int
+    flat_pct: Decimal
+
+    @classmethod
+    def of(cls, strategy: Strategy) -> ReviewSettings:
+        """Return the review settings of ``strategy``."""
+        return cls(strategy.review_horizon_minutes, strategy.review_flat_pct)
+
+
+def snapshot_instant(debate: Debate) -> datetime | None:
+    """Return the market instant of a debate's snapshot (None without one)."""
+    return _instant((debate.market_snapshot or {}).get("as_of"))
+
+
+def consensus_limits(strategy: Strategy | None) -> ConsensusLimits:
+    """Return the consensus limits of ``strategy`` (the defaults without one)."""
+    if strategy is None:
+        return ConsensusLimits()
+    return ConsensusLimits.by_major(
+        major=strategy.max_leverage_major,
+        others=strategy.max_leverage_other,
+        min_confidence=strategy.min_confidence,
+    )
+
+
+def is_due(instant: datetime | None, source: str, horizon_minutes: int, *, now: datetime) -> bool:
+    """Say whether the market after ``instant`` is known over the horizon on ``source``."""
+    if instant is None:
+        return False
+    until = instant + timedelta(minutes=horizon_minutes)
+    return until <= (DATASET_END if source == MarketSource.DATASET else now)
+
+
+def _instant(stamp: str | None) -> datetime | None:
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
+
+
+def debate_review(
+    *, debate_id: int, settings: ReviewSettings | None = None, now: datetime | None = None
+) -> DebateReview | None:
+    """Review a completed debate once; return the review made, None when there was
+    nothing to do (reviewed already, held by another reviewer, not due, no data).
+
+    ``settings`` default to the debate's strategy's.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        debate = (
+            Debate.objects.select_for_update(of=("self",), skip_locked=True)
+            .select_related("strategy")
+            .filter(pk=debate_id, status=DebateStatus.COMPLETED, review__isnull=True)
+            .first()
+        )
+        if debate is None or debate.strategy is None:
+            return None
+        settings = settings or ReviewSettings.of(debate.strategy)
+        instant = snapshot_instant(debate)
+        if not is_due(instant, debate.strategy.market_source, settings.horizon_minutes, now=now):
+            return None
+        try:
+            with transaction.atomic():
+                return _review(debate, settings)
+        except IntegrityError:
+            return None  # reviewed by another process between its commit and our lock
+        except MarketDataError as exc:
+            logger.warning("debate %s: no review, the market data failed: %s", debate_id, exc)
+            return None
+
+
+def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
+    instant = snapshot_instant(debate)
+    assert instant is not None
+    strategy = debate.strategy
+    source = market_source(strategy)
+    horizon_at = instant + timedelta(minutes=settings.horizon_minutes)
+    flat = float(settings.flat_pct)
+    tokens = Message.objects.filter(debate=debate, round__gte=2).aggregate(
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
+    )
+    review = DebateReview.objects.create(
+        debate=debate,
+        instant=instant,
+        horizon_minutes=settings.horizon_minutes,
+        flat_pct=settings.flat_pct,
+        source=source.name,
+        round_tokens=(tokens["prompt"] or 0) + (tokens["completion"] or 0),
+    )
+    shown = {coin["symbol"]: coin["price"] for coin in debate.market_snapshot["coins"]}
+    prices: dict[str, tuple[Decimal, Decimal, float]] = {}
+
+    def outcome(symbol: str) -> tuple[Decimal, Decimal, float]:
+        if symbol not in prices:
+            before = Decimal(str(shown[symbol]))
+            after = Decimal(str(source.fetch_price(symbol, horizon_at)))
+            prices[symbol] = (before, after, scoring.realised_return(before, after))
+        return prices[symbol]
+
+    openings: dict[str, list[CoinDecision]] = {}
+    for speaker, said in Message.objects.filter(
+        debate=debate, round=1, status=StepStatus.OK
+    ).values_list("participant_id", "decisions"):
+        openings[str(speaker)] = [CoinDecision.from_dict(d) for d in said]
+    round1 = {
+        result.symbol: result.action.value
+        for result in round1_majority(openings, debate.symbols, consensus_limits(strategy))
+    }
+    decision_rows = []
+    for decision in Decision.objects.filter(debate=debate).select_related("execution"):
+        if decision.symbol not in shown:
+            continue
+        before, after, realised = outcome(decision.symbol)
+        first = round1.get(decision.symbol, "wait")
+        execution = getattr(decision, "execution", None)
+        executed = execution is not None and execution.filled_quantity > 0
+        decision_rows.append(
+            DecisionReview(
+                review=review,
+                decision=decision,
+                symbol=decision.symbol,
+                instant=instant,
+                action=decision.action,
+                price_at_instant=before,
+                price_at_horizon=after,
+                realised_return=realised,
+                verdict=scoring.verdict(decision.action, realised, flat),
+                round1_action=first,
+                round1_verdict=scoring.verdict(first, realised, flat),
+                executed=executed,
+                realised_pnl=(
+                    scoring.marked_pnl(
+                        execution.action,
+                        execution.filled_quantity,
+                        execution.average_price,
+                        after,
+                        execution.fee,
+                    )
+                    if executed
+                    else None
+                ),
+            )
+        )
+    DecisionReview.objects.bulk_create(decision_rows)
+    vote_rows = []
+    for vote in Vote.objects.filter(debate=debate, abstained=False).select_related("participant"):
+        if vote.symbol not in shown:
+            continue
+        before, after, realised = outcome(vote.symbol)
+        vote_rows.append(
+            VoteReview(
+                review=review,
+                vote=vote,
+                ai_model_id=vote.participant.ai_model_id,
+                personality=vote.participant.personality,
+                speak_order=vote.participant.speak_order,
+                symbol=vote.symbol,
+                instant=instant,
+                action=vote.action,
+                confidence=min(100.0, max(0.0, vote.confidence or 0.0)),
+                price_at_instant=before,
+                price_at_horizon=after,
+                realised_return=realised,
+                verdict=scoring.verdict(vote.action, realised, flat),
+            )
+        )
+    VoteReview.objects.bulk_create(vote_rows)
+    return review
+
+
+def debates_review(
+    *, debate_ids: Iterable[int], settings: ReviewSettings | None = None
+) -> list[DebateReview]:
+    """Review each of ``debate_ids`` (see ``debate_review``); return the reviews made."""
+    made = []
+    for debate_id in debate_ids:
+        review = debate_review(debate_id=debate_id, settings=settings)
+        if review is not None:
+            made.append(review)
+    return made
+
+
+def reviews_due(*, now: datetime | None = None) -> list[int]:
+    """Review every completed debate outside a backtest whose horizon has passed; return
+    the ids of the debates reviewed (the beat task; safe to run in many processes)."""
+    now = now or timezone.now()
+    candidates = (
+        Debate.objects.filter(
+            status=DebateStatus.COMPLETED,
+            review__isnull=True,
+            strategy__isnull=False,
+            backtest_step__isnull=True,
+        )
+        .order_by("finished_at", "pk")
+        .values_list(
+            "pk",
+            "market_snapshot__as_of",
+            "strategy__market_source",
+            "strategy__review_horizon_minutes",
+        )
+    )
+    due = [
+        debate_id
+        for debate_id, stamp, source, horizon in candidates.iterator(chunk_size=500)
+        if is_due(_instant(stamp), source, horizon, now=now)
+    ]
+    return [review.debate_id for review in debates_review(debate_ids=due)]

@@ -1,0 +1,30 @@
+"""Routes of evaluations, under ``/api/``."""
+
+from django.urls import path
+
+from evaluations import apis
+
+urlpatterns = [
+    path("evaluations/ledger", apis.LedgerApi.as_view(), name="ledger"),
+    path("evaluations/calibration", apis.CalibrationApi.as_view(), name="calibration"),
+    path(
+        "strategies/<int:strategy_id>/ledger",
+        apis.StrategyLedgerApi.as_view(),
+        name="strategy-ledger",
+    ),
+    path(
+        "strategies/<int:strategy_id>/calibration",
+        apis.StrategyCalibrationApi.as_view(),
+        name="strategy-calibration",
+    ),
+    path(
+        "schedules/<int:schedule_id>/ledger",
+        apis.ScheduleLedgerApi.as_view(),
+        name="schedule-ledger",
+    ),
+    path(
+        "schedules/<int:schedule_id>/calibration",
+        apis.ScheduleCalibrationApi.as_view(),
+        name="schedule-calibration",
+    ),
+]

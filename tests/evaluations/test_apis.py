@@ -1,0 +1,93 @@
+"""The ledger and calibration endpoints, scoped to the requesting user."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from evaluations.services import debate_review
+from tests.debates.factories import AIModelFactory, ScheduleFactory
+from tests.evaluations.builders import completed_debate
+from tests.strategies.factories import StrategyFactory
+
+pytestmark = pytest.mark.django_db
+AT = datetime(2024, 8, 6, 8, tzinfo=UTC)
+
+
+def reviewed(owner, strategy, at, model, *, flip: bool, schedule=None):
+    """A reviewed debate of one voter on BTC: round 1 short, then long if ``flip``."""
+    final = "open_long" if flip else "open_short"
+    debate = completed_debate(
+        owner=owner,
+        strategy=strategy,
+        as_of=at,
+        seats=[("bull", model)],
+        openings={0: {"BTCUSDT": "open_short"}},
+        votes={0: {"BTCUSDT": (final, 75)}},
+        decisions={"BTCUSDT": final},
+        rebuttal_tokens=50,
+        schedule=schedule,
+    )
+    assert debate_review(debate_id=debate.pk) is not None
+    return debate
+
+
+def test_the_ledger_counts_only_the_users_own_debates(api_client, user, other_user):
+    # given two reviewed debates of the user (one flipped) and one flipped of another user
+    strategy = StrategyFactory(owner=user)
+    model = AIModelFactory(owner=user, name="Alpha")
+    reviewed(user, strategy, AT, model, flip=True)
+    reviewed(user, strategy, AT + timedelta(hours=4), model, flip=False)
+    reviewed(other_user, StrategyFactory(owner=other_user), AT, None, flip=True)
+    # when the user reads the overall ledger
+    body = api_client.get("/api/evaluations/ledger").json()
+    # then it covers their two decisions, one a flip, and their rebuttal tokens only
+    assert (body["decisions"], body["flips"], body["round_tokens"]) == (2, 1, 100)
+    assert [p["ai_model_name"] for p in body["participants"].values()] == ["Alpha"]
+    assert body["participants"][f"{model.pk}:bull"]["votes"] == 2
+
+
+def test_a_strategy_and_a_schedule_scope_their_ledger(api_client, user):
+    # given reviewed debates of two strategies, one of them fired by a schedule
+    first, second = StrategyFactory(owner=user), StrategyFactory(owner=user)
+    schedule = ScheduleFactory(owner=user, strategy=first)
+    model = AIModelFactory(owner=user)
+    reviewed(user, first, AT, model, flip=True, schedule=schedule)
+    reviewed(user, first, AT + timedelta(hours=4), model, flip=False)
+    reviewed(user, second, AT, model, flip=True)
+    # when each scope is read, then each counts its own decisions
+    assert api_client.get(f"/api/strategies/{first.pk}/ledger").json()["decisions"] == 2
+    assert api_client.get(f"/api/strategies/{second.pk}/ledger").json()["flips"] == 1
+    by_schedule = api_client.get(f"/api/schedules/{schedule.pk}/ledger").json()
+    assert (by_schedule["decisions"], by_schedule["flips"]) == (1, 1)
+    voters = api_client.get(f"/api/strategies/{first.pk}/calibration").json()["voters"]
+    assert [(v["personality"], v["samples"]) for v in voters] == [("bull", 2)]
+
+
+@pytest.mark.parametrize(
+    "path", ["strategies/{}/ledger", "strategies/{}/calibration", "schedules/{}/ledger"]
+)
+def test_another_users_strategy_or_schedule_is_a_404(api_client, other_user, path):
+    strategy = StrategyFactory(owner=other_user)
+    schedule = ScheduleFactory(owner=other_user, strategy=strategy)
+    target = strategy.pk if path.startswith("strategies") else schedule.pk
+    response = api_client.get("/api/" + path.format(target))
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+
+
+def test_another_users_backtest_ledger_is_a_404(api_client, other_user):
+    from backtests.models import Backtest
+
+    backtest = Backtest.objects.create(
+        owner=other_user,
+        name="Theirs",
+        start=AT,
+        end=AT + timedelta(days=1),
+        interval_minutes=240,
+        horizon_minutes=240,
+        steps_total=6,
+    )
+    for figure in ("ledger", "calibration"):
+        assert api_client.get(f"/api/backtests/{backtest.pk}/{figure}").status_code == 404
