@@ -8,6 +8,7 @@ for the languages debates are written in) plus its output cap, in ``TokenLedger`
 conditional ``UPDATE ... WHERE used_tokens <= cap - reserve`` per scope, in one
 transaction, so however many calls race for the last tokens of a day the database lets
 through only those that fit. The answer settles the reservation to what the call used.
+A scope's ledger of the day opens with what its calls stored that day had used.
 Past the cap no call starts: the debate fails with ``budget_exhausted`` and the figures.
 A worker killed between the two keeps the reservation charged: a day's count errs high,
 never low.
@@ -22,10 +23,11 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Subquery
+from django.db.models import F, QuerySet, Subquery
 
 from debates.models import Debate, Participant, TokenLedger, TokenScope
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.selectors import spend_of
 
 PARTICIPANTS, JUDGE = "participants", "judge"
 CHARS_PER_TOKEN = 3
@@ -118,27 +120,45 @@ def budget_reserve(limits: CallLimits, tokens: int) -> Reservation | None:
     """Reserve ``tokens`` under every capped scope of ``limits`` for today (UTC).
 
     Return None when no scope is capped; raise ``BudgetExhausted`` when one cannot take
-    them, reserving nothing.
+    them, reserving nothing. A scope's first call of the day opens its ledger with what
+    the calls stored so far today used (those made before the cap was set).
     """
     if not limits.caps:
         return None
     day = datetime.now(UTC).date()
-    TokenLedger.objects.bulk_create(
-        [TokenLedger(scope=s, scope_id=i, day=day) for s, i, _ in limits.caps],
-        ignore_conflicts=True,
-    )
     with transaction.atomic():
         for scope, scope_id, cap in limits.caps:
             ledger = TokenLedger.objects.filter(scope=scope, scope_id=scope_id, day=day)
-            if not ledger.filter(used_tokens__lte=cap - tokens).update(
-                used_tokens=F("used_tokens") + tokens
-            ):
-                used = ledger.values_list("used_tokens", flat=True).first() or 0
-                raise BudgetExhausted(
-                    f"The daily token cap of this {scope} is reached: {used:,} of {cap:,} "
-                    f"tokens used today (UTC), and the next call may use up to {tokens:,}."
-                )
+            if _take(ledger, cap, tokens):
+                continue
+            if not ledger.exists():
+                _open(scope, scope_id, day)
+                if _take(ledger, cap, tokens):
+                    continue
+            used = ledger.values_list("used_tokens", flat=True).first() or 0
+            raise BudgetExhausted(
+                f"The daily token cap of this {scope} is reached: {used:,} of {cap:,} "
+                f"tokens used today (UTC), and the next call may use up to {tokens:,}."
+            )
     return Reservation(day=day, tokens=tokens, scopes=tuple((s, i) for s, i, _ in limits.caps))
+
+
+def _take(ledger: QuerySet[TokenLedger], cap: int, tokens: int) -> bool:
+    """Add ``tokens`` to the day's count if it stays within ``cap``; say if it did."""
+    return bool(
+        ledger.filter(used_tokens__lte=cap - tokens).update(used_tokens=F("used_tokens") + tokens)
+    )
+
+
+def _open(scope: str, scope_id: int, day: date) -> None:
+    """Open a scope's ledger of ``day`` with what its stored calls of the day used."""
+    owner = {TokenScope.USER: "debate__owner_id", TokenScope.SCHEDULE: "debate__schedule_id"}
+    since = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    used = spend_of(created_at__gte=since, **{owner[scope]: scope_id}).tokens
+    TokenLedger.objects.bulk_create(
+        [TokenLedger(scope=scope, scope_id=scope_id, day=day, used_tokens=used)],
+        ignore_conflicts=True,
+    )
 
 
 def budget_settle(reservation: Reservation | None, used: int) -> None:

@@ -129,3 +129,22 @@ def test_twenty_debates_started_at_once_against_one_cap_never_pass_it(
     debate_start(debate_id=late.pk)
     assert wait_until_finished(late.pk).error["code"] == "budget_exhausted"
     assert len(llm.requests) == before
+
+
+@pytest.mark.django_db
+def test_a_cap_set_during_the_day_counts_the_calls_made_before_it(llm, make_debate, user):
+    # given a debate run today before any cap, whose six calls used 6 x 1100 tokens
+    every_call_reports_fixed_usage(llm)
+    first = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=first.pk)
+    run_steps(first.pk)
+    # when a cap is set that those calls already used up, and another debate runs
+    TokenBudget.objects.create(owner=user, daily_token_cap=6 * CALL_TOKENS + 100)
+    second = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=second.pk)
+    run_steps(second.pk)
+    # then it made no call and failed with the day's figures
+    second.refresh_from_db()
+    assert len(llm.requests) == 6
+    assert second.error["code"] == "budget_exhausted"
+    assert "6,600 of 6,700 tokens used today" in second.error["message"]
