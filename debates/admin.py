@@ -17,8 +17,11 @@ from debates.models import (
     JudgeCall,
     JudgeScore,
     Message,
+    ModelPrice,
     Participant,
     Schedule,
+    TokenBudget,
+    TokenLedger,
     Vote,
 )
 from debates.services.human import waiting_for_person
@@ -45,6 +48,8 @@ SCHEDULE_FIELDS = (
     "enabled",
     "replay_as_of",
     "cache",
+    "daily_token_budget",
+    "daily_token_cap",
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",
@@ -286,6 +291,9 @@ class MessageAdmin(admin.ModelAdmin):
         "status",
         "parse_status",
         "latency_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
         "created_at",
     )
     list_filter = ("status", "parse_status", "message_type")
@@ -296,11 +304,47 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Ballot)
 class BallotAdmin(admin.ModelAdmin):
-    list_display = ("debate", "participant", "status", "parse_status", "latency_ms", "created_at")
+    list_display = (
+        "debate",
+        "participant",
+        "status",
+        "parse_status",
+        "latency_ms",
+        "cost_usd",
+        "created_at",
+    )
     list_filter = ("status", "parse_status")
     search_fields = ("debate__name",)
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Ballot._meta.fields]
+
+
+@admin.register(TokenBudget)
+class TokenBudgetAdmin(admin.ModelAdmin):
+    """A user's daily token budget and hard cap."""
+
+    list_display = ("owner", "daily_token_budget", "daily_token_cap", "updated_at")
+    list_editable = ("daily_token_budget", "daily_token_cap")
+    search_fields = ("owner__username",)
+
+
+@admin.register(TokenLedger)
+class TokenLedgerAdmin(admin.ModelAdmin):
+    """The tokens reserved and used per day; written by model calls only."""
+
+    list_display = ("day", "scope", "scope_id", "used_tokens")
+    list_filter = ("scope", "day")
+    readonly_fields = ("scope", "scope_id", "day", "used_tokens")
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """The price table: USD per million tokens, used for every later call's cost."""
+
+    list_display = ("provider", "model_name", *ModelPrice.PRICE_COLUMNS, "updated_at")
+    list_editable = ModelPrice.PRICE_COLUMNS
+    list_filter = ("provider",)
+    search_fields = ("model_name",)
 
 
 @admin.register(Vote)

@@ -28,6 +28,8 @@ from debates.models import (
     StepStatus,
     Vote,
 )
+from debates.providers.pricing import usd_text
+from debates.selectors import Spend, debate_spend
 from debates.state import available_actions, debate_plan
 
 
@@ -38,6 +40,9 @@ class ParticipantSerializer(serializers.ModelSerializer):
     simulated = serializers.SerializerMethodField()
     emoji = serializers.SerializerMethodField()
     color = serializers.SerializerMethodField()
+    temperature = serializers.SerializerMethodField(
+        help_text="The seat's temperature: its own (the temperature mode), else its model's."
+    )
 
     class Meta:
         model = Participant
@@ -52,8 +57,14 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "emoji",
             "color",
             "speak_order",
+            "temperature",
         ]
         read_only_fields = fields
+
+    def get_temperature(self, obj: Participant) -> float | None:
+        if obj.temperature is not None:
+            return obj.temperature
+        return obj.ai_model.temperature if obj.ai_model is not None else None
 
     def get_simulated(self, obj: Participant) -> bool:
         return obj.ai_model is not None and obj.ai_model.provider == "simulated"
@@ -71,8 +82,10 @@ class ParticipantSerializer(serializers.ModelSerializer):
         "properties": {
             "prompt_tokens": {"type": "integer"},
             "completion_tokens": {"type": "integer"},
+            "cached_input_tokens": {"type": "integer"},
+            "cost_usd": {"type": "string", "format": "decimal"},
         },
-        "required": ["prompt_tokens", "completion_tokens"],
+        "required": ["prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"],
     }
 )
 class UsageField(serializers.Field):
@@ -81,11 +94,32 @@ class UsageField(serializers.Field):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
 
-    def to_representation(self, value: Any) -> dict[str, int]:
+    def to_representation(self, value: Any) -> dict[str, Any]:
         return {
             "prompt_tokens": value.prompt_tokens,
             "completion_tokens": value.completion_tokens,
+            "cached_input_tokens": value.cached_input_tokens,
+            "cost_usd": usd_text(value.cost_usd),
         }
+
+
+class SpendSerializer(serializers.Serializer):
+    """What a set of model calls used and cost (``debates.selectors.Spend.to_dict``)."""
+
+    calls = serializers.IntegerField(help_text="Calls that went to a model.")
+    cached_calls = serializers.IntegerField(help_text="Calls answered from the cache.")
+    attempts = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(
+        help_text="Input tokens served from the providers' prompt caches."
+    )
+    tokens = serializers.IntegerField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=10)
+
+
+class DaySpendSerializer(SpendSerializer):
+    day = serializers.DateField(help_text="A UTC day.")
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -383,6 +417,9 @@ class DebateDetailSerializer(DebateListSerializer):
     votes = VoteSerializer(many=True, read_only=True)
     decisions = DecisionSerializer(many=True, read_only=True)
     judge = serializers.SerializerMethodField()
+    tokens = serializers.SerializerMethodField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.SerializerMethodField(help_text="What the debate's calls cost.")
+    spend = serializers.SerializerMethodField()
     event_id = serializers.SerializerMethodField()
 
     class Meta(DebateListSerializer.Meta):
@@ -392,11 +429,19 @@ class DebateDetailSerializer(DebateListSerializer):
             "oi_ranking_limit",
             "oi_duration",
             "market_snapshot",
+            "mode",
+            "mode_models",
+            "temperature_range",
+            "role_model_map",
+            "max_output_tokens",
             "participants",
             "messages",
             "votes",
             "decisions",
             "judge",
+            "tokens",
+            "cost_usd",
+            "spend",
             "event_id",
         ]
         read_only_fields = fields
@@ -404,6 +449,23 @@ class DebateDetailSerializer(DebateListSerializer):
     @extend_schema_field(JudgeSerializer(allow_null=True))
     def get_judge(self, obj: Debate) -> dict[str, Any] | None:
         return JudgeSerializer(obj).data if obj.judge_model_id else None
+
+    @extend_schema_field(SpendSerializer)
+    def get_spend(self, obj: Debate) -> dict[str, Any]:
+        return self._spend(obj).to_dict()
+
+    def get_tokens(self, obj: Debate) -> int:
+        return self._spend(obj).tokens
+
+    @extend_schema_field({"type": "string", "format": "decimal"})
+    def get_cost_usd(self, obj: Debate) -> str:
+        return usd_text(self._spend(obj).cost_usd)
+
+    def _spend(self, obj: Debate) -> Spend:
+        cache = self.context.setdefault("spend", {})
+        if obj.pk not in cache:
+            cache[obj.pk] = debate_spend(debate_id=obj.pk)
+        return cache[obj.pk]
 
     @extend_schema_field(StrategySummarySerializer(allow_null=True))
     def get_strategy(self, obj: Debate) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from arena.apis import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
     error_responses,
@@ -33,6 +34,7 @@ from debates.engine.personalities import PERSONALITIES
 from debates.models import (
     MAX_HUMAN_TURN_TIMEOUT_MINUTES,
     CacheMode,
+    DebateMode,
     DebateStatus,
     OIDuration,
     Pace,
@@ -61,6 +63,7 @@ from debates.services import (
     debate_retry_step,
     debate_start,
 )
+from debates.services.modes import MAX_OUTPUT_TOKENS
 from strategies.models import PromptVariant
 
 TAGS = ["debates"]
@@ -89,8 +92,6 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    schema_rules = (requires_when("kind", [SeatKind.MODEL], "ai_model", default=SeatKind.MODEL),)
-
     kind = StrictChoiceField(
         choices=SeatKind.choices,
         required=False,
@@ -101,7 +102,7 @@ class ParticipantInputSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         help_text="One of your AI models, enabled, with a key unless simulated; none for a "
-        "human seat.",
+        "human seat, nor where the debate's mode or role_model_map seats the models.",
     )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
@@ -119,6 +120,16 @@ class JudgeInputSerializer(StrictSerializer):
         if value not in JUDGE_COUNTS:
             raise serializers.ValidationError("Must be 1 or 3.")
         return value
+
+
+@extend_schema_serializer(component_name="MaxOutputTokensInput")
+class MaxOutputTokensSerializer(StrictSerializer):
+    participants = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_OUTPUT_TOKENS, help_text="Each seat's cap."
+    )
+    judge = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_OUTPUT_TOKENS, help_text="The judge's cap."
+    )
 
 
 class DebateCreateApi(JsonApi):
@@ -172,6 +183,33 @@ class DebateCreateApi(JsonApi):
             help_text="How the consensus weighs a vote: confidence (default), or judge "
             "(confidence times the judge's score of the voter; needs a judge).",
         )
+        mode = StrictChoiceField(
+            choices=DebateMode.choices,
+            required=False,
+            help_text="custom (default: each seat its own model), homogeneous (one model in "
+            "every seat), temperature (one model, the seats at temperatures over "
+            "temperature_range), adversarial (bull and contrarian on mode_models[0], bear "
+            "and risk_manager on [1], the judge on [2]).",
+        )
+        mode_models = serializers.ListField(
+            child=IdField(),
+            required=False,
+            max_length=3,
+            help_text="The AI models the mode seats: [A] or [A, B, C].",
+        )
+        temperature_range = serializers.ListField(
+            child=StrictFloatField(min_value=0, max_value=2),
+            required=False,
+            min_length=2,
+            max_length=2,
+            help_text="[lowest, highest] temperature of the temperature mode (0.2 to 1.0).",
+        )
+        role_model_map = serializers.DictField(
+            child=IdField(),
+            required=False,
+            help_text='{personality or "judge": ai_model}: that model in every such seat.',
+        )
+        max_output_tokens = MaxOutputTokensSerializer(required=False)
         human_turn_timeout_minutes = StrictIntegerField(
             required=False,
             min_value=1,

@@ -77,7 +77,10 @@ FIELDS = (
     "enabled",
     "replay_as_of",
     "cache",
+    "daily_token_budget",
+    "daily_token_cap",
 )
+BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,12 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
             errors.setdefault(name, []).extend(messages)
     if not isinstance(values["enabled"], bool):
         errors["enabled"] = ["Must be true or false."]
+    for name in BUDGET_FIELDS:
+        tokens = values[name]
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
+            errors[name] = ["Must be a number of tokens (0 or more), or null for none."]
     if errors:
         # The same code as for a debate: not_enough_participants when seats are missing.
         raise type(input_refusal(data))(fields=errors)
@@ -156,6 +165,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "enabled": values["enabled"],
         "replay_as_of": cleaned["as_of"],
         "cache": cleaned["cache"],
+        **{name: values[name] for name in BUDGET_FIELDS},
     }
 
 

@@ -38,6 +38,7 @@ from debates.models import (
 )
 from debates.providers.base import ModelRequest, ProviderConfig
 from debates.services import transitions
+from debates.services.budgets import CallScope
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -247,17 +248,7 @@ def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dic
 
 
 def _usage(outcome: CallOutcome) -> dict:
-    response = outcome.response
-    if response is None:
-        return {"attempts": outcome.error.attempts if outcome.error else 0}
-    return {
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
-        "latency_ms": response.latency_ms,
-        "request_id": response.request_id[:120],
-        "attempts": response.attempts,
-        "cached": response.cached,
-    }
+    return outcome.usage_fields()
 
 
 def _error(outcome: CallOutcome) -> dict | None:
@@ -290,6 +281,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.RUNNING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -496,6 +488,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.VOTING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)
