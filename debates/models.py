@@ -54,6 +54,12 @@ class AIModel(models.Model):
         help_text="The form of the output contract the model is asked for; json_schema "
         "needs a server that decodes under a JSON schema.",
     )
+    training_cutoff = models.DateField(
+        null=True,
+        blank=True,
+        help_text="The last day of the model's training data (the catalogue's default for "
+        "the known models; none for simulated). A backtest starting earlier is contaminated.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -91,6 +97,13 @@ class CacheMode(models.TextChoices):
     OFF = "off", "Off"
     USE = "use", "Use"
     REFRESH = "refresh", "Refresh"
+
+
+class Weighting(models.TextChoices):
+    """How much each final vote weighs in the consensus (``debates.engine.consensus``)."""
+
+    CONFIDENCE = "confidence", "Confidence"
+    CALIBRATED = "calibrated", "Confidence x the voter's shrunk hit rate"
 
 
 class DebateStatus(models.TextChoices):
@@ -144,6 +157,9 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    weighting = models.CharField(
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
+    )
     schedule = models.ForeignKey(
         "debates.Schedule",
         on_delete=models.SET_NULL,
@@ -456,6 +472,9 @@ class Schedule(models.Model):
         help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    weighting = models.CharField(
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
+    )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         on_delete=models.SET_NULL,

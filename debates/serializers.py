@@ -211,6 +211,7 @@ class DebateListSerializer(StateSerializer):
             "schedule",
             "as_of",
             "cache",
+            "weighting",
             "created_at",
             "started_at",
             "finished_at",

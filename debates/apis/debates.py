@@ -27,7 +27,7 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration
+from debates.models import CacheMode, DebateStatus, OIDuration, Weighting
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -115,6 +115,12 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
+        )
+        weighting = StrictChoiceField(
+            choices=Weighting.choices,
+            required=False,
+            help_text="How votes weigh in the consensus: confidence (default) or calibrated "
+            "(confidence x the voter's shrunk hit rate from earlier reviews).",
         )
 
     @extend_schema(

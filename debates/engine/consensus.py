@@ -24,6 +24,16 @@ Choices the spec leaves open:
   with confidence 0 and no sizing, the reason saying why.
 - An abstention is simply not a ballot; ballots on coins that are not candidates count
   for nothing; two ballots by one voter on one coin are a caller error (``ValueError``).
+
+Weighting (``Weighting``): ``confidence`` is the rule above. ``judge`` multiplies each
+ballot's ``confidence / 100`` by its voter's judge score (0..1), given to :func:`decide`
+as ``voter_weights``; a voter the judge did not score weighs the mean of the scored
+voters' weights, and with no score at all (no weights given) the ballots weigh by
+confidence alone. ``calibrated`` multiplies it by the voter's shrunk hit rate from the
+reviews of its earlier votes (``calibrated_weight``; the reviews are chosen by
+``evaluations.selectors``), given the same way. The winner's confidence stays the plain
+mean over its supporters: the weight decides which action wins, not how sure its
+supporters were.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
@@ -52,6 +63,26 @@ _CAUTION = {
     Action.OPEN_LONG: 3,
     Action.OPEN_SHORT: 3,
 }
+
+
+class Weighting(StrEnum):
+    """How much each ballot weighs in the score of its action."""
+
+    CONFIDENCE = "confidence"
+    JUDGE = "judge"
+    CALIBRATED = "calibrated"
+
+
+# Calibrated weights: a voter's hit rate shrunk towards one half by ten reviews' worth.
+PRIOR_REVIEWS = 10
+PRIOR_HIT_RATE = Fraction(1, 2)
+
+
+def calibrated_weight(right: int, reviewed: int) -> float:
+    """Return a voter's calibrated multiplier: its hit rate over ``reviewed`` judged votes
+    (``right`` of them right) shrunk towards one half, (right + 10 x 0.5) / (reviewed + 10).
+    """
+    return float((right + PRIOR_REVIEWS * PRIOR_HIT_RATE) / (reviewed + PRIOR_REVIEWS))
 
 
 @dataclass(frozen=True)
@@ -154,10 +185,20 @@ class CoinConsensus:
 
 
 def decide(
-    votes: Iterable[Ballot], symbols: Sequence[str], limits: ConsensusLimits | None = None
+    votes: Iterable[Ballot],
+    symbols: Sequence[str],
+    limits: ConsensusLimits | None = None,
+    *,
+    voter_weights: Mapping[str, float] | None = None,
 ) -> list[CoinConsensus]:
-    """Return the consensus for every candidate coin, in candidate order."""
+    """Return the consensus for every candidate coin, in candidate order.
+
+    ``voter_weights`` maps voters to a multiplier of their ballots' weight (0..1, the
+    judge's scores); None or empty weighs by confidence alone.
+    """
     limits = limits or ConsensusLimits()
+    votes = list(votes)
+    weights = _voter_weights(voter_weights, {ballot.voter for ballot in votes})
     by_symbol: dict[str, list[Ballot]] = {symbol: [] for symbol in symbols}
     seen: set[tuple[str, str]] = set()
     for ballot in votes:
@@ -167,7 +208,16 @@ def decide(
         seen.add(key)
         if ballot.decision.symbol in by_symbol:
             by_symbol[ballot.decision.symbol].append(ballot)
-    return [_decide_coin(symbol, ballots, limits) for symbol, ballots in by_symbol.items()]
+    return [_decide_coin(symbol, ballots, limits, weights) for symbol, ballots in by_symbol.items()]
+
+
+def _voter_weights(given: Mapping[str, float] | None, voters: set[str]) -> dict[str, Fraction]:
+    """Return each voter's exact multiplier: its weight, else the scored voters' mean."""
+    if not given:
+        return {}
+    known = {voter: min(Fraction(1), max(Fraction(0), _exact(w))) for voter, w in given.items()}
+    neutral = sum(known.values(), Fraction(0)) / len(known)
+    return {voter: known.get(voter, neutral) for voter in voters}
 
 
 def round1_majority(
@@ -224,13 +274,15 @@ def _wait(
     )
 
 
-def _decide_coin(symbol: str, ballots: list[Ballot], limits: ConsensusLimits) -> CoinConsensus:
+def _decide_coin(
+    symbol: str, ballots: list[Ballot], limits: ConsensusLimits, weights: dict[str, Fraction]
+) -> CoinConsensus:
     ballots = sorted(ballots, key=lambda ballot: ballot.voter)
     clamps: list[Clamp] = []
     confidence = {ballot.voter: _confidence(ballot, clamps) for ballot in ballots}
     exact_scores: dict[Action, Fraction] = {}
     for ballot in ballots:
-        weight = confidence[ballot.voter] / 100
+        weight = confidence[ballot.voter] / 100 * weights.get(ballot.voter, Fraction(1))
         action = ballot.decision.action
         exact_scores[action] = exact_scores.get(action, Fraction(0)) + weight
     scores = {a.value: _float(exact_scores[a], 6) for a in Action if a in exact_scores}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
@@ -16,7 +18,7 @@ from debates.models import Debate, DebatePhase, DebateStatus, Decision, Vote
 # with these, 11.8 ms (medians of 20 each, taken in turn, after a 3-voter debate).
 _LOCK_SQL = """
 SELECT debate.symbol, debate.symbols, debate.auto_execute, debate.current_round, debate.error,
-       strategy.id, strategy.max_leverage_major, strategy.max_leverage_other,
+       debate.weighting, strategy.id, strategy.max_leverage_major, strategy.max_leverage_other,
        strategy.min_confidence
 FROM debates_debate AS debate
 LEFT JOIN strategies_strategy AS strategy ON strategy.id = debate.strategy_id
@@ -42,7 +44,7 @@ def _lock_voting(debate_id: int) -> tuple[Debate, ConsensusLimits] | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    symbol, symbols, auto_execute, current_round, error, strategy, *caps = row
+    symbol, symbols, auto_execute, current_round, error, weighting, strategy, *caps = row
     debate = Debate(
         pk=debate_id,
         status=DebateStatus.VOTING,
@@ -51,6 +53,7 @@ def _lock_voting(debate_id: int) -> tuple[Debate, ConsensusLimits] | None:
         auto_execute=bool(auto_execute),
         current_round=current_round,
         error=_ERROR.from_db_value(error, None, connection),
+        weighting=weighting,
     )
     if strategy is None:
         return debate, ConsensusLimits()
@@ -73,6 +76,18 @@ def _ballots(debate_id: int) -> list[Ballot]:
     ]
 
 
+def voter_weights(*, debate_id: int, weighting: str) -> dict[str, float] | None:
+    """Return each voter's (participant id's) weight multiplier under ``weighting``, or
+    None to weigh by confidence alone.
+
+    The weightings that read more than the ballots are found by name in the
+    ``CONSENSUS_VOTER_WEIGHTS`` setting (``calibrated``: the evaluations' reviews), so
+    the debates depend on no app above them.
+    """
+    provider = settings.CONSENSUS_VOTER_WEIGHTS.get(weighting)
+    return None if provider is None else import_string(provider)(debate_id=debate_id)
+
+
 def consensus_finalize(*, debate_id: int) -> None:
     """Compute and store every coin's decision, then complete the debate.
 
@@ -85,7 +100,12 @@ def consensus_finalize(*, debate_id: int) -> None:
         if locked is None:
             return
         debate, limits = locked
-        results = decide(_ballots(debate_id), debate.symbols, limits)
+        results = decide(
+            _ballots(debate_id),
+            debate.symbols,
+            limits,
+            voter_weights=voter_weights(debate_id=debate_id, weighting=debate.weighting),
+        )
         decisions = Decision.objects.bulk_create(
             Decision(
                 debate=debate,

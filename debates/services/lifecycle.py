@@ -29,6 +29,7 @@ from debates.models import (
     OIDuration,
     Participant,
     StepStatus,
+    Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
 from debates.state import ACTION_SOURCES, STATE_COLUMNS
@@ -83,6 +84,7 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    weighting: Any = Weighting.CONFIDENCE
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -213,6 +215,9 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
+    if data.weighting not in Weighting.values:
+        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
+    values["weighting"] = data.weighting
     values["seats"] = _seats(owner, data)
     return values
 

@@ -78,6 +78,7 @@ FIELDS = (
     "enabled",
     "replay_as_of",
     "cache",
+    "weighting",
 )
 
 
@@ -133,6 +134,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         trader=values["trader"],
         as_of=values["replay_as_of"],
         cache=values["cache"],
+        weighting=values["weighting"],
     )
     cleaned = debate_input_clean(owner, data)
     errors = dict(data.errors)
@@ -164,6 +166,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "enabled": values["enabled"],
         "replay_as_of": cleaned["as_of"],
         "cache": cleaned["cache"],
+        "weighting": cleaned["weighting"],
     }
 
 
@@ -417,6 +420,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         trader=schedule.trader_id,
         as_of=schedule.replay_as_of,
         cache=schedule.cache,
+        weighting=schedule.weighting,
         schedule_id=schedule.pk,
     )
 

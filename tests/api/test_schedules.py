@@ -56,6 +56,7 @@ def test_create_a_schedule(api, user, seeded):
         "enabled": True,
         "replay_as_of": None,
         "cache": "off",
+        "weighting": "confidence",
         "last_fired_at": None,
         "last_debate": None,
         "run_count": 0,

@@ -92,6 +92,7 @@ OPERATIONS = {
     ("POST", "/api/backtests/{backtest_id}/cancel"),
     ("GET", "/api/evaluations/ledger"),
     ("GET", "/api/evaluations/calibration"),
+    ("GET", "/api/evaluations/monitors"),
     *{
         ("GET", f"/api/{resource}/{{{key}}}/{figure}")
         for resource, key in (
@@ -99,7 +100,7 @@ OPERATIONS = {
             ("schedules", "schedule_id"),
             ("backtests", "backtest_id"),
         )
-        for figure in ("ledger", "calibration")
+        for figure in ("ledger", "calibration", "monitors")
     },
 }
 

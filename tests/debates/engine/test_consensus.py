@@ -340,3 +340,51 @@ def test_primary_first_moves_the_session_coin_to_the_front():
     ordered = primary_first(results, "ETHUSDT")
     # then
     assert [r.symbol for r in ordered] == ["ETHUSDT", "SOLUSDT", "BTCUSDT"]
+
+
+def test_judge_weights_turn_a_tie_of_two_directions_into_the_better_judged_side():
+    # given two voters split 80/80 on opposite directions: no consensus by confidence
+    votes = [vote("P1", "BTCUSDT", "open_long", 80, 5), vote("P2", "BTCUSDT", "open_short", 80, 3)]
+    [tied] = decide(votes, ["BTCUSDT"])
+    # when the judge scored P1 0.9 and P2 0.3
+    [weighted] = decide(votes, ["BTCUSDT"], voter_weights={"P1": 0.9, "P2": 0.3})
+    # then
+    assert (tied.action, tied.reason) == (
+        Action.WAIT,
+        "no consensus: open_long and open_short tie at score 0.8",
+    )
+    assert weighted.action == Action.OPEN_LONG
+    assert weighted.scores == {"open_long": 0.72, "open_short": 0.24}
+    assert weighted.confidence == 80.0
+    assert weighted.leverage == 5
+
+
+def test_an_unscored_voter_weighs_the_mean_of_the_scored_ones():
+    # given three voters, only two of them scored (0.2 and 0.6: mean 0.4)
+    votes = [
+        vote("P1", "ETHUSDT", "open_long", 50),
+        vote("P2", "ETHUSDT", "open_short", 100),
+        vote("P3", "ETHUSDT", "wait", 100),
+    ]
+    # when
+    [result] = decide(votes, ["ETHUSDT"], voter_weights={"P1": 0.2, "P3": 0.6})
+    # then
+    assert result.scores == {"open_long": 0.1, "open_short": 0.4, "wait": 0.6}
+    assert result.action == Action.WAIT
+
+
+@pytest.mark.parametrize("weights", [None, {}])
+def test_no_weights_is_the_confidence_rule(weights):
+    # given / when
+    [result] = decide(WORKED_EXAMPLE, ["BTCUSDT"], voter_weights=weights)
+    # then
+    assert result == decide(WORKED_EXAMPLE, ["BTCUSDT"])[0]
+
+
+def test_weights_outside_zero_to_one_are_clamped():
+    # given
+    votes = [vote("P1", "BTCUSDT", "open_long", 50), vote("P2", "BTCUSDT", "open_short", 50)]
+    # when
+    [result] = decide(votes, ["BTCUSDT"], voter_weights={"P1": 3.0, "P2": -1.0})
+    # then
+    assert result.scores == {"open_long": 0.5, "open_short": 0.0}
