@@ -192,6 +192,7 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
         "model_name",
         masked_key,
         "enabled",
+        "training_cutoff",
         "timeout_seconds",
         "created_at",
     )

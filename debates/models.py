@@ -54,6 +54,12 @@ class AIModel(models.Model):
         help_text="The form of the output contract the model is asked for; json_schema "
         "needs a server that decodes under a JSON schema.",
     )
+    training_cutoff = models.DateField(
+        null=True,
+        blank=True,
+        help_text="The last day of the model's training data (the catalogue's default for "
+        "the known models; none for simulated). A backtest starting earlier is contaminated.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -141,6 +147,7 @@ class Weighting(models.TextChoices):
 
     CONFIDENCE = "confidence", "By confidence"
     JUDGE = "judge", "By confidence times the judge's score"
+    CALIBRATED = "calibrated", "By confidence times the voter's shrunk hit rate"
 
 
 class Debate(models.Model):
@@ -184,7 +191,7 @@ class Debate(models.Model):
         default=1, help_text="How many judge calls score the participants: 1, or 3 (median)."
     )
     weighting = models.CharField(
-        max_length=10, choices=Weighting.choices, default=Weighting.CONFIDENCE
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
     mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
     mode_models = models.JSONField(
@@ -672,6 +679,9 @@ class Schedule(models.Model):
     )
     daily_token_cap = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
+    weighting = models.CharField(
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",

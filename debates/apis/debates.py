@@ -180,8 +180,9 @@ class DebateCreateApi(JsonApi):
         weighting = StrictChoiceField(
             choices=Weighting.choices,
             required=False,
-            help_text="How the consensus weighs a vote: confidence (default), or judge "
-            "(confidence times the judge's score of the voter; needs a judge).",
+            help_text="How the consensus weighs a vote: confidence (default), judge "
+            "(confidence times the judge's score of the voter; needs a judge) or calibrated "
+            "(confidence times the voter's shrunk hit rate from earlier reviews).",
         )
         mode = StrictChoiceField(
             choices=DebateMode.choices,

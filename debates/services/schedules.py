@@ -79,6 +79,7 @@ FIELDS = (
     "cache",
     "daily_token_budget",
     "daily_token_cap",
+    "weighting",
 )
 BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
@@ -131,6 +132,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         trader=values["trader"],
         as_of=values["replay_as_of"],
         cache=values["cache"],
+        weighting=values["weighting"],
     )
     cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
@@ -166,6 +168,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "replay_as_of": cleaned["as_of"],
         "cache": cleaned["cache"],
         **{name: values[name] for name in BUDGET_FIELDS},
+        "weighting": cleaned["weighting"],
     }
 
 
@@ -419,6 +422,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         trader=schedule.trader_id,
         as_of=schedule.replay_as_of,
         cache=schedule.cache,
+        weighting=schedule.weighting,
         schedule_id=schedule.pk,
     )
 

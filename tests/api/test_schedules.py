@@ -58,6 +58,7 @@ def test_create_a_schedule(api, user, seeded):
         "cache": "off",
         "daily_token_budget": None,
         "daily_token_cap": None,
+        "weighting": "confidence",
         "last_fired_at": None,
         "last_debate": None,
         "run_count": 0,

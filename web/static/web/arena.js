@@ -836,6 +836,15 @@
     state.debates = (await api("GET", "debates")).results;
     renderSidebar();
     if (config.debateId) openDebate(config.debateId);
+    renderMonitorWarnings(await api("GET", "evaluations/monitors"));
+  }
+
+  // The monitors' warnings over the user's last debates: a model stuck on hold and
+  // wait, one that never opens, or answers that do not parse.
+  function renderMonitorWarnings(monitors) {
+    const warnings = (monitors && monitors.warnings) || [];
+    $("#monitor-warning-list").replaceChildren(...warnings.map((text) => h("li", { text })));
+    $("#monitor-warnings").hidden = !warnings.length;
   }
 
   start();
