@@ -254,6 +254,12 @@ class DebateAdmin(admin.ModelAdmin):
         DecisionInline,
         JudgeCallInline,
     )
+    judge_inlines = (JudgeScoreInline, JudgeCallInline)
+
+    def get_inlines(self, request: HttpRequest, obj: Debate | None) -> list[type]:
+        """Leave the judge's scores and calls out of a debate that has no judge."""
+        judged = obj is not None and obj.judge_model_id is not None
+        return [i for i in self.inlines if judged or i not in self.judge_inlines]
 
     @admin.display(description="Waits for", ordering="human_due_at")
     def waits_for(self, debate: Debate) -> str:
