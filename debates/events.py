@@ -12,12 +12,14 @@ from contextvars import ContextVar
 from typing import Any
 
 from arena.sse import debate_channel, open_channel, publish_all_on_commit, publish_on_commit
+from debates.engine.plan import Plan
 from debates.models import Debate, Decision, JudgeCall, JudgeScore, Message, Vote
 from debates.serializers import (
     DecisionSerializer,
     JudgeCallSerializer,
     JudgeScoreSerializer,
     MessageSerializer,
+    PlannedDebate,
     RoundSummarySerializer,
     StateSerializer,
     VoteSerializer,
@@ -91,9 +93,10 @@ def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:
         publish_on_commit(debate_channel(debate_id), event_type, data)
 
 
-def status_changed(debate: Debate) -> None:
-    """Announce the debate's state fields."""
-    data = dict(_STATE.to_representation(debate))
+def status_changed(debate: Debate, plan: Plan | None = None) -> None:
+    """Announce the debate's state fields with its plan of steps (computed from the
+    debate unless given)."""
+    data = dict(_STATE.to_representation(PlannedDebate(debate, plan)))
     if not data.get("error"):
         data.pop("error", None)
     _publish(debate.pk, "status", data)

@@ -7,13 +7,15 @@ prefetch everything they touch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
-from debates.engine.plan import STEP_STATUSES
+from debates.engine.plan import STEP_STATUSES, Plan
 from debates.models import (
     Debate,
     Decision,
@@ -26,8 +28,9 @@ from debates.models import (
     StepStatus,
     Vote,
 )
+from debates.providers.pricing import usd_text
+from debates.selectors import Spend, debate_spend
 from debates.state import available_actions, debate_plan
-from traders.serializers import ExecutionSerializer
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -37,6 +40,9 @@ class ParticipantSerializer(serializers.ModelSerializer):
     simulated = serializers.SerializerMethodField()
     emoji = serializers.SerializerMethodField()
     color = serializers.SerializerMethodField()
+    temperature = serializers.SerializerMethodField(
+        help_text="The seat's temperature: its own (the temperature mode), else its model's."
+    )
 
     class Meta:
         model = Participant
@@ -51,8 +57,14 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "emoji",
             "color",
             "speak_order",
+            "temperature",
         ]
         read_only_fields = fields
+
+    def get_temperature(self, obj: Participant) -> float | None:
+        if obj.temperature is not None:
+            return obj.temperature
+        return obj.ai_model.temperature if obj.ai_model is not None else None
 
     def get_simulated(self, obj: Participant) -> bool:
         return obj.ai_model is not None and obj.ai_model.provider == "simulated"
@@ -70,8 +82,10 @@ class ParticipantSerializer(serializers.ModelSerializer):
         "properties": {
             "prompt_tokens": {"type": "integer"},
             "completion_tokens": {"type": "integer"},
+            "cached_input_tokens": {"type": "integer"},
+            "cost_usd": {"type": "string", "format": "decimal"},
         },
-        "required": ["prompt_tokens", "completion_tokens"],
+        "required": ["prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"],
     }
 )
 class UsageField(serializers.Field):
@@ -80,11 +94,32 @@ class UsageField(serializers.Field):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
 
-    def to_representation(self, value: Any) -> dict[str, int]:
+    def to_representation(self, value: Any) -> dict[str, Any]:
         return {
             "prompt_tokens": value.prompt_tokens,
             "completion_tokens": value.completion_tokens,
+            "cached_input_tokens": value.cached_input_tokens,
+            "cost_usd": usd_text(value.cost_usd),
         }
+
+
+class SpendSerializer(serializers.Serializer):
+    """What a set of model calls used and cost (``debates.selectors.Spend.to_dict``)."""
+
+    calls = serializers.IntegerField(help_text="Calls that went to a model.")
+    cached_calls = serializers.IntegerField(help_text="Calls answered from the cache.")
+    attempts = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(
+        help_text="Input tokens served from the providers' prompt caches."
+    )
+    tokens = serializers.IntegerField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=10)
+
+
+class DaySpendSerializer(SpendSerializer):
+    day = serializers.DateField(help_text="A UTC day.")
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -165,10 +200,25 @@ class DecisionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(ExecutionSerializer(allow_null=True))
+    @extend_schema_field({"allOf": [{"$ref": "#/components/schemas/Execution"}], "nullable": True})
     def get_execution(self, obj: Decision) -> dict[str, Any] | None:
         execution = getattr(obj, "execution", None)
-        return ExecutionSerializer(execution).data if execution else None
+        if execution is None:
+            return None
+        if _execution_representation is None:
+            raise ImproperlyConfigured("no representation of executions is registered")
+        return _execution_representation(execution)
+
+
+# A decision's execution is trading's (``traders``): its representation is registered
+# by that app once it is ready, so that this app imports nothing of trading.
+_execution_representation: Callable[[Any], dict[str, Any]] | None = None
+
+
+def execution_representation_register(represent: Callable[[Any], dict[str, Any]]) -> None:
+    """Represent each decision's execution with ``represent`` (the trading app's)."""
+    global _execution_representation
+    _execution_representation = represent
 
 
 class JudgeCallSerializer(serializers.ModelSerializer):
@@ -273,7 +323,7 @@ class StepSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STEP_STATUSES)
 
 
-# The fields of the state that come from the plan of steps (``_Planned``).
+# The fields of the state that come from the plan of steps (``PlannedDebate``).
 PLAN_FIELDS = ("current_step", "steps", "user_action_required", "can_advance", "available_actions")
 
 
@@ -303,19 +353,22 @@ class StateSerializer(serializers.ModelSerializer):
             "current_round",
             "current_speaker",
             *PLAN_FIELDS,
+            "human_due_at",
             "error",
         ]
         read_only_fields = fields
 
     def to_representation(self, instance: Debate) -> dict[str, Any]:
-        return super().to_representation(_Planned(instance))
+        planned = instance if isinstance(instance, PlannedDebate) else PlannedDebate(instance)
+        return super().to_representation(planned)
 
 
-class _Planned:
-    """A debate with its plan of steps computed once, read as the debate's attributes."""
+class PlannedDebate:
+    """A debate with its plan of steps (computed once, unless given), read as the
+    debate's attributes."""
 
-    def __init__(self, debate: Debate) -> None:
-        plan = debate_plan(debate)
+    def __init__(self, debate: Debate, plan: Plan | None = None) -> None:
+        plan = debate_plan(debate) if plan is None else plan
         self._debate = debate
         self.current_step = plan.current_step
         self.steps = [step.to_dict() for step in plan.steps]
@@ -364,6 +417,9 @@ class DebateDetailSerializer(DebateListSerializer):
     votes = VoteSerializer(many=True, read_only=True)
     decisions = DecisionSerializer(many=True, read_only=True)
     judge = serializers.SerializerMethodField()
+    tokens = serializers.SerializerMethodField(help_text="Prompt plus completion tokens.")
+    cost_usd = serializers.SerializerMethodField(help_text="What the debate's calls cost.")
+    spend = serializers.SerializerMethodField()
     event_id = serializers.SerializerMethodField()
 
     class Meta(DebateListSerializer.Meta):
@@ -373,11 +429,19 @@ class DebateDetailSerializer(DebateListSerializer):
             "oi_ranking_limit",
             "oi_duration",
             "market_snapshot",
+            "mode",
+            "mode_models",
+            "temperature_range",
+            "role_model_map",
+            "max_output_tokens",
             "participants",
             "messages",
             "votes",
             "decisions",
             "judge",
+            "tokens",
+            "cost_usd",
+            "spend",
             "event_id",
         ]
         read_only_fields = fields
@@ -386,9 +450,50 @@ class DebateDetailSerializer(DebateListSerializer):
     def get_judge(self, obj: Debate) -> dict[str, Any] | None:
         return JudgeSerializer(obj).data if obj.judge_model_id else None
 
+    @extend_schema_field(SpendSerializer)
+    def get_spend(self, obj: Debate) -> dict[str, Any]:
+        return self._spend(obj).to_dict()
+
+    def get_tokens(self, obj: Debate) -> int:
+        return self._spend(obj).tokens
+
+    @extend_schema_field({"type": "string", "format": "decimal"})
+    def get_cost_usd(self, obj: Debate) -> str:
+        return usd_text(self._spend(obj).cost_usd)
+
+    def _spend(self, obj: Debate) -> Spend:
+        cache = self.context.setdefault("spend", {})
+        if obj.pk not in cache:
+            cache[obj.pk] = debate_spend(debate_id=obj.pk)
+        return cache[obj.pk]
+
     @extend_schema_field(StrategySummarySerializer(allow_null=True))
     def get_strategy(self, obj: Debate) -> dict[str, Any] | None:
         return StrategySummarySerializer(obj.strategy).data if obj.strategy else None
 
     def get_event_id(self, obj: Debate) -> str:
         return self.context.get("event_id", "")
+
+    def to_representation(self, instance: Debate) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if not self.context.get("include_snapshot"):
+            data["market_snapshot"] = snapshot_without_candles(data["market_snapshot"])
+        return data
+
+
+def snapshot_without_candles(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored market snapshot with each timeframe's raw candles left out (its
+    summary, prices and indicators stay): what the detail shows by default."""
+    if not snapshot:
+        return snapshot
+    coins = [
+        {
+            **coin,
+            "timeframes": [
+                {key: value for key, value in frame.items() if key != "candles"}
+                for frame in coin.get("timeframes", [])
+            ],
+        }
+        for coin in snapshot.get("coins", [])
+    ]
+    return {**snapshot, "coins": coins}

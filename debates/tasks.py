@@ -20,6 +20,7 @@ from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates import services
 from debates.claims import claim_ttl_s
 from debates.services.calls import StepDeferred
+from debates.services.human import human_steps_expire
 from debates.services.schedules import schedule_fire
 
 # A step may wait its turn for a model slot many times when many debates run at once.
@@ -129,6 +130,12 @@ def resume_stale_task(older_than_s: float | None = None) -> list[int]:
     if older_than_s is None:
         return services.debates_resume_stale()
     return services.debates_resume_stale(older_than=timedelta(seconds=older_than_s))
+
+
+@shared_task(name="debates.human_steps_expire", soft_time_limit=60, time_limit=90)
+def human_steps_expire_task() -> list[int]:
+    """Skip the turns and votes people let pass their time (sent by Celery beat)."""
+    return human_steps_expire()
 
 
 @worker_ready.connect

@@ -97,6 +97,9 @@ class ModelResponse:
     ``finish_reason`` is normalised to ``stop`` or ``length`` when the provider says so
     (``length``: the output was cut at ``max_tokens``), else the provider's own value.
     ``cached``: the answer came from the model-call cache, with no call made.
+    ``prompt_tokens`` counts every input token; ``cached_input_tokens`` of them were
+    served from the provider's prompt cache and ``cache_write_tokens`` were written to
+    it (Anthropic bills both at their own prices), as the provider reported.
     """
 
     text: str
@@ -110,6 +113,8 @@ class ModelResponse:
     simulated: bool = False
     finish_reason: str = ""
     cached: bool = False
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class ProviderError(Exception):

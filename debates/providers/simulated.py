@@ -154,7 +154,10 @@ def render_answer(
         else f"turn in round {request.round}/{request.max_rounds}"
     )
     source = f", reading the {snapshot.source} snapshot as of {snapshot.as_of}" if snapshot else ""
-    lines = [f"Simulated {profile.title} model, {stage}{source}."]
+    # The personality's own argument comes first, coin by coin; the market reading it
+    # rests on, the same for every participant, after it.
+    arguments: list[str] = []
+    readings = [f"Simulated {profile.title} model, {stage}{source}."]
     decisions = []
     for symbol in symbols:
         coin = snapshot.coin(symbol) if snapshot else None
@@ -163,12 +166,13 @@ def render_answer(
         decision, comment = _decide(request.personality, profile, symbol, reading, prior, rng)
         decisions.append(decision)
         if reading is None:
-            lines.append(f"- {symbol}: no market data in the snapshot; {comment}")
+            arguments.append(f"{symbol}: no market data in the snapshot; {comment}")
         else:
-            lines.append(f"- {reading.citation}")
-            lines.append(f"  {comment}")
+            arguments.append(f"{symbol}: {comment}")
+            readings.append(f"- {reading.citation}")
         if prior:
-            lines.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
+            arguments.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
+    lines = [*arguments, "", *readings]
     if output_mode == JSON_SCHEMA:
         answer = {"reasoning": "\n".join(lines), "decisions": decisions}
         return json.dumps(answer, indent=2, ensure_ascii=False), f"sim-{digest[:16]}"

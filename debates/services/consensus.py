@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
@@ -53,6 +55,20 @@ def _ballots(debate_id: int) -> list[Ballot]:
     ]
 
 
+def voter_weights(*, debate_id: int, weighting: str) -> dict[str, float] | None:
+    """Return each voter's (participant id's) weight multiplier under ``weighting``, or
+    None to weigh by confidence alone.
+
+    ``judge`` reads the judge's scores of this debate; the weightings that read what
+    other apps store are found by name in the ``CONSENSUS_VOTER_WEIGHTS`` setting
+    (``calibrated``: the evaluations' reviews), so the debates depend on no app above them.
+    """
+    if weighting == Weighting.JUDGE:
+        return judge_weights(debate_id=debate_id)
+    provider = settings.CONSENSUS_VOTER_WEIGHTS.get(weighting)
+    return None if provider is None else import_string(provider)(debate_id=debate_id)
+
+
 def consensus_finalize(*, debate_id: int) -> None:
     """Compute and store every coin's decision, then complete the debate.
 
@@ -63,7 +79,7 @@ def consensus_finalize(*, debate_id: int) -> None:
         if lock_debate(debate_id=debate_id, status=DebateStatus.VOTING) is None:
             return
         symbol, symbols, weighting, limits = _coins_and_limits(debate_id)
-        weights = judge_weights(debate_id=debate_id) if weighting == Weighting.JUDGE else {}
+        weights = voter_weights(debate_id=debate_id, weighting=weighting)
         results = decide(_ballots(debate_id), symbols, limits, voter_weights=weights)
         Decision.objects.bulk_create(
             Decision(

@@ -84,7 +84,7 @@ def test_a_debate_without_a_judge_shows_none(api, seeded):
         (lambda s, o: {"weighting": "judge"}, {"weighting": ["Weighting by judge needs a judge."]}),
         (
             lambda s, o: {"weighting": "loudest"},
-            {"weighting": ["'loudest' is not one of: confidence, judge."]},
+            {"weighting": ["'loudest' is not one of: confidence, judge, calibrated."]},
         ),
     ],
     ids=[

@@ -1,8 +1,11 @@
 """Every admin list and page renders for staff and is closed to everyone else."""
 
+from datetime import date
+
 import pytest
 from django.contrib import admin
 
+from debates.models import TokenBudget, TokenLedger
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -46,7 +49,9 @@ def one_of_each(db):
     AIModelFactory()
     StrategyFactory()
     TraderFactory()
-    ScheduleFactory()
+    schedule = ScheduleFactory()
+    TokenBudget.objects.create(owner=schedule.owner, daily_token_cap=1000)
+    TokenLedger.objects.create(scope="user", scope_id=schedule.owner_id, day=date(2026, 1, 1))
 
 
 def test_every_project_model_is_registered():
@@ -59,7 +64,10 @@ def test_every_project_model_is_registered():
         "debates.JudgeCall",
         "debates.JudgeScore",
         "debates.Message",
+        "debates.ModelPrice",
         "debates.Schedule",
+        "debates.TokenBudget",
+        "debates.TokenLedger",
         "debates.Vote",
         "strategies.Strategy",
         "traders.Execution",

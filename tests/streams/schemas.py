@@ -23,6 +23,7 @@ STATE_FIELDS = (
     "user_action_required",
     "can_advance",
     "available_actions",
+    "human_due_at",
 )
 
 
