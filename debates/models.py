@@ -108,6 +108,8 @@ TERMINAL_STATUSES = (DebateStatus.COMPLETED, DebateStatus.CANCELLED, DebateStatu
 
 DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES = 30
 MAX_HUMAN_TURN_TIMEOUT_MINUTES = 24 * 60
+
+
 class Pace(models.TextChoices):
     """How a debate moves from one step of its plan to the next."""
 
