@@ -22,6 +22,7 @@ from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
+from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
 from debates.services.lifecycle import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
@@ -472,15 +473,22 @@ class Command(BaseCommand):
             console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
+        coins = (debate.market_snapshot or {}).get("coins", [])
+        coin = next((c for c in coins if c.get("symbol") == execution.symbol), {})
+        decimals = price_decimals(coin)
+
+        def at(value) -> str:  # a price at the coin's own precision
+            return f"{value:.{decimals}f}"
+
         console.print(
             f"{BADGES[execution.action]} order {execution.client_order_id}: {side} "
             f"{execution.filled_quantity.normalize()} {execution.symbol} at "
-            f"{execution.average_price.normalize()} (fee {execution.fee.normalize()} USDT)"
+            f"{at(execution.average_price)} (fee {execution.fee.normalize()} USDT)"
             + (f", {execution.leverage}x" if execution.leverage else "")
         )
         if execution.stop_loss_price is not None:
             console.print(
-                f"  stop loss {execution.stop_loss_price.normalize()}, take profit "
-                f"{execution.take_profit_price.normalize()}"
+                f"  stop loss {at(execution.stop_loss_price)}, take profit "
+                f"{at(execution.take_profit_price)}"
                 + (f"  [yellow]{escape(execution.error)}[/]" if execution.error else "")
             )
