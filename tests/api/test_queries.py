@@ -70,8 +70,9 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
 # their executions, and what its plan of steps reads: its seats, turns and ballots); the
 # debate detail is the debate's status with the stream's latest event id, then (when no
-# stored rendering serves) the debate with its strategy, participants, messages, votes,
-# ballots and decisions.
+# stored rendering serves) the debate with its strategy and judge model, participants,
+# messages, votes, ballots, decisions, judge calls and judge scores, and its spend (one
+# sum for each kind of stored call: turns, ballots, judge calls).
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 6),
     "ai-models": (
@@ -100,14 +101,14 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     ),
     "executions": (_executions, 3),
     # The debate's children, its ballots among them (its plan of steps reads them).
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 7),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 12),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
-        6,
+        8,
     ),
     "debate votes": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/votes",
-        6,
+        8,
     ),
 }
 

@@ -245,6 +245,49 @@
     picker.replaceChildren(...report.rules.map((rule) => h("option", { value: rule.key, text: rule.label,
       selected: rule.key === chosen })));
     renderTrades();
+    renderEvaluation();
+  }
+
+  function table(selector, headings, rows) {
+    const head = h("tr", {}, ...headings.map((text) => h("th", { text })));
+    const body = rows.map((cells) => h("tr", {}, ...cells.map((text) => h("td", { text }))));
+    $(selector).replaceChildren(h("thead", {}, head), h("tbody", {}, body));
+  }
+
+  // The outcome reviews of the backtest's decisions: the debate-effect ledger, each
+  // voter's accuracy and calibration, the monitors' warnings and the leakage flag.
+  function renderEvaluation() {
+    const b = state.backtest;
+    const report = b.report;
+    const ledger = report.ledger;
+    $("#evaluation").hidden = !ledger;
+    if (!ledger) return;
+    const leakage = report.leakage || { contaminated: false, models: [] };
+    $("#leakage").hidden = !leakage.contaminated;
+    $("#leakage").textContent = leakage.contaminated
+      ? "Contaminated: the window starts before the training cutoff of "
+        + leakage.models.map((m) => `${m.name} (${m.training_cutoff})`).join(", ")
+        + ". Its results may reflect the model's memory of that period."
+      : "";
+    const warnings = (report.monitors && report.monitors.warnings) || [];
+    $("#monitor-warnings").hidden = !warnings.length;
+    $("#monitor-warnings").replaceChildren(...warnings.map((text) => h("li", { text })));
+    const count = (n) => (missing(n) ? "–" : String(n));
+    table("#ledger", ["Reviewed decisions", "Flips", "Flip rate", "Flip accuracy", "Useful / harmful flips",
+      "Round-1 majority accuracy", "Final consensus accuracy", "Tokens of rounds 2..N per useful flip"], [[
+      count(ledger.decisions), count(ledger.flips), pct(ledger.flip_rate), pct(ledger.flip_accuracy),
+      `${ledger.useful_flips} / ${ledger.harmful_flips}`, pct(ledger.round1_accuracy),
+      pct(ledger.final_accuracy),
+      missing(ledger.tokens_per_useful_flip) ? "–" : Math.round(ledger.tokens_per_useful_flip).toLocaleString("en-US"),
+    ]]);
+    table("#voter-accuracy", ["Voter", "Votes", "Right", "Wrong", "Accuracy alone"],
+      Object.values(ledger.participants).map((p) => [`${p.ai_model_name} as ${p.personality}`,
+        count(p.votes), count(p.right), count(p.wrong), pct(p.accuracy)]));
+    table("#calibration", ["Voter", "Judged votes", "Hit rate", "Base rate", "Skill", "Brier"],
+      (report.calibration || []).map((v) => [`${v.ai_model_name} as ${v.personality}`, count(v.samples),
+        pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${(v.skill * 100).toFixed(1)} pts`,
+        missing(v.brier) ? "–" : Number(v.brier).toFixed(3)]));
+    $("#reliability-chart").src = `/backtests/${b.id}/reliability.svg?at=${encodeURIComponent(b.finished_at || "")}`;
   }
 
   function renderTrades() {
