@@ -8,26 +8,27 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "Creating $(VENV) and installing the project ..." >&2
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip >&2
+	@$(PY) -m pip install --quiet -e '.[dev]' >&2
+	@touch $(STAMP)
 
 # One whole debate on the embedded default: SQLite, no Redis, simulated models,
 # the bundled dataset, a paper trader.
 demo: $(STAMP)
-	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
-	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py run_debate $(ARGS)
 
 # A backtest on the embedded default: two weeks of BTC at 4h (84 debates of three simulated
 # participants over two rounds), before and after the 15m candles begin; ARGS adds options
 # of manage.py backtest (--json, --every 1h, --cache refresh, ...).
 backtest: $(STAMP)
-	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
-	env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
+	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py backtest --symbol BTC --from 2024-08-01 --to 2024-08-15 --every 4h \
 		--participants bull,bear,analyst --rounds 2 $(ARGS)
 
@@ -52,12 +53,13 @@ services:
 migrate: $(STAMP)
 	$(PY) manage.py migrate
 
-# web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis.
+# web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis; the web
+# process listens on PORT (default 8000, the README's port).
 serve: $(STAMP) services
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/arena} \
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
 		sh -c 'psql "$${DATABASE_URL%/*}/postgres" -qtc "CREATE DATABASE $${DATABASE_URL##*/}" 2>/dev/null; \
-		$(PY) manage.py migrate && $(VENV)/bin/honcho start'
+		$(PY) manage.py migrate && $(VENV)/bin/honcho start --port $${PORT:-8000}'
 
 bench: $(STAMP) services
 	$(PY) -m bench $(ARGS)

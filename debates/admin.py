@@ -69,7 +69,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class ParticipantInline(ReadOnlyInline):
     model = Participant
-    fields = ("speak_order", "personality", "ai_model")
+    fields = ("speak_order", "kind", "personality", "ai_model")
 
 
 class MessageInline(ReadOnlyInline):

@@ -119,6 +119,17 @@ ACTIVE_STATUSES = (DebateStatus.RUNNING, DebateStatus.VOTING)
 TERMINAL_STATUSES = (DebateStatus.COMPLETED, DebateStatus.CANCELLED, DebateStatus.FAILED)
 
 
+DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES = 30
+MAX_HUMAN_TURN_TIMEOUT_MINUTES = 24 * 60
+
+
+class Pace(models.TextChoices):
+    """How a debate moves from one step of its plan to the next."""
+
+    AUTO = "auto", "Automatic"
+    MANUAL = "manual", "Manual: each step waits for advance"
+
+
 class DebatePhase(models.TextChoices):
     CREATED = "created", "Created"
     OPENING = "opening", "Opening analyses"
@@ -160,6 +171,17 @@ class Debate(models.Model):
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
+    human_turn_timeout_minutes = models.PositiveSmallIntegerField(
+        default=DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
+        help_text="How long the person in a human seat has for a turn or a vote before it "
+        "is skipped.",
+    )
+    human_due_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the turn or vote the person owes now is skipped; empty when the "
+        "debate waits for no person.",
+    )
     schedule = models.ForeignKey(
         "debates.Schedule",
         on_delete=models.SET_NULL,
@@ -183,6 +205,19 @@ class Debate(models.Model):
     market_snapshot = models.JSONField(null=True, blank=True)
     error = models.JSONField(
         null=True, blank=True, help_text="{step, code, message} of the step that failed."
+    )
+    pace = models.CharField(max_length=6, choices=Pace.choices, default=Pace.AUTO)
+    steps_released = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="How many steps of the plan may run; empty: all (the manual pace and a "
+        "retried step release them one at a time).",
+    )
+    step_outcomes = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The outcome of each step no other row records (prepare, execution, ...), "
+        "by step key.",
     )
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -209,6 +244,13 @@ class Debate(models.Model):
                 condition=Q(oi_ranking_limit__gte=1, oi_ranking_limit__lte=10),
                 name="debate_oi_limit_1_10",
             ),
+            models.CheckConstraint(
+                condition=Q(
+                    human_turn_timeout_minutes__gte=1,
+                    human_turn_timeout_minutes__lte=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+                ),
+                name="debate_human_turn_timeout_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -223,11 +265,20 @@ class Personality(models.TextChoices):
     RISK_MANAGER = "risk_manager", "Risk manager"
 
 
+class SeatKind(models.TextChoices):
+    MODEL = "model", "AI model"
+    HUMAN = "human", "Person (the debate's owner)"
+
+
 class Participant(models.Model):
-    """A seat in a debate: a model playing a personality, speaking in ``speak_order``."""
+    """A seat in a debate, speaking in ``speak_order``: a model playing a personality, or
+    (``kind: human``) the debate's owner, who writes the seat's turns and vote."""
 
     debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="participants")
-    ai_model = models.ForeignKey(AIModel, on_delete=models.PROTECT, related_name="participants")
+    kind = models.CharField(max_length=5, choices=SeatKind.choices, default=SeatKind.MODEL)
+    ai_model = models.ForeignKey(
+        AIModel, on_delete=models.PROTECT, null=True, blank=True, related_name="participants"
+    )
     personality = models.CharField(max_length=20, choices=Personality.choices)
     speak_order = models.PositiveSmallIntegerField()
 
@@ -240,10 +291,24 @@ class Participant(models.Model):
             models.CheckConstraint(
                 condition=Q(speak_order__lte=5), name="participant_speak_order_0_5"
             ),
+            models.CheckConstraint(
+                condition=Q(kind=SeatKind.MODEL, ai_model__isnull=False)
+                | Q(kind=SeatKind.HUMAN, ai_model__isnull=True),
+                name="participant_model_unless_human",
+            ),
+            models.UniqueConstraint(
+                fields=["debate"],
+                condition=Q(kind=SeatKind.HUMAN),
+                name="participant_one_human_seat",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"P{self.speak_order + 1} {self.personality}"
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind == SeatKind.HUMAN
 
 
 class MessageType(models.TextChoices):
@@ -254,6 +319,7 @@ class MessageType(models.TextChoices):
 class StepStatus(models.TextChoices):
     OK = "ok", "Answered"
     ERROR = "error", "Failed"
+    SKIPPED = "skipped", "Skipped (the person did not answer in time)"
 
 
 class ParseStatus(models.TextChoices):
@@ -286,7 +352,7 @@ class Message(Usage):
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="messages")
     round = models.PositiveSmallIntegerField()
     message_type = models.CharField(max_length=10, choices=MessageType.choices)
-    status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
+    status = models.CharField(max_length=7, choices=StepStatus.choices, default=StepStatus.OK)
     content = models.TextField(blank=True)
     reasoning = models.TextField(blank=True)
     decisions = models.JSONField(default=list, blank=True)
@@ -317,7 +383,7 @@ class Ballot(Usage):
 
     debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="ballots")
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="ballots")
-    status = models.CharField(max_length=5, choices=StepStatus.choices, default=StepStatus.OK)
+    status = models.CharField(max_length=7, choices=StepStatus.choices, default=StepStatus.OK)
     content = models.TextField(blank=True)
     parse_status = models.CharField(
         max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE

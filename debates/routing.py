@@ -18,7 +18,6 @@ from typing import Any
 
 from debates.models import ACTIVE_STATUSES, Debate
 
-STEP_TASKS = frozenset({"debates.turn_run", "debates.vote_run", "debates.consensus_finalize"})
 # (most active debates, priority): the first that holds the owner's load applies.
 LOAD_PRIORITIES = ((1, 0), (3, 3), (9, 6))
 HEAVIEST = 9
@@ -35,11 +34,18 @@ def owner_load(debate_id: int) -> int:
     return Debate.objects.filter(owner_id__in=owner, status__in=ACTIVE_STATUSES).count()
 
 
+def step_task_names() -> frozenset[str]:
+    """Return the names of the tasks that run the steps of a debate's plan."""
+    from debates.services.runs import STEP_TASKS
+
+    return frozenset(name for name, _ in STEP_TASKS.values())
+
+
 def route_step(
     name: str, args: Any, kwargs: Any, options: dict[str, Any], task: Any = None, **kw: Any
 ) -> dict[str, Any] | None:
     """Return the routing options of a task message: a priority for a debate's steps."""
-    if name not in STEP_TASKS:
+    if name not in step_task_names():
         return None
     debate_id = (kwargs or {}).get("debate_id", args[0] if args else None)
     if not isinstance(debate_id, int):

@@ -9,14 +9,35 @@ from django_eventstream import get_current_event_id
 
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
-from debates.models import Debate, Decision, Message, Participant, Vote
+from debates.models import Ballot, Debate, Decision, Message, Participant, Vote
+from debates.state import STATE_COLUMNS
+
+# What the plan of steps reads of a debate's turns and ballots (``debates.state``).
+_STEP_RECORDS = (
+    Prefetch("participants", queryset=Participant.objects.order_by("speak_order")),
+    Prefetch(
+        "messages",
+        queryset=Message.objects.order_by().only(
+            "id", "debate_id", "round", "participant_id", "status"
+        ),
+    ),
+    Prefetch(
+        "ballots",
+        queryset=Ballot.objects.order_by().only("id", "debate_id", "participant_id", "status"),
+    ),
+    Prefetch("decisions", queryset=Decision.objects.select_related("execution")),
+)
+
+
+def debate_state(*, debate_id: int) -> Debate:
+    """Return a debate's state columns with what its plan and actions read, prefetched
+    (a ``status`` event's payload); five short queries."""
+    return Debate.objects.only(*STATE_COLUMNS).prefetch_related(*_STEP_RECORDS).get(pk=debate_id)
 
 
 def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
     """Return the owner's debates, newest first, optionally of one status."""
-    queryset = Debate.objects.filter(owner=owner).prefetch_related(
-        Prefetch("decisions", queryset=Decision.objects.select_related("execution"))
-    )
+    queryset = Debate.objects.filter(owner=owner).prefetch_related(*_STEP_RECORDS)
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-id")
@@ -34,6 +55,10 @@ def debate_detail_queryset() -> QuerySet[Debate]:
             queryset=Message.objects.order_by("round", "participant__speak_order"),
         ),
         Prefetch("votes", queryset=Vote.objects.order_by("participant__speak_order", "symbol")),
+        Prefetch(
+            "ballots",
+            queryset=Ballot.objects.order_by().only("id", "debate_id", "participant_id", "status"),
+        ),
         Prefetch(
             "decisions",
             queryset=Decision.objects.select_related("execution", "execution__decision").order_by(

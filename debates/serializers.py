@@ -13,15 +13,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
+from debates.engine.plan import STEP_STATUSES
 from debates.models import Debate, Decision, Message, Participant, Vote
-from debates.state import available_actions
+from debates.state import available_actions, debate_plan
 from traders.serializers import ExecutionSerializer
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
-    ai_model = serializers.IntegerField(source="ai_model_id", read_only=True)
-    ai_model_name = serializers.CharField(source="ai_model.name", read_only=True)
-    provider = serializers.CharField(source="ai_model.provider", read_only=True)
+    ai_model = serializers.IntegerField(source="ai_model_id", allow_null=True, read_only=True)
+    ai_model_name = serializers.CharField(source="ai_model.name", allow_null=True, read_only=True)
+    provider = serializers.CharField(source="ai_model.provider", allow_null=True, read_only=True)
     simulated = serializers.SerializerMethodField()
     emoji = serializers.SerializerMethodField()
     color = serializers.SerializerMethodField()
@@ -30,6 +31,7 @@ class ParticipantSerializer(serializers.ModelSerializer):
         model = Participant
         fields = [
             "id",
+            "kind",
             "ai_model",
             "ai_model_name",
             "provider",
@@ -42,7 +44,7 @@ class ParticipantSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_simulated(self, obj: Participant) -> bool:
-        return obj.ai_model.provider == "simulated"
+        return obj.ai_model is not None and obj.ai_model.provider == "simulated"
 
     def get_emoji(self, obj: Participant) -> str:
         return PERSONALITIES[obj.personality].emoji
@@ -167,28 +169,68 @@ class StrategySummarySerializer(serializers.Serializer):
     min_confidence = serializers.IntegerField()
 
 
+class StepSerializer(serializers.Serializer):
+    """One step of a debate's plan (``debates.engine.plan``)."""
+
+    index = serializers.IntegerField()
+    kind = serializers.CharField()
+    round = serializers.IntegerField(allow_null=True)
+    speaker = serializers.IntegerField(allow_null=True, help_text="The participant's id.")
+    status = serializers.ChoiceField(choices=STEP_STATUSES)
+
+
+# The fields of the state that come from the plan of steps (``_Planned``).
+PLAN_FIELDS = ("current_step", "steps", "user_action_required", "can_advance", "available_actions")
+
+
 class StateSerializer(serializers.ModelSerializer):
-    """The state fields of a debate: what a ``status`` event carries."""
+    """The state fields of a debate and its plan of steps: what a ``status`` event carries.
+
+    The plan is computed once per representation (``debates.state.debate_plan``).
+    """
 
     current_speaker = serializers.IntegerField(
         source="current_speaker_id", allow_null=True, read_only=True
     )
-    available_actions = serializers.SerializerMethodField()
+    current_step = serializers.IntegerField(
+        allow_null=True, read_only=True, help_text="The index of the step the debate is at."
+    )
+    steps = StepSerializer(many=True, read_only=True)
+    user_action_required = serializers.BooleanField(read_only=True)
+    can_advance = serializers.BooleanField(read_only=True)
+    available_actions = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = Debate
         fields = [
             "status",
             "phase",
+            "pace",
             "current_round",
             "current_speaker",
-            "available_actions",
+            *PLAN_FIELDS,
             "error",
         ]
         read_only_fields = fields
 
-    def get_available_actions(self, obj: Debate) -> list[str]:
-        return available_actions(obj)
+    def to_representation(self, instance: Debate) -> dict[str, Any]:
+        return super().to_representation(_Planned(instance))
+
+
+class _Planned:
+    """A debate with its plan of steps computed once, read as the debate's attributes."""
+
+    def __init__(self, debate: Debate) -> None:
+        plan = debate_plan(debate)
+        self._debate = debate
+        self.current_step = plan.current_step
+        self.steps = [step.to_dict() for step in plan.steps]
+        self.user_action_required = plan.user_action_required
+        self.can_advance = plan.can_advance
+        self.available_actions = available_actions(debate, plan)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._debate, name)
 
 
 class DebateListSerializer(StateSerializer):
@@ -212,6 +254,8 @@ class DebateListSerializer(StateSerializer):
             "as_of",
             "cache",
             "weighting",
+            "human_turn_timeout_minutes",
+            "steps_released",
             "created_at",
             "started_at",
             "finished_at",

@@ -1,38 +1,175 @@
-"""The debate state machine: which transitions exist and which actions each state allows.
+"""The debate state machine: which transitions exist, and which actions apply now.
 
-Transitions are applied as compare-and-set updates by ``debates.services``; this module
-only states the rules, so that services, the API and the admin read them from one place.
+Transitions are applied as compare-and-set updates by ``debates.services.transitions``;
+this module states the rules and reads a debate's plan of steps, so that services, the
+API, the live events and the admin compute what a client may do in one place.
 """
 
 from __future__ import annotations
 
+from debates.engine.plan import (
+    CONSENSUS,
+    DONE,
+    FAILED,
+    MODEL_SEAT,
+    OPENING,
+    PREPARE,
+    REBUTTAL,
+    SKIPPED,
+    VOTING,
+    Plan,
+    PlanSettings,
+    Progress,
+    Seat,
+    Step,
+    StepKey,
+    build_plan,
+)
 from debates.engine.types import EXECUTABLE_ACTIONS
-from debates.models import ACTIVE_STATUSES, TERMINAL_STATUSES, Debate, DebateStatus
+from debates.models import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    Debate,
+    DebateStatus,
+    StepStatus,
+)
 
-# The columns of a debate's state (SPEC 5.6): all that ``available_actions`` and a
-# ``status`` event read of a debate, with its decisions.
-STATE_COLUMNS = ("status", "phase", "current_round", "current_speaker", "error")
+# The columns of a debate's state: all that a ``status`` event and ``available_actions``
+# read of a debate (besides its stored steps and decisions).
+STATE_COLUMNS = (
+    "status",
+    "phase",
+    "current_round",
+    "current_speaker",
+    "error",
+    "max_rounds",
+    "auto_execute",
+    "pace",
+    "steps_released",
+    "step_outcomes",
+)
 
-# The states each action may start from (SPEC 5.6).
+# The statuses each action may start from; ``available_actions`` adds the conditions on
+# the plan (a held step for ``advance``, a failed one for ``retry_step``, ...).
 ACTION_SOURCES: dict[str, tuple[str, ...]] = {
     "start": (DebateStatus.PENDING,),
+    "advance": (*ACTIVE_STATUSES, DebateStatus.COMPLETED),
+    "retry_step": (DebateStatus.FAILED, *ACTIVE_STATUSES),
+    "submit_turn": ACTIVE_STATUSES,
+    "skip_turn": ACTIVE_STATUSES,
     "cancel": (DebateStatus.PENDING, *ACTIVE_STATUSES),
     "retry": (DebateStatus.FAILED,),
     "execute": (DebateStatus.COMPLETED,),
     "delete": (DebateStatus.PENDING, *TERMINAL_STATUSES),
 }
 
+# A stored step's status (``debates.models.StepStatus``) as a status of the plan.
+_RECORDED = {StepStatus.OK: DONE, StepStatus.ERROR: FAILED}
 
-def available_actions(debate: Debate) -> list[str]:
+
+def outcome_name(key: StepKey) -> str:
+    """Return the name a step's outcome is stored under in ``Debate.step_outcomes``:
+    its kind (``execution``), with its round and speaker where it has them
+    (``judge_round:2:``)."""
+    kind, round_number, speaker = key
+    if round_number is None and speaker is None:
+        return kind
+    return ":".join(("" if part is None else str(part)) for part in key)
+
+
+def step_outcome(debate: Debate, key: StepKey) -> dict | None:
+    """Return the stored outcome of step ``key`` of ``debate`` ({status, ...}), if any."""
+    return (debate.step_outcomes or {}).get(outcome_name(key))
+
+
+def _outcome_key(name: str) -> StepKey:
+    kind, round_number, speaker = ([*name.split(":"), "", ""])[:3]
+    return (kind, int(round_number) if round_number else None, int(speaker) if speaker else None)
+
+
+def plan_settings(debate: Debate) -> PlanSettings:
+    """Return what decides the steps of ``debate`` (its seats are read from it)."""
+    seats = tuple(
+        Seat(seat.pk, getattr(seat, "kind", MODEL_SEAT)) for seat in debate.participants.all()
+    )
+    return PlanSettings(max_rounds=debate.max_rounds, seats=seats, auto_execute=debate.auto_execute)
+
+
+def step_records(debate: Debate) -> dict[StepKey, str]:
+    """Return the status of every step of ``debate`` that something stored records."""
+    records: dict[StepKey, str] = {}
+    for turn in debate.messages.all():
+        kind = OPENING if turn.round == 1 else REBUTTAL
+        records[(kind, turn.round, turn.participant_id)] = _RECORDED.get(turn.status, SKIPPED)
+    for ballot in debate.ballots.all():
+        records[(VOTING, None, ballot.participant_id)] = _RECORDED.get(ballot.status, SKIPPED)
+    if debate.status == DebateStatus.COMPLETED:
+        records[(CONSENSUS, None, None)] = DONE  # only the consensus completes a debate
+    for name, outcome in (debate.step_outcomes or {}).items():
+        records[_outcome_key(name)] = outcome["status"] if isinstance(outcome, dict) else outcome
+    if (PREPARE, None, None) not in records and len(records) > 0:
+        records[(PREPARE, None, None)] = DONE  # a debate stored before prepare was a step
+    return records
+
+
+def debate_plan(debate: Debate) -> Plan:
+    """Return the plan of steps of ``debate`` with the status of each.
+
+    Reads its seats, turns and ballots through the related managers: prefetched by the
+    detail and list selectors, read by a query each otherwise.
+    """
+    progress = Progress(
+        debate_status=debate.status,
+        records=step_records(debate),
+        released=debate.steps_released,
+    )
+    return build_plan(plan_settings(debate), progress)
+
+
+def retry_step_target(debate: Debate, plan: Plan) -> Step | None:
+    """Return the step ``retry_step`` would run again, or None when it does not apply.
+
+    A failed debate retries the step that failed it. A held debate (manual pace, or
+    after a retried step) retries the step it stopped after when that step failed and
+    can still be asked: a turn while the rounds go on, a vote while voting.
+    """
+    if debate.status == DebateStatus.FAILED:
+        step = plan.step(plan.current_step)
+        return step if step is not None and step.status == FAILED else None
+    if debate.status not in ACTIVE_STATUSES or not plan.can_advance:
+        return None
+    step = plan.step((debate.steps_released or 0) - 1)
+    if step is None or step.status != FAILED:
+        return None
+    if step.kind in (OPENING, REBUTTAL) and debate.status == DebateStatus.RUNNING:
+        return step
+    if step.kind == VOTING and debate.status == DebateStatus.VOTING:
+        return step
+    return None
+
+
+def available_actions(debate: Debate, plan: Plan | None = None) -> list[str]:
     """Return the actions a client may take now, in a stable order.
 
-    ``execute`` is offered when the debate is completed and one of its decisions is
-    executable and not executed yet.
+    ``advance`` is offered when the debate is held before its next step; ``retry_step``
+    when it has a failed step to run again (``retry_step_target``); ``submit_turn`` and
+    ``skip_turn`` while a step waits for a person; ``execute`` when the debate is
+    completed and one of its decisions is executable and not executed yet.
     """
-    actions = [name for name, sources in ACTION_SOURCES.items() if debate.status in sources]
-    if "execute" in actions and not _has_unexecuted_executable_decision(debate):
-        actions.remove("execute")
-    return actions
+    if plan is None:
+        plan = debate_plan(debate)
+    conditions = {
+        "advance": lambda: plan.can_advance,
+        "retry_step": lambda: retry_step_target(debate, plan) is not None,
+        "submit_turn": lambda: plan.user_action_required,
+        "skip_turn": lambda: plan.user_action_required,
+        "execute": lambda: _has_unexecuted_executable_decision(debate),
+    }
+    return [
+        name
+        for name, sources in ACTION_SOURCES.items()
+        if debate.status in sources and conditions.get(name, lambda: True)()
+    ]
 
 
 def _has_unexecuted_executable_decision(debate: Debate) -> bool:

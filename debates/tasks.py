@@ -35,10 +35,30 @@ STEP_OPTIONS = {
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 DATABASE_RETRY_S = 1.0
 
+# A step that calls no model: short, and retried only on a lost database connection.
+BRIEF_STEP_OPTIONS = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": 30,
+    "soft_time_limit": 60,
+    "time_limit": 90,
+}
 
-def _retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
+
+def retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
+    """Close the lost connection; return the retry of ``task`` on a fresh one."""
     connection.close()
     return task.retry(exc=exc, countdown=DATABASE_RETRY_S)
+
+
+@shared_task(name="debates.prepare_run", **BRIEF_STEP_OPTIONS)
+def prepare_run_task(self, debate_id: int) -> None:
+    """Run a debate's prepare step: build and store its market snapshot."""
+    try:
+        services.debate_prepare(debate_id=debate_id)
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="debates.turn_run", **STEP_OPTIONS)
@@ -54,7 +74,7 @@ def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) 
     except StepDeferred as exc:
         raise self.retry(countdown=exc.retry_after) from exc
     except DATABASE_ERRORS as exc:
-        raise _retry_on_fresh_connection(self, exc) from exc
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="debates.vote_run", **STEP_OPTIONS)
@@ -67,24 +87,16 @@ def vote_run_task(self, debate_id: int, participant_id: int) -> None:
     except StepDeferred as exc:
         raise self.retry(countdown=exc.retry_after) from exc
     except DATABASE_ERRORS as exc:
-        raise _retry_on_fresh_connection(self, exc) from exc
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
-@shared_task(
-    name="debates.consensus_finalize",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=30,
-    soft_time_limit=60,
-    time_limit=90,
-)
+@shared_task(name="debates.consensus_finalize", **BRIEF_STEP_OPTIONS)
 def consensus_finalize_task(self, debate_id: int) -> None:
     """Compute and store the consensus of a debate whose votes are in."""
     try:
         services.consensus_finalize(debate_id=debate_id)
     except DATABASE_ERRORS as exc:
-        raise _retry_on_fresh_connection(self, exc) from exc
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="debates.resume_stale", soft_time_limit=60, time_limit=90)

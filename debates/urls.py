@@ -4,7 +4,7 @@ from django.urls import path
 
 from arena.apis import combine
 from debates import streams
-from debates.apis import ai_models, debates, schedules
+from debates.apis import ai_models, debates, human, schedules
 
 urlpatterns = [
     path("debates", combine(debates.DebateListApi, debates.DebateCreateApi), name="debates"),
@@ -22,6 +22,16 @@ urlpatterns = [
     path("debates/<int:debate_id>/cancel", debates.DebateCancelApi.as_view(), name="debate-cancel"),
     path("debates/<int:debate_id>/retry", debates.DebateRetryApi.as_view(), name="debate-retry"),
     path(
+        "debates/<int:debate_id>/advance",
+        debates.DebateAdvanceApi.as_view(),
+        name="debate-advance",
+    ),
+    path(
+        "debates/<int:debate_id>/retry-step",
+        debates.DebateRetryStepApi.as_view(),
+        name="debate-retry-step",
+    ),
+    path(
         "debates/<int:debate_id>/execute",
         debates.DebateExecuteApi.as_view(),
         name="debate-execute",
@@ -32,8 +42,13 @@ urlpatterns = [
         name="debate-messages",
     ),
     path(
+        "debates/<int:debate_id>/turns",
+        human.HumanTurnSubmitApi.as_view(),
+        name="debate-turns",
+    ),
+    path(
         "debates/<int:debate_id>/votes",
-        debates.DebateVoteListApi.as_view(),
+        combine(debates.DebateVoteListApi, human.HumanVoteSubmitApi),
         name="debate-votes",
     ),
     path("debates/<int:debate_id>/stream", streams.debate_stream, name="debate-stream"),

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from strategies.market.builder import SnapshotSpec, build_snapshot
 from strategies.market.coins import CoinSelectionSpec, select_coins
-from strategies.market.dataset import DATASET_END, DATASET_WINDOWS
+from strategies.market.dataset import DATASET_END, DATASET_SYMBOLS, DATASET_WINDOWS
 from strategies.market.exceptions import MarketDataError
 from strategies.market.render import render_snapshot, render_summary
 from strategies.market.snapshot import TIMEFRAME_MS, MarketSnapshot
@@ -43,6 +43,17 @@ def outside_replay_window(strategy: Strategy, as_of: datetime) -> str | None:
     return (
         f"Outside the dataset window of this strategy: {first.isoformat()} .. {last.isoformat()}."
     )
+
+
+def unservable_symbol(strategy: Strategy, symbol: str) -> str | None:
+    """Return why the market source of ``strategy`` cannot serve ``symbol``, or None.
+
+    Only the bundled dataset is checked: its coins are known without a network call; a
+    live exchange's coin is checked when the debate starts.
+    """
+    if strategy.market_source != "dataset" or symbol in DATASET_SYMBOLS:
+        return None
+    return f"The bundled dataset holds no {symbol}; one of {', '.join(DATASET_SYMBOLS)}."
 
 
 def market_source(strategy: Strategy) -> MarketSource:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -40,3 +42,72 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     assert detail["market_snapshot"]["as_of"] == "2024-08-05T12:00:00Z"
     assert all(p["provider"] == "simulated" for p in detail["participants"])
     assert (var / "arena.sqlite3").exists()
+
+
+def demo_env(var) -> dict[str, str]:
+    """The environment of `make demo` on a fresh SQLite file in ``var``."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(ARENA_VAR_DIR=str(var))
+    return env
+
+
+def test_make_demo_executes_paper_fills_every_time_and_its_json_pipes_into_jq(tmp_path):
+    # given a fresh clone's embedded default
+    env = demo_env(tmp_path / "var")
+    for run in (1, 2):
+        # when `make demo ARGS=--json | jq .status` runs (twice in a row)
+        result = subprocess.run(
+            [
+                "bash",
+                "-c",
+                "set -o pipefail; make -s demo ARGS='--json --rounds 2' | jq -r .status",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        # then jq reads the status from stdout, and the transcript (on stderr) ends on a
+        # paper fill on a fresh demo account, each run
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout == "completed\n"
+        account = "Demo paper account" + ("" if run == 1 else " 2")
+        assert f"Paper execution on {account}" in result.stderr
+        assert "order arena" in result.stderr
+        assert "SOLUSDT at 133.64" in result.stderr
+        assert "already open" not in result.stderr
+
+
+def test_ctrl_c_cancels_the_debate_and_says_so_in_one_line(tmp_path):
+    # given the demo's command running a debate whose models take a second an answer
+    var = tmp_path / "var"
+    env = demo_env(var)
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", SIMULATED_MODEL_LATENCY_S="1")
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    command = subprocess.Popen(
+        [*manage, "run_debate", "--rounds", "5"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    for line in command.stdout:
+        lines.append(line)
+        if line.startswith("🐂 bull"):  # the first turn is stored: the debate runs
+            break
+    # when it gets SIGINT (Ctrl-C)
+    command.send_signal(signal.SIGINT)
+    rest, _ = command.communicate(timeout=60)
+    # then it exits 130 with one line, no traceback
+    assert command.returncode == 130, rest
+    assert "Traceback" not in rest
+    interrupted = [line for line in rest.splitlines() if line.startswith("Interrupted")]
+    assert len(interrupted) == 1
+    assert interrupted[0].endswith("cancelled.")
+    # and the debate is cancelled in the database
+    with sqlite3.connect(var / "arena.sqlite3") as db:
+        assert db.execute("SELECT status FROM debates_debate").fetchall() == [("cancelled",)]

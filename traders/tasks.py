@@ -11,7 +11,8 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
-from traders import services
+from debates.tasks import BRIEF_STEP_OPTIONS, DATABASE_ERRORS, retry_on_fresh_connection
+from traders import hooks, services
 from traders.exchanges.base import ExchangeUnavailable
 from traders.services.executions import lease_length
 
@@ -45,6 +46,15 @@ def execution_submit_task(self, execution_id: int) -> None:
             services.execution_abandon(execution_id=execution_id, reason=str(exc))
             return
         raise self.retry(exc=exc, countdown=backoff_s(self.request.retries)) from exc
+
+
+@shared_task(name="traders.debate_execute", **BRIEF_STEP_OPTIONS)
+def debate_execute_task(self, debate_id: int) -> None:
+    """Run the execution step of a debate's plan (sent by the debate run, by name)."""
+    try:
+        hooks.debate_execute(debate_id=debate_id)
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="traders.paper_check_stops", soft_time_limit=50, time_limit=60)

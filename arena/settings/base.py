@@ -312,6 +312,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DebateStatusEnum": "debates.models.DebateStatus",
         "StepStatusEnum": "debates.models.StepStatus",
+        "PlanStepStatusEnum": "debates.engine.plan.STEP_STATUSES",
         "TraderStatusEnum": "traders.models.TraderStatus",
         "ExecutionStatusEnum": "traders.models.ExecutionStatus",
         "OrderStatusEnum": "traders.models.OrderStatus",

@@ -157,7 +157,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         cache=data.cache,
         weighting=data.weighting,
     )
-    cleaned = debate_input_clean(owner, template)
+    cleaned = debate_input_clean(owner, template, humans=False)
     for name, messages in template.errors.items():
         for message in messages:
             data.refuse(name, message)
@@ -171,10 +171,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         "name": cleaned.get("name"),
         "strategy": strategy,
         "symbol": cleaned["symbol"],
-        "participants": [
-            {"ai_model": model.pk, "personality": personality}
-            for model, personality in cleaned["seats"]
-        ],
+        "participants": [seat.as_template() for seat in cleaned["seats"]],
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "cache": cleaned["cache"],

@@ -27,7 +27,15 @@ from arena.apis import (
     validate,
 )
 from debates.engine.personalities import PERSONALITIES
-from debates.models import CacheMode, DebateStatus, OIDuration, Weighting
+from debates.models import (
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+    CacheMode,
+    DebateStatus,
+    OIDuration,
+    Pace,
+    SeatKind,
+    Weighting,
+)
 from debates.selectors import debate_get, debate_list, debate_representation
 from debates.serializers import (
     DebateDetailSerializer,
@@ -37,10 +45,12 @@ from debates.serializers import (
 )
 from debates.services import (
     DebateInput,
+    debate_advance,
     debate_cancel,
     debate_create,
     debate_delete,
     debate_retry,
+    debate_retry_step,
     debate_start,
 )
 from strategies.models import PromptVariant
@@ -73,7 +83,20 @@ class DebateListApi(JsonApi):
 
 
 class ParticipantInputSerializer(StrictSerializer):
-    ai_model = IdField(help_text="One of your AI models, enabled, with a key unless simulated.")
+    schema_rules = (requires_when("kind", [SeatKind.MODEL], "ai_model", default=SeatKind.MODEL),)
+
+    kind = StrictChoiceField(
+        choices=SeatKind.choices,
+        required=False,
+        help_text="model (default) or human: the seat is yours, you write its turns and "
+        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+    )
+    ai_model = IdField(
+        required=False,
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none for a "
+        "human seat.",
+    )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
 
 
@@ -121,6 +144,19 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="How votes weigh in the consensus: confidence (default) or calibrated "
             "(confidence x the voter's shrunk hit rate from earlier reviews).",
+        )
+        human_turn_timeout_minutes = StrictIntegerField(
+            required=False,
+            min_value=1,
+            max_value=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
+            help_text="Minutes the person in a human seat has for each turn and the vote "
+            "before it is skipped (30 by default).",
+        )
+        pace = StrictChoiceField(
+            choices=Pace.choices,
+            required=False,
+            help_text="auto (default): the steps follow one another; manual: the debate "
+            "stops after each step until POST .../advance.",
         )
 
     @extend_schema(
@@ -221,6 +257,34 @@ class DebateRetryApi(JsonApi):
     )
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateAdvanceApi(JsonApi):
+    """Go on with a debate held before its next step (the manual pace's "continue")."""
+
+    @extend_schema(
+        operation_id="debates_advance",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_advance(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+
+
+class DebateRetryStepApi(JsonApi):
+    """Run the current failed step again, alone, reusing everything stored."""
+
+    @extend_schema(
+        operation_id="debates_retry_step",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
 
 

@@ -94,44 +94,52 @@ def answer_now(ask: str, mode: str = TAGGED) -> str:
     return f"{ask} now, as a <reasoning> block followed by a <decision> block."
 
 
-def decision_schema(symbols: Sequence[str]) -> dict[str, Any]:
+REQUIRED_DECISION_FIELDS = ("symbol", "action", "confidence")
+"""What a decision must hold to count; the others fall back to the strategy's defaults."""
+
+
+def decision_schema(
+    symbols: Sequence[str],
+    *,
+    complete: bool = True,
+    reasoning_max: int = REASONING_MAX_CHARS,
+    reasoning_min: int = 0,
+) -> dict[str, Any]:
     """Return the JSON schema of a ``json_schema`` answer about ``symbols``.
 
-    Every field is required and no other is allowed (what strict structured-output
-    servers demand); the parser still checks and clamps every value.
+    ``complete`` (what a model's server decodes under): every field is required, one
+    decision per coin, and no other field is allowed (what strict structured-output
+    servers demand); the parser still checks and clamps every value. Not ``complete``
+    (what a person's turn or vote is checked against): the same fields and bounds, only
+    ``REQUIRED_DECISION_FIELDS`` required, and at least one decision.
     """
+    properties = {
+        "symbol": {"type": "string", "enum": list(symbols)},
+        "action": {"type": "string", "enum": [action.value for action in Action]},
+        "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+        "leverage": {"type": "integer", "minimum": 1, "maximum": 20},
+        "position_pct": {"type": "number", "minimum": 0.1, "maximum": 1.0},
+        "stop_loss": {"type": "number", "minimum": 0, "maximum": 1},
+        "take_profit": {"type": "number", "minimum": 0, "maximum": 1},
+        "reasoning": {"type": "string", "maxLength": COIN_REASONING_MAX_CHARS},
+    }
     decision = {
         "type": "object",
-        "properties": {
-            "symbol": {"type": "string", "enum": list(symbols)},
-            "action": {"type": "string", "enum": [action.value for action in Action]},
-            "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
-            "leverage": {"type": "integer", "minimum": 1, "maximum": 20},
-            "position_pct": {"type": "number", "minimum": 0.1, "maximum": 1.0},
-            "stop_loss": {"type": "number", "minimum": 0, "maximum": 1},
-            "take_profit": {"type": "number", "minimum": 0, "maximum": 1},
-            "reasoning": {"type": "string", "maxLength": COIN_REASONING_MAX_CHARS},
-        },
-        "required": [
-            "symbol",
-            "action",
-            "confidence",
-            "leverage",
-            "position_pct",
-            "stop_loss",
-            "take_profit",
-            "reasoning",
-        ],
+        "properties": properties,
+        "required": list(properties) if complete else list(REQUIRED_DECISION_FIELDS),
         "additionalProperties": False,
     }
+    reasoning: dict[str, Any] = {"type": "string", "maxLength": reasoning_max}
+    if reasoning_min:
+        reasoning["minLength"] = reasoning_min
     return {
         "type": "object",
         "properties": {
-            "reasoning": {"type": "string", "maxLength": REASONING_MAX_CHARS},
+            "reasoning": reasoning,
             "decisions": {
                 "type": "array",
                 "items": decision,
-                "minItems": len(symbols),
+                "minItems": len(symbols) if complete else 1,
                 "maxItems": len(symbols),
             },
         },

@@ -91,8 +91,9 @@ def neutralise_markup(text: str) -> str:
     return _FENCE.sub("`", _TAG.sub(r"[\1\2]", text))
 
 
-def digest(entry: HistoryEntry) -> str:
-    """Return the bounded digest of one earlier message."""
+def digest(entry: HistoryEntry, *, reasoning: bool = True) -> str:
+    """Return the bounded digest of one earlier message; without its ``reasoning``
+    summary, only its per-coin positions."""
     header = (
         f"[round {entry.round}] {summarise(entry.participant, LABEL_MAX_CHARS)} "
         f"{summarise(entry.personality, LABEL_MAX_CHARS)}"
@@ -103,7 +104,7 @@ def digest(entry: HistoryEntry) -> str:
     lines.extend("  " + _position(decision) for decision in entry.decisions)
     if not entry.decisions:
         lines.append("  no usable positions")
-    summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
+    summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS) if reasoning else ""
     if summary:
         lines.append("  reasoning: " + summary)
     return clip("\n".join(lines), MESSAGE_DIGEST_MAX_CHARS, "message")

@@ -24,6 +24,7 @@ from debates.engine.digest import (
     participant_label,
     summarise,
 )
+from debates.engine.judge import ROUND_SUMMARY_MAX_CHARS
 from debates.engine.personalities import get_personality, get_variant
 
 __all__ = [
@@ -89,6 +90,13 @@ class TurnContext:
     ``history`` holds every message stored before this turn, in speaking order; it is
     shown from round 2 on (round 1 openings use the market data alone). ``participant``
     is the speaker's own label, so it can recognise its earlier messages.
+
+    ``summary`` is the judge's summary of the previous round, when there is one: the
+    prompt then carries it, each participant's latest per-coin positions (``positions``:
+    one latest turn per participant, the speaker's own included) and the compact
+    ``market_summary``, instead of every earlier message and the full market data, so
+    its size does not grow with the round. The full data was analysed in round 1, and
+    the summary reports the figures cited. Without a summary the prompt is as before.
     """
 
     round: int
@@ -102,11 +110,21 @@ class TurnContext:
     history: tuple[HistoryEntry, ...] = ()
     participant: str = ""
     output_mode: str = TAGGED
+    summary: str = ""
+    positions: tuple[HistoryEntry, ...] = ()
+    market_summary: str = ""
 
     def __post_init__(self) -> None:
         if not 1 <= self.round <= self.max_rounds:
             raise ValueError(f"round {self.round} outside 1..{self.max_rounds}")
+        if self.summary and self.round == 1:
+            raise ValueError("round 1 has no earlier round to summarise")
         _check_common(self.personality, self.variant, self.symbols, self.output_mode)
+
+    @property
+    def summarised(self) -> bool:
+        """Say whether the prompt carries the judge's summary instead of the history."""
+        return bool(self.summary.strip())
 
 
 @dataclass(frozen=True)
@@ -172,12 +190,25 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
     )
     system = _system(ctx, intro, rules, hint)
     kind = "opening analysis" if opening else "rebuttal"
-    parts = [
-        f"Round {ctx.round}/{ctx.max_rounds}. Candidate coins: {', '.join(ctx.symbols)}.",
-        "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data"),
-    ]
-    if not opening:
-        parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
+    parts = [f"Round {ctx.round}/{ctx.max_rounds}. Candidate coins: {', '.join(ctx.symbols)}."]
+    if ctx.summarised:
+        parts += [
+            "## Market summary\n"
+            + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
+            f"## The judge's summary of round {ctx.round - 1}\n"
+            + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
+            "## Latest positions of the participants\n"
+            + (
+                "\n".join(digest(entry, reasoning=False) for entry in ctx.positions)
+                or "No positions were recorded."
+            ),
+        ]
+    else:
+        parts.append(
+            "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data")
+        )
+        if not opening:
+            parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
     parts.append(answer_now(f"Write your {kind} for round {ctx.round}", ctx.output_mode))
     return Prompt(system=system, user="\n\n".join(parts))
 

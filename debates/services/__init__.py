@@ -3,13 +3,16 @@
 from debates.services.consensus import consensus_finalize
 from debates.services.lifecycle import (
     DebateInput,
+    debate_advance,
     debate_cancel,
     debate_create,
     debate_delete,
     debate_fail,
     debate_prepare,
     debate_retry,
+    debate_retry_step,
     debate_start,
+    debate_step_record,
 )
 from debates.services.runs import debates_resume_stale, run_enqueue, run_plan
 from debates.services.steps import turn_run, vote_run
@@ -17,13 +20,16 @@ from debates.services.steps import turn_run, vote_run
 __all__ = [
     "DebateInput",
     "consensus_finalize",
+    "debate_advance",
     "debate_cancel",
     "debate_create",
     "debate_delete",
     "debate_fail",
     "debate_prepare",
     "debate_retry",
+    "debate_retry_step",
     "debate_start",
+    "debate_step_record",
     "debates_resume_stale",
     "run_enqueue",
     "run_plan",

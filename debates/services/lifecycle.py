@@ -13,26 +13,34 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates import events
 from debates.engine.personalities import PERSONALITIES, VARIANTS
+from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
+from debates.locks import lock_debate
 from debates.models import (
     ACTIVE_STATUSES,
+    DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
+    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
     AIModel,
+    Ballot,
     CacheMode,
     Debate,
     DebatePhase,
     DebateStatus,
     Message,
     OIDuration,
+    Pace,
     Participant,
+    SeatKind,
     StepStatus,
     Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
-from debates.state import ACTION_SOURCES, STATE_COLUMNS
+from debates.selectors import debate_state
+from debates.services import transitions
+from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
@@ -60,10 +68,20 @@ def input_refusal(data: DebateInput) -> ValidationError:
 
 @dataclass(frozen=True)
 class Seat:
-    """One requested participant: a model id and a personality id."""
+    """One checked seat: a model playing a personality, or (``ai_model`` None) the
+    debate's owner in a human seat."""
 
-    ai_model: Any
-    personality: Any
+    ai_model: AIModel | None
+    personality: str
+
+    @property
+    def kind(self) -> str:
+        return SeatKind.MODEL if self.ai_model is not None else SeatKind.HUMAN
+
+    def as_template(self) -> dict[str, Any]:
+        """Return the seat as a schedule or a backtest stores it (model seats only)."""
+        assert self.ai_model is not None, "only model seats are stored in templates"
+        return {"ai_model": self.ai_model.pk, "personality": self.personality}
 
 
 @dataclass
@@ -85,6 +103,8 @@ class DebateInput:
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
     weighting: Any = Weighting.CONFIDENCE
+    human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
+    pace: Any = Pace.AUTO
     schedule_id: int | None = None
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -114,7 +134,8 @@ def _owned(model: type, owner: Any, pk: Any, data: DebateInput, name: str) -> An
     return obj
 
 
-def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
+def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
+    """Check the seats; ``humans``: a seat may be the owner's (``kind: human``)."""
     raw = data.participants
     if not isinstance(raw, list):
         data.refuse("participants", "Must be a list of {ai_model, personality}.")
@@ -131,7 +152,8 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
         m.pk: m
         for m in AIModel.objects.filter(owner=owner, pk__in=[i for i in ids if isinstance(i, int)])
     }
-    seats: list[tuple[AIModel, str]] = []
+    seats: list[Seat] = []
+    human_at: int | None = None
     for index, seat in enumerate(raw):
         where = f"participants[{index}]"
         if not isinstance(seat, dict):
@@ -143,6 +165,24 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
                 f"{where}.personality",
                 f"Unknown personality {personality!r}; one of {', '.join(PERSONALITIES)}.",
             )
+        kind = seat.get("kind", SeatKind.MODEL)
+        if kind not in SeatKind.values:
+            data.refuse(f"{where}.kind", f"One of {', '.join(SeatKind.values)}.")
+            continue
+        if kind == SeatKind.HUMAN:
+            if not humans:
+                data.refuse(f"{where}.kind", "Only a debate started by hand has a human seat.")
+            elif human_at is not None:
+                data.refuse(
+                    f"{where}.kind",
+                    f"A debate has at most one human seat; participants[{human_at}] is one.",
+                )
+            if seat.get("ai_model") is not None:
+                data.refuse(f"{where}.ai_model", "A human seat has no AI model.")
+            human_at = index if human_at is None else human_at
+            if humans and personality in PERSONALITIES:
+                seats.append(Seat(None, personality))
+            continue
         model = models.get(seat.get("ai_model")) if isinstance(seat.get("ai_model"), int) else None
         if model is None:
             data.refuse(f"{where}.ai_model", f"No such AI model: {seat.get('ai_model')!r}.")
@@ -151,7 +191,7 @@ def _seats(owner: Any, data: DebateInput) -> list[tuple[AIModel, str]]:
         elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
             data.refuse(f"{where}.ai_model", f"AI model {model.name!r} has no API key.")
         if model is not None and personality in PERSONALITIES:
-            seats.append((model, personality))
+            seats.append(Seat(model, personality))
     return seats
 
 
@@ -165,8 +205,21 @@ def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
             data.refuse("as_of", refusal)
 
 
-def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
-    """Check every field; return the values to store (only used when nothing was refused)."""
+def _symbol_servable(strategy: Strategy | None, symbol: str, data: DebateInput) -> None:
+    """Refuse a primary symbol the strategy's market source cannot serve."""
+    from strategies.snapshots import unservable_symbol
+
+    refusal = unservable_symbol(strategy, symbol) if strategy is not None else None
+    if refusal is not None:
+        data.refuse("symbol", refusal)
+
+
+def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) -> dict[str, Any]:
+    """Check every field; return the values to store (only used when nothing was refused).
+
+    ``humans``: a seat may be the owner's own; a schedule or a backtest, which no person
+    watches, says False.
+    """
     values: dict[str, Any] = {}
     if not isinstance(data.name, str) or not data.name.strip():
         data.refuse("name", "Required.")
@@ -186,6 +239,8 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
             symbol = normalize_symbol(symbol)
         except InvalidSymbolError as exc:
             data.refuse("symbol", str(exc))
+        else:
+            _symbol_servable(values["strategy"], symbol, data)
     values["symbol"] = symbol
 
     if data.prompt_variant not in VARIANTS:
@@ -218,7 +273,13 @@ def debate_input_clean(owner: Any, data: DebateInput) -> dict[str, Any]:
     if data.weighting not in Weighting.values:
         data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
     values["weighting"] = data.weighting
-    values["seats"] = _seats(owner, data)
+    if data.pace not in Pace.values:
+        data.refuse("pace", f"One of {', '.join(Pace.values)}.")
+    values["pace"] = data.pace
+    values["human_turn_timeout_minutes"] = _int_in(
+        data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
+    )
+    values["seats"] = _seats(owner, data, humans=humans)
     return values
 
 
@@ -232,22 +293,17 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
         debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
         Participant.objects.bulk_create(
-            Participant(debate=debate, ai_model=model, personality=personality, speak_order=i)
-            for i, (model, personality) in enumerate(seats)
+            Participant(
+                debate=debate,
+                kind=seat.kind,
+                ai_model=seat.ai_model,
+                personality=seat.personality,
+                speak_order=i,
+            )
+            for i, seat in enumerate(seats)
         )
         events.stream_opened(debate.pk)
     return debate
-
-
-def _transition(
-    debate_id: int, *, action: str, to: str, sources: tuple[str, ...] | None = None, **fields: Any
-) -> bool:
-    """Move a debate to status ``to`` if its status is one of ``sources``; say if it moved."""
-    allowed = sources if sources is not None else ACTION_SOURCES[action]
-    moved = Debate.objects.filter(pk=debate_id, status__in=allowed).update(
-        status=to, progressed_at=timezone.now(), **fields
-    )
-    return moved == 1
 
 
 def _get_owned(debate_id: int, owner: Any | None, *related: str) -> Debate:
@@ -269,47 +325,33 @@ def _refuse_state(debate: Debate, action: str) -> InvalidState:
     )
 
 
-def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
-    """Start a pending debate: store its market snapshot once and enqueue its run.
-
-    The snapshot is built first and stored by the compare-and-set that starts the
-    debate, so a start is one short transaction; of two concurrent starts, the one
-    that loses builds a snapshot for nothing and is refused.
-    """
+def _go_on(debate: Debate, state: Debate | None, action: str) -> None:
+    """Send the run of ``debate`` once a transition moved it to ``state``; refuse
+    ``action`` when the transition did not move it (None)."""
     from debates.services.runs import run_enqueue
-    from strategies.snapshots import debate_snapshot
 
-    debate = _get_owned(debate_id, owner, "strategy")
+    if state is None:
+        debate.refresh_from_db()
+        raise _refuse_state(debate, action)
+    run_enqueue(debate_id=debate.pk, state=state)
+
+
+def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
+    """Start a pending debate and send its plan of steps to the workers.
+
+    The start is one short transaction: the market snapshot is the plan's first step
+    (``prepare``), built by a worker, so a web request never waits on market data.
+    """
+    debate = _get_owned(debate_id, owner)
     if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
-    try:
-        snapshot, failure = debate_snapshot(debate), None
-    except MarketDataError as exc:
-        snapshot, failure = None, str(exc)
-    started = {
-        "phase": DebatePhase.OPENING,
-        "current_round": 1,
-        "started_at": timezone.now(),
-        **(_snapshot_fields(debate, snapshot) if snapshot is not None else {}),
-    }
     with transaction.atomic():
         debate_start_check(owner_id=debate.owner_id)
-        if not _transition(debate_id, action="start", to=DebateStatus.RUNNING, **started):
-            debate.refresh_from_db()
-            raise _refuse_state(debate, "start")
-        if snapshot is None:
-            debate_fail(debate_id=debate_id, step="snapshot", code="market_data", message=failure)
-            return Debate.objects.get(pk=debate_id)
-        debate.status = DebateStatus.RUNNING
-        for name, value in started.items():
-            setattr(debate, name, value)
         # The run is sent first when the transaction commits, then the events delivered:
-        # the workers start on the openings a Redis round trip sooner.
-        run_enqueue(debate=debate, fresh=True)
+        # the workers start on the plan a Redis round trip sooner.
         with events.together(debate_id):
-            events.status_changed(debate)
-            events.round_started(debate_id, 1)
-    return debate
+            _go_on(debate, transitions.start(debate_id=debate_id, pace=debate.pace), "start")
+    return Debate.objects.get(pk=debate_id)
 
 
 def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]:
@@ -321,94 +363,178 @@ def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]
     }
 
 
-def debate_prepare(*, debate_id: int) -> bool:
-    """Build and store the market snapshot of a running debate unless it has one.
+PREPARE_KEY = (PREPARE, None, None)
 
-    Return False when the market data cannot be had: the debate is then failed with
-    the reason. The snapshot is stored once and never rebuilt, so every turn of the
-    debate, and any later audit, sees the same market.
+
+def debate_prepare(*, debate_id: int) -> bool:
+    """Run the prepare step of an active debate: build and store its market snapshot
+    unless it has one. Say whether the debate may go on.
+
+    When the market data cannot be had the debate is failed with the reason. The
+    snapshot is stored once and never rebuilt, so every turn of the debate, and any
+    later audit, sees the same market.
     """
     from strategies.snapshots import debate_snapshot
 
-    debate = Debate.objects.select_related("strategy").get(pk=debate_id)
+    debate = (
+        Debate.objects.select_related("strategy")
+        .filter(pk=debate_id, status__in=ACTIVE_STATUSES)
+        .first()
+    )
+    if debate is None:
+        return False
     if debate.market_snapshot is not None:
+        with transaction.atomic():
+            transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
         return True
     try:
-        snapshot = debate_snapshot(debate)
+        snapshot, failure = debate_snapshot(debate), None
     except MarketDataError as exc:
-        debate_fail(debate_id=debate_id, step="snapshot", code="market_data", message=str(exc))
-        return False
-    Debate.objects.filter(
-        pk=debate_id, status__in=ACTIVE_STATUSES, market_snapshot__isnull=True
-    ).update(**_snapshot_fields(debate, snapshot))
+        snapshot, failure = None, str(exc)
+    with transaction.atomic():
+        if snapshot is None:
+            with events.together(debate_id):
+                transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=FAILED)
+                debate_fail(
+                    debate_id=debate_id, step="snapshot", code="market_data", message=failure
+                )
+            return False
+        stored = Debate.objects.filter(
+            pk=debate_id, status__in=ACTIVE_STATUSES, market_snapshot__isnull=True
+        ).update(**_snapshot_fields(debate, snapshot))
+        if stored:
+            with events.together(debate_id):
+                transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
+                if debate.current_round == 1:
+                    events.round_started(debate_id, 1)
     return True
+
+
+def debate_step_record(
+    *, debate_id: int, key: tuple, status: str, detail: dict[str, Any] | None = None
+) -> bool:
+    """Record the outcome of a step of the plan that no other row records (the
+    execution step, say), once, and announce the state; say whether it was recorded."""
+    with transaction.atomic():
+        return transitions.step_recorded(debate_id=debate_id, key=key, status=status, detail=detail)
 
 
 def debate_fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
     """Fail an active debate with the step that failed and why; terminal states stay."""
     with transaction.atomic():
-        moved = _transition(
-            debate_id,
-            action="fail",
-            to=DebateStatus.FAILED,
-            sources=ACTIVE_STATUSES,
-            error={"step": step, "code": code, "message": message},
-            current_speaker=None,
-            finished_at=timezone.now(),
-        )
-        if moved:
-            logger.warning("debate %s failed at %s: %s", debate_id, step, message)
-            with events.together(debate_id):
-                events.step_failed(debate_id, step=step, code=code, message=message)
-                events.status_changed(Debate.objects.only(*STATE_COLUMNS).get(pk=debate_id))
-    return moved
+        return transitions.fail(debate_id=debate_id, step=step, code=code, message=message)
 
 
 def debate_cancel(*, debate_id: int, owner: Any | None = None) -> Debate:
     """Cancel a debate: queued steps become no-ops and no later model result is stored."""
     debate = _get_owned(debate_id, owner)
     with transaction.atomic():
-        if not _transition(
-            debate_id,
-            action="cancel",
-            to=DebateStatus.CANCELLED,
-            current_speaker=None,
-            finished_at=timezone.now(),
-        ):
+        if not transitions.cancel(debate_id=debate_id):
             debate.refresh_from_db()
             raise _refuse_state(debate, "cancel")
-        debate.refresh_from_db()
-        events.status_changed(debate)
+    debate.refresh_from_db()
     return debate
 
 
 def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
     """Resume a failed debate from the step that failed, reusing every stored turn."""
-    from debates.services.runs import run_enqueue
-
     debate = _get_owned(debate_id, owner)
     voting = debate.phase in (DebatePhase.VOTING, DebatePhase.CONSENSUS)
     with transaction.atomic():
-        if not _transition(
-            debate_id,
-            action="retry",
-            to=DebateStatus.VOTING if voting else DebateStatus.RUNNING,
-            error=None,
-            finished_at=None,
-        ):
-            debate.refresh_from_db()
-            raise _refuse_state(debate, "retry")
         if not voting:
-            # Failed turns are asked again; answered ones are kept.
+            # Failed turns are asked again; answered ones are kept. Deleted first, so
+            # that the state announced by the retry already shows them to run.
             Message.objects.filter(
-                debate_id=debate_id, status=StepStatus.ERROR, round__gte=debate.current_round
+                debate_id=debate_id,
+                status=StepStatus.ERROR,
+                round__gte=debate.current_round,
+                debate__status=DebateStatus.FAILED,
             ).delete()
-    if not debate_prepare(debate_id=debate_id):
-        return Debate.objects.get(pk=debate_id)
+        _forget_prepare_failure(debate)
+        to = DebateStatus.VOTING if voting else DebateStatus.RUNNING
+        _go_on(debate, transitions.retry(debate_id=debate_id, to=to), "retry")
+    debate.refresh_from_db()
+    return debate
+
+
+def _forget_prepare_failure(debate: Debate) -> None:
+    """Drop the failed outcome of a prepare step, so that the step runs again."""
+    outcomes = dict(debate.step_outcomes or {})
+    name = outcome_name(PREPARE_KEY)
+    if outcomes.get(name, {}).get("status") == FAILED:
+        del outcomes[name]
+        Debate.objects.filter(pk=debate.pk, status=DebateStatus.FAILED).update(
+            step_outcomes=outcomes
+        )
+
+
+def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
+    """Run the current failed step of a debate again, alone, reusing everything stored.
+
+    A failed debate goes back to the step that failed it; a held debate (the manual
+    pace) to the failed step it stopped after. Either way the debate is held after the
+    step, whatever its pace: ``advance`` goes on from there.
+    """
+    debate = _get_owned(debate_id, owner)
     with transaction.atomic():
-        debate = Debate.objects.get(pk=debate_id)
-        events.status_changed(debate)
-        run_enqueue(debate=debate)
+        locked = lock_debate(debate_id=debate_id)
+        if locked is None:
+            raise NotFound("Debate not found.")
+        state = debate_state(debate_id=debate_id)
+        target = retry_step_target(state, debate_plan(state))
+        if target is None:
+            raise _refuse_state(state, "retry_step")
+        _forget_step(debate_id, target.kind, target.round, target.speaker)
+        if target.kind == PREPARE:
+            _forget_prepare_failure(state)
+        to = state.status
+        if state.status == DebateStatus.FAILED:
+            to = DebateStatus.VOTING if target.kind == VOTING else DebateStatus.RUNNING
+        moved = transitions.retry_step(
+            debate_id=debate_id,
+            status=state.status,
+            to=to,
+            released=state.steps_released,
+            index=target.index,
+        )
+        _go_on(debate, moved, "retry_step")
+    debate.refresh_from_db()
+    return debate
+
+
+def _forget_step(debate_id: int, kind: str, round_number: int | None, speaker: int | None) -> None:
+    """Delete the failed record of a step, so that the step runs again."""
+    if kind in (OPENING, REBUTTAL):
+        Message.objects.filter(
+            debate_id=debate_id, round=round_number, participant_id=speaker, status=StepStatus.ERROR
+        ).delete()
+    elif kind == VOTING:
+        Ballot.objects.filter(
+            debate_id=debate_id, participant_id=speaker, status=StepStatus.ERROR
+        ).delete()
+
+
+def debate_advance(*, debate_id: int, owner: Any | None = None) -> Debate:
+    """Go on with a debate held before its next step.
+
+    In the manual pace the next step is released (the next one not run yet); in the
+    automatic pace, a debate held after a retried step goes on to its end. Of concurrent
+    advances exactly one moves the debate; the others are refused.
+    """
+    debate = _get_owned(debate_id, owner)
+    state = debate_state(debate_id=debate_id)
+    plan = debate_plan(state)
+    if not plan.can_advance or state.status not in ACTION_SOURCES["advance"]:
+        raise _refuse_state(state, "advance")
+    released = state.steps_released
+    upto = None
+    if state.pace == Pace.MANUAL:
+        following = plan.next_unrecorded(released)
+        upto = following.index + 1 if following is not None else len(plan.steps)
+    with transaction.atomic():
+        moved = transitions.advance(debate_id=debate_id, released=released, to=upto)
+        _go_on(debate, moved, "advance")
+    debate.refresh_from_db()
     return debate
 
 

@@ -1,34 +1,60 @@
-"""The Celery canvas of a debate run, built from what is already stored.
+"""The Celery canvas of a debate run, built from its plan of steps.
 
-A run is: the round-1 openings as a group (they do not depend on each other), the
-turns of rounds 2..N one after another in speaking order, then the votes as a group
-whose chord callback computes the consensus. The same function plans a fresh start,
-a retry and a resume after a crash: it leaves out every step already stored, so no
-stored turn is ever asked again.
+Each stage of the plan (``debates.engine.plan``) becomes a group when it has several
+steps (the round-1 openings, the votes) and a single task otherwise, in order; the
+consensus is the chord callback of the votes. Only the steps released to run and not
+recorded yet are sent, so the same function plans a fresh start, a retry, an advance
+and a resume after a crash, and no stored turn is ever asked again.
+
+Each kind of step names the task that runs it (``STEP_TASKS``), by its registered name:
+the execution step is a task of the traders app, which this app does not import. A
+step no task runs (a person's turn) ends the canvas; the service recording it sends
+the rest.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
-from celery import chain, chord, group
+from celery import chain, chord, group, signature
 from celery.canvas import Signature
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from arena.worker import send_on_commit
-from debates.models import (
-    ACTIVE_STATUSES,
-    Ballot,
-    Debate,
-    DebateStatus,
-    Message,
-    Participant,
+from debates.engine.plan import (
+    CONSENSUS,
+    EXECUTION,
+    FINISHED,
+    OPENING,
+    PENDING,
+    PREPARE,
+    REBUTTAL,
+    RUNNING,
+    VOTING,
+    Step,
 )
+from debates.models import ACTIVE_STATUSES, Debate
+from debates.selectors import debate_state
+from debates.state import debate_plan
 
 logger = logging.getLogger(__name__)
+
+# The task running each kind of step, and its arguments (ids only) from the debate's
+# id and the step. Kinds added to the plan add their task here.
+StepArgs = Callable[[int, Step], tuple]
+STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
+    PREPARE: ("debates.prepare_run", lambda debate_id, step: (debate_id,)),
+    OPENING: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
+    REBUTTAL: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
+    VOTING: ("debates.vote_run", lambda debate_id, step: (debate_id, step.speaker)),
+    CONSENSUS: ("debates.consensus_finalize", lambda debate_id, step: (debate_id,)),
+    EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
+}
+_TO_SEND = frozenset({PENDING, RUNNING})
 
 
 def stale_after() -> timedelta:
@@ -37,37 +63,37 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.DEBATE_STALE_AFTER_S)
 
 
-def run_plan(*, debate: Debate, fresh: bool = False) -> Signature | None:
-    """Return the canvas of the steps of ``debate`` that are not stored yet.
-
-    ``fresh``: the debate has just started, so it has no stored step to leave out.
-    """
-    from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
-
-    seats = list(
-        Participant.objects.filter(debate=debate)
-        .order_by("speak_order")
-        .values_list("pk", flat=True)
-    )
-    said, voted = (set(), set()) if fresh else _stored_steps(debate)
-    steps: list[Signature] = []
-    if debate.status == DebateStatus.RUNNING:
-        for round_number in range(max(debate.current_round, 1), debate.max_rounds + 1):
-            missing = [pk for pk in seats if (round_number, pk) not in said]
-            turns = [turn_run_task.si(debate.pk, round_number, pk) for pk in missing]
-            if round_number == 1 and len(turns) > 1:
-                steps.append(group(turns))
-            else:
-                steps.extend(_unread(turn) for turn in turns)
-    elif debate.status != DebateStatus.VOTING:
+def step_signature(debate_id: int, step: Step) -> Signature | None:
+    """Return the task message of ``step``, or None when no task runs its kind."""
+    task = STEP_TASKS.get(step.kind)
+    if task is None:
         return None
-    votes = [vote_run_task.si(debate.pk, pk) for pk in seats if pk not in voted]
-    if len(votes) > 1:
-        steps.append(group(votes))
-    else:
-        steps.extend(_unread(vote) for vote in votes)
-    steps.append(_unread(consensus_finalize_task.si(debate.pk)))
-    return chained(steps)
+    name, args = task
+    return signature(name, args=args(debate_id, step), immutable=True)
+
+
+def run_plan(*, debate: Debate) -> Signature | None:
+    """Return the canvas of the steps of ``debate`` released and not recorded yet.
+
+    ``debate`` carries its stored steps (``debates.selectors.debate_state``).
+    """
+    plan = debate_plan(debate)
+    released = len(plan.steps) if debate.steps_released is None else debate.steps_released
+    by_stage: dict[int, list[Step]] = {}
+    for step in plan.steps[:released]:
+        by_stage.setdefault(step.stage, []).append(step)
+    stages: list[Signature] = []
+    for stage in by_stage.values():
+        unfinished = [step for step in stage if step.status not in FINISHED]
+        sendable = [step for step in unfinished if step.status in _TO_SEND]
+        tasks = [sig for sig in (step_signature(debate.pk, s) for s in sendable) if sig]
+        if len(tasks) > 1:
+            stages.append(group(tasks))
+        elif tasks:
+            stages.append(_unread(tasks[0]))
+        if len(tasks) < len(unfinished):
+            break  # a step no task runs (a person's): the rest is sent once it is in
+    return chained(stages) if stages else None
 
 
 def chained(steps: list[Signature]) -> Signature:
@@ -94,29 +120,14 @@ def _unread(step: Signature) -> Signature:
     return step.set(ignore_result=True)
 
 
-def _stored_steps(debate: Debate) -> tuple[set[tuple[int, int]], set[int]]:
-    """Return the stored turns (round, participant id) and ballots (participant id)."""
-    said = set(
-        Message.objects.filter(debate=debate).order_by().values_list("round", "participant_id")
-    )
-    voted = set(
-        Ballot.objects.filter(debate=debate).order_by().values_list("participant_id", flat=True)
-    )
-    return said, voted
+def run_enqueue(*, debate_id: int, state: Debate | None = None) -> None:
+    """Send the released steps of a debate not run yet to the workers on commit.
 
-
-def run_enqueue(*, debate: Debate, fresh: bool = False) -> None:
-    """Send the remaining steps of ``debate`` to the workers once the transaction commits."""
-    plan = run_plan(debate=debate, fresh=fresh)
+    ``state``: the debate as ``debates.selectors.debate_state`` has just read it.
+    """
+    plan = run_plan(debate=state if state is not None else debate_state(debate_id=debate_id))
     if plan is not None:
         send_on_commit(plan)
-
-
-def after_consensus(*, debate_id: int) -> None:
-    """Hand the primary decision to execution when the debate asked for it."""
-    from traders.hooks import auto_execute
-
-    auto_execute(debate_id=debate_id)
 
 
 def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
@@ -127,8 +138,6 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
     goes on from its stored steps; step claims keep a still-running step from being
     asked twice. Return the ids of the debates resumed.
     """
-    from debates.services.lifecycle import debate_prepare
-
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
     stale = Debate.objects.filter(status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff)
@@ -140,13 +149,11 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
             ).update(progressed_at=timezone.now())
             if not claimed:
                 continue
-        if not debate_prepare(debate_id=debate_id):
-            continue
         with transaction.atomic():
             debate = Debate.objects.get(pk=debate_id)
             logger.warning(
                 "resuming debate %s (%s, round %s)", debate_id, debate.status, debate.current_round
             )
-            run_enqueue(debate=debate)
+            run_enqueue(debate_id=debate_id)
         resumed.append(debate_id)
     return resumed

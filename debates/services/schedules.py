@@ -21,9 +21,10 @@ concurrent firings of one schedule queue on the lock, so they start one debate.
 Replay: with ``replay_as_of`` set (a strategy on the dataset), each firing's debate
 sees the market at ``replay_as_of`` and the firing moves ``replay_as_of`` on by the
 interval, so a recurring debate walks through the bundled history. An automatic
-paper trader's clock is advanced to the debate's instant first, which fills the stops
-and targets the prices crossed since the previous firing. A replay that runs past the
-end of the dataset pauses its schedule.
+paper trader's clock is advanced to the debate's instant by the debate's execution step
+(``traders.hooks``), which fills the stops and targets the prices crossed since the
+previous firing before the debate trades. A replay that runs past the end of the
+dataset pauses its schedule.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ from strategies.market.dataset import DATASET_END
 from strategies.models import MarketSource, Strategy
 from strategies.snapshots import outside_replay_window
 from traders.models import Exchange, Trader, TraderStatus
-from traders.services import paper_clock_advance
 
 FIRE_TASK = "debates.schedule_fire"
 # A firing still queued when the next one is due is stale (workers were down): beat
@@ -136,7 +136,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         cache=values["cache"],
         weighting=values["weighting"],
     )
-    cleaned = debate_input_clean(owner, data)
+    cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
     if "as_of" in errors:
         errors["replay_as_of"] = errors.pop("as_of")
@@ -154,10 +154,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "name": cleaned["name"],
         "strategy": cleaned["strategy"],
         "symbol": cleaned["symbol"],
-        "participants": [
-            {"ai_model": model.pk, "personality": personality}
-            for model, personality in cleaned["seats"]
-        ],
+        "participants": [seat.as_template() for seat in cleaned["seats"]],
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "auto_execute": cleaned["auto_execute"],
@@ -436,8 +433,8 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
     """Create and start the schedule's next debate, or record why not (Celery beat's call).
 
     Everything happens under the schedule's row lock, in one transaction: the checks,
-    the debate, the schedule's counters and replay instant, the paper clock and the
-    start (whose run is enqueued when the transaction commits). A firing that cannot
+    the debate, the schedule's counters and replay instant, and the start (whose run is
+    enqueued when the transaction commits). A firing that cannot
     start a debate changes nothing but ``skip_count`` and ``last_skip_reason``.
     """
     with transaction.atomic():
@@ -464,8 +461,5 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
             replay_as_of=(as_of + timedelta(minutes=schedule.interval_minutes) if as_of else None),
             updated_at=timezone.now(),
         )
-        if as_of is not None and _paper_clock_driven(schedule):
-            # Fill what the prices crossed since the last firing before this debate trades.
-            paper_clock_advance(trader_id=schedule.trader_id, to=as_of)
         debate_start(debate_id=debate.pk)
     return ScheduleFiring(schedule_id=schedule.pk, debate_id=debate.pk)

@@ -9,15 +9,13 @@ an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from django.db import IntegrityError, connection, transaction
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
 from debates import events
 from debates.claims import StepBusy, step_held
@@ -25,8 +23,8 @@ from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import parse_output
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
+from debates.locks import lock_debate
 from debates.models import (
-    AIModel,
     Ballot,
     Debate,
     DebatePhase,
@@ -39,6 +37,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.services import transitions
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -98,46 +97,16 @@ class _Cast:
         return market_summary(self.snapshot)
 
 
-# What ``_cast`` reads, written out in SQL as ``_READ_SQL`` is: the debate's settings
-# and snapshot along with each of its seats, in speaking order.
-_CAST_SQL = """
-SELECT debate.owner_id, debate.max_rounds, debate.prompt_variant, debate.cache, debate.symbols,
-       debate.market_snapshot, seat.id, seat.speak_order, seat.personality
-FROM debates_debate AS debate
-JOIN debates_participant AS seat ON seat.debate_id = debate.id
-WHERE debate.id = %s
-ORDER BY seat.speak_order
-"""
-_SYMBOLS = Debate._meta.get_field("symbols")  # JSON columns
-_SNAPSHOT = Debate._meta.get_field("market_snapshot")
-
-
-@functools.lru_cache(maxsize=32)
-def _cast(debate_id: int, started_at: object) -> _Cast:
-    """Return the cast of a started debate.
-
-    Nothing in it changes once the debate has started (its snapshot is stored before
-    its first step runs), so each process reads it once per debate run instead of on
-    every step; ``started_at``, as the database gives it, tells runs apart.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(_CAST_SQL, [debate_id])
-        rows = cursor.fetchall()
-    if not rows:
-        raise Debate.DoesNotExist(f"debate {debate_id} is gone")
-    owner_id, max_rounds, prompt_variant, cache, symbols, snapshot = rows[0][:6]
-    seats = [
-        Participant(pk=pk, debate_id=debate_id, speak_order=order, personality=personality)
-        for *_, pk, order, personality in rows
-    ]
+def _cast(debate: dict, seats: list[Participant]) -> _Cast:
+    """Return the cast of a started debate from its row (``_DEBATE_FIELDS``) and seats."""
     return _Cast(
-        debate_id,
-        owner_id,
-        max_rounds,
-        prompt_variant,
-        cache,
-        _SYMBOLS.from_db_value(symbols, None, connection),
-        _SNAPSHOT.from_db_value(snapshot, None, connection),
+        debate["pk"],
+        debate["owner_id"],
+        debate["max_rounds"],
+        debate["prompt_variant"],
+        debate["cache"],
+        debate["symbols"],
+        debate["market_snapshot"],
         seats,
     )
 
@@ -172,59 +141,57 @@ class _Now:
         )
 
 
-# What ``_read`` reads, written out in SQL: it runs before every model call, and the
-# ORM took about 3 ms of Python to build and compile it (five tables, twenty columns),
-# several times what the database takes to answer. Standard SQL: PostgreSQL and SQLite.
-_READ_SQL = f"""
-SELECT debate.status, debate.started_at,
-       EXISTS (SELECT 1 FROM debates_ballot AS ballot
-               WHERE ballot.debate_id = debate.id AND ballot.participant_id = %s),
-       strategy.role_text, strategy.custom_prompt,
-       {", ".join(f"model.{name}" for name in CONFIG_COLUMNS)},
-       turn.participant_id, turn.round, turn.status, turn.decisions, turn.reasoning
-FROM debates_debate AS debate
-LEFT JOIN strategies_strategy AS strategy ON strategy.id = debate.strategy_id
-LEFT JOIN debates_participant AS seat ON seat.debate_id = debate.id AND seat.id = %s
-LEFT JOIN debates_aimodel AS model ON model.id = seat.ai_model_id
-LEFT JOIN debates_message AS turn ON turn.debate_id = debate.id
-WHERE debate.id = %s
-"""  # noqa: S608 - only the model's column names are formatted in
-_API_KEY = AIModel._meta.get_field("api_key")  # stored encrypted
+# What a step reads of its debate and strategy before its call.
+_DEBATE_FIELDS = (
+    "pk",
+    "status",
+    "owner_id",
+    "max_rounds",
+    "prompt_variant",
+    "cache",
+    "symbols",
+    "market_snapshot",
+    "strategy__role_text",
+    "strategy__custom_prompt",
+)
 
 
 def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = False) -> _Now | None:
     """Return what the step of ``participant_id`` needs, or None when the debate is no
     longer ``status`` (cancelled, say), or, for a ``voter``, when its ballot is stored.
 
-    One statement reads it all: the debate's state, whether this seat has voted, its
-    strategy's texts, the model of this seat, and every stored turn, so a step makes
-    its cancel check, and a vote its check that it was not cast already, with the read
-    its prompt needs anyway.
+    Reads the debate with its strategy's texts, its seats with their models, and every
+    stored turn: what the prompt needs, read right before the call, so the step asks
+    with the model and strategy as they are now.
     """
-    with connection.cursor() as cursor:
-        cursor.execute(_READ_SQL, [participant_id, participant_id, debate_id])
-        rows = cursor.fetchall()
-    if not rows or rows[0][0] != status:
+    debate = Debate.objects.filter(pk=debate_id).values(*_DEBATE_FIELDS).first()
+    if debate is None or debate["status"] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    _, started_at, voted, role_text, custom_prompt, *model = rows[0][: 5 + len(CONFIG_COLUMNS)]
-    if voter and voted:
+    if voter and Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
         return None  # the ballot is stored already: a vote is never asked twice
-    cast = _cast(debate_id, started_at)
+    seats = list(
+        Participant.objects.filter(debate_id=debate_id)
+        .select_related("ai_model")
+        .order_by("speak_order")
+    )
+    cast = _cast(debate, seats)
     participant = cast.seat(participant_id)
-    columns = dict(zip(CONFIG_COLUMNS, model, strict=True))
-    columns["api_key"] = _API_KEY.from_db_value(columns["api_key"], None, connection)
+    model = participant.ai_model
     spoken = [
-        _Said(cast.seat(speaker), round_number, step_status, json.loads(decisions), reasoning)
-        for *_, speaker, round_number, step_status, decisions, reasoning in rows
-        if speaker is not None
+        _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
+        for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
+            debate_id=debate_id
+        )
+        .order_by()
+        .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
     return _Now(
         cast=cast,
         participant=participant,
-        config=provider_config(columns),
-        strategy_role=role_text or "",
-        custom_prompt=custom_prompt or "",
+        config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
+        strategy_role=debate["strategy__role_text"] or "",
+        custom_prompt=debate["strategy__custom_prompt"] or "",
         spoken=spoken,
     )
 
@@ -372,7 +339,7 @@ def _store_turn(
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
 
     with transaction.atomic():
-        locked = _lock(cast.debate_id)
+        locked = lock_debate(debate_id=cast.debate_id)
         if locked is None or locked.status != DebateStatus.RUNNING:
             state = "gone" if locked is None else locked.status
             logger.info("debate %s is %s: turn result dropped", cast.debate_id, state)
@@ -380,17 +347,20 @@ def _store_turn(
         # Read once the lock is held, in a statement of its own: a statement that took
         # the lock and read the turns together would see the turns as they were before
         # it waited for the lock, and miss those stored by the transaction it waited for.
-        turns = _stored_turns(locked.pk)
+        turns = list(
+            Message.objects.filter(debate_id=locked.pk)
+            .order_by()
+            .values_list("round", "participant_id", "status")
+        )
         if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
             return  # another copy stored this turn first
         message = Message.objects.create(
-            debate=locked,
+            debate_id=locked.pk,
             participant=participant,
             round=round_number,
             message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
             **fields,
         )
-        before = _state(locked)
         turns.append((round_number, participant.pk, message.status))
         said = {p: status for r, p, status in turns if r == round_number}
         with events.together(locked.pk):
@@ -406,54 +376,7 @@ def _store_turn(
             if round_closes and not _close_round(locked, round_number, turns):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
-            _announce_state(locked, cast.seats, current, before)
-
-
-# What a turn's store reads and writes of the debate under its row lock, written out in
-# SQL as ``_READ_SQL`` is: built by the ORM, the three statements took 0.48 to 0.81 ms
-# each back to back, against 0.17 to 0.24 ms written out.
-_LOCK_SQL = """
-SELECT status, phase, current_round, current_speaker_id, error, max_rounds
-FROM debates_debate WHERE id = %s
-"""
-_TURNS_SQL = "SELECT round, participant_id, status FROM debates_message WHERE debate_id = %s"
-_STATE_SQL = """
-UPDATE debates_debate
-SET status = %s, phase = %s, current_round = %s, current_speaker_id = %s, progressed_at = %s
-WHERE id = %s
-"""
-_ERROR = Debate._meta.get_field("error")  # a JSON column
-
-
-def _lock(debate_id: int) -> Debate | None:
-    """Lock a debate's row for the transaction; return its state fields (SPEC 5.6), or
-    None when the debate is gone (deleted once cancelled, say).
-
-    SQLite has no row locks: its transactions let one writer in at a time anyway.
-    """
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    with connection.cursor() as cursor:
-        cursor.execute(_LOCK_SQL + lock, [debate_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    status, phase, current_round, speaker_id, error, max_rounds = row
-    return Debate(
-        pk=debate_id,
-        status=status,
-        phase=phase,
-        current_round=current_round,
-        current_speaker_id=speaker_id,
-        error=_ERROR.from_db_value(error, None, connection),
-        max_rounds=max_rounds,
-    )
-
-
-def _stored_turns(debate_id: int) -> list[tuple[int, int, str]]:
-    """Return every stored turn of a debate as (round, participant id, status)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TURNS_SQL, [debate_id])
-        return cursor.fetchall()
+            _turn_taken(locked, cast.seats, current, round_number)
 
 
 def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
@@ -486,39 +409,27 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
     return True
 
 
-def _state(debate: Debate) -> tuple:
-    return (debate.status, debate.phase, debate.current_round, debate.current_speaker_id)
-
-
-def _announce_state(
-    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], before: tuple
+def _turn_taken(
+    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], round_number: int
 ) -> None:
-    """Store the state after a turn, who speaks next included, and publish it if it moved.
+    """Store where the debate is after a turn of ``round_number``, who speaks next
+    included, and announce it with its plan of steps.
 
-    ``debate`` holds the state read under the lock (``before``) with this turn's
-    changes applied in memory; ``said`` maps who has spoken in its current round.
-    Rounds 2..N are spoken in order, so the next speaker is known the moment a turn is
-    stored; announcing it here costs the next turn no extra transaction.
+    ``debate`` holds the state read under the lock with this turn's changes applied in
+    memory; ``said`` maps who has spoken in its current round. Rounds 2..N are spoken
+    in order, so the next speaker is known the moment a turn is stored.
     """
     speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
-    debate.current_speaker_id = speaker_id
-    progressed_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _STATE_SQL,
-            [
-                debate.status,
-                debate.phase,
-                debate.current_round,
-                speaker_id,
-                progressed_at,
-                debate.pk,
-            ],
-        )
-    if _state(debate) != before:
-        events.status_changed(debate)
+    transitions.turn_taken(
+        debate_id=debate.pk,
+        round_number=round_number,
+        status=debate.status,
+        phase=debate.phase,
+        current_round=debate.current_round,
+        speaker_id=speaker_id,
+    )
 
 
 def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
@@ -604,14 +515,14 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
 
     try:
         with transaction.atomic():
-            if not _share_lock_voting(cast.debate_id):
+            if lock_debate(debate_id=cast.debate_id, status=DebateStatus.VOTING) is None:
                 logger.info("debate %s is no longer voting: ballot dropped", cast.debate_id)
                 return
             ballot = Ballot.objects.create(
                 debate_id=cast.debate_id, participant=participant, **fields
             )
             votes = Vote.objects.bulk_create(
-                _vote(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
+                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
             )
             with events.together(cast.debate_id):
                 if ballot.status == StepStatus.ERROR:
@@ -628,26 +539,9 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
         )
 
 
-def _share_lock_voting(debate_id: int) -> bool:
-    """Lock a voting debate's row in share mode for the transaction; say if it is voting.
-
-    The ballots of a debate are stored side by side (a share lock does not wait for
-    another), while a cancel or the consensus, which update the row, wait until every
-    ballot holding it commits: no ballot is stored after a cancel, none is missed by the
-    consensus. Django's ``select_for_update`` has no share mode; SQLite, which has no
-    row locks, lets one writer in at a time anyway.
-    """
-    table = Debate._meta.db_table
-    lock = " FOR SHARE" if connection.features.has_select_for_update else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT 1 FROM {table} WHERE id = %s AND status = %s{lock}",  # noqa: S608
-            [debate_id, DebateStatus.VOTING],
-        )
-        return cursor.fetchone() is not None
-
-
-def _vote(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
+def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
+    """Return the unsaved vote of ``ballot`` on ``symbol``: ``decision``, or an abstention
+    saying ``why_not``."""
     base = {
         "debate_id": ballot.debate_id,
         "ballot": ballot,

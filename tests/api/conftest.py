@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from debates.models import Debate
-from debates.services import consensus_finalize, turn_run, vote_run
+from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
 from debates.services.calls import StepDeferred
 from tests.debates.factories import AIModelFactory
 from tests.strategies.factories import StrategyFactory
@@ -137,6 +137,7 @@ def run_steps(debate_id: int) -> Debate:
                 continue
         raise AssertionError("a step stayed deferred")
 
+    debate_prepare(debate_id=debate_id)
     for round_number in range(1, debate.max_rounds + 1):
         for seat in seats:
             until_done(

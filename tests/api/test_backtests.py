@@ -153,6 +153,15 @@ def other_users_model(user, other_user):
             },
         ),
         (
+            lambda t, o: {
+                "participants": [
+                    {"ai_model": t["models"][0].pk, "personality": "bull"},
+                    {"kind": "human", "personality": "bear"},
+                ]
+            },
+            {"participants[1].kind": ["Only a debate started by hand has a human seat."]},
+        ),
+        (
             lambda t, o: {"interval_minutes": "240", "start": "soon"},
             {
                 "interval_minutes": ["A valid integer is required."],
@@ -176,6 +185,7 @@ def other_users_model(user, other_user):
         "live-strategy",
         "other-users-strategy",
         "other-users-model",
+        "human-seat",
         "wrong-types",
     ],
 )

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from debates.models import Debate, Participant
+from debates.services import debate_prepare
 from tests.api.conftest import AS_OF, debate_body, run_steps
 from tests.debates.factories import (
     AIModelFactory,
@@ -196,6 +197,16 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
             {"symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded"]},
         ),
         (
+            lambda s, o: {"symbol": "pepe"},
+            "validation_error",
+            {
+                "symbol": [
+                    "The bundled dataset holds no PEPEUSDT; one of BTCUSDT, ETHUSDT, SOLUSDT, "
+                    "XRPUSDT, DOGEUSDT, AVAXUSDT, LINKUSDT."
+                ]
+            },
+        ),
+        (
             lambda s, o: {"prompt_variant": "wild", "oi_duration": "2h", "cache": "always"},
             "validation_error",
             {
@@ -230,6 +241,7 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
         "other-users-trader",
         "auto-execute-without-trader",
         "malformed-symbol",
+        "symbol-not-in-the-dataset",
         "unknown-choices",
         "malformed-as-of",
     ],
@@ -417,18 +429,26 @@ def test_an_action_the_state_forbids_is_a_409_and_changes_nothing(
     assert debate.status == status
 
 
-def test_start_moves_a_pending_debate_to_running_with_its_market_snapshot(api, user, seeded):
+def test_start_moves_a_pending_debate_to_running_and_its_prepare_step_stores_the_snapshot(
+    api, user, seeded
+):
     # given a pending debate replaying the dataset
     created = api.post("/api/debates", debate_body(seeded), format="json").json()
     # when it is started
     response = api.post(f"/api/debates/{created['id']}/start")
-    # then it runs, on the coins the snapshot holds
+    # then it runs, at its prepare step
     assert response.status_code == 200
     detail = response.json()
     assert (detail["status"], detail["phase"], detail["current_round"]) == ("running", "opening", 1)
     assert detail["available_actions"] == ["cancel"]
+    assert (detail["current_step"], detail["steps"][0]["kind"]) == (0, "prepare")
+    assert detail["steps"][0]["status"] == "running"
+    # and once that step has run (as a worker would), on the coins the snapshot holds
+    debate_prepare(debate_id=created["id"])
+    detail = api.get(f"/api/debates/{created['id']}").json()
     assert detail["symbols"] == ["BTCUSDT", "ETHUSDT"]
     assert detail["market_snapshot"]["as_of"] == "2024-09-04T12:00:00Z"
+    assert (detail["current_step"], detail["steps"][0]["status"]) == (1, "done")
 
 
 @pytest.mark.parametrize("status", ["pending", "running", "voting"])

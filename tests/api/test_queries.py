@@ -68,10 +68,11 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
-# their executions); the debate detail is the debate with its strategy, then
-# participants, messages, votes and decisions, and the stream's latest event id.
+# their executions, and what its plan of steps reads: its seats, turns and ballots); the
+# debate detail is the debate with its strategy, then participants, messages, votes,
+# ballots and decisions, and the stream's latest event id.
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
-    "debates": (_debates, 3),
+    "debates": (_debates, 6),
     "ai-models": (
         lambda u, t, n: AIModelFactory.create_batch(n, owner=u) and "/api/ai-models",
         2,
@@ -97,14 +98,15 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
         3,
     ),
     "executions": (_executions, 3),
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 6),
+    # The debate's children, its ballots among them (its plan of steps reads them).
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 7),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
-        5,
+        6,
     ),
     "debate votes": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/votes",
-        5,
+        6,
     ),
 }
 

@@ -114,6 +114,16 @@ def test_create_a_schedule(api, user, seeded):
             "validation_error",
             {"max_rounds": ["Ensure this value is greater than or equal to 2."]},
         ),
+        (
+            lambda s, o: {
+                "participants": [
+                    {"kind": "human", "personality": "bull"},
+                    {"ai_model": s["models"][0].pk, "personality": "bear"},
+                ]
+            },
+            "validation_error",
+            {"participants[0].kind": ["Only a debate started by hand has a human seat."]},
+        ),
     ],
     ids=[
         "interval",
@@ -123,6 +133,7 @@ def test_create_a_schedule(api, user, seeded):
         "other-users-model",
         "auto-execute-without-trader",
         "rounds",
+        "human-seat",
     ],
 )
 def test_create_refuses_bad_input_naming_each_field(api, seeded, other_user, change, code, fields):

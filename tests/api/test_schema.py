@@ -66,6 +66,8 @@ OPERATIONS = {
     ("POST", "/api/debates/{debate_id}/execute"),
     ("GET", "/api/debates/{debate_id}/messages"),
     ("GET", "/api/debates/{debate_id}/votes"),
+    ("POST", "/api/debates/{debate_id}/turns"),
+    ("POST", "/api/debates/{debate_id}/votes"),
     *{
         (method, path)
         for resource, key in (

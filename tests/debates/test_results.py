@@ -23,16 +23,18 @@ def test_the_result_backend_is_the_projects():
 
 
 def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate):
-    # given a started debate, whose run stores the results of its openings and votes
+    # given a started, prepared debate, whose run stores the results of its openings and
+    # votes
     debate = make_debate()
-    Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
-    debate.refresh_from_db()
+    Debate.objects.filter(pk=debate.pk).update(
+        status=DebateStatus.RUNNING, current_round=1, step_outcomes={"prepare": {"status": "done"}}
+    )
     # when this process, which is not a worker, sends its run three times (onto a queue
     # that other tests' starts may have left messages on)
     app.control.purge()
     for _ in range(3):
         with transaction.atomic():
-            run_enqueue(debate=debate, fresh=True)
+            run_enqueue(debate_id=debate.pk)
     sent = [headers["id"] for headers, _ in queued()]
     app.control.purge()
     gc.collect()

@@ -196,14 +196,22 @@ def test_every_participant_failing_fails_the_debate_with_a_reason(celery_worker,
         "message": "Every turn of round 1 failed.",
     }
     statuses = [data for kind, data in published(debate.pk) if kind == "status"]
-    assert statuses[-1] == {
+    last = statuses[-1]
+    steps = last.pop("steps")
+    assert last == {
         "status": "failed",
         "phase": "opening",
+        "pace": "auto",
         "current_round": 1,
         "current_speaker": None,
-        "available_actions": ["retry", "delete"],
+        "current_step": 1,
+        "user_action_required": False,
+        "can_advance": False,
+        "available_actions": ["retry_step", "retry", "delete"],
         "error": finished.error,
     }
+    # the plan: prepared, every opening failed, the rest still to run after a retry
+    assert [step["status"] for step in steps] == ["done", *["failed"] * 3, *["pending"] * 7]
     assert Message.objects.filter(debate=debate).count() == 3
     assert not Message.objects.filter(debate=debate, round=2).exists()
 

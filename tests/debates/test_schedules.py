@@ -17,6 +17,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTa
 
 from arena.exceptions import NotFound, ValidationError
 from debates.models import Debate, Schedule
+from debates.services import debate_prepare
 from debates.services.schedules import (
     FIRE_TASK,
     ScheduleFiring,
@@ -32,6 +33,7 @@ from strategies.snapshots import replay_window
 from tests.debates.factories import AIModelFactory, DebateFactory
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
+from traders.hooks import debate_execute
 from traders.models import Trader
 
 pytestmark = pytest.mark.django_db
@@ -252,6 +254,10 @@ def test_a_firing_creates_and_starts_a_debate_from_the_template(user):
     assert [
         (p.ai_model_id, p.personality) for p in debate.participants.order_by("speak_order")
     ] == [(seat["ai_model"], seat["personality"]) for seat in data["participants"]]
+    # and its prepare step, run by a worker, stores the market it debates
+    assert debate.market_snapshot is None
+    assert debate_prepare(debate_id=debate.pk)
+    debate.refresh_from_db()
     assert debate.market_snapshot["as_of"] == DATASET_END.isoformat().replace("+00:00", "Z")
     # and the schedule counted the run
     schedule.refresh_from_db()
@@ -373,10 +379,16 @@ def test_a_replay_firing_debates_at_its_instant_and_moves_it_on(user):
         replay_as_of=REPLAY_START,
     )
     schedule = schedule_create(owner=user, data=data)
-    # when it fires twice (the first debate finished in between)
+    # when it fires twice (the first debate finished in between), each debate prepared
+    # and its execution step run once it completed
     first = schedule_fire(schedule_id=schedule.pk)
+    debate_prepare(debate_id=first.debate_id)
     Debate.objects.filter(pk=first.debate_id).update(status="completed")
+    debate_execute(debate_id=first.debate_id)
     second = schedule_fire(schedule_id=schedule.pk)
+    debate_prepare(debate_id=second.debate_id)
+    Debate.objects.filter(pk=second.debate_id).update(status="completed")
+    debate_execute(debate_id=second.debate_id)
     # then each debate saw the market at its instant, 90 minutes apart
     debates = [Debate.objects.get(pk=f.debate_id) for f in (first, second)]
     later = REPLAY_START + timedelta(minutes=90)
@@ -385,7 +397,8 @@ def test_a_replay_firing_debates_at_its_instant_and_moves_it_on(user):
         "2024-08-20T00:00:00Z",
         "2024-08-20T01:30:00Z",
     ]
-    # and the next firing is 90 minutes later again; the paper clock is at the last debate
+    # and the next firing is 90 minutes later again; the execution steps moved the paper
+    # clock to the last debate's instant
     assert Schedule.objects.get().replay_as_of == later + timedelta(minutes=90)
     trader.refresh_from_db()
     assert trader.replay_as_of == later

@@ -7,7 +7,13 @@ from django.forms.models import model_to_dict
 
 from arena.exceptions import InvalidState, NotFound
 from debates.models import Debate
-from debates.services import debate_cancel, debate_delete, debate_retry, debate_start
+from debates.services import (
+    debate_cancel,
+    debate_delete,
+    debate_prepare,
+    debate_retry,
+    debate_start,
+)
 from debates.state import available_actions
 from tests.debates.factories import DebateFactory, DecisionFactory, ParticipantFactory
 
@@ -94,17 +100,26 @@ def test_execute_is_offered_for_an_executable_unexecuted_decision():
     assert available_actions(decision.debate) == ["execute", "delete"]
 
 
-def test_a_start_snapshot_is_stored_once_with_the_candidate_coins(
+def test_the_prepare_step_stores_the_snapshot_once_with_the_candidate_coins(
     django_capture_on_commit_callbacks,
 ):
+    # given a started debate (the start itself reads no market data)
     debate = debate_in("pending")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         debate_start(debate_id=debate.pk)
+    assert Debate.objects.get(pk=debate.pk).market_snapshot is None
+    assert len(callbacks) >= 1
+    # when its prepare step runs, twice
+    assert debate_prepare(debate_id=debate.pk)
+    stored = Debate.objects.get(pk=debate.pk).market_snapshot
+    assert debate_prepare(debate_id=debate.pk)
+    # then the snapshot was stored once, with the candidate coins, and the step is done
     debate.refresh_from_db()
+    assert debate.market_snapshot == stored
     assert debate.symbols == ["BTCUSDT", "ETHUSDT", "SOLUSDT"]
     assert debate.market_snapshot["as_of"] == "2024-08-05T12:00:00Z"
     assert [c["symbol"] for c in debate.market_snapshot["coins"]] == debate.symbols
-    assert len(callbacks) >= 1
+    assert debate.step_outcomes == {"prepare": {"status": "done"}}
 
 
 def test_another_users_debate_is_not_found(other_user):

@@ -19,8 +19,10 @@ from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
+from debates.locks import lock_debate
 from debates.models import AIModel, Ballot, Debate, DebateStatus, Decision, Message
 from debates.providers.slots import ANONYMOUS
+from debates.selectors import debate_state
 from debates.serializers import DecisionSerializer
 from debates.services import (
     calls,
@@ -34,7 +36,13 @@ from debates.services import (
     turn_run,
     vote_run,
 )
-from debates.tasks import consensus_finalize_task, turn_run_task, vote_run_task
+from debates.state import debate_plan
+from debates.tasks import (
+    consensus_finalize_task,
+    prepare_run_task,
+    turn_run_task,
+    vote_run_task,
+)
 from strategies.models import Strategy
 from tests.broker import queued
 from tests.debates.events_helpers import published
@@ -67,28 +75,27 @@ def statements(step) -> list[str]:
     return [query["sql"] for query in captured.captured_queries]
 
 
-def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
+def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
     seats = running(debate)
-    steps._cast.cache_clear()
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
-    # A process's first step of a debate reads its fixed part too, in one statement: the
-    # debate's settings and snapshot, its seats.
-    assert len(opening) == 1 + 1 + 7, "\n".join(opening)
+    # The context: the debate with its strategy's texts, its seats with their models, the
+    # earlier turns. Then one transaction under the debate's row lock: its stored turns,
+    # the message, the state's compare-and-set, the state with its plan (the debate and
+    # four prefetches), the events.
+    assert len(opening) == 3 + 12, "\n".join(opening)
+    assert opening[3:4] + opening[-1:] == ["BEGIN", "COMMIT"]
+    assert opening[4].endswith("FOR NO KEY UPDATE")
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    # One read: the state with the cancel check, the strategy's texts, the seat's model,
-    # the earlier turns. Then one transaction under the debate's lock: its stored turns,
-    # the message, the state, the events.
-    assert len(rebuttal) == 1 + 7, "\n".join(rebuttal)
-    assert rebuttal[1:2] + rebuttal[-1:] == ["BEGIN", "COMMIT"]
-    assert sum("FOR UPDATE" in sql for sql in rebuttal) == 1
+    assert len(rebuttal) == 3 + 12, "\n".join(rebuttal)
+    assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
         turn_run(debate_id=debate.pk, round_number=2, participant_id=seat, holder="test")
@@ -96,12 +103,13 @@ def test_a_turn_reads_once_and_stores_in_one_short_transaction(make_debate):
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 1 + 7, "\n".join(closing)
+    assert len(closing) == 3 + 12, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
+    assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
 
 
-def test_a_stored_turn_is_not_asked_again_and_costs_one_read(make_debate, llm):
+def test_a_stored_turn_is_not_asked_again_and_costs_its_context_reads(make_debate, llm):
     debate = make_debate(rounds=2)
     seats = running(debate)
     turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
@@ -111,7 +119,7 @@ def test_a_stored_turn_is_not_asked_again_and_costs_one_read(make_debate, llm):
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
 
-    assert len(again) == 1, "\n".join(again)
+    assert len(again) == 3, "\n".join(again)
     assert len(llm.requests) == asked
 
 
@@ -135,7 +143,7 @@ def test_a_step_asks_with_the_model_and_strategy_as_they_are_now(make_debate, ll
 
 
 @pytest.mark.django_db
-def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
+def test_a_start_is_one_short_transaction_and_reads_no_market_data(
     make_debate, django_capture_on_commit_callbacks
 ):
     debate = make_debate()
@@ -145,34 +153,36 @@ def test_a_start_publishes_with_one_statement_and_reads_no_stored_steps(
     with django_capture_on_commit_callbacks(execute=False) as sent:
         start = statements(lambda: debate_start(debate_id=debate.pk))
 
-    # The debate with its strategy; then one transaction: the owner's quota (its row
-    # locked, its starts of the hour counted), the compare-and-set that starts it and
-    # stores its snapshot, the events, the seats for the canvas.
-    assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
+    # The debate; then one transaction: the owner's quota (its row locked, its starts of
+    # the hour counted), the compare-and-set that starts it, the state with its plan
+    # (the debate and four prefetches), the events; the canvas is built from that plan.
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 1 + 2 + 5, "\n".join(start)
+    assert len(start) == 1 + 2 + 2 + 1 + 5 + 1 + 1, "\n".join(start)
+    assert not [sql for sql in start if "strategies_" in sql]
     # The run's canvas is sent first, then the events are delivered.
     senders = [getattr(callback, "func", callback).__module__ for callback in sent]
     assert senders == ["arena.worker", "arena.sse"]
     debate.refresh_from_db()
     assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
-    assert debate.market_snapshot["coins"][0]["symbol"] == debate.symbol == debate.symbols[0]
+    # The market is the plan's first step, run by a worker.
+    assert debate.market_snapshot is None
 
 
 @pytest.mark.django_db
-def test_a_run_is_sent_as_the_plain_chain_of_its_steps_would_be(make_debate):
+def test_a_run_is_sent_as_the_plain_chain_of_its_plan_would_be(make_debate):
     debate = make_debate()
-    debate.status, debate.current_round = DebateStatus.RUNNING, 1
-    plan = runs.run_plan(debate=debate, fresh=True)
-    # The steps of that plan, chained the plain way: round 1 as a group, the turns of
-    # rounds 2 and 3, the votes as a group, the consensus.
+    Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
+    plan = runs.run_plan(debate=debate_state(debate_id=debate.pk))
+    # The steps of that plan, chained the plain way: the prepare step, round 1 as a
+    # group, the turns of rounds 2 and 3, the votes as a group, the consensus.
     seats = list(debate.participants.order_by("speak_order").values_list("pk", flat=True))
-    steps = [group([turn_run_task.si(debate.pk, 1, seat) for seat in seats])]
+    steps = [prepare_run_task.si(debate.pk)]
+    steps += [group([turn_run_task.si(debate.pk, 1, seat) for seat in seats])]
     for round_number in (2, 3):
         steps += [turn_run_task.si(debate.pk, round_number, seat) for seat in seats]
     steps += [group([vote_run_task.si(debate.pk, seat) for seat in seats])]
     steps += [consensus_finalize_task.si(debate.pk)]
-    for step in steps[1:7] + steps[-1:]:
+    for step in steps[:1] + steps[2:8] + steps[-1:]:
         step.set(ignore_result=True)
 
     assert sent_messages(plan) == sent_messages(chain(*steps))
@@ -193,23 +203,26 @@ def sent_messages(canvas) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_a_start_without_market_data_fails_the_debate_with_the_reason(
+def test_a_prepare_step_without_market_data_fails_the_debate_with_the_reason(
     make_debate, django_capture_on_commit_callbacks
 ):
     debate = make_debate()
     Debate.objects.filter(pk=debate.pk).update(strategy=None)
+    with django_capture_on_commit_callbacks(execute=False):
+        debate_start(debate_id=debate.pk)
 
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        started = debate_start(debate_id=debate.pk)
+    assert debate_prepare(debate_id=debate.pk) is False
 
-    assert started.status == DebateStatus.FAILED
-    assert started.error == {
+    failed = debate_state(debate_id=debate.pk)
+    assert failed.status == DebateStatus.FAILED
+    assert failed.error == {
         "step": "snapshot",
         "code": "market_data",
         "message": "the debate's strategy was deleted",
     }
-    assert started.market_snapshot is None
-    assert len(sent) == 1  # the failure's events; no canvas
+    assert Debate.objects.get(pk=debate.pk).market_snapshot is None
+    plan = debate_plan(failed)
+    assert (plan.current_step, plan.steps[0].kind, plan.steps[0].status) == (0, "prepare", "failed")
 
 
 def test_the_consensus_is_one_short_transaction(make_debate):
@@ -220,9 +233,10 @@ def test_the_consensus_is_one_short_transaction(make_debate):
 
     finalize = statements(lambda: consensus_finalize(debate_id=debate.pk))
 
-    # Under the debate's lock: the votes, the decisions, the state, the events. The
-    # decisions just made have no execution: nothing reads them back.
-    assert len(finalize) == 2 + 5, "\n".join(finalize)
+    # Under the debate's lock: the coins and limits, the votes, the decisions, read back
+    # with their executions, the state's compare-and-set, the state with its plan, the
+    # events.
+    assert len(finalize) == 2 + 1 + 4 + 1 + 5 + 1, "\n".join(finalize)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.COMPLETED
     # What the events say of the decisions, without reading them back, is what is stored.
     (consensus_type, consensus), (status_type, status) = published(debate.pk)[-2:]
@@ -327,14 +341,15 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    # One read: the turns with the cancel check and whether this ballot is stored. Then,
-    # under a share lock of the debate's row: the ballot, its votes, the events.
-    assert len(ballot) == 1 + 6, "\n".join(ballot)
-    assert ballot[1] == "BEGIN"
-    assert ballot[2].endswith("FOR SHARE")
+    # The context: the debate with the cancel check, whether this ballot is stored, the
+    # seats, the turns. Then, under the debate's row lock: the ballot, its votes, the
+    # events.
+    assert len(ballot) == 4 + 6, "\n".join(ballot)
+    assert ballot[4] == "BEGIN"
+    assert ballot[5].endswith("FOR NO KEY UPDATE")
 
 
-def test_a_stored_ballot_is_not_asked_again_and_costs_one_read(make_debate, llm):
+def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):
     debate = make_debate(rounds=2)
     seats = voting(debate)
     vote_run(debate_id=debate.pk, participant_id=seats[0], holder="test")
@@ -342,32 +357,25 @@ def test_a_stored_ballot_is_not_asked_again_and_costs_one_read(make_debate, llm)
 
     again = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    assert len(again) == 1, "\n".join(again)
+    assert len(again) == 2, "\n".join(again)
     assert len(llm.requests) == asked
     assert Ballot.objects.filter(debate=debate).count() == 1
 
 
-def test_ballots_are_stored_side_by_side_and_a_cancel_waits_for_them(make_debate):
+def test_a_cancel_waits_for_a_ballot_being_stored(make_debate):
     debate = make_debate(rounds=2)
-    seats = voting(debate)
+    voting(debate)
     locked, release = threading.Event(), threading.Event()
 
     def ballot_being_stored() -> None:
         with transaction.atomic():
-            assert steps._share_lock_voting(debate.pk)
+            assert lock_debate(debate_id=debate.pk, status=DebateStatus.VOTING) is not None
             locked.set()
             release.wait(10)
 
     holder = in_thread(ballot_being_stored)
     try:
         assert locked.wait(10)
-        # another ballot is stored while the first one holds its lock
-        other = in_thread(
-            lambda: vote_run(debate_id=debate.pk, participant_id=seats[1], holder="t")
-        )
-        other.join(10)
-        assert not other.is_alive()
-        assert Ballot.objects.filter(debate=debate, participant_id=seats[1]).exists()
         # a cancel waits for the ballot still being stored
         cancel = in_thread(lambda: debate_cancel(debate_id=debate.pk))
         cancel.join(0.5)

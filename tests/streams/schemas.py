@@ -12,7 +12,18 @@ from typing import Any
 
 import jsonschema
 
-STATE_FIELDS = ("status", "phase", "current_round", "current_speaker", "available_actions")
+STATE_FIELDS = (
+    "status",
+    "phase",
+    "pace",
+    "current_round",
+    "current_speaker",
+    "current_step",
+    "steps",
+    "user_action_required",
+    "can_advance",
+    "available_actions",
+)
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from debates.services import consensus_finalize
 from tests.debates.events_helpers import published
 from tests.debates.factories import DebateFactory, DecisionFactory, VoteFactory
 from tests.traders.factories import TraderFactory
-from traders.hooks import auto_execute
+from traders.hooks import debate_execute
 from traders.models import Execution
 
 pytestmark = pytest.mark.django_db
@@ -20,9 +20,12 @@ def test_the_consensus_of_an_auto_executed_debate_requests_its_execution(user, p
         owner=user, status="voting", auto_execute=True, trader=paper_trader, symbols=["BTCUSDT"]
     )
     VoteFactory(debate=debate, ballot__participant__debate=debate, confidence=80)
-    # when its consensus is stored
+    # when its consensus is stored and the plan's execution step runs
     consensus_finalize(debate_id=debate.pk)
-    # then the primary decision's execution was recorded with it, as an automatic one
+    assert Execution.objects.count() == 0  # no trading inside the consensus
+    debate_execute(debate_id=debate.pk)
+    # then the primary decision's execution was recorded, as an automatic one, and the
+    # step's outcome with it
     execution = Execution.objects.get()
     assert (execution.decision.debate_id, execution.decision.is_primary) == (debate.pk, True)
     assert (execution.trader_id, execution.trigger, execution.status) == (
@@ -30,6 +33,11 @@ def test_the_consensus_of_an_auto_executed_debate_requests_its_execution(user, p
         "auto",
         "pending",
     )
+    debate.refresh_from_db()
+    assert debate.step_outcomes == {"execution": {"status": "done", "execution": execution.pk}}
+    # and the step runs once
+    debate_execute(debate_id=debate.pk)
+    assert Execution.objects.count() == 1
 
 
 @pytest.mark.parametrize("action", ["hold", "wait"])
@@ -37,20 +45,24 @@ def test_a_hold_or_wait_consensus_executes_nothing(user, paper_trader, action):
     # given an auto-executed debate whose primary decision holds or waits
     debate = DebateFactory(owner=user, status="completed", auto_execute=True, trader=paper_trader)
     DecisionFactory(debate=debate, action=action)
-    # when the hook runs
-    auto_execute(debate_id=debate.pk)
-    # then nothing is recorded
+    # when the execution step runs
+    debate_execute(debate_id=debate.pk)
+    # then nothing is executed, and the step is recorded as skipped
     assert Execution.objects.count() == 0
+    debate.refresh_from_db()
+    assert debate.step_outcomes["execution"]["status"] == "skipped"
 
 
 def test_a_debate_without_auto_execute_executes_nothing(user, paper_trader):
     # given a debate that did not ask for automatic execution
     debate = DebateFactory(owner=user, status="completed", trader=paper_trader)
     DecisionFactory(debate=debate)
-    # when the hook runs
-    auto_execute(debate_id=debate.pk)
+    # when the execution step is run all the same
+    debate_execute(debate_id=debate.pk)
     # then nothing is recorded
     assert Execution.objects.count() == 0
+    debate.refresh_from_db()
+    assert debate.step_outcomes == {}
 
 
 def test_a_refused_automatic_execution_is_announced_and_keeps_the_consensus(
@@ -60,14 +72,22 @@ def test_a_refused_automatic_execution_is_announced_and_keeps_the_consensus(
     trader = TraderFactory(owner=user, status="stopped", name="Sleepy")
     debate = DebateFactory(owner=user, status="completed", auto_execute=True, trader=trader)
     DecisionFactory(debate=debate)
-    # when the hook runs
+    # when the execution step runs
     with django_capture_on_commit_callbacks(execute=True):
-        auto_execute(debate_id=debate.pk)
-    # then nothing is recorded and the stream says why
+        debate_execute(debate_id=debate.pk)
+    # then nothing is recorded, the stream says why, and the step failed with the reason
     assert Execution.objects.count() == 0
-    assert published(debate.pk) == [
-        (
-            "error",
-            {"step": "execution", "code": "trader_stopped", "message": "Trader Sleepy is stopped."},
-        )
-    ]
+    refusal = {"code": "trader_stopped", "message": "Trader Sleepy is stopped."}
+    events = published(debate.pk)
+    assert events[0] == ("error", {"step": "execution", **refusal})
+    assert [kind for kind, _ in events] == ["error", "status"]
+    assert events[1][1]["steps"][-1] == {
+        "index": 2,  # after the prepare step and the consensus (the debate has no seats)
+        "kind": "execution",
+        "round": None,
+        "speaker": None,
+        "status": "failed",
+    }
+    debate.refresh_from_db()
+    assert debate.step_outcomes == {"execution": {"status": "failed", **refusal}}
+    assert debate.status == "completed"

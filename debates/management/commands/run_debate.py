@@ -18,10 +18,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from debates.engine.personalities import PERSONALITIES
+from debates.engine.personalities import PERSONALITIES, VARIANTS
+from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
-from debates.services import DebateInput, debate_create, debate_start
+from debates.services import DebateInput, debate_cancel, debate_create, debate_start
+from debates.services.lifecycle import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
@@ -70,36 +72,73 @@ def parse_instant(value: str) -> datetime:
 
 
 DEMO_TRADER = "Demo paper account"
+DEMO_COINS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
+
+# The flag that gave each field of the debate's input, so a refusal names what was typed.
+FLAGS = {
+    "symbol": "--symbol",
+    "max_rounds": "--rounds",
+    "prompt_variant": "--variant",
+    "as_of": "--as-of",
+    "cache": "--cache",
+    "participants": "--participants",
+}
 
 
-def demo_trader(owner, as_of: datetime) -> Trader:
-    """Return a demo paper account that can trade at ``as_of``.
+def flag_of(field_name: str) -> str:
+    """Return the flag behind an input field (``participants[1].ai_model`` is --models)."""
+    if field_name.startswith("participants["):
+        return "--models" if field_name.endswith(".ai_model") else "--participants"
+    return FLAGS.get(field_name, field_name)
 
-    A paper account's clock goes back to an earlier debate's instant only when it holds
-    no open position (``traders.services.paper``), so a replay earlier than positions an
-    earlier demo left open trades on the first demo account free to, or on a new one.
-    """
-    accounts = Trader.objects.filter(owner=owner, exchange="paper", name__startswith=DEMO_TRADER)
-    for account in accounts.order_by("pk"):
-        ahead = account.replay_as_of is not None and account.replay_as_of > as_of
-        if not ahead or not account.positions.filter(status="open").exists():
-            return account
-    name = DEMO_TRADER if not accounts.exists() else f"{DEMO_TRADER} {accounts.count() + 1}"
+
+def refusal_line(exc: ApplicationError) -> str:
+    """Return a refusal as one line naming the flags: ``--rounds: Must be between ...``."""
+    if not exc.fields:
+        return exc.message
+    return " ".join(
+        f"{flag_of(name)}: {' '.join(str(m) for m in messages)}"
+        for name, messages in exc.fields.items()
+    )
+
+
+def demo_trader(owner) -> Trader:
+    """Return a fresh demo paper account: each run starts on a full balance with no
+    position open, so running the demo again executes again."""
+    number = Trader.objects.filter(owner=owner, name__startswith=DEMO_TRADER).count() + 1
+    name = DEMO_TRADER if number == 1 else f"{DEMO_TRADER} {number}"
     return Trader.objects.create(owner=owner, name=name, exchange="paper")
 
 
 class Command(BaseCommand):
     help = "Create and run a debate through the normal Celery canvas, printing it live."
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.epilog = (
+            "The debate runs through the normal Celery canvas (in-process on the embedded "
+            "default). Ctrl-C cancels it. Errors name the flag that caused them."
+        )
+        return parser
+
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--symbol", default="BTCUSDT", help="primary coin")
+        parser.add_argument(
+            "--symbol",
+            default="BTCUSDT",
+            help="primary coin (BTC, BTCUSDT, BTC/USDT); the other coins are the strategy's "
+            f"({', '.join(DEMO_COINS)}), the primary first, at most {len(DEMO_COINS)} "
+            "(default: %(default)s)",
+        )
         parser.add_argument(
             "--participants",
             default=None,
-            help="personalities, comma-separated (simulated models unless --models or "
-            "--local-model is given; default bull,bear,analyst, with --local-model bull,bear)",
+            help=f"personalities, comma-separated, from {', '.join(PERSONALITIES)} "
+            "(simulated models unless --models or --local-model is given; default "
+            "bull,bear,analyst, with --local-model bull,bear)",
         )
-        parser.add_argument("--models", default="", help="AI model ids, one per participant")
+        parser.add_argument(
+            "--models", default="", help="your AI model ids, one per participant, comma-separated"
+        )
         parser.add_argument(
             "--local-model",
             action="store_true",
@@ -107,34 +146,50 @@ class Command(BaseCommand):
             "needed) through the openai_compatible provider, on one coin and 1h candles",
         )
         parser.add_argument(
-            "--rounds", type=int, default=None, help="2 to 5 (default 3, with --local-model 2)"
+            "--rounds",
+            type=int,
+            default=None,
+            help=f"{MIN_ROUNDS} to {MAX_ROUNDS} (default 3, with --local-model 2)",
         )
-        parser.add_argument("--variant", default="balanced")
+        parser.add_argument(
+            "--variant",
+            default="balanced",
+            choices=list(VARIANTS),
+            help="prompt variant (default: %(default)s)",
+        )
         parser.add_argument(
             "--as-of",
             default=DATASET_END.strftime("%Y-%m-%dT%H:%MZ"),
-            help="dataset replay instant, e.g. 2024-08-05T12:00Z",
+            help="dataset replay instant, e.g. 2024-08-05T12:00Z (default: %(default)s, "
+            "the dataset's end)",
         )
         parser.add_argument(
             "--cache",
             choices=CacheMode.values,
             default=CacheMode.OFF,
-            help="the model-call cache: off (default), use (answer calls made before from "
-            "it) or refresh (call again and keep the new answers)",
+            help="the model-call cache: off, use (answer calls made before from it) or "
+            "refresh (call again and keep the new answers) (default: %(default)s)",
         )
-        parser.add_argument("--user", default="demo", help="owner of the debate")
+        parser.add_argument(
+            "--user", default="demo", help="owner of the debate (default: %(default)s)"
+        )
         parser.add_argument(
             "--timeout",
             type=float,
             default=None,
             help="seconds to wait for the debate (default 300, with --local-model 900)",
         )
-        parser.add_argument("--json", action="store_true", help="print the final detail as JSON")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print the final detail as JSON on stdout (the transcript goes to stderr)",
+        )
         parser.add_argument(
             "--execute",
             action=argparse.BooleanOptionalAction,
             default=True,
-            help="execute the primary decision on the demo paper trader (default: yes)",
+            help="execute every executable decision, the primary coin's first, on a fresh "
+            "demo paper account and print the fills (default: yes)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -148,17 +203,16 @@ class Command(BaseCommand):
         seats = options["participants"] or default_seats
         rounds = options["rounds"] or (2 if local else 3)
         personalities = [p.strip() for p in seats.split(",") if p.strip()]
-        if local:
-            models = [self._local_model(console, owner)] * len(personalities)
-        else:
-            models = self._models(owner, personalities, options["models"])
         try:
             as_of = parse_instant(options["as_of"])
         except ValueError as exc:
             raise CommandError(f"--as-of: {exc}") from exc
+        if local:
+            models = [self._local_model(console, owner)] * len(personalities)
+        else:
+            models = self._models(owner, personalities, options["models"])
 
         strategy = self._strategy(owner, options["symbol"] if local else None)
-        trader = demo_trader(owner, as_of)
         data = DebateInput(
             name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
@@ -170,30 +224,49 @@ class Command(BaseCommand):
                 for model, personality in zip(models, personalities, strict=True)
             ],
             as_of=as_of,
-            trader=trader.pk,
             cache=options["cache"],
         )
         try:
             debate = debate_create(owner=owner, data=data)
-            debate_start(debate_id=debate.pk)
         except ApplicationError as exc:
-            raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
-
-        timeout = options["timeout"] or (900.0 if local else 300.0)
-        final = self._follow(console, debate.pk, timeout)
-        if final.status == "completed" and options["execute"]:
-            self._execute(console, owner, final, trader, timeout)
+            raise CommandError(refusal_line(exc)) from exc
+        try:
+            debate_start(debate_id=debate.pk)
+            timeout = options["timeout"] or (900.0 if local else 300.0)
+            final = self._follow(console, debate.pk, timeout)
+            if final.status == "completed" and options["execute"]:
+                self._execute_all(console, owner, final, timeout)
+        except KeyboardInterrupt:
+            self._interrupted(console, debate.pk)
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
-            raise CommandError(f"debate {final.pk} ended {final.status}: {final.error}")
+            raise CommandError(f"debate {final.pk} ended {final.status}: {problem(final.error)}")
+
+    def _interrupted(self, console: Console, debate_id: int) -> None:
+        """Cancel the debate Ctrl-C interrupted (unless it ended meanwhile) and exit."""
+        try:
+            debate_cancel(debate_id=debate_id)
+            outcome = "cancelled"
+        except ApplicationError:
+            outcome = Debate.objects.get(pk=debate_id).status
+        console.print(f"Interrupted: debate {debate_id} {outcome}.")
+        # The in-process worker's threads (embedded default) end with the process: what
+        # they would log about the steps they drop and the pool shutting down is noise.
+        logging.disable(logging.CRITICAL)
+        raise SystemExit(130)
 
     def _models(self, owner, personalities: list[str], ids: str) -> list[AIModel]:
         unknown = [p for p in personalities if p not in PERSONALITIES]
         if unknown:
-            raise CommandError(f"unknown personalities {unknown}; one of {list(PERSONALITIES)}")
+            raise CommandError(
+                f"--participants: unknown {', '.join(unknown)}; one of {', '.join(PERSONALITIES)}"
+            )
         if ids:
-            wanted = [int(i) for i in ids.split(",")]
+            try:
+                wanted = [int(i) for i in ids.split(",")]
+            except ValueError as exc:
+                raise CommandError("--models: give model ids, e.g. --models 3,4,5") from exc
             found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
             if len(wanted) != len(personalities) or set(wanted) - set(found):
                 raise CommandError("--models needs one model id of yours per participant")
@@ -234,7 +307,7 @@ class Command(BaseCommand):
                 owner=owner,
                 name="Demo: majors on the bundled dataset",
                 defaults={
-                    "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+                    "static_coins": list(DEMO_COINS),
                     "market_source": "dataset",
                 },
             )
@@ -262,6 +335,8 @@ class Command(BaseCommand):
         debate = Debate.objects.get(pk=debate_id)
         labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
         console.rule(f"[bold]{escape(debate.name)}[/]  ·  coins: {', '.join(debate.symbols)}")
+        for note in (debate.market_snapshot or {}).get("notes", []):
+            console.print(f"[dim]Coins: {escape(note)}[/]")
         console.print(
             "Participants: "
             + ", ".join(
@@ -340,18 +415,38 @@ class Command(BaseCommand):
             )
         console.print(table)
 
-    def _execute(
-        self, console: Console, owner, debate: Debate, trader: Trader, timeout: float
-    ) -> None:
-        """Execute the primary decision on the paper trader, wait for it and print it."""
-        primary = debate.decisions.get(is_primary=True)
-        if primary.action in ("hold", "wait"):
-            console.print(f"Execution: the decision is {primary.action}; nothing was executed.")
+    def _execute_all(self, console: Console, owner, debate: Debate, timeout: float) -> None:
+        """Execute every executable decision, the primary coin's first, on a fresh demo
+        paper account; print each fill and the account after them."""
+        executable = [
+            d
+            for d in debate.decisions.order_by("-is_primary", "symbol")
+            if d.action in EXECUTABLE_ACTIONS
+        ]
+        if not executable:
+            actions = ", ".join(f"{d.symbol} {d.action}" for d in debate.decisions.all())
+            console.print(f"Execution: no decision to execute ({actions}).")
             return
+        trader = demo_trader(owner)
+        console.rule(f"Paper execution on {escape(trader.name)}")
+        for decision in executable:
+            self._execute(console, owner, debate, decision.symbol, trader, timeout)
+        trader.refresh_from_db()
+        clock = (
+            f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
+        )
+        console.print(f"  {clock}balance {trader.balance.normalize()} USDT")
+
+    def _execute(
+        self, console: Console, owner, debate: Debate, symbol: str, trader: Trader, timeout: float
+    ) -> None:
+        """Execute the decision on ``symbol`` on the paper trader, wait for it, print it."""
         try:
-            execution = execution_request(owner=owner, debate_id=debate.pk, trader_id=trader.pk)
+            execution = execution_request(
+                owner=owner, debate_id=debate.pk, trader_id=trader.pk, symbol=symbol
+            )
         except ApplicationError as exc:
-            console.print(f"[yellow]Execution refused[/]: {escape(exc.message)}")
+            console.print(f"[yellow]{symbol}: execution refused[/]: {escape(exc.message)}")
             return
         deadline = time.monotonic() + timeout
         while execution.status not in ("filled", "failed"):
@@ -359,12 +454,10 @@ class Command(BaseCommand):
                 raise CommandError(f"execution {execution.pk} still {execution.status}")
             time.sleep(0.2)
             execution = Execution.objects.get(pk=execution.pk)
-        trader.refresh_from_db()
         if execution.status == "failed":
-            console.print(f"[bold red]Execution failed[/]: {escape(execution.error)}")
+            console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
-        console.rule(f"Paper execution on {escape(trader.name)}")
         console.print(
             f"{BADGES[execution.action]} order {execution.client_order_id}: {side} "
             f"{execution.filled_quantity.normalize()} {execution.symbol} at "
@@ -377,7 +470,3 @@ class Command(BaseCommand):
                 f"{execution.take_profit_price.normalize()}"
                 + (f"  [yellow]{escape(execution.error)}[/]" if execution.error else "")
             )
-        clock = (
-            f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
-        )
-        console.print(f"  {clock}balance {trader.balance.normalize()} USDT")

@@ -311,3 +311,69 @@ def test_turn_prompt_carries_role_variant_and_strategy_text():
 def test_turn_context_refuses_invalid_input(overrides, error):
     with pytest.raises(error):
         turn(1, **overrides)
+
+
+def test_a_summarised_round_carries_the_summary_and_latest_positions_not_the_history():
+    # given a round-3 turn with the judge's summary of round 2 and each latest position
+    btc = CoinDecision("BTCUSDT", Action.OPEN_LONG, 70, 5, reasoning="EMA20 above EMA50")
+    history = [message(s, r, f"history-marker r{r} p{s}", [btc]) for r in (1, 2) for s in (1, 2)]
+    latest = [message(1, 2, "latest-marker", [btc]), message(2, 2, "latest-marker", [btc])]
+    context = turn(
+        3,
+        history,
+        summary="Points made: P1 cites the EMA cross.",
+        positions=tuple(latest),
+        market_summary="BTCUSDT price 97,000; RSI14 4h 61",
+        market_text="FULL-MARKET-TABLE",
+    )
+    # when
+    prompt = build_turn_prompt(context)
+    # then
+    assert "## The judge's summary of round 2\nPoints made: P1 cites the EMA cross." in prompt.user
+    assert "## Market summary\nBTCUSDT price 97,000; RSI14 4h 61" in prompt.user
+    assert (
+        "## Latest positions of the participants\n[round 2] P1 bull:\n"
+        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50\n"
+        "[round 2] P2 bear:\n"
+        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50"
+    ) in prompt.user
+    for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "debate so far"):
+        assert absent not in prompt.user
+
+
+def test_a_summarised_prompt_stays_the_same_size_whatever_the_round():
+    # given the same summary and positions in rounds 2 and 5, and a history 4x as long
+    btc = CoinDecision("BTCUSDT", Action.WAIT, 40, reasoning="x" * 90)
+    positions = tuple(message(s, 1, "r" * 400, [btc]) for s in (1, 2, 3))
+    sizes = []
+    for round_number in (2, 5):
+        history = [message(s, r, "r" * 400, [btc]) for r in range(1, round_number) for s in (1, 2)]
+        context = turn(
+            round_number,
+            history,
+            max_rounds=5,
+            summary="s" * 1400,
+            positions=positions,
+            market_summary="m" * 400,
+        )
+        # when
+        sizes.append(len(build_turn_prompt(context)))
+    # then
+    assert sizes[0] == sizes[1]
+
+
+def test_without_a_summary_a_later_round_shows_the_full_history_as_before():
+    # given a round-2 turn with positions but an empty summary (the judge failed)
+    history = [message(1, 1, "history-marker")]
+    # when
+    prompt = build_turn_prompt(turn(2, history, positions=tuple(history), summary=" "))
+    # then
+    assert "## The debate so far\n[round 1] P1 bull:" in prompt.user
+    assert "history-marker" in prompt.user
+    assert "judge's summary" not in prompt.user
+
+
+def test_round_one_refuses_a_summary():
+    # given / when / then
+    with pytest.raises(ValueError, match="round 1 has no earlier round"):
+        turn(1, summary="Points made: none.")

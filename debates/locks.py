@@ -1,0 +1,25 @@
+"""Row locks of the debates app: every ``select_for_update`` of a debate goes through here.
+
+A step that records its result takes its debate's row first, so what the run holds is
+read exactly and two steps never both close a round; a cancel or a transition waits for
+it. Call these inside ``transaction.atomic()``. SQLite has no row locks (Django leaves
+the clause out there); its transactions let one writer in at a time anyway.
+"""
+
+from __future__ import annotations
+
+from debates.models import Debate
+from debates.state import STATE_COLUMNS
+
+
+def lock_debate(*, debate_id: int, status: str | None = None) -> Debate | None:
+    """Lock a debate's row for the transaction and return its state (``STATE_COLUMNS``),
+    or None when it is gone, or is not ``status`` when one is given.
+
+    The lock is ``FOR NO KEY UPDATE``: it keeps out every other step and transition of
+    the debate, not the inserts of rows that refer to it.
+    """
+    debates = Debate.objects.select_for_update(no_key=True).only(*STATE_COLUMNS)
+    if status is not None:
+        debates = debates.filter(status=status)
+    return debates.filter(pk=debate_id).first()

@@ -1,0 +1,204 @@
+"""Every change of a debate's state, each a compare-and-set that announces it.
+
+Each transition is one ``UPDATE ... WHERE id = ... AND status IN (...)`` (plus whatever
+else it expects, a round or a released step): when two requests race, the database lets
+exactly one through, the function returns the new state to the winner (None to the
+others), and only the winner publishes the debate's ``status`` event (on commit,
+through ``debates.events``). The rules (which statuses an action starts from) are in
+``debates.state``; the services read as claim, context, call, record, transition.
+
+Call these inside ``transaction.atomic()``: the event goes out when the change commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from debates import events
+from debates.locks import lock_debate
+from debates.models import ACTIVE_STATUSES, Debate, DebatePhase, DebateStatus, Pace
+from debates.selectors import debate_state
+from debates.state import ACTION_SOURCES, outcome_name
+
+logger = logging.getLogger(__name__)
+
+
+def _moved(
+    debate_id: int, sources: tuple[str, ...], *, where: Q | None = None, **fields: Any
+) -> bool:
+    """Update debate ``debate_id`` if its status is one of ``sources`` (and ``where``
+    holds); say whether it moved."""
+    debates = Debate.objects.filter(pk=debate_id, status__in=sources)
+    if where is not None:
+        debates = debates.filter(where)
+    return debates.update(progressed_at=timezone.now(), **fields) == 1
+
+
+def announce(debate_id: int) -> Debate:
+    """Publish the debate's state (its plan of steps with it) on commit; return it."""
+    debate = debate_state(debate_id=debate_id)
+    events.status_changed(debate)
+    return debate
+
+
+def _announced(moved: bool, debate_id: int) -> Debate | None:
+    return announce(debate_id) if moved else None
+
+
+def start(*, debate_id: int, pace: str) -> Debate | None:
+    """Start a pending debate: round 1 opens once its prepare step has run.
+
+    In the manual pace only the prepare step is released; ``advance`` releases the rest.
+    """
+    now = timezone.now()
+    return _announced(
+        _moved(
+            debate_id,
+            ACTION_SOURCES["start"],
+            status=DebateStatus.RUNNING,
+            phase=DebatePhase.OPENING,
+            current_round=1,
+            started_at=now,
+            steps_released=1 if pace == Pace.MANUAL else None,
+            step_outcomes={},
+        ),
+        debate_id,
+    )
+
+
+def turn_taken(
+    *,
+    debate_id: int,
+    round_number: int,
+    status: str,
+    phase: str,
+    current_round: int,
+    speaker_id: int | None,
+) -> Debate | None:
+    """Record where a running debate is after a turn of round ``round_number``: the next
+    speaker, the next round, or the votes after the last round."""
+    return _announced(
+        _moved(
+            debate_id,
+            (DebateStatus.RUNNING,),
+            where=Q(current_round__gte=round_number),
+            status=status,
+            phase=phase,
+            current_round=current_round,
+            current_speaker_id=speaker_id,
+        ),
+        debate_id,
+    )
+
+
+def person_awaited(*, debate_id: int, participant_id: int) -> Debate | None:
+    """Wait for a person: the debate stays active with ``participant_id``, a seat taken
+    by a person, as its current speaker until the person's turn is in."""
+    return _announced(
+        _moved(debate_id, ACTIVE_STATUSES, current_speaker_id=participant_id), debate_id
+    )
+
+
+def complete(*, debate_id: int) -> Debate | None:
+    """Complete a voting debate whose consensus is stored."""
+    now = timezone.now()
+    return _announced(
+        _moved(
+            debate_id,
+            (DebateStatus.VOTING,),
+            status=DebateStatus.COMPLETED,
+            phase=DebatePhase.DONE,
+            current_speaker=None,
+            finished_at=now,
+        ),
+        debate_id,
+    )
+
+
+def fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
+    """Fail an active debate with the step that failed and why; ``message`` must be free
+    of secrets. A debate already finished stays as it is."""
+    moved = _moved(
+        debate_id,
+        ACTIVE_STATUSES,
+        status=DebateStatus.FAILED,
+        error={"step": step, "code": code, "message": message},
+        current_speaker=None,
+        finished_at=timezone.now(),
+    )
+    if moved:
+        logger.warning("debate %s failed at %s: %s", debate_id, step, message)
+        with events.together(debate_id):
+            events.step_failed(debate_id, step=step, code=code, message=message)
+            announce(debate_id)
+    return moved
+
+
+def cancel(*, debate_id: int) -> Debate | None:
+    """Cancel a pending or active debate: queued steps become no-ops."""
+    return _announced(
+        _moved(
+            debate_id,
+            ACTION_SOURCES["cancel"],
+            status=DebateStatus.CANCELLED,
+            current_speaker=None,
+            finished_at=timezone.now(),
+        ),
+        debate_id,
+    )
+
+
+def retry(*, debate_id: int, to: str) -> Debate | None:
+    """Take a failed debate back to ``to`` (running or voting) to go on from its stored
+    steps; a held step stays held."""
+    return _announced(
+        _moved(debate_id, ACTION_SOURCES["retry"], status=to, error=None, finished_at=None),
+        debate_id,
+    )
+
+
+def retry_step(
+    *, debate_id: int, status: str, to: str, released: int | None, index: int
+) -> Debate | None:
+    """Release step ``index`` alone to run again: a failed debate goes back to ``to``, a
+    held one stays ``status``; either is held after the step (``released``)."""
+    fields: dict[str, Any] = {"status": to, "steps_released": index + 1}
+    if status == DebateStatus.FAILED:
+        fields.update(error=None, finished_at=None)
+    released_now = (
+        Q(steps_released__isnull=True) if released is None else Q(steps_released=released)
+    )
+    return _announced(_moved(debate_id, (status,), where=released_now, **fields), debate_id)
+
+
+def advance(*, debate_id: int, released: int, to: int | None) -> Debate | None:
+    """Release the steps of a held debate up to ``to`` (None: every step), if it is
+    still held at ``released``; of concurrent advances exactly one moves it."""
+    return _announced(
+        _moved(
+            debate_id,
+            ACTION_SOURCES["advance"],
+            where=Q(steps_released=released),
+            steps_released=to,
+        ),
+        debate_id,
+    )
+
+
+def step_recorded(
+    *, debate_id: int, key: tuple, status: str, detail: dict[str, Any] | None = None
+) -> bool:
+    """Record the outcome of a step no other row records (prepare, execution, ...), once;
+    say whether it was recorded now. Takes the debate's row lock."""
+    locked = lock_debate(debate_id=debate_id)
+    name = outcome_name(key)
+    if locked is None or name in (locked.step_outcomes or {}):
+        return False
+    outcomes = {**(locked.step_outcomes or {}), name: {"status": status, **(detail or {})}}
+    Debate.objects.filter(pk=debate_id).update(step_outcomes=outcomes, progressed_at=timezone.now())
+    announce(debate_id)
+    return True

@@ -1,0 +1,83 @@
+"""The processes the README starts: the port `make serve` gives the web process, the
+containers' start order."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import httpx
+import pytest
+import yaml
+from django.conf import settings
+
+BASE = settings.BASE_DIR
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_make_serve_starts_honcho_on_the_readme_port():
+    # given the README's full-stack sessions, which all talk to one port
+    readme = (BASE / "README.md").read_text()
+    ports = set(re.findall(r"curl -s(?: -X \w+)? localhost:(\d+)", readme))
+    assert ports == {"8000"}
+    # when make prints what `make serve` runs (without running it)
+    env = {k: v for k, v in os.environ.items() if k != "PORT"}
+    recipe = subprocess.run(
+        ["make", "-n", "serve"], cwd=BASE, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    # then honcho is given that port (its own default would be 5000)
+    assert "honcho start --port ${PORT:-8000}" in recipe
+
+
+@pytest.mark.slow
+def test_the_procfile_web_process_listens_on_the_port_honcho_is_given(tmp_path):
+    # given honcho started as `make serve` starts it, on a port nobody uses
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"PORT", "DATABASE_URL", "REDIS_URL"}}
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
+    honcho = subprocess.Popen(
+        [str(BASE / ".venv/bin/honcho"), "start", "--port", str(port), "web"],
+        cwd=BASE,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        # when the web process has started
+        answer = None
+        for _ in range(150):
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/schema/", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        # then it answers HTTP on that port
+        assert answer is not None, "the web process never listened on the port honcho gave"
+        assert answer.status_code in (200, 401, 403)
+    finally:
+        os.killpg(honcho.pid, signal.SIGTERM)
+        honcho.wait(timeout=30)
+
+
+def test_compose_starts_web_worker_and_beat_after_the_migrations():
+    # given the compose file
+    services = yaml.safe_load((BASE / "docker-compose.yml").read_text())["services"]
+    # then each process that reads the schema waits for `migrate` to have succeeded
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }
+    assert "migrate" not in services["migrate"]["depends_on"]
+    # and the worker and beat log at LOG_LEVEL
+    for name in ("worker", "beat"):
+        assert "--loglevel ${LOG_LEVEL:-INFO}" in services[name]["command"]

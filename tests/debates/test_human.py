@@ -1,0 +1,253 @@
+"""Recording the person's turn and vote: checked, stored once, skipped once."""
+
+import pytest
+
+from arena.exceptions import InvalidState, NotFound, ValidationError
+from debates.models import Ballot, Message, Vote
+from debates.services.human import (
+    human_turn_record,
+    human_turn_skip,
+    human_vote_record,
+    human_vote_skip,
+)
+from tests.debates.factories import DebateFactory, ParticipantFactory
+from tests.threads import run_at_once
+
+pytestmark = pytest.mark.django_db
+
+SYMBOLS = ["BTCUSDT", "ETHUSDT"]
+TURN = {
+    "reasoning": "BTC holds above its hourly EMA20 while funding stays flat.",
+    "decisions": [
+        {"symbol": "BTCUSDT", "action": "open_long", "confidence": 70},
+        {"symbol": "ETHUSDT", "action": "wait", "confidence": 35},
+    ],
+}
+
+
+def _debate(**state):
+    """Return a running debate in round 1 with a human seat first and a model seat."""
+    debate = DebateFactory(status="running", phase="opening", current_round=1, symbols=SYMBOLS)
+    for name, value in state.items():
+        setattr(debate, name, value)
+    debate.save()
+    human = ParticipantFactory(
+        debate=debate, kind="human", ai_model=None, personality="bull", speak_order=0
+    )
+    model = ParticipantFactory(debate=debate, personality="bear", speak_order=1)
+    return debate, human, model
+
+
+def test_a_turn_is_stored_as_a_model_turn_would_be():
+    # given a running debate in round 1
+    debate, human, _ = _debate()
+    # when the person writes their opening
+    recorded = human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    # then it is stored once, parsed, in the shape of a model's turn
+    message = Message.objects.get()
+    assert recorded.created is True
+    assert recorded.message.pk == message.pk
+    assert (message.participant_id, message.round, message.message_type) == (
+        human.pk,
+        1,
+        "analysis",
+    )
+    assert (message.status, message.parse_status, message.dropped) == ("ok", "ok", [])
+    assert message.reasoning == TURN["reasoning"]
+    assert [(d["symbol"], d["action"], d["confidence"]) for d in message.decisions] == [
+        ("BTCUSDT", "open_long", 70.0),
+        ("ETHUSDT", "wait", 35.0),
+    ]
+    assert (message.prompt_tokens, message.completion_tokens, message.cached) == (0, 0, False)
+
+
+def test_the_same_turn_sent_again_returns_the_stored_one():
+    # given a stored turn
+    debate, _, _ = _debate()
+    first = human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    # when the same answer is sent again (a retried request)
+    again = human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    # then nothing more is stored
+    assert (again.created, again.message.pk) == (False, first.message.pk)
+    assert Message.objects.count() == 1
+
+
+def test_a_different_turn_for_a_stored_round_is_refused():
+    # given a stored turn
+    debate, _, _ = _debate()
+    human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    # when another answer comes for the same round
+    changed = {**TURN, "reasoning": "Changed my mind."}
+    with pytest.raises(InvalidState) as refused:
+        human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=changed)
+    # then it is refused and the first turn stays
+    assert refused.value.message == "Your turn of round 1 is already recorded (ok)."
+    assert Message.objects.get().reasoning == TURN["reasoning"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "field"),
+    [
+        ({**TURN, "decisions": [{"symbol": "BTCUSDT", "action": "moon", "confidence": 5}]},
+         "decisions[0].action"),
+        ({**TURN, "decisions": [{"symbol": "DOGEUSDT", "action": "wait", "confidence": 5}]},
+         "decisions[0].symbol"),
+        ({**TURN, "decisions": [{"symbol": "BTCUSDT", "action": "wait", "confidence": 500}]},
+         "decisions[0].confidence"),
+        ({"decisions": TURN["decisions"]}, "reasoning"),
+    ],
+)  # fmt: skip
+def test_a_bad_turn_is_refused_naming_the_field_and_stores_nothing(answer, field):
+    # given a running debate in round 1
+    debate, _, _ = _debate()
+    # when
+    with pytest.raises(ValidationError) as refused:
+        human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=answer)
+    # then
+    assert list(refused.value.fields) == [field]
+    assert Message.objects.count() == 0
+
+
+def test_a_turn_is_refused_when_another_seat_speaks():
+    # given round 2, where the model seat speaks now
+    debate, _, model = _debate(current_round=2, phase="rebuttal")
+    debate.current_speaker = model
+    debate.save()
+    # when
+    with pytest.raises(InvalidState) as refused:
+        human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    # then
+    assert refused.value.fields == {"status": ["running"]}
+    assert Message.objects.count() == 0
+
+
+def test_a_turn_in_round_two_is_a_rebuttal_when_the_seat_speaks():
+    # given round 2, the person's turn
+    debate, human, _ = _debate(current_round=2, phase="rebuttal")
+    debate.current_speaker = human
+    debate.save()
+    # when
+    message = human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN).message
+    # then
+    assert (message.round, message.message_type) == (2, "rebuttal")
+
+
+def test_another_users_debate_is_not_found_and_a_debate_without_a_human_seat_refuses():
+    # given
+    debate, _, _ = _debate()
+    models_only = DebateFactory(owner=debate.owner, status="running", current_round=1)
+    ParticipantFactory(debate=models_only, speak_order=0)
+    stranger = DebateFactory().owner
+    # then
+    with pytest.raises(NotFound):
+        human_turn_record(debate_id=debate.pk, owner=stranger, answer=TURN)
+    with pytest.raises(InvalidState):
+        human_turn_record(debate_id=models_only.pk, owner=debate.owner, answer=TURN)
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_skipped_turn_is_recorded_once_whatever_the_callers():
+    # given a turn the person owes
+    debate, human, _ = _debate()
+
+    # when eight callers skip it at once
+    results = []
+
+    def skip():
+        results.append(human_turn_skip(debate_id=debate.pk, round_number=1))
+
+    run_at_once(skip, 8)
+    # then each caller returned, one of them with the skipped turn, stored once
+    assert len(results) == 8
+    assert len([r for r in results if r is not None]) == 1
+    message = Message.objects.get()
+    assert (message.participant_id, message.status, message.decisions) == (human.pk, "skipped", [])
+    assert message.error == {
+        "code": "skipped",
+        "message": "The person did not write this turn in time.",
+    }
+    with pytest.raises(InvalidState):
+        human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+
+
+def test_a_stored_or_no_longer_due_turn_is_not_skipped():
+    # given a stored turn, and a debate that was cancelled before the person wrote
+    debate, _, _ = _debate()
+    human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
+    cancelled, _, _ = _debate(status="cancelled")
+    # then
+    assert human_turn_skip(debate_id=debate.pk, round_number=1) is None
+    assert human_turn_skip(debate_id=cancelled.pk, round_number=1) is None
+    assert list(Message.objects.values_list("status", flat=True)) == ["ok"]
+
+
+VOTE = {
+    "reasoning": "",
+    "decisions": [
+        {"symbol": "ETHUSDT", "action": "open_short", "confidence": 60, "leverage": 2},
+    ],
+}
+
+
+def test_a_vote_stores_a_ballot_and_a_vote_per_coin():
+    # given a voting debate
+    debate, human, _ = _debate(status="voting", phase="voting", current_round=2)
+    # when the person votes on one coin of two
+    recorded = human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
+    # then the other coin is an abstention
+    assert recorded.created is True
+    ballot = Ballot.objects.get()
+    assert (ballot.participant_id, ballot.status, ballot.parse_status) == (human.pk, "ok", "ok")
+    votes = {v.symbol: v for v in Vote.objects.all()}
+    assert (votes["ETHUSDT"].action, votes["ETHUSDT"].confidence, votes["ETHUSDT"].leverage) == (
+        "open_short",
+        60.0,
+        2,
+    )
+    assert (votes["BTCUSDT"].abstained, votes["BTCUSDT"].abstain_reason) == (
+        True,
+        "the person's vote left this coin out",
+    )
+    # and the same vote again stores nothing more
+    again = human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
+    assert (again.created, Ballot.objects.count(), Vote.objects.count()) == (False, 1, 2)
+
+
+def test_a_vote_is_refused_before_the_voting_and_when_bad():
+    # given a debate still in its rounds, and a voting one
+    running, _, _ = _debate()
+    voting, _, _ = _debate(status="voting", phase="voting", current_round=2)
+    bad = {"reasoning": "", "decisions": [{"symbol": "BTCUSDT", "action": "hodl", "confidence": 9}]}
+    # then
+    with pytest.raises(InvalidState):
+        human_vote_record(debate_id=running.pk, owner=running.owner, answer=VOTE)
+    with pytest.raises(ValidationError) as refused:
+        human_vote_record(debate_id=voting.pk, owner=voting.owner, answer=bad)
+    assert list(refused.value.fields) == ["decisions[0].action"]
+    assert (Ballot.objects.count(), Vote.objects.count()) == (0, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_skipped_vote_abstains_on_every_coin_once():
+    # given a voting debate
+    debate, _, _ = _debate(status="voting", phase="voting", current_round=2)
+
+    # when several callers skip the vote at once
+    results = []
+
+    def skip():
+        results.append(human_vote_skip(debate_id=debate.pk))
+
+    run_at_once(skip, 6)
+    # then each caller returned, one of them with the skipped ballot, stored once
+    assert len(results) == 6
+    assert len([r for r in results if r is not None]) == 1
+    ballot = Ballot.objects.get()
+    assert ballot.status == "skipped"
+    assert sorted(Vote.objects.values_list("symbol", "abstained", "abstain_reason")) == [
+        ("BTCUSDT", True, "the person did not vote in time"),
+        ("ETHUSDT", True, "the person did not vote in time"),
+    ]
+    with pytest.raises(InvalidState):
+        human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
