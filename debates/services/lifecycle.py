@@ -44,6 +44,7 @@ from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, Strategy
+from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
 
@@ -352,9 +353,13 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 
 def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]:
-    """Return the fields that store ``snapshot`` on ``debate``."""
+    """Return the fields that store ``snapshot`` on ``debate``, with its two prompt
+    renderings (made here once, not at every step)."""
+    stored = snapshot.to_dict()
     return {
-        "market_snapshot": snapshot.to_dict(),
+        "market_snapshot": stored,
+        "market_text": market_text(stored),
+        "market_summary": market_summary(stored),
         "symbols": snapshot.symbols,
         "symbol": debate.symbol or snapshot.symbols[0],
     }

@@ -60,8 +60,8 @@ def _label(participant: Participant) -> str:
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
     settings (the model-call cache mode among them), its seats in speaking order, and its
-    market snapshot with the snapshot's two prompt renderings (each made when first
-    asked for)."""
+    market snapshot with the snapshot's two prompt renderings (stored by the prepare
+    step; made here only for a debate prepared before they were stored)."""
 
     def __init__(
         self,
@@ -73,6 +73,7 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        rendered: tuple[str, str] = ("", ""),
     ) -> None:
         self.debate_id = debate_id
         self.owner_id = owner_id
@@ -82,6 +83,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self._text, self._summary = rendered
 
     def seat(self, participant_id: int) -> Participant:
         for seat in self.seats:
@@ -91,11 +93,11 @@ class _Cast:
 
     @functools.cached_property
     def market_text(self) -> str:
-        return market_text(self.snapshot)
+        return self._text or market_text(self.snapshot)
 
     @functools.cached_property
     def market_summary(self) -> str:
-        return market_summary(self.snapshot)
+        return self._summary or market_summary(self.snapshot)
 
 
 def _cast(debate: dict, seats: list[Participant]) -> _Cast:
@@ -109,6 +111,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        (debate["market_text"], debate["market_summary"]),
     )
 
 
@@ -152,6 +155,8 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "market_text",
+    "market_summary",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
