@@ -39,6 +39,7 @@ from debates.models import (
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
 from debates.services import transitions
+from debates.services.transitions import PREPARE_KEY
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
@@ -365,9 +366,6 @@ def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]
     }
 
 
-PREPARE_KEY = (PREPARE, None, None)
-
-
 def debate_prepare(*, debate_id: int) -> bool:
     """Run the prepare step of an active debate: build and store its market snapshot
     unless it has one. Say whether the debate may go on.
@@ -401,14 +399,12 @@ def debate_prepare(*, debate_id: int) -> bool:
                     debate_id=debate_id, step="snapshot", code="market_data", message=failure
                 )
             return False
-        stored = Debate.objects.filter(
-            pk=debate_id, status__in=ACTIVE_STATUSES, market_snapshot__isnull=True
-        ).update(**_snapshot_fields(debate, snapshot))
-        if stored:
-            with events.together(debate_id):
-                transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
-                if debate.current_round == 1:
-                    events.round_started(debate_id, 1)
+        with events.together(debate_id):
+            stored = transitions.prepared(
+                debate_id=debate_id, fields=_snapshot_fields(debate, snapshot)
+            )
+            if stored and debate.current_round == 1:
+                events.round_started(debate_id, 1)
     return True
 
 

@@ -538,16 +538,19 @@ def _store_ballot(now: _Now, outcome: CallOutcome) -> None:
                     )
                 for vote in votes:
                     events.vote_stored(vote)
-                # The plan moved on by a step: announced from what this step holds (the
-                # turns do not change while the debate votes) and the ballots stored.
-                ballots = Ballot.objects.filter(debate_id=cast.debate_id).order_by()
-                plan = plan_of(
-                    locked,
-                    seats=cast.seats,
-                    turns=[(said.round, said.participant.pk, said.status) for said in now.spoken],
-                    ballots=ballots.values_list("participant_id", "status"),
-                )
-                events.status_changed(locked, plan)
+                if locked.steps_released is not None:
+                    # A held debate may stop after this vote: its state says so,
+                    # announced from what this step holds (the turns do not change
+                    # while the debate votes) and the ballots stored. In the automatic
+                    # pace the vote events tell the same.
+                    ballots = Ballot.objects.filter(debate_id=cast.debate_id).order_by()
+                    plan = plan_of(
+                        locked,
+                        seats=cast.seats,
+                        turns=[(s.round, s.participant.pk, s.status) for s in now.spoken],
+                        ballots=ballots.values_list("participant_id", "status"),
+                    )
+                    events.status_changed(locked, plan)
     except IntegrityError:
         if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
             raise
