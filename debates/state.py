@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from debates.engine.judge import JUDGE_OPTION
 from debates.engine.plan import (
     CONSENSUS,
     DONE,
@@ -50,6 +51,9 @@ STATE_COLUMNS = (
     "pace",
     "steps_released",
     "step_outcomes",
+    "judge_model",
+    "human_due_at",
+    "human_turn_timeout_minutes",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on
@@ -98,6 +102,7 @@ def plan_settings(debate: Debate, seats: Iterable[Participant] | None = None) ->
         max_rounds=debate.max_rounds,
         seats=tuple(Seat(seat.pk, getattr(seat, "kind", MODEL_SEAT)) for seat in seats),
         auto_execute=debate.auto_execute,
+        options={JUDGE_OPTION: debate.judge_model_id is not None},
     )
 
 

@@ -239,6 +239,12 @@ class Execution(models.Model):
         help_text="Values the risk limits changed: [{field, requested, applied, reason}].",
     )
     error = models.TextField(blank=True)
+    staleness = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The staleness check before it was recorded: the decision's age and its "
+        "price's drift since the snapshot, against the strategy's limits.",
+    )
     lease_until = models.DateTimeField(
         null=True,
         blank=True,

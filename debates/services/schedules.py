@@ -77,7 +77,11 @@ FIELDS = (
     "enabled",
     "replay_as_of",
     "cache",
+    "daily_token_budget",
+    "daily_token_cap",
+    "weighting",
 )
+BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         trader=values["trader"],
         as_of=values["replay_as_of"],
         cache=values["cache"],
+        weighting=values["weighting"],
     )
     cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
@@ -140,6 +145,12 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
             errors.setdefault(name, []).extend(messages)
     if not isinstance(values["enabled"], bool):
         errors["enabled"] = ["Must be true or false."]
+    for name in BUDGET_FIELDS:
+        tokens = values[name]
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
+            errors[name] = ["Must be a number of tokens (0 or more), or null for none."]
     if errors:
         # The same code as for a debate: not_enough_participants when seats are missing.
         raise type(input_refusal(data))(fields=errors)
@@ -156,6 +167,8 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "enabled": values["enabled"],
         "replay_as_of": cleaned["as_of"],
         "cache": cleaned["cache"],
+        **{name: values[name] for name in BUDGET_FIELDS},
+        "weighting": cleaned["weighting"],
     }
 
 
@@ -409,6 +422,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         trader=schedule.trader_id,
         as_of=schedule.replay_as_of,
         cache=schedule.cache,
+        weighting=schedule.weighting,
         schedule_id=schedule.pk,
     )
 

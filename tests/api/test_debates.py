@@ -339,7 +339,12 @@ def test_detail_shows_participants_messages_votes_and_decisions(api, user):
     detail = response.json()
     assert set(detail) >= DETAIL_KEYS
     assert set(detail["messages"][0]) >= MESSAGE_KEYS
-    assert detail["messages"][0]["usage"] == {"prompt_tokens": 120, "completion_tokens": 80}
+    assert detail["messages"][0]["usage"] == {
+        "prompt_tokens": 120,
+        "completion_tokens": 80,
+        "cached_input_tokens": 0,
+        "cost_usd": "0",
+    }
     assert set(detail["votes"][0]) >= VOTE_KEYS
     assert set(detail["decisions"][0]) >= DECISION_KEYS
     assert detail["decisions"][0]["execution"]["id"] == execution.pk

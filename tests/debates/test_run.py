@@ -199,6 +199,7 @@ def test_every_participant_failing_fails_the_debate_with_a_reason(celery_worker,
         "user_action_required": False,
         "can_advance": False,
         "available_actions": ["retry_step", "retry", "delete"],
+        "human_due_at": None,
         "error": finished.error,
     }
     # the plan: prepared, every opening failed, the rest still to run after a retry
