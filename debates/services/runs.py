@@ -124,14 +124,16 @@ def _unread(step: Signature) -> Signature:
     return step.set(ignore_result=True)
 
 
-def run_enqueue(*, debate_id: int, state: Debate | None = None) -> None:
-    """Send the released steps of a debate not run yet to the workers on commit.
+def run_enqueue(*, debate_id: int, state: Debate | None = None) -> bool:
+    """Send the released steps of a debate not run yet to the workers on commit; say
+    whether there was any (a debate held before its next step has none).
 
     ``state``: the debate as ``debates.selectors.debate_state`` has just read it.
     """
     plan = run_plan(debate=state if state is not None else debate_state(debate_id=debate_id))
     if plan is not None:
         send_on_commit(plan)
+    return plan is not None
 
 
 def unfinished_runs() -> Q:
@@ -150,8 +152,9 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
 
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
-    asked twice, and a completed debate's execution step is idempotent. Return the ids
-    of the debates resumed.
+    asked twice, and a completed debate's execution step is idempotent. A debate with no
+    step to send (held before its next step) is left as it is. Return the ids of the
+    debates resumed.
     """
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
@@ -165,10 +168,11 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
             if not claimed:
                 continue
         with transaction.atomic():
+            if not run_enqueue(debate_id=debate_id):
+                continue  # held before its next step (the manual pace), or waiting
             debate = Debate.objects.get(pk=debate_id)
             logger.warning(
                 "resuming debate %s (%s, round %s)", debate_id, debate.status, debate.current_round
             )
-            run_enqueue(debate_id=debate_id)
         resumed.append(debate_id)
     return resumed

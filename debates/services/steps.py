@@ -64,9 +64,9 @@ def _label(participant: Participant) -> str:
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
     settings (the model-call cache mode and whether it has a judge among them), its seats
-    in speaking order, and its
-    market snapshot with the snapshot's two prompt renderings (each made when first
-    asked for)."""
+    in speaking order, and its market snapshot with the snapshot's two prompt renderings
+    (stored by the prepare step; made here only for a debate prepared before they were
+    stored)."""
 
     def __init__(
         self,
@@ -78,6 +78,7 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        rendered: tuple[str, str] = ("", ""),
         *,
         judged: bool = False,
     ) -> None:
@@ -89,6 +90,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self._text, self._summary = rendered
         self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
@@ -99,11 +101,11 @@ class _Cast:
 
     @functools.cached_property
     def market_text(self) -> str:
-        return market_text(self.snapshot)
+        return self._text or market_text(self.snapshot)
 
     @functools.cached_property
     def market_summary(self) -> str:
-        return market_summary(self.snapshot)
+        return self._summary or market_summary(self.snapshot)
 
 
 def _cast(debate: dict, seats: list[Participant]) -> _Cast:
@@ -117,6 +119,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        (debate["market_text"], debate["market_summary"]),
         judged=debate["judge_model_id"] is not None,
     )
 
@@ -161,6 +164,8 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "market_text",
+    "market_summary",
     "judge_model_id",
     "auto_execute",
     "steps_released",
@@ -617,22 +622,26 @@ def ballot_record(
                     )
                 for vote in votes:
                     events.vote_stored(vote)
-                # The plan moved on by a step: announced from the turns (they do not
-                # change while the debate votes) and the ballots stored.
-                turns = Message.objects.filter(debate_id=debate_id).order_by()
-                ballots = list(
-                    Ballot.objects.filter(debate_id=debate_id)
-                    .order_by()
-                    .values_list("participant_id", "status")
-                )
-                plan = plan_of(
-                    locked,
-                    seats=seats,
-                    turns=turns.values_list("round", "participant_id", "status"),
-                    ballots=ballots,
-                )
-                events.status_changed(locked, plan)
-            person = any(seat.is_human for seat in seats)
+                person = any(seat.is_human for seat in seats)
+                ballots: list[tuple[int, str]] = []
+                if locked.steps_released is not None or person:
+                    # The debate may stop after this vote (held, or waiting for a
+                    # person's): its state says so, with the plan announced from the
+                    # turns (they do not change while the debate votes) and the ballots
+                    # stored. In the automatic pace the vote events tell the same.
+                    turns = Message.objects.filter(debate_id=debate_id).order_by()
+                    ballots = list(
+                        Ballot.objects.filter(debate_id=debate_id)
+                        .order_by()
+                        .values_list("participant_id", "status")
+                    )
+                    plan = plan_of(
+                        locked,
+                        seats=seats,
+                        turns=turns.values_list("round", "participant_id", "status"),
+                        ballots=ballots,
+                    )
+                    events.status_changed(locked, plan)
             if person and len(ballots) == len(seats):
                 run_enqueue(debate_id=debate_id)
             return ballot

@@ -84,3 +84,16 @@ def test_a_completed_debate_whose_execution_step_never_ran_is_resumed_with_it_al
 def test_beat_looks_every_third_of_the_setting() -> None:
     schedule = "settings.CELERY_BEAT_SCHEDULE['debates-resume-stale']['schedule']"
     assert setting_in_process(schedule, DEBATE_STALE_AFTER_S="12") == "4"
+
+
+def test_a_debate_held_before_its_next_step_is_left_alone(settings, make_debate, sent) -> None:
+    # given a manual debate held after its prepare step, quiet for long
+    settings.DEBATE_STALE_AFTER_S = 12
+    debate = make_debate(pace="manual")
+    debate_start(debate_id=debate.pk)
+    Debate.objects.filter(pk=debate.pk).update(step_outcomes={"prepare": {"status": "done"}})
+    _quiet_for(debate, 20)
+    sent.clear()
+    # when the watchdog looks, then it sends nothing: the debate waits for advance
+    assert debates_resume_stale() == []
+    assert sent == []

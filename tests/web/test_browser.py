@@ -423,3 +423,37 @@ def test_the_page_shows_the_judges_summaries_and_scores_live(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=ARTIFACTS / "arena-judge.png", full_page=True)
+
+
+def test_a_manual_debate_waits_on_the_page_for_continue(open_page, server, worker, user, arena):
+    from playwright.sync_api import expect
+
+    # given a two-seat, two-round debate in the manual pace, open on the page
+    seats = [
+        {"ai_model": model.pk, "personality": personality}
+        for model, personality in zip(arena["models"][:2], SEATS[:2], strict=True)
+    ]
+    debate = debate_create(
+        owner=user,
+        data=DebateInput(
+            name="Step by step",
+            strategy=arena["strategy"].pk,
+            symbol="BTCUSDT",
+            max_rounds=2,
+            participants=seats,
+            pace="manual",
+        ),
+    )
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    # when it is started, then it stops after its prepare step with a Continue button
+    page.click('#debate-actions [data-action="start"]')
+    proceed = page.locator('#debate-actions [data-action="advance"]')
+    expect(proceed).to_have_text("Continue", timeout=30_000)
+    assert not Message.objects.filter(debate=debate).exists()
+    # and each click runs one more step: the first opening, then the second
+    for expected in (1, 2):
+        proceed.click()
+        expect(page.locator("[data-message-id]")).to_have_count(expected, timeout=30_000)
+        expect(proceed).to_be_visible(timeout=30_000)
+        assert Message.objects.filter(debate=debate).count() == expected

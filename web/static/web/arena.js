@@ -22,7 +22,11 @@
     open_long: "LONG", open_short: "SHORT", close_long: "CLOSE LONG",
     close_short: "CLOSE SHORT", hold: "HOLD", wait: "WAIT",
   };
-  const ACTION_BUTTONS = { start: "Start", cancel: "Cancel", retry: "Retry", delete: "Delete" };
+  const ACTION_BUTTONS = {
+    start: "Start", advance: "Continue", retry_step: "Retry step", cancel: "Cancel",
+    retry: "Retry", delete: "Delete",
+  };
+  const PRIMARY_ACTIONS = new Set(["start", "advance", "retry"]);
   const STREAM_STATES = {
     idle: "", connecting: "connecting…", live: "● live", reconnecting: "reconnecting…",
   };
@@ -258,7 +262,7 @@
     const actions = debate.available_actions.filter((action) => ACTION_BUTTONS[action]);
     $("#debate-actions").replaceChildren(...actions.map((action) => h("button", {
       type: "button",
-      class: action === "start" || action === "retry" ? "primary" : "secondary",
+      class: PRIMARY_ACTIONS.has(action) ? "primary" : "secondary",
       "data-action": action,
       text: ACTION_BUTTONS[action],
       onclick: () => runAction(action),
@@ -281,7 +285,8 @@
         navigate(null);
         return;
       }
-      const detail = await api("POST", `debates/${debate.id}/${action}`);
+      const path = action.replace("_", "-");  // retry_step: POST .../retry-step
+      const detail = await api("POST", `debates/${debate.id}/${path}`);
       if (state.debate && state.debate.id === detail.id) applyState(detail);
     } catch (error) {
       showDebateError(error.message);
