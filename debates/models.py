@@ -106,15 +106,15 @@ ACTIVE_STATUSES = (DebateStatus.RUNNING, DebateStatus.VOTING)
 TERMINAL_STATUSES = (DebateStatus.COMPLETED, DebateStatus.CANCELLED, DebateStatus.FAILED)
 
 
+DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES = 30
+MAX_HUMAN_TURN_TIMEOUT_MINUTES = 24 * 60
+
+
 class Pace(models.TextChoices):
     """How a debate moves from one step of its plan to the next."""
 
     AUTO = "auto", "Automatic"
     MANUAL = "manual", "Manual: each step waits for advance"
-
-
-DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES = 30
-MAX_HUMAN_TURN_TIMEOUT_MINUTES = 24 * 60
 
 
 class DebatePhase(models.TextChoices):

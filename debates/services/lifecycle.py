@@ -268,12 +268,12 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
-    values["human_turn_timeout_minutes"] = _int_in(
-        data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
-    )
     if data.pace not in Pace.values:
         data.refuse("pace", f"One of {', '.join(Pace.values)}.")
     values["pace"] = data.pace
+    values["human_turn_timeout_minutes"] = _int_in(
+        data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
+    )
     values["seats"] = _seats(owner, data, humans=humans)
     return values
 
