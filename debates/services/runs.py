@@ -136,7 +136,8 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
 
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
-    asked twice. Return the ids of the debates resumed.
+    asked twice. A debate with no step to send (it waits for a person, or is held for
+    ``advance``) is left as it is. Return the ids of the debates resumed.
     """
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
@@ -150,10 +151,13 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
             if not claimed:
                 continue
         with transaction.atomic():
-            debate = Debate.objects.get(pk=debate_id)
+            debate = debate_state(debate_id=debate_id)
+            plan = run_plan(debate=debate)
+            if plan is None:
+                continue  # it waits for a person, or for advance: nothing to resume
             logger.warning(
                 "resuming debate %s (%s, round %s)", debate_id, debate.status, debate.current_round
             )
-            run_enqueue(debate_id=debate_id)
+            send_on_commit(plan)
         resumed.append(debate_id)
     return resumed
