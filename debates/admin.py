@@ -17,7 +17,7 @@ from debates.models import (
     Schedule,
     Vote,
 )
-from debates.services.human import waiting_for_person
+from debates.selectors import waiting_for_person
 from debates.services.schedules import (
     schedule_check,
     schedule_create,

@@ -5,11 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
 from django_eventstream import get_current_event_id
 
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
-from debates.models import Ballot, Debate, Decision, Message, Participant, Vote
+from debates.models import (
+    ACTIVE_STATUSES,
+    Ballot,
+    Debate,
+    DebateStatus,
+    Decision,
+    Message,
+    Participant,
+    Vote,
+)
 from debates.state import STATE_COLUMNS
 
 # What the plan of steps reads of a debate's turns and ballots (``debates.state``).
@@ -93,3 +103,12 @@ def debate_representation(*, debate_id: int, owner: Any | None = None) -> dict[s
     event_id = debate_event_id(debate_id=debate_id)
     debate = debate_get(debate_id=debate_id, owner=owner)
     return DebateDetailSerializer(debate, context={"event_id": event_id}).data
+
+
+def waiting_for_person(debate: Debate) -> str:
+    """Return what ``debate`` waits for from the person, and until when ("" for nothing)."""
+    if debate.human_due_at is None or debate.status not in ACTIVE_STATUSES:
+        return ""
+    what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
+    until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
+    return f"the person's {what}, until {until}"
