@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from debates.models import CacheMode
+from debates.models import CacheMode, Weighting
 from strategies.models import PromptVariant
 
 
@@ -62,6 +62,12 @@ class Backtest(models.Model):
     slippage_bps = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
     coins = models.CharField(max_length=7, choices=CoinScope.choices, default=CoinScope.PRIMARY)
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.USE)
+    weighting = models.CharField(
+        max_length=12,
+        choices=Weighting.choices,
+        default=Weighting.CONFIDENCE,
+        help_text="Each step's debate's weighting; the report shows both rules either way.",
+    )
 
     status = models.CharField(
         max_length=10, choices=BacktestStatus.choices, default=BacktestStatus.PENDING

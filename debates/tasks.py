@@ -7,6 +7,7 @@ after; everything else the service records itself, so a task never fails a chain
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -89,6 +90,33 @@ def vote_run_task(self, debate_id: int, participant_id: int) -> None:
         raise self.retry(countdown=exc.retry_after) from exc
     except DATABASE_ERRORS as exc:
         raise retry_on_fresh_connection(self, exc) from exc
+
+
+def _model_step(task: Any, run: Callable[[], None]) -> None:
+    """Run a step that calls a model under ``task``'s retry policy."""
+    try:
+        run()
+    except StepDeferred as exc:
+        raise task.retry(countdown=exc.retry_after) from exc
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(task, exc) from exc
+
+
+@shared_task(name="debates.judge_round", **STEP_OPTIONS)
+def judge_round_task(self, debate_id: int, round_number: int) -> None:
+    """Have the debate's judge summarise one round."""
+    _model_step(
+        self,
+        lambda: services.judge_round_run(
+            debate_id=debate_id, round_number=round_number, holder=self.request.id
+        ),
+    )
+
+
+@shared_task(name="debates.judge_final", **STEP_OPTIONS)
+def judge_final_task(self, debate_id: int) -> None:
+    """Have the debate's judge score every participant after the votes."""
+    _model_step(self, lambda: services.judge_final_run(debate_id=debate_id, holder=self.request.id))
 
 
 @shared_task(name="debates.consensus_finalize", **BRIEF_STEP_OPTIONS)

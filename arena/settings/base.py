@@ -235,6 +235,10 @@ CELERY_TASK_ROUTES = ("debates.routing.route_step",)
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
 
+# The consensus weightings that read more than the ballots: weighting -> the function
+# returning each voter's multiplier for a debate (debates.services.consensus).
+CONSENSUS_VOTER_WEIGHTS = {"calibrated": "evaluations.selectors.calibrated_voter_weights"}
+
 # --- Model calls --------------------------------------------------------------------------
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
@@ -322,6 +326,8 @@ SPECTACULAR_SETTINGS = {
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
         "BacktestStatusEnum": "backtests.models.BacktestStatus",
+        "JudgeCallKindEnum": "debates.models.JudgeCallKind",
+        "SeatKindEnum": "debates.models.SeatKind",
     },
 }
 

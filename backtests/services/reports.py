@@ -10,22 +10,24 @@ time the run spent.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import accumulate
 from typing import Any
-
-from django.db.models import Count, Q, Sum
 
 from backtests.engine.portfolio import Intent, Trade
 from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
 from backtests.engine.tape import Tape
 from backtests.models import Backtest, BacktestStep
-from debates.engine.consensus import ConsensusLimits
+from debates.engine.consensus import ConsensusLimits, calibrated_weight
 from debates.engine.digest import participant_label
 from debates.engine.types import Action, CoinDecision
-from debates.models import Ballot, DebateStatus, Decision, Message, StepStatus, Vote
+from debates.models import DebateStatus, Decision, Message, StepStatus, Vote
+from debates.providers.pricing import usd_text
+from debates.selectors import spend_of
 from evaluations import selectors
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
@@ -88,6 +90,30 @@ def _steps(backtest: Backtest) -> list[StepRecord]:
     return records
 
 
+def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecord]:
+    """Return ``steps`` with each seat's calibrated weight at its step: from the reviews
+    of the seat's model and personality known by the step's instant (one query)."""
+    seats = [
+        (participant_label(order + 1), (seat["ai_model"], seat["personality"]))
+        for order, seat in enumerate(backtest.participants)
+    ]
+    history = selectors.voter_history([voter for _, voter in seats], until=backtest.end)
+    known = {
+        voter: ([to_ms(at) for at, _ in judged], list(accumulate(right for _, right in judged)))
+        for voter, judged in history.items()
+    }
+
+    def weights(at_ms: int) -> dict[str, float]:
+        found = {}
+        for label, voter in seats:
+            times, rights = known[voter]
+            reviewed = bisect_right(times, at_ms)
+            found[label] = calibrated_weight(rights[reviewed - 1] if reviewed else 0, reviewed)
+        return found
+
+    return [replace(step, weights=weights(step.at_ms)) for step in steps]
+
+
 def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
     symbols = {step.primary for step in steps if step.primary}
     if backtest.coins == "all":
@@ -98,25 +124,17 @@ def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
 
 
 def _usage(backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
-    """Return the model calls, cache hits, tokens and seconds the run spent."""
-    totals = {"calls": 0, "cached": 0, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for model in (Message, Ballot):
-        found = model.objects.filter(debate__backtest_step__backtest=backtest).aggregate(
-            calls=Count("pk", filter=Q(cached=False)),
-            cached=Count("pk", filter=Q(cached=True)),
-            attempts=Sum("attempts"),
-            prompt_tokens=Sum("prompt_tokens"),
-            completion_tokens=Sum("completion_tokens"),
-        )
-        for key in totals:
-            totals[key] += found[key] or 0
+    """Return the model calls, cache hits, tokens, cost and seconds the run spent."""
+    spend = spend_of(debate__backtest_step__backtest=backtest)
     started = backtest.started_at or backtest.created_at
     return {
-        "model_calls": totals["calls"],
-        "cached_calls": totals["cached"],
-        "attempts": totals["attempts"],
-        "prompt_tokens": totals["prompt_tokens"],
-        "completion_tokens": totals["completion_tokens"],
+        "model_calls": spend.calls,
+        "cached_calls": spend.cached_calls,
+        "attempts": spend.attempts,
+        "prompt_tokens": spend.prompt_tokens,
+        "completion_tokens": spend.completion_tokens,
+        "cached_input_tokens": spend.cached_input_tokens,
+        "cost_usd": usd_text(spend.cost_usd),
         "seconds": round((finished_at - started).total_seconds(), 3),
     }
 
@@ -160,7 +178,7 @@ def _rule(run: RuleRun) -> dict[str, Any]:
 
 def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
     """Return the report of ``backtest``, every step of which has ended."""
-    steps = _steps(backtest)
+    steps = _with_weights(backtest, _steps(backtest))
     strategy = backtest.strategy
     consensus_limits = (
         ConsensusLimits.by_major(
@@ -210,6 +228,11 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         "usage": _usage(backtest, finished_at),
         "ledger": selectors.ledger(_scope(backtest)).to_dict(),
         "calibration": selectors.calibration(_scope(backtest)),
+        "monitors": selectors.monitor_report(_scope(backtest)),
+        "leakage": selectors.contamination(
+            start=backtest.start,
+            ai_model_ids=[seat["ai_model"] for seat in backtest.participants],
+        ),
     }
 
 

@@ -25,7 +25,7 @@ from arena.apis import (
     validate,
 )
 from debates.apis.debates import ParticipantInputSerializer
-from debates.models import CacheMode, Schedule
+from debates.models import CacheMode, Schedule, Weighting
 from debates.services.schedules import (
     schedule_create,
     schedule_delete,
@@ -65,6 +65,9 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "enabled",
             "replay_as_of",
             "cache",
+            "daily_token_budget",
+            "daily_token_cap",
+            "weighting",
             "last_fired_at",
             "last_debate",
             "run_count",
@@ -103,6 +106,24 @@ class ScheduleInputSerializer(StrictSerializer):
         choices=CacheMode.choices,
         required=False,
         help_text="The model-call cache of each firing's debate: off (default), use, refresh.",
+    )
+    daily_token_budget = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="Tokens a UTC day past which a firing's debate runs lighter.",
+    )
+    daily_token_cap = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="Tokens a UTC day past which no model call of the schedule starts.",
+    )
+    weighting = StrictChoiceField(
+        choices=Weighting.choices,
+        required=False,
+        help_text="How votes weigh in the consensus: confidence (default) or calibrated "
+        "(confidence x the voter's shrunk hit rate from earlier reviews).",
     )
 
 

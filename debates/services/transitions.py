@@ -13,6 +13,7 @@ Call these inside ``transaction.atomic()``: the event goes out when the change c
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -22,9 +23,17 @@ from django.utils import timezone
 from debates import events
 from debates.engine.plan import Plan
 from debates.locks import lock_debate
-from debates.models import ACTIVE_STATUSES, Debate, DebatePhase, DebateStatus, Pace, SeatKind
+from debates.models import (
+    ACTIVE_STATUSES,
+    Debate,
+    DebatePhase,
+    DebateStatus,
+    Pace,
+    Participant,
+    SeatKind,
+)
 from debates.selectors import debate_state
-from debates.state import ACTION_SOURCES, debate_plan, outcome_name
+from debates.state import ACTION_SOURCES, debate_plan, outcome_name, plan_of
 
 logger = logging.getLogger(__name__)
 
@@ -100,27 +109,31 @@ def start(*, debate_id: int, pace: str) -> Debate | None:
 
 def turn_taken(
     *,
-    debate_id: int,
+    debate: Debate,
     round_number: int,
-    status: str,
-    phase: str,
-    current_round: int,
-    speaker_id: int | None,
-) -> Debate | None:
+    seats: Iterable[Participant],
+    turns: Iterable[tuple[int, int, str]],
+) -> bool:
     """Record where a running debate is after a turn of round ``round_number``: the next
-    speaker, the next round, or the votes after the last round."""
-    return _announced(
-        _moved(
-            debate_id,
-            (DebateStatus.RUNNING,),
-            where=Q(current_round__gte=round_number),
-            status=status,
-            phase=phase,
-            current_round=current_round,
-            current_speaker_id=speaker_id,
-        ),
-        debate_id,
+    speaker, the next round, or the votes after the last round.
+
+    ``debate`` is the state read under the debate's row lock with the turn's changes
+    applied (status, phase, current round and speaker); ``seats`` and ``turns`` (round,
+    participant id, status) are what the step holds of the debate, so the state is
+    announced, its plan with it, without reading it back. Say whether it moved.
+    """
+    moved = _moved(
+        debate.pk,
+        (DebateStatus.RUNNING,),
+        where=Q(current_round__gte=round_number),
+        status=debate.status,
+        phase=debate.phase,
+        current_round=debate.current_round,
+        current_speaker_id=debate.current_speaker_id,
     )
+    if moved:
+        events.status_changed(debate, plan_of(debate, seats=seats, turns=turns))
+    return moved
 
 
 def complete(*, debate_id: int) -> Debate | None:

@@ -12,9 +12,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
-  const csrfToken = document.querySelector("[name=csrfmiddlewaretoken]").value;
-  const $ = (selector, root) => (root || document).querySelector(selector);
-  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
     "consensus", "execution", "error"];
@@ -50,22 +48,6 @@
 
   // --- Small helpers ----------------------------------------------------------------------
 
-  /** Build an element: h("p", {class: "x", text: "hi"}, child, [children], null). */
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "text") el.textContent = value;
-      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) el.append(child);
-    }
-    return el;
-  }
-
-  const missing = (value) => value === null || value === undefined;
   const pct = (fraction) => (missing(fraction) ? "–"
     : `${Number((Number(fraction) * 100).toFixed(1))}%`);
   const conf = (value) => (missing(value) ? "–" : `${Math.round(value)}%`);
@@ -102,43 +84,6 @@
     const chosen = select.value;
     select.replaceChildren(...options.map(([value, text]) => h("option", { value, text })));
     if (options.some(([value]) => String(value) === chosen)) select.value = chosen;
-  }
-
-  // --- The REST API -----------------------------------------------------------------------
-
-  class ApiError extends Error {
-    constructor(status, body) {
-      super((body && body.message) || `The server answered ${status}.`);
-      this.status = status;
-      this.fields = (body && body.fields) || {};
-    }
-  }
-
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(`/api/${path}`, {
-      method, headers, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (response.status === 401) {
-      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
-    }
-    const data = response.status === 204 ? null : await response.json().catch(() => null);
-    if (!response.ok) throw new ApiError(response.status, data);
-    return data;
-  }
-
-  /** Return every item of a paginated list. */
-  async function apiList(path) {
-    const items = [];
-    for (let next = path; next;) {
-      const page = await api("GET", next);
-      items.push(...page.results);
-      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
-    }
-    return items;
   }
 
   async function loadTraders() {
@@ -905,6 +850,15 @@
     state.debates = (await api("GET", "debates")).results;
     renderSidebar();
     if (config.debateId) openDebate(config.debateId);
+    renderMonitorWarnings(await api("GET", "evaluations/monitors"));
+  }
+
+  // The monitors' warnings over the user's last debates: a model stuck on hold and
+  // wait, one that never opens, or answers that do not parse.
+  function renderMonitorWarnings(monitors) {
+    const warnings = (monitors && monitors.warnings) || [];
+    $("#monitor-warning-list").replaceChildren(...warnings.map((text) => h("li", { text })));
+    $("#monitor-warnings").hidden = !warnings.length;
   }
 
   start();
