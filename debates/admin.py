@@ -24,7 +24,7 @@ from debates.models import (
     TokenLedger,
     Vote,
 )
-from debates.services.human import waiting_for_person
+from debates.selectors import waiting_for_person
 from debates.services.schedules import (
     schedule_check,
     schedule_create,

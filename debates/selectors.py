@@ -13,6 +13,7 @@ from django.apps import apps
 from django.core.cache import cache
 from django.db.models import Count, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
 from django_eventstream import get_current_event_id
 from django_eventstream.models import EventCounter
 from django_eventstream.utils import make_id
@@ -21,9 +22,11 @@ from rest_framework.utils.encoders import JSONEncoder
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
 from debates.models import (
+    ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     Ballot,
     Debate,
+    DebateStatus,
     Decision,
     JudgeCall,
     JudgeScore,
@@ -269,3 +272,12 @@ def spend_by_day(*, days: int, today: date | None = None, **lookups: Any) -> lis
 def debate_spend(*, debate_id: int) -> Spend:
     """Return what one debate's calls used and cost."""
     return spend_of(debate_id=debate_id)
+
+
+def waiting_for_person(debate: Debate) -> str:
+    """Return what ``debate`` waits for from the person, and until when ("" for nothing)."""
+    if debate.human_due_at is None or debate.status not in ACTIVE_STATUSES:
+        return ""
+    what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
+    until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
+    return f"the person's {what}, until {until}"

@@ -37,7 +37,6 @@ from debates.models import (
     ACTIVE_STATUSES,
     Ballot,
     Debate,
-    DebateStatus,
     Message,
     ParseStatus,
     Participant,
@@ -79,15 +78,6 @@ class _Waiting:
     seats: tuple[Participant, ...]
     seat: Participant
     step: Step | None
-
-
-def waiting_for_person(debate: Debate) -> str:
-    """Return what ``debate`` waits for from the person, and until when ("" for nothing)."""
-    if debate.human_due_at is None or debate.status not in ACTIVE_STATUSES:
-        return ""
-    what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
-    until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
-    return f"the person's {what}, until {until}"
 
 
 def _owned(debate_id: int, owner: Any | None) -> None:

@@ -153,8 +153,8 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
     asked twice, and a completed debate's execution step is idempotent. A debate with no
-    step to send (held before its next step) is left as it is. Return the ids of the
-    debates resumed.
+    step to send (it waits for a person, or is held for ``advance``) is left as it is.
+    Return the ids of the debates resumed.
     """
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []

@@ -172,3 +172,59 @@ def test_steps_the_person_lets_pass_are_skipped_and_the_debate_goes_on(
     assert finished.human_due_at is None
     # and the models read the skipped turn as no answer
     assert "turn failed, no answer" in _prompts(llm, "round 2/2")[-1]
+
+
+def test_a_manual_pace_debate_waits_for_advance_and_for_the_person(api, user, llm, celery_worker):
+    # given a manual-pace debate with the person in the second seat
+    created = _create(api, user, llm, pace="manual")
+    debate_id = created["id"]
+    person = created["participants"][1]["id"]
+    api.post(f"/api/debates/{debate_id}/start")
+    # when the owner advances whenever the debate is held, and writes whenever it waits
+    done: list[str] = []
+
+    def settled() -> dict[str, Any] | None:
+        detail = _detail(api, debate_id)
+        ready = detail["can_advance"] or detail["user_action_required"]
+        return detail if ready or detail["status"] == "completed" else None
+
+    while True:
+        wait_for(lambda: settled() is not None, timeout=60)
+        detail = settled()
+        if detail["status"] == "completed":
+            break
+        if detail["user_action_required"]:
+            step = next(s for s in detail["steps"] if s["status"] == "waiting")
+            assert step["speaker"] == person
+            assert "advance" not in detail["available_actions"]
+            path = "votes" if step["kind"] == "voting" else "turns"
+            answer = _turn(
+                "" if path == "votes" else f"Round {step['round']} view.", "hold", "wait"
+            )
+            assert (
+                api.post(f"/api/debates/{debate_id}/{path}", answer, format="json").status_code
+                == 201
+            )
+            done.append(f"{path} {step['kind']}")
+        else:
+            step = detail["steps"][detail["current_step"]]
+            assert api.post(f"/api/debates/{debate_id}/advance").status_code == 200
+            done.append(f"advance to {step['kind']}")
+    # then each step ran after one advance, and the person's waited for them
+    assert done == [
+        "advance to opening",
+        "advance to opening",
+        "turns opening",
+        "advance to opening",
+        "advance to rebuttal",
+        "advance to rebuttal",
+        "turns rebuttal",
+        "advance to rebuttal",
+        "advance to voting",
+        "advance to voting",
+        "votes voting",
+        "advance to voting",
+        "advance to consensus",
+    ]
+    assert Message.objects.filter(debate_id=debate_id).count() == 6
+    assert len(llm.requests) == 6

@@ -3,9 +3,11 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
-from debates.models import Ballot, Message, Vote
+from debates.models import Ballot, Debate, Message, Vote
+from debates.services import debates_resume_stale, runs
 from debates.services.human import (
     human_step_skip,
     human_steps_expire,
@@ -335,3 +337,18 @@ def test_the_admin_shows_that_a_debate_waits_for_the_person(client, staff_user):
     expected = "the person&#x27;s turn, round 2, until 2026-01-05 12:00 UTC"
     assert expected in listing
     assert expected in page
+
+
+def test_the_watchdog_leaves_alone_a_debate_that_waits_only_for_the_person(monkeypatch):
+    # given two debates quiet for an hour in round 2: one waits for the person's rebuttal,
+    # the other for a model's
+    _debate(said=ROUND_1, current_round=2, phase="rebuttal")
+    stalled, _, _ = _debate(human_first=False, said=ROUND_1, current_round=2, phase="rebuttal")
+    Debate.objects.update(progressed_at=timezone.now() - timedelta(hours=1))
+    sent = []
+    monkeypatch.setattr(runs, "send_on_commit", sent.append)
+    # when the watchdog looks
+    resumed = debates_resume_stale()
+    # then only the model's step is sent again
+    assert resumed == [stalled.pk]
+    assert len(sent) == 1

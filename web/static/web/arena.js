@@ -467,8 +467,13 @@
     form.hidden = !owed || owed === state.sent;
     if (!owed) state.sent = "";
     if (form.hidden || owed === state.owed) return;
-    state.owed = owed;
     const debate = state.debate;
+    if (!debate.symbols.length) {
+      // The coins are chosen by the prepare step; status events do not carry them.
+      refreshCoins(debate);
+      return;
+    }
+    state.owed = owed;
     const voting = owed === "vote";
     clearErrors(form);
     form.reset();
@@ -484,6 +489,15 @@
     $("#human-turn-submit").textContent = voting ? "Submit vote" : "Submit turn";
     $("#human-turn-skip").hidden = !debate.available_actions.includes("skip_turn");
     $("#human-turn-coins").replaceChildren(...debate.symbols.map(humanCoinRow));
+  }
+
+  async function refreshCoins(debate) {
+    const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
+    if (!detail || state.debate !== debate || !detail.symbols.length) return;
+    debate.symbols = detail.symbols;
+    debate.symbol = detail.symbol;
+    renderHeader();
+    renderHumanTurn();
   }
 
   function humanCoinRow(symbol, index) {
