@@ -59,6 +59,9 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }
 _TO_SEND = frozenset({PENDING, RUNNING})
+# How late a completed debate's execution step is still resumed: a decision is not
+# traded on hours after its debate (nor are debates completed before the step existed).
+EXECUTION_RESUME_WITHIN = timedelta(hours=1)
 
 
 def stale_after() -> timedelta:
@@ -137,12 +140,14 @@ def run_enqueue(*, debate_id: int, state: Debate | None = None) -> bool:
 
 
 def unfinished_runs() -> Q:
-    """Return the debates with steps still to run: the active ones, and the completed
-    ones whose execution step (run after the consensus completed them) has recorded no
-    outcome yet."""
-    execution_unrecorded = Q(status=DebateStatus.COMPLETED, auto_execute=True) & ~Q(
-        step_outcomes__has_key=outcome_name((EXECUTION, None, None))
-    )
+    """Return the debates with steps still to run: the active ones, and the ones
+    completed within ``EXECUTION_RESUME_WITHIN`` whose execution step (run after the
+    consensus completed them) has recorded no outcome yet."""
+    execution_unrecorded = Q(
+        status=DebateStatus.COMPLETED,
+        auto_execute=True,
+        finished_at__gte=timezone.now() - EXECUTION_RESUME_WITHIN,
+    ) & ~Q(step_outcomes__has_key=outcome_name((EXECUTION, None, None)))
     return Q(status__in=ACTIVE_STATUSES) | execution_unrecorded
 
 

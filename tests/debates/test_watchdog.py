@@ -64,16 +64,18 @@ def test_a_finished_debate_is_never_resumed(make_debate, sent) -> None:
 def test_a_completed_debate_whose_execution_step_never_ran_is_resumed_with_it_alone(
     make_debate, sent
 ) -> None:
-    # given two completed debates that execute automatically, quiet for an hour: the
-    # worker of one died between its consensus and its execution step; the other's
-    # execution step recorded its outcome
-    lost, executed = make_debate(), make_debate()
-    Debate.objects.filter(pk__in=[lost.pk, executed.pk]).update(
-        status="completed", auto_execute=True
-    )
+    # given three debates that execute automatically, completed and quiet since: the
+    # worker of one died between its consensus and its execution step ten minutes ago;
+    # another's execution step recorded its outcome; the last completed two hours ago
+    lost, executed, old = make_debate(), make_debate(), make_debate()
+    for debate, minutes in ((lost, 10), (executed, 10), (old, 120)):
+        Debate.objects.filter(pk=debate.pk).update(
+            status="completed",
+            auto_execute=True,
+            finished_at=timezone.now() - timedelta(minutes=minutes),
+        )
+        _quiet_for(debate, minutes * 60)
     Debate.objects.filter(pk=executed.pk).update(step_outcomes={"execution": {"status": "done"}})
-    for debate in (lost, executed):
-        _quiet_for(debate, 3600)
     # when the watchdog looks, only the first is resumed, with its execution step alone
     assert debates_resume_stale() == [lost.pk]
     (canvas,) = sent
