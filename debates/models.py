@@ -99,11 +99,13 @@ class CacheMode(models.TextChoices):
     REFRESH = "refresh", "Refresh"
 
 
-class Weighting(models.TextChoices):
-    """How much each final vote weighs in the consensus (``debates.engine.consensus``)."""
+class DebateMode(models.TextChoices):
+    """Which model sits in each seat (``debates.services.modes``)."""
 
-    CONFIDENCE = "confidence", "Confidence"
-    CALIBRATED = "calibrated", "Confidence x the voter's shrunk hit rate"
+    CUSTOM = "custom", "Each seat its own model"
+    HOMOGENEOUS = "homogeneous", "One model in every seat"
+    TEMPERATURE = "temperature", "One model, the seats at temperatures over a range"
+    ADVERSARIAL = "adversarial", "Bullish seats on model A, bearish on B, the judge on C"
 
 
 class DebateStatus(models.TextChoices):
@@ -140,6 +142,14 @@ class DebatePhase(models.TextChoices):
     DONE = "done", "Done"
 
 
+class Weighting(models.TextChoices):
+    """How the consensus weighs each vote (``debates.engine.consensus.Weighting``)."""
+
+    CONFIDENCE = "confidence", "By confidence"
+    JUDGE = "judge", "By confidence times the judge's score"
+    CALIBRATED = "calibrated", "By confidence times the voter's shrunk hit rate"
+
+
 class Debate(models.Model):
     """One debate session: its settings, its state, and the market snapshot it saw."""
 
@@ -168,8 +178,37 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    judge_model = models.ForeignKey(
+        AIModel,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="judged_debates",
+        help_text="The judge's model: it summarises each round and scores the participants, "
+        "never votes. Empty: no judge.",
+    )
+    judge_count = models.PositiveSmallIntegerField(
+        default=1, help_text="How many judge calls score the participants: 1, or 3 (median)."
+    )
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
+    )
+    mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
+    mode_models = models.JSONField(
+        default=list, blank=True, help_text="The AI model ids the mode seats: [A], or [A, B, C]."
+    )
+    temperature_range = models.JSONField(
+        default=list, blank=True, help_text="[lowest, highest] of the temperature mode."
+    )
+    role_model_map = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{personality or "judge": ai_model id}, over the seats the mode gives.',
+    )
+    max_output_tokens = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Output caps per role: {"participants": n, "judge": n}, under each model\'s.',
     )
     human_turn_timeout_minutes = models.PositiveSmallIntegerField(
         default=DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -245,6 +284,9 @@ class Debate(models.Model):
                 name="debate_oi_limit_1_10",
             ),
             models.CheckConstraint(
+                condition=Q(judge_count__in=(1, 3)), name="debate_judge_count_1_or_3"
+            ),
+            models.CheckConstraint(
                 condition=Q(
                     human_turn_timeout_minutes__gte=1,
                     human_turn_timeout_minutes__lte=MAX_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -281,6 +323,9 @@ class Participant(models.Model):
     )
     personality = models.CharField(max_length=20, choices=Personality.choices)
     speak_order = models.PositiveSmallIntegerField()
+    temperature = models.FloatField(
+        null=True, blank=True, help_text="The seat's own temperature (the temperature mode)."
+    )
 
     class Meta:
         ordering = ["debate", "speak_order"]
@@ -329,11 +374,23 @@ class ParseStatus(models.TextChoices):
     NONE = "none", "No output"
 
 
+COST_FIELD = {"max_digits": 16, "decimal_places": 10}
+"""A cost in USD, to 1e-10 (``debates.providers.pricing.COST_PLACES``)."""
+
+
 class Usage(models.Model):
-    """Fields shared by every stored model call: usage, latency, the provider's id."""
+    """Fields shared by every stored model call: usage, cost, latency, the provider's id.
+
+    ``prompt_tokens`` counts all input; ``cached_input_tokens`` of it was served from the
+    provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
+    reported. ``cost_usd`` is what the call cost under the price table at the time.
+    """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(default=0, **COST_FIELD)
     latency_ms = models.PositiveIntegerField(default=0)
     request_id = models.CharField(max_length=120, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -402,6 +459,85 @@ class Ballot(Usage):
 
     def __str__(self) -> str:
         return f"ballot of {self.participant_id} ({self.status})"
+
+
+class JudgeCallKind(models.TextChoices):
+    ROUND_SUMMARY = "round_summary", "Round summary"
+    SCORES = "scores", "Scores"
+
+
+class JudgeCall(Usage):
+    """One call of a debate's judge: the prompt, the answer, and what was read from it.
+
+    ``round`` is the round summarised, or for ``scores`` the debate's last round;
+    ``judge`` tells three scoring judges apart (0, 1, 2). ``result`` is the parsed
+    answer (``RoundSummary.to_dict()`` or ``ScoreSheet.to_dict()``); a failed call has
+    ``status`` error and its ``error``.
+    """
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="judge_calls")
+    kind = models.CharField(max_length=13, choices=JudgeCallKind.choices)
+    round = models.PositiveSmallIntegerField()
+    judge = models.PositiveSmallIntegerField(default=0)
+    temperature = models.FloatField()
+    system = models.TextField(blank=True)
+    user = models.TextField(blank=True)
+    status = models.CharField(max_length=7, choices=StepStatus.choices, default=StepStatus.OK)
+    content = models.TextField(blank=True)
+    parse_status = models.CharField(
+        max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE
+    )
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "round", "kind", "judge"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "kind", "round", "judge"], name="judgecall_one_per_step"
+            ),
+            models.CheckConstraint(condition=Q(judge__lte=2), name="judgecall_judge_0_2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} round {self.round} judge {self.judge} ({self.status})"
+
+
+class JudgeScore(models.Model):
+    """A participant's final judge score: per rubric item the judges' median and a
+    sentence, the mean over 10 (0..1), the judges' agreement; or missing and why."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="judge_scores")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="judge_scores"
+    )
+    items = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    agreement = models.FloatField(null=True, blank=True)
+    judges = models.PositiveSmallIntegerField(default=0)
+    missing = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "participant__speak_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "participant"], name="judgescore_one_per_participant"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
+                name="judgescore_score_0_1",
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=False) | ~Q(missing=""),
+                name="judgescore_missing_has_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        shown = "missing" if self.score is None else f"{self.score:.2f}"
+        return f"judge score of {self.participant_id}: {shown}"
 
 
 class Action(models.TextChoices):
@@ -538,6 +674,12 @@ class Schedule(models.Model):
         help_text="Dataset replay: the as_of of the next firing, advanced by each firing.",
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    daily_token_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which a debate runs lighter."
+    )
+    daily_token_cap = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
@@ -571,6 +713,104 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TokenBudget(models.Model):
+    """A user's daily token budget and hard cap (prompt plus completion, per UTC day)."""
+
+    owner = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_budget"
+    )
+    daily_token_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which a debate runs lighter."
+    )
+    daily_token_cap = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"budget of {self.owner_id}"
+
+
+class TokenScope(models.TextChoices):
+    USER = "user", "User"
+    SCHEDULE = "schedule", "Schedule"
+
+
+class TokenLedger(models.Model):
+    """Tokens reserved and used on one UTC day by a user's or a schedule's model calls.
+
+    A call reserves its most tokens (``debates.services.budgets``) by one conditional
+    update that succeeds only under the cap, and settles to what it used once answered.
+    """
+
+    scope = models.CharField(max_length=8, choices=TokenScope.choices)
+    scope_id = models.PositiveBigIntegerField()
+    day = models.DateField()
+    used_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "scope_id", "day"], name="ledger_one_per_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.scope_id} on {self.day}: {self.used_tokens}"
+
+
+PRICE_FIELD = {"max_digits": 12, "decimal_places": 4}
+
+
+class ModelPrice(models.Model):
+    """The list price of one provider's model, in USD per million tokens.
+
+    A row with an empty ``model_name`` prices every model of its provider that has no
+    row of its own. Without any row a call is recorded at no cost. ``cache_write``
+    empty means writing to the prompt cache costs the input price.
+    """
+
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    model_name = models.CharField(
+        max_length=100, blank=True, help_text="Empty: any model of the provider without a row."
+    )
+    input_usd_per_mtok = models.DecimalField("input", **PRICE_FIELD)
+    cached_input_usd_per_mtok = models.DecimalField(
+        "cached input", help_text="Input served from the provider's prompt cache.", **PRICE_FIELD
+    )
+    output_usd_per_mtok = models.DecimalField("output", **PRICE_FIELD)
+    cache_write_usd_per_mtok = models.DecimalField(
+        "cache write", null=True, blank=True, **PRICE_FIELD
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    PRICE_COLUMNS = (
+        "input_usd_per_mtok",
+        "cached_input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "cache_write_usd_per_mtok",
+    )
+    """The prices, in the order of ``debates.providers.pricing.Price``."""
+
+    class Meta:
+        ordering = ["provider", "model_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "model_name"], name="modelprice_one_per_model"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    input_usd_per_mtok__gte=0,
+                    cached_input_usd_per_mtok__gte=0,
+                    output_usd_per_mtok__gte=0,
+                )
+                & (Q(cache_write_usd_per_mtok__isnull=True) | Q(cache_write_usd_per_mtok__gte=0)),
+                name="modelprice_not_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model_name or '*'}"
 
 
 class ModelAnswer(models.Model):

@@ -4,7 +4,7 @@ from django.urls import path
 
 from arena.apis import combine
 from debates import streams
-from debates.apis import ai_models, debates, human, schedules
+from debates.apis import ai_models, debates, human, schedules, spend
 
 urlpatterns = [
     path("debates", combine(debates.DebateListApi, debates.DebateCreateApi), name="debates"),
@@ -32,11 +32,6 @@ urlpatterns = [
         name="debate-retry-step",
     ),
     path(
-        "debates/<int:debate_id>/execute",
-        debates.DebateExecuteApi.as_view(),
-        name="debate-execute",
-    ),
-    path(
         "debates/<int:debate_id>/messages",
         debates.DebateMessageListApi.as_view(),
         name="debate-messages",
@@ -45,6 +40,11 @@ urlpatterns = [
         "debates/<int:debate_id>/turns",
         human.HumanTurnSubmitApi.as_view(),
         name="debate-turns",
+    ),
+    path(
+        "debates/<int:debate_id>/skip-turn",
+        human.HumanStepSkipApi.as_view(),
+        name="debate-skip-turn",
     ),
     path(
         "debates/<int:debate_id>/votes",
@@ -79,6 +79,12 @@ urlpatterns = [
         ),
         name="schedule",
     ),
+    path(
+        "schedules/<int:schedule_id>/spend",
+        spend.ScheduleSpendApi.as_view(),
+        name="schedule-spend",
+    ),
+    path("spend", spend.UserSpendApi.as_view(), name="spend"),
     path(
         "schedules/<int:schedule_id>/pause",
         schedules.SchedulePauseApi.as_view(),

@@ -76,6 +76,15 @@ class Trader(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.exchange})"
 
+    @property
+    def is_running(self) -> bool:
+        return self.status == TraderStatus.RUNNING
+
+    @property
+    def is_dataset_paper(self) -> bool:
+        """Say whether this is a paper account priced from the dataset (a replay's)."""
+        return self.exchange == Exchange.PAPER and self.market_source == "dataset"
+
 
 class PositionSide(models.TextChoices):
     LONG = "long", "Long"

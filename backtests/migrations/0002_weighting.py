@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='backtest',
             name='weighting',
-            field=models.CharField(choices=[('confidence', 'Confidence'), ('calibrated', "Confidence x the voter's shrunk hit rate")], default='confidence', help_text="Each step's debate's weighting; the report shows both rules either way.", max_length=12),
+            field=models.CharField(choices=[('confidence', 'By confidence'), ('judge', "By confidence times the judge's score"), ('calibrated', "By confidence times the voter's shrunk hit rate")], default='confidence', help_text="Each step's debate's weighting; the report shows both rules either way.", max_length=12),
         ),
     ]

@@ -18,8 +18,6 @@ from decimal import Decimal
 from itertools import accumulate
 from typing import Any
 
-from django.db.models import Count, Q, Sum
-
 from backtests.engine.portfolio import Intent, Trade
 from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
 from backtests.engine.tape import Tape
@@ -27,7 +25,9 @@ from backtests.models import Backtest, BacktestStep
 from debates.engine.consensus import ConsensusLimits, calibrated_weight
 from debates.engine.digest import participant_label
 from debates.engine.types import Action, CoinDecision
-from debates.models import Ballot, DebateStatus, Decision, Message, StepStatus, Vote
+from debates.models import DebateStatus, Decision, Message, StepStatus, Vote
+from debates.providers.pricing import usd_text
+from debates.selectors import spend_of
 from evaluations import selectors
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
@@ -124,25 +124,17 @@ def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
 
 
 def _usage(backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
-    """Return the model calls, cache hits, tokens and seconds the run spent."""
-    totals = {"calls": 0, "cached": 0, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for model in (Message, Ballot):
-        found = model.objects.filter(debate__backtest_step__backtest=backtest).aggregate(
-            calls=Count("pk", filter=Q(cached=False)),
-            cached=Count("pk", filter=Q(cached=True)),
-            attempts=Sum("attempts"),
-            prompt_tokens=Sum("prompt_tokens"),
-            completion_tokens=Sum("completion_tokens"),
-        )
-        for key in totals:
-            totals[key] += found[key] or 0
+    """Return the model calls, cache hits, tokens, cost and seconds the run spent."""
+    spend = spend_of(debate__backtest_step__backtest=backtest)
     started = backtest.started_at or backtest.created_at
     return {
-        "model_calls": totals["calls"],
-        "cached_calls": totals["cached"],
-        "attempts": totals["attempts"],
-        "prompt_tokens": totals["prompt_tokens"],
-        "completion_tokens": totals["completion_tokens"],
+        "model_calls": spend.calls,
+        "cached_calls": spend.cached_calls,
+        "attempts": spend.attempts,
+        "prompt_tokens": spend.prompt_tokens,
+        "completion_tokens": spend.completion_tokens,
+        "cached_input_tokens": spend.cached_input_tokens,
+        "cost_usd": usd_text(spend.cost_usd),
         "seconds": round((finished_at - started).total_seconds(), 3),
     }
 

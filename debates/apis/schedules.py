@@ -65,6 +65,8 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "enabled",
             "replay_as_of",
             "cache",
+            "daily_token_budget",
+            "daily_token_cap",
             "weighting",
             "last_fired_at",
             "last_debate",
@@ -104,6 +106,18 @@ class ScheduleInputSerializer(StrictSerializer):
         choices=CacheMode.choices,
         required=False,
         help_text="The model-call cache of each firing's debate: off (default), use, refresh.",
+    )
+    daily_token_budget = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="Tokens a UTC day past which a firing's debate runs lighter.",
+    )
+    daily_token_cap = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="Tokens a UTC day past which no model call of the schedule starts.",
     )
     weighting = StrictChoiceField(
         choices=Weighting.choices,

@@ -253,8 +253,8 @@ def _unrecorded(
     if not live or not ready or (released is not None and index >= released):
         return PENDING
     seat = settings.seat(spec.speaker)
-    if seat is not None and seat.kind != MODEL_SEAT and spec.kind != VOTING:
-        return WAITING
+    if seat is not None and seat.kind != MODEL_SEAT:
+        return WAITING  # a person's turn or vote: no task runs it, the person writes it
     return RUNNING
 
 

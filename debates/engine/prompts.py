@@ -1,6 +1,9 @@
 """Prompt builders for debate turns and final votes.
 
-Every prompt is a function of typed inputs and returns ``Prompt(system, user)``. Each
+Every prompt is a function of typed inputs and returns ``Prompt(system, user)``. What
+every turn of a debate shares (rules, strategy, output format, market data) comes first,
+so a provider's prompt cache can serve it to every later turn; what is one speaker's own
+comes last. Each
 variable part has a named character cap, so a prompt grows at most linearly with
 rounds x participants: see :func:`max_prompt_chars`. Caps count characters, never bytes,
 so Chinese text is never split inside a character.
@@ -165,74 +168,93 @@ def max_prompt_chars(rounds: int, participants: int, coins: int) -> int:
 
 
 def build_turn_prompt(ctx: TurnContext) -> Prompt:
-    """Return the prompt for one participant's turn in a debate round."""
+    """Return the prompt for one participant's turn in a debate round.
+
+    The system text is the same for every turn of a debate (the rules, the strategy, the
+    output format, the market data), and the user text starts with the debate so far,
+    which only grows; what is the speaker's own (its round, label and role) comes last.
+    So each turn's prompt begins with what an earlier turn of the debate already sent,
+    and a provider's prompt cache can serve that part.
+    """
     opening = ctx.round == 1
-    answer_rule = (
-        "This is the opening round: build your view from the market data alone."
-        if opening
-        else "Answer the other participants: say which of their points you accept or "
-        "reject and why, naming them by label (for example P1)."
-    )
     rules = (
-        "Analyse every candidate coin listed in the message, not only the first one.",
+        "Analyse every candidate coin listed, not only the first one.",
         "Support each claim with figures from the market data: price, indicators, "
         "funding, open interest.",
-        answer_rule,
+        "In the opening round build your view from the market data alone; in later rounds "
+        "answer the other participants: say which of their points you accept or reject and "
+        "why, naming them by label (for example P1).",
         "Let your personality guide what you look for, but never let it override the data.",
         "Different coins may deserve different actions.",
     )
     intro = (
-        f"You are taking part in a debate about the crypto market, round "
-        f"{ctx.round}/{ctx.max_rounds}. {_speaker(ctx.personality, ctx.participant)}"
+        "You are taking part in a debate about the crypto market: several participants, "
+        "each with a personality, analyse the candidate coins over several rounds."
     )
-    hint = "your analysis, citing the data" + (
-        "" if opening else ", and your answers to the others"
-    )
-    system = _system(ctx, intro, rules, hint)
+    hint = "your analysis, citing the data, and after the opening round your answers to the others"
+    if ctx.summarised:
+        market = "## Market summary\n" + clip(
+            ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"
+        )
+    else:
+        market = "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data")
+    system = _system(ctx, intro, rules, hint, market)
     kind = "opening analysis" if opening else "rebuttal"
-    parts = [f"Round {ctx.round}/{ctx.max_rounds}. Candidate coins: {', '.join(ctx.symbols)}."]
+    now = (
+        "This is the opening round: build your view from the market data alone."
+        if opening
+        else "Answer the other participants, naming them by label."
+    )
+    parts = []
     if ctx.summarised:
         parts += [
-            "## Market summary\n"
-            + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
             f"## The judge's summary of round {ctx.round - 1}\n"
             + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
             "## Latest positions of the participants\n"
             + (
-                "\n".join(digest(entry, reasoning=False) for entry in ctx.positions)
+                "\n".join(digest(entry, positions_only=True) for entry in ctx.positions)
                 or "No positions were recorded."
             ),
         ]
-    else:
-        parts.append(
-            "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data")
-        )
-        if not opening:
-            parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
-    parts.append(answer_now(f"Write your {kind} for round {ctx.round}", ctx.output_mode))
+    elif not opening:
+        parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
+    parts += [
+        f"## Your turn\nYour turn in round {ctx.round}/{ctx.max_rounds}. "
+        f"{_speaker(ctx.personality, ctx.participant)} {now}",
+        "## Your role\n" + get_personality(ctx.personality).role,
+        answer_now(f"Write your {kind} for round {ctx.round}", ctx.output_mode),
+    ]
     return Prompt(system=system, user="\n\n".join(parts))
 
 
 def build_vote_prompt(ctx: VoteContext) -> Prompt:
-    """Return the prompt for one participant's final vote."""
+    """Return the prompt for one participant's final vote.
+
+    As for turns, what every vote of a debate shares comes first (the system text, then
+    the latest positions) and the voter's own label and role last.
+    """
     rules = (
-        "Vote on every candidate coin listed in the message, one entry per coin.",
+        "Vote on every candidate coin listed, one entry per coin.",
         "Weigh the arguments made in the debate against the market data, and change your "
         "mind where the others were more convincing.",
         "Let your personality guide what you look for, but never let it override the data.",
         "Give your honest confidence, and choose wait when the case is unclear.",
     )
-    intro = (
-        "The debate about the crypto market is over and it is time for the final vote. "
-        + _speaker(ctx.personality, ctx.participant)
-    )
-    system = _system(ctx, intro, rules, "why you vote as you do, citing the data and debate")
-    parts = [
-        f"Candidate coins: {', '.join(ctx.symbols)}.",
+    intro = "The debate about the crypto market is over: each participant casts a final vote."
+    system = _system(
+        ctx,
+        intro,
+        rules,
+        "why you vote as you do, citing the data and debate",
         "## Market summary\n"
         + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
+    )
+    parts = [
         "## Latest positions of the participants\n"
         + _digests(ctx.positions, "No positions were recorded."),
+        "## Your vote\nIt is time for the final vote. "
+        + _speaker(ctx.personality, ctx.participant),
+        "## Your role\n" + get_personality(ctx.personality).role,
         answer_now("Cast your vote", ctx.output_mode),
     ]
     return Prompt(system=system, user="\n\n".join(parts))
@@ -247,10 +269,12 @@ def _speaker(personality_id: str, participant: str) -> str:
     return f"You are {label}, the {who}; messages labelled {label} are your own."
 
 
-def _system(ctx: TurnContext | VoteContext, intro: str, rules: Sequence[str], hint: str) -> str:
+def _system(
+    ctx: TurnContext | VoteContext, intro: str, rules: Sequence[str], hint: str, market: str
+) -> str:
+    """Return the system text every turn (or every vote) of a debate shares."""
     parts = [
         intro,
-        "## Your role\n" + get_personality(ctx.personality).role,
         "## Rules\n" + "\n".join(f"{n}. {rule}" for n, rule in enumerate(rules, 1)),
         "## Approach\n" + get_variant(ctx.variant),
     ]
@@ -262,6 +286,8 @@ def _system(ctx: TurnContext | VoteContext, intro: str, rules: Sequence[str], hi
             + clip(ctx.custom_prompt, STRATEGY_TEXT_MAX_CHARS, "text")
         )
     parts.append("## Output format\n" + contract_text(ctx.symbols[0], hint, ctx.output_mode))
+    parts.append(f"## Candidate coins\n{', '.join(ctx.symbols)}")
+    parts.append(market)
     return "\n\n".join(parts)
 
 

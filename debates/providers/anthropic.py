@@ -2,7 +2,10 @@
 
 ``POST {base}/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``; the
 system prompt is a top-level field and ``max_tokens`` is required. Anthropic accepts a
-temperature from 0 to 1, so a configured value above 1 is sent as 1.
+temperature from 0 to 1, so a configured value above 1 is sent as 1. The system
+prompt, which holds what every turn of a debate shares (``debates.engine.prompts``), is
+marked for Anthropic's prompt cache; the answer's usage says how many input tokens were
+read from the cache and how many written to it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
     """Return the messages-API request for ``request`` under ``config``."""
     body: dict[str, Any] = {
         "model": config.effective_model,
-        "system": request.system,
+        "system": [
+            {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+        ],
         "messages": [{"role": "user", "content": request.user}],
         "max_tokens": config.max_tokens,
         "temperature": min(1.0, max(0.0, config.temperature)),
@@ -65,4 +70,6 @@ def parse_reply(reply: HttpReply) -> ParsedAnswer:
         completion_tokens=as_count(usage.get("output_tokens")),
         request_id=str(data.get("id") or reply.headers.get("request-id") or ""),
         finish_reason=_STOP_REASONS.get(stop, stop),
+        cached_input_tokens=as_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=as_count(usage.get("cache_creation_input_tokens")),
     )

@@ -14,7 +14,8 @@ from typing import Any
 
 from debates.providers.catalog import PROVIDERS
 
-REQUEST_KINDS = ("turn", "vote")
+REQUEST_KINDS = ("turn", "vote", "judge_summary", "judge_scores")
+JUDGE_KINDS = ("judge_summary", "judge_scores")
 
 
 @dataclass(frozen=True, repr=False)
@@ -65,7 +66,9 @@ class ModelRequest:
     """One model call: the prompt plus the structured context the simulated model reads.
 
     ``snapshot`` is ``MarketSnapshot.to_dict()`` output; ``prior_actions`` maps each
-    symbol to the actions the other participants took in earlier messages, oldest first.
+    symbol to the actions the other participants took in earlier messages, oldest first
+    (for a judge's summary: the actions of the round summarised). ``labels`` names the
+    participants a judge scores.
     """
 
     system: str
@@ -78,11 +81,13 @@ class ModelRequest:
     snapshot: dict[str, Any] | None = None
     prior_actions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0
+    labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in REQUEST_KINDS:
             raise ValueError(f"kind must be one of {REQUEST_KINDS}, not {self.kind!r}")
         object.__setattr__(self, "symbols", tuple(self.symbols))
+        object.__setattr__(self, "labels", tuple(self.labels))
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,9 @@ class ModelResponse:
     ``finish_reason`` is normalised to ``stop`` or ``length`` when the provider says so
     (``length``: the output was cut at ``max_tokens``), else the provider's own value.
     ``cached``: the answer came from the model-call cache, with no call made.
+    ``prompt_tokens`` counts every input token; ``cached_input_tokens`` of them were
+    served from the provider's prompt cache and ``cache_write_tokens`` were written to
+    it (Anthropic bills both at their own prices), as the provider reported.
     """
 
     text: str
@@ -105,6 +113,8 @@ class ModelResponse:
     simulated: bool = False
     finish_reason: str = ""
     cached: bool = False
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class ProviderError(Exception):

@@ -1,12 +1,13 @@
 """The OpenAI chat-completions wire format (DeepSeek, Qwen, OpenAI, Gemini, Grok, Kimi, ...).
 
 ``POST {base}/chat/completions`` with ``Authorization: Bearer <key>``, a system and a
-user message, ``temperature`` and the output cap. OpenAI itself takes
-``max_completion_tokens`` (``max_tokens`` is refused by its reasoning models) and its
-reasoning models (o1/o3/o4, gpt-5, gpt-5-mini, gpt-5-nano, gpt-5*-pro) accept only the
-default temperature, so none is sent to them; gpt-5.1 and later reason only on request
-and keep ``temperature``. A model whose output mode is ``json_schema`` is asked for
-structured output (``response_format``), under the contract's schema.
+user message, ``temperature`` and the output cap; the input tokens the provider's
+prompt cache served are read from the answer's usage (``cached_input_tokens``). OpenAI
+itself takes ``max_completion_tokens`` (``max_tokens`` is refused by its reasoning
+models) and its reasoning models (o1/o3/o4, gpt-5, gpt-5-mini, gpt-5-nano, gpt-5*-pro)
+accept only the default temperature, so none is sent to them; gpt-5.1 and later reason
+only on request and keep ``temperature``. A model whose output mode is ``json_schema`` is
+asked for structured output (``response_format``), under the contract's schema.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from typing import Any
 
 from debates.engine.contract import JSON_SCHEMA, decision_schema
+from debates.engine.judge import scores_schema, summary_schema
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
 from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
 
@@ -48,7 +50,7 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
             "json_schema": {
                 "name": f"{request.kind}_answer",
                 "strict": True,
-                "schema": decision_schema(request.symbols),
+                "schema": answer_schema(request),
             },
         }
     headers = {"Accept": "application/json"}
@@ -57,6 +59,15 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
     return WireRequest(
         url=f"{config.effective_base_url}/chat/completions", headers=headers, body=body
     )
+
+
+def answer_schema(request: ModelRequest) -> dict[str, Any]:
+    """Return the JSON schema the answer to ``request`` is decoded under."""
+    if request.kind == "judge_summary":
+        return summary_schema()
+    if request.kind == "judge_scores":
+        return scores_schema(request.labels)
+    return decision_schema(request.symbols)
 
 
 def parse_reply(reply: HttpReply) -> ParsedAnswer:
@@ -77,13 +88,26 @@ def parse_reply(reply: HttpReply) -> ParsedAnswer:
             code="malformed_response",
         )
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    prompt_tokens = as_count(usage.get("prompt_tokens"))
     return ParsedAnswer(
         text=content,
-        prompt_tokens=as_count(usage.get("prompt_tokens")),
+        prompt_tokens=prompt_tokens,
         completion_tokens=as_count(usage.get("completion_tokens")),
         request_id=str(data.get("id") or reply.headers.get("x-request-id") or ""),
         finish_reason=_FINISH_REASONS.get(finish, finish),
+        cached_input_tokens=min(prompt_tokens, cached_input_tokens(usage)),
     )
+
+
+def cached_input_tokens(usage: dict[str, Any]) -> int:
+    """Return the input tokens a chat-completions answer says its prompt cache served.
+
+    DeepSeek reports them as ``prompt_cache_hit_tokens``; OpenAI, and the servers that
+    follow it (Qwen, Gemini, Grok, Kimi), as ``prompt_tokens_details.cached_tokens``.
+    """
+    details = usage.get("prompt_tokens_details")
+    detailed = as_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return max(detailed, as_count(usage.get("prompt_cache_hit_tokens")))
 
 
 def load_json_object(body: bytes) -> dict[str, Any]:

@@ -98,6 +98,8 @@ def _complete_http(
         attempts=result.attempts,
         simulated=False,
         finish_reason=answer.finish_reason,
+        cached_input_tokens=answer.cached_input_tokens,
+        cache_write_tokens=answer.cache_write_tokens,
     )
 
 

@@ -117,6 +117,8 @@ class ParsedAnswer:
     completion_tokens: int
     request_id: str
     finish_reason: str
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 Parser = Callable[[HttpReply], ParsedAnswer]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from debates.claims import claim_ttl_s
@@ -12,6 +13,17 @@ from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, 
 from debates.providers.registry import complete
 from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
 from debates.services.answers import answer_cached, answer_store, call_fingerprint
+from debates.services.budgets import (
+    JUDGE,
+    BudgetExhausted,
+    CallScope,
+    budget_reserve,
+    budget_settle,
+    call_limits,
+    limited_config,
+    most_tokens,
+)
+from debates.services.costs import response_cost
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
@@ -29,10 +41,28 @@ class StepDeferred(Exception):
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """A finished model call: its response, or the error that ended it."""
+    """A finished model call: its response and what it cost, or the error that ended it."""
 
     response: ModelResponse | None
     error: ProviderError | None
+    cost_usd: Decimal = Decimal(0)
+
+    def usage_fields(self) -> dict[str, Any]:
+        """Return the ``Usage`` columns of the stored turn, ballot or judge call."""
+        response = self.response
+        if response is None:
+            return {"attempts": self.error.attempts if self.error else 0}
+        return {
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+            "cached_input_tokens": response.cached_input_tokens,
+            "cache_write_tokens": response.cache_write_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_ms": response.latency_ms,
+            "request_id": response.request_id[:120],
+            "attempts": response.attempts,
+            "cached": response.cached,
+        }
 
 
 # The columns of a stored AI model that make its provider configuration.
@@ -69,10 +99,16 @@ def call_model(
     still_wanted: Callable[[], bool],
     owner_id: int | None = None,
     cache: str = CacheMode.OFF,
+    scope: CallScope | None = None,
 ) -> CallOutcome | None:
     """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
     as a call of user ``owner_id``, who gets a fair share of the cap while others wait
     (``slots``).
+
+    A call of a debate's ``scope`` goes out at its seat's temperature, under its role's
+    output cap, and only within the daily token caps of the debate's owner and schedule
+    (``debates.services.budgets``): past one, the debate fails with ``budget_exhausted``
+    and ``None`` comes back, no call made.
 
     With ``cache`` ``use``, a call made before is answered from the model-call cache
     (``debates.services.answers``) without a model call or a slot; with ``use`` or
@@ -85,6 +121,9 @@ def call_model(
     the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
     deadline.
     """
+    limits = call_limits(scope) if scope is not None else None
+    if limits is not None:
+        config = limited_config(config, limits)
     fingerprint = call_fingerprint(config, request) if cache != CacheMode.OFF else ""
     if cache == CacheMode.USE:
         hit = answer_cached(fingerprint=fingerprint, config=config)
@@ -95,12 +134,28 @@ def call_model(
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
+            reservation = budget_reserve(limits, most_tokens(config, request)) if limits else None
             try:
                 response = complete(config, request)
             except ProviderError as exc:
+                budget_settle(reservation, 0)
                 return CallOutcome(response=None, error=exc)
+            budget_settle(reservation, response.prompt_tokens + response.completion_tokens)
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
+    except BudgetExhausted as exc:
+        if scope is not None:  # always: only a debate's call has a budget
+            _fail_for_budget(scope, request, str(exc))
+        return None
     if fingerprint:
         answer_store(fingerprint=fingerprint, response=response, replace=cache == CacheMode.REFRESH)
-    return CallOutcome(response=response, error=None)
+    return CallOutcome(response=response, error=None, cost_usd=response_cost(response))
+
+
+def _fail_for_budget(scope: CallScope, request: ModelRequest, message: str) -> None:
+    from debates.services.lifecycle import debate_fail
+
+    step = "vote" if request.kind == "vote" else f"round {request.round} turn"
+    if scope.role == JUDGE:
+        step = "judge"
+    debate_fail(debate_id=scope.debate_id, step=step, code="budget_exhausted", message=message)

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates import events
+from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate
@@ -27,6 +28,7 @@ from debates.models import (
     Ballot,
     CacheMode,
     Debate,
+    DebateMode,
     DebatePhase,
     DebateStatus,
     Message,
@@ -40,18 +42,21 @@ from debates.models import (
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
 from debates.services import transitions
+from debates.services.modes import SeatPlan, model_refusal, seat_plan
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, Strategy
-from traders.models import Trader
 
 logger = logging.getLogger(__name__)
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
 KEYLESS_PROVIDERS = frozenset({"simulated", "openai_compatible"})
+# The trader a debate executes on, as its model declares it (trading's model: this app
+# imports nothing of trading).
+TRADER = Debate.trader.field.related_model
 
 
 class NotEnoughParticipants(ValidationError):
@@ -73,6 +78,7 @@ class Seat:
 
     ai_model: AIModel | None
     personality: str
+    temperature: float | None = None
 
     @property
     def kind(self) -> str:
@@ -102,7 +108,13 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    judge: Any = None
     weighting: Any = Weighting.CONFIDENCE
+    mode: Any = DebateMode.CUSTOM
+    mode_models: Any = None
+    temperature_range: Any = None
+    role_model_map: Any = None
+    max_output_tokens: Any = None
     human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
     pace: Any = Pace.AUTO
     schedule_id: int | None = None
@@ -134,8 +146,9 @@ def _owned(model: type, owner: Any, pk: Any, data: DebateInput, name: str) -> An
     return obj
 
 
-def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
-    """Check the seats; ``humans``: a seat may be the owner's (``kind: human``)."""
+def _seats(owner: Any, data: DebateInput, plan: SeatPlan, *, humans: bool) -> list[Seat]:
+    """Check the seats, with the models and temperatures ``plan`` gives them; ``humans``:
+    a seat may be the owner's (``kind: human``)."""
     raw = data.participants
     if not isinstance(raw, list):
         data.refuse("participants", "Must be a list of {ai_model, personality}.")
@@ -147,10 +160,11 @@ def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
             f"got {len(raw)}.",
         )
         return []
-    ids = [seat.get("ai_model") if isinstance(seat, dict) else None for seat in raw]
     models = {
         m.pk: m
-        for m in AIModel.objects.filter(owner=owner, pk__in=[i for i in ids if isinstance(i, int)])
+        for m in AIModel.objects.filter(
+            owner=owner, pk__in=[i for i in plan.models if isinstance(i, int)]
+        )
     }
     seats: list[Seat] = []
     human_at: int | None = None
@@ -183,16 +197,46 @@ def _seats(owner: Any, data: DebateInput, *, humans: bool) -> list[Seat]:
             if humans and personality in PERSONALITIES:
                 seats.append(Seat(None, personality))
             continue
-        model = models.get(seat.get("ai_model")) if isinstance(seat.get("ai_model"), int) else None
-        if model is None:
-            data.refuse(f"{where}.ai_model", f"No such AI model: {seat.get('ai_model')!r}.")
-        elif not model.enabled:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} is disabled.")
-        elif model.provider not in KEYLESS_PROVIDERS and not model.api_key:
-            data.refuse(f"{where}.ai_model", f"AI model {model.name!r} has no API key.")
+        chosen = plan.models[index]
+        model = models.get(chosen) if isinstance(chosen, int) else None
+        _check_model(model, chosen, data, f"{where}.ai_model")
         if model is not None and personality in PERSONALITIES:
-            seats.append(Seat(model, personality))
+            seats.append(Seat(model, personality, plan.temperatures[index]))
     return seats
+
+
+def _check_model(model: AIModel | None, given: Any, data: DebateInput, name: str) -> None:
+    """Refuse field ``name`` unless ``model`` (the one ``given`` names) can be called."""
+    refusal = model_refusal(model, given)
+    if refusal:
+        data.refuse(name, refusal)
+
+
+def _judge(owner: Any, data: DebateInput, values: dict[str, Any]) -> None:
+    """Check the judge settings and the weighting; store them in ``values``."""
+    values["judge_model"], values["judge_count"] = None, 1
+    judge = data.judge
+    if judge is not None:
+        if not isinstance(judge, dict):
+            data.refuse("judge", "Must be an object {ai_model, count} or null.")
+        else:
+            given = judge.get("ai_model")
+            model = (
+                AIModel.objects.filter(owner=owner, pk=given).first()
+                if isinstance(given, int) and not isinstance(given, bool)
+                else None
+            )
+            _check_model(model, given, data, "judge.ai_model")
+            values["judge_model"] = model
+            count = judge.get("count", 1)
+            if isinstance(count, bool) or count not in JUDGE_COUNTS:
+                data.refuse("judge.count", f"One of {', '.join(map(str, JUDGE_COUNTS))}.")
+            values["judge_count"] = count
+    if data.weighting not in Weighting.values:
+        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
+    elif data.weighting == Weighting.JUDGE and judge is None:
+        data.refuse("weighting", "Weighting by judge needs a judge.")
+    values["weighting"] = data.weighting
 
 
 def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
@@ -256,7 +300,7 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
 
     values["trader"] = None
     if data.trader is not None:
-        values["trader"] = _owned(Trader, owner, data.trader, data, "trader")
+        values["trader"] = _owned(TRADER, owner, data.trader, data, "trader")
     elif data.auto_execute is True:
         data.refuse("trader", "Required when auto_execute is true.")
 
@@ -270,16 +314,16 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
-    if data.weighting not in Weighting.values:
-        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
-    values["weighting"] = data.weighting
+    _judge(owner, data, values)
     if data.pace not in Pace.values:
         data.refuse("pace", f"One of {', '.join(Pace.values)}.")
     values["pace"] = data.pace
     values["human_turn_timeout_minutes"] = _int_in(
         data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
     )
-    values["seats"] = _seats(owner, data, humans=humans)
+    plan = seat_plan(owner, data, data.refuse)
+    values.update(plan.stored)
+    values["seats"] = _seats(owner, data, plan, humans=humans)
     return values
 
 
@@ -299,6 +343,7 @@ def debate_create(*, owner: Any, data: DebateInput) -> Debate:
                 ai_model=seat.ai_model,
                 personality=seat.personality,
                 speak_order=i,
+                temperature=seat.temperature,
             )
             for i, seat in enumerate(seats)
         )

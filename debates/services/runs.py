@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from arena.worker import send_on_commit
+from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
 from debates.engine.plan import (
     CONSENSUS,
     EXECUTION,
@@ -51,6 +52,8 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     OPENING: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
     REBUTTAL: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
     VOTING: ("debates.vote_run", lambda debate_id, step: (debate_id, step.speaker)),
+    JUDGE_ROUND: ("debates.judge_round", lambda debate_id, step: (debate_id, step.round)),
+    JUDGE_FINAL: ("debates.judge_final", lambda debate_id, step: (debate_id,)),
     CONSENSUS: ("debates.consensus_finalize", lambda debate_id, step: (debate_id,)),
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }

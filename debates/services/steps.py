@@ -13,7 +13,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
 
@@ -38,6 +38,7 @@ from debates.models import (
 )
 from debates.providers.base import ModelRequest, ProviderConfig
 from debates.services import transitions
+from debates.services.budgets import CallScope
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -45,7 +46,10 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.judge import round_summary_text
 from debates.services.lifecycle import debate_fail
+from debates.services.runs import run_enqueue
+from debates.state import plan_of
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
@@ -58,7 +62,8 @@ def _label(participant: Participant) -> str:
 
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
-    settings (the model-call cache mode among them), its seats in speaking order, and its
+    settings (the model-call cache mode and whether it has a judge among them), its seats
+    in speaking order, and its
     market snapshot with the snapshot's two prompt renderings (each made when first
     asked for)."""
 
@@ -72,6 +77,8 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        *,
+        judged: bool = False,
     ) -> None:
         self.debate_id = debate_id
         self.owner_id = owner_id
@@ -81,6 +88,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
         for seat in self.seats:
@@ -108,6 +116,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        judged=debate["judge_model_id"] is not None,
     )
 
 
@@ -151,6 +160,7 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "judge_model_id",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
@@ -223,7 +233,7 @@ def _entry(said: _Said) -> HistoryEntry:
         round=said.round,
         decisions=tuple(CoinDecision.from_dict(d) for d in said.decisions),
         reasoning=said.reasoning,
-        failed=said.status == StepStatus.ERROR,
+        failed=said.status != StepStatus.OK,  # a failed turn, or a person's skipped one
     )
 
 
@@ -238,17 +248,7 @@ def _prior_actions(history: list[HistoryEntry], participant: Participant) -> dic
 
 
 def _usage(outcome: CallOutcome) -> dict:
-    response = outcome.response
-    if response is None:
-        return {"attempts": outcome.error.attempts if outcome.error else 0}
-    return {
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
-        "latency_ms": response.latency_ms,
-        "request_id": response.request_id[:120],
-        "attempts": response.attempts,
-        "cached": response.cached,
-    }
+    return outcome.usage_fields()
 
 
 def _error(outcome: CallOutcome) -> dict | None:
@@ -281,6 +281,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.RUNNING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -289,6 +290,9 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     cast, participant = now.cast, now.participant
     history = _history(now.spoken, (round_number, participant.speak_order))
+    summary = ""
+    if cast.judged and round_number > 1:
+        summary = round_summary_text(debate_id=cast.debate_id, round_number=round_number - 1)
     context = TurnContext(
         round=round_number,
         max_rounds=cast.max_rounds,
@@ -301,6 +305,9 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
         history=tuple(history),
         participant=_label(participant),
         output_mode=now.config.output_mode,
+        summary=summary,
+        positions=tuple(_latest(history).values()) if summary else (),
+        market_summary=cast.market_summary if summary else "",
     )
     prompt = build_turn_prompt(context)
     return ModelRequest(
@@ -320,11 +327,7 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
 def _store_turn(
     cast: _Cast, participant: Participant, round_number: int, outcome: CallOutcome
 ) -> None:
-    """Store a turn, close its round when it is the last one, and announce the state.
-
-    Every turn is stored under the debate's row lock, so what the round holds is read
-    exactly, and the whole step is a handful of statements.
-    """
+    """Store what a model answered for its turn (``turn_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
         parsed = parse_output(outcome.response.text, cast.symbols)
@@ -337,46 +340,76 @@ def _store_turn(
         )
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
-
     with transaction.atomic():
-        locked = lock_debate(debate_id=cast.debate_id)
-        if locked is None or locked.status != DebateStatus.RUNNING:
-            state = "gone" if locked is None else locked.status
-            logger.info("debate %s is %s: turn result dropped", cast.debate_id, state)
-            return
-        # Read once the lock is held, in a statement of its own: a statement that took
-        # the lock and read the turns together would see the turns as they were before
-        # it waited for the lock, and miss those stored by the transaction it waited for.
-        turns = list(
-            Message.objects.filter(debate_id=locked.pk)
-            .order_by()
-            .values_list("round", "participant_id", "status")
-        )
-        if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
-            return  # another copy stored this turn first
-        message = Message.objects.create(
-            debate_id=locked.pk,
+        turn_record(
+            debate_id=cast.debate_id,
             participant=participant,
-            round=round_number,
-            message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
-            **fields,
+            round_number=round_number,
+            fields=fields,
+            seats=cast.seats,
         )
-        turns.append((round_number, participant.pk, message.status))
-        said = {p: status for r, p, status in turns if r == round_number}
-        with events.together(locked.pk):
-            events.message_stored(message)
-            if message.status == StepStatus.ERROR:
-                events.step_failed(
-                    locked.pk,
-                    step=f"round {round_number} turn",
-                    participant=participant.pk,
-                    **fields["error"],
-                )
-            round_closes = locked.current_round == round_number and len(said) == len(cast.seats)
-            if round_closes and not _close_round(locked, round_number, turns):
-                return  # the debate failed, and debate_fail announced it
-            current = said if locked.current_round == round_number else {}
-            _turn_taken(locked, cast.seats, current, round_number)
+
+
+def turn_record(
+    *,
+    debate_id: int,
+    participant: Participant,
+    round_number: int,
+    fields: dict[str, Any],
+    seats: tuple[Participant, ...],
+) -> Message | None:
+    """Store a turn (a model's or a person's), close its round when it is the last one,
+    and announce the state; return the turn, or None when it was not stored (the debate
+    stopped, or another copy stored it first). Call inside ``transaction.atomic()``.
+
+    Every turn is stored under the debate's row lock, so what the round holds is read
+    exactly, and the whole step is a handful of statements. A turn that ends a stage of
+    the plan holding a person's step sends the rest of the run: the canvas stopped
+    there, since no task runs a person's step.
+    """
+    locked = lock_debate(debate_id=debate_id)
+    if locked is None or locked.status != DebateStatus.RUNNING:
+        state = "gone" if locked is None else locked.status
+        logger.info("debate %s is %s: turn result dropped", debate_id, state)
+        return None
+    # Read once the lock is held, in a statement of its own: a statement that took
+    # the lock and read the turns together would see the turns as they were before
+    # it waited for the lock, and miss those stored by the transaction it waited for.
+    turns = list(
+        Message.objects.filter(debate_id=locked.pk)
+        .order_by()
+        .values_list("round", "participant_id", "status")
+    )
+    if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
+        return None  # another copy stored this turn first
+    message = Message.objects.create(
+        debate_id=locked.pk,
+        participant=participant,
+        round=round_number,
+        message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
+        **fields,
+    )
+    turns.append((round_number, participant.pk, message.status))
+    said = {p: status for r, p, status in turns if r == round_number}
+    with events.together(locked.pk):
+        events.message_stored(message)
+        if message.status == StepStatus.ERROR:
+            events.step_failed(
+                locked.pk,
+                step=f"round {round_number} turn",
+                participant=participant.pk,
+                **fields["error"],
+            )
+        round_closes = locked.current_round == round_number and len(said) == len(seats)
+        if round_closes and not _close_round(locked, round_number, turns):
+            return message  # the debate failed, and debate_fail announced it
+        current = said if locked.current_round == round_number else {}
+        _turn_taken(locked, seats, current, round_number, turns)
+        # Round 1 is one stage (the openings side by side), each later turn a stage.
+        stage = seats if round_number == 1 else (participant,)
+        if (round_closes or round_number > 1) and any(seat.is_human for seat in stage):
+            run_enqueue(debate_id=locked.pk)
+    return message
 
 
 def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
@@ -410,26 +443,25 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
 
 
 def _turn_taken(
-    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], round_number: int
+    debate: Debate,
+    seats: tuple[Participant, ...],
+    said: dict[int, str],
+    round_number: int,
+    turns: list[tuple[int, int, str]],
 ) -> None:
     """Store where the debate is after a turn of ``round_number``, who speaks next
     included, and announce it with its plan of steps.
 
     ``debate`` holds the state read under the lock with this turn's changes applied in
-    memory; ``said`` maps who has spoken in its current round. Rounds 2..N are spoken
-    in order, so the next speaker is known the moment a turn is stored.
+    memory; ``said`` maps who has spoken in its current round, ``turns`` holds every
+    stored turn. Rounds 2..N are spoken in order, so the next speaker is known the
+    moment a turn is stored.
     """
     speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
-    transitions.turn_taken(
-        debate_id=debate.pk,
-        round_number=round_number,
-        status=debate.status,
-        phase=debate.phase,
-        current_round=debate.current_round,
-        speaker_id=speaker_id,
-    )
+    debate.current_speaker_id = speaker_id
+    transitions.turn_taken(debate=debate, round_number=round_number, seats=seats, turns=turns)
 
 
 def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
@@ -456,18 +488,25 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         still_wanted=_still(debate_id, DebateStatus.VOTING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
+        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)
 
 
-def _vote_request(now: _Now) -> ModelRequest:
-    cast, participant = now.cast, now.participant
-    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+    """Return each participant's latest answered turn in ``history``, in speaking order."""
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
             latest[entry.participant] = entry
+    return dict(sorted(latest.items(), key=lambda item: int(item[0][1:])))
+
+
+def _vote_request(now: _Now) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+    latest = _latest(history)
     context = VoteContext(
         personality=participant.personality,
         variant=cast.prompt_variant,
@@ -495,8 +534,7 @@ def _vote_request(now: _Now) -> ModelRequest:
 
 
 def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
-    """Store a ballot and its votes while the debate is voting, once: a second copy of
-    the ballot is refused by its unique constraint."""
+    """Store what a model answered for its vote (``ballot_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -512,31 +550,76 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
         why_not = f"the vote call failed: {outcome.error.code}"
+    ballot_record(
+        debate_id=cast.debate_id,
+        participant=participant,
+        fields=fields,
+        decisions=decisions,
+        why_not=why_not,
+        symbols=cast.symbols,
+        seats=cast.seats,
+    )
 
+
+def ballot_record(
+    *,
+    debate_id: int,
+    participant: Participant,
+    fields: dict[str, Any],
+    decisions: dict[str, CoinDecision],
+    why_not: str,
+    symbols: tuple[str, ...],
+    seats: tuple[Participant, ...],
+) -> Ballot | None:
+    """Store a ballot (a model's or a person's) and its votes, one per coin of
+    ``symbols`` (an abstention saying ``why_not`` where ``decisions`` has none), while
+    the debate is voting, once; return it, or None when it was not stored.
+
+    A second copy of the ballot is refused by its unique constraint. The last ballot of
+    a debate with a person's seat sends the rest of the run (the consensus): the canvas
+    stopped at the votes, since no task runs a person's vote.
+    """
     try:
         with transaction.atomic():
-            if lock_debate(debate_id=cast.debate_id, status=DebateStatus.VOTING) is None:
-                logger.info("debate %s is no longer voting: ballot dropped", cast.debate_id)
-                return
-            ballot = Ballot.objects.create(
-                debate_id=cast.debate_id, participant=participant, **fields
-            )
+            locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+            if locked is None:
+                logger.info("debate %s is no longer voting: ballot dropped", debate_id)
+                return None
+            ballot = Ballot.objects.create(debate_id=debate_id, participant=participant, **fields)
             votes = Vote.objects.bulk_create(
-                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
+                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in symbols
             )
-            with events.together(cast.debate_id):
+            with events.together(debate_id):
                 if ballot.status == StepStatus.ERROR:
                     events.step_failed(
-                        cast.debate_id, step="vote", participant=participant.pk, **fields["error"]
+                        debate_id, step="vote", participant=participant.pk, **fields["error"]
                     )
                 for vote in votes:
                     events.vote_stored(vote)
+                # The plan moved on by a step: announced from the turns (they do not
+                # change while the debate votes) and the ballots stored.
+                turns = Message.objects.filter(debate_id=debate_id).order_by()
+                ballots = list(
+                    Ballot.objects.filter(debate_id=debate_id)
+                    .order_by()
+                    .values_list("participant_id", "status")
+                )
+                plan = plan_of(
+                    locked,
+                    seats=seats,
+                    turns=turns.values_list("round", "participant_id", "status"),
+                    ballots=ballots,
+                )
+                events.status_changed(locked, plan)
+            person = any(seat.is_human for seat in seats)
+            if person and len(ballots) == len(seats):
+                run_enqueue(debate_id=debate_id)
+            return ballot
     except IntegrityError:
-        if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
+        if not Ballot.objects.filter(debate_id=debate_id, participant=participant).exists():
             raise
-        logger.info(
-            "debate %s: another copy stored the ballot of %s", cast.debate_id, participant.pk
-        )
+        logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
+        return None
 
 
 def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

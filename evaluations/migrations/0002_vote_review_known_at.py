@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('debates', '0006_weighting'),
+        ('debates', '0012_weighting_calibrated_and_training_cutoff'),
         ('evaluations', '0001_outcome_reviews'),
     ]
 

@@ -56,6 +56,8 @@ def test_create_a_schedule(api, user, seeded):
         "enabled": True,
         "replay_as_of": None,
         "cache": "off",
+        "daily_token_budget": None,
+        "daily_token_cap": None,
         "weighting": "confidence",
         "last_fired_at": None,
         "last_debate": None,

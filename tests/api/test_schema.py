@@ -68,6 +68,7 @@ OPERATIONS = {
     ("GET", "/api/debates/{debate_id}/votes"),
     ("POST", "/api/debates/{debate_id}/turns"),
     ("POST", "/api/debates/{debate_id}/votes"),
+    ("POST", "/api/debates/{debate_id}/skip-turn"),
     *{
         (method, path)
         for resource, key in (

@@ -36,6 +36,7 @@ from debates.services import (
     turn_run,
     vote_run,
 )
+from debates.services.costs import prices_forget
 from debates.state import debate_plan
 from debates.tasks import (
     consensus_finalize_task,
@@ -78,23 +79,26 @@ def statements(step) -> list[str]:
 def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debate):
     debate = make_debate(rounds=2)
     seats = running(debate)
+    prices_forget()
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
     # The context: the debate with its strategy's texts, its seats with their models, the
-    # earlier turns. Then one transaction under the debate's row lock: its stored turns,
-    # the message, the state's compare-and-set, the state with its plan (the debate and
-    # four prefetches), the events.
-    assert len(opening) == 3 + 12, "\n".join(opening)
-    assert opening[3:4] + opening[-1:] == ["BEGIN", "COMMIT"]
-    assert opening[4].endswith("FOR NO KEY UPDATE")
+    # earlier turns; the call's limits (the seat's temperature, the output cap, the
+    # budgets), and, as the process's first call, the price table. Then one transaction
+    # under the debate's row lock: its stored turns, the message, the state's
+    # compare-and-set, the events (the state and its plan are announced from what the
+    # step holds).
+    assert len(opening) == 3 + 1 + 1 + 7, "\n".join(opening)
+    assert opening[5:6] + opening[-1:] == ["BEGIN", "COMMIT"]
+    assert opening[6].endswith("FOR NO KEY UPDATE")
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    assert len(rebuttal) == 3 + 12, "\n".join(rebuttal)
+    assert len(rebuttal) == 3 + 1 + 7, "\n".join(rebuttal)
     assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -103,7 +107,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 12, "\n".join(closing)
+    assert len(closing) == 3 + 1 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
@@ -342,11 +346,13 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
     # The context: the debate with the cancel check, whether this ballot is stored, the
-    # seats, the turns. Then, under the debate's row lock: the ballot, its votes, the
-    # events.
-    assert len(ballot) == 4 + 6, "\n".join(ballot)
-    assert ballot[4] == "BEGIN"
-    assert ballot[5].endswith("FOR NO KEY UPDATE")
+    # seats, the turns; the call's limits. Then, under the debate's row lock: the ballot,
+    # its votes, the ballots and the turns stored (the plan of the state announced), the
+    # events. A person's ballot is stored by the same code, which is why the turns are
+    # read again.
+    assert len(ballot) == 4 + 1 + 8, "\n".join(ballot)
+    assert ballot[5] == "BEGIN"
+    assert ballot[6].endswith("FOR NO KEY UPDATE")
 
 
 def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):

@@ -10,7 +10,10 @@ reply of the *queue*, else the default reply: a valid contract answer for the ca
 coins (``...USDT`` symbols) found in the prompt. A reply can carry a fault: HTTP
 errors (429 with ``Retry-After``, 500, 401 echoing the key, ...), ``hang``, ``reset``,
 ``malformed``, ``truncated`` (answer cut, finish reason ``length``), ``truncated_body``,
-``trickle`` (one byte at a time) and ``empty``.
+``trickle`` (one byte at a time) and ``empty``. A reply's scripted usage can say how many
+input tokens the prompt cache served (``cached_tokens``), in each provider's own field:
+DeepSeek's ``prompt_cache_hit_tokens`` for a ``deepseek...`` model, else OpenAI's
+``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``.
 
 Every model request is recorded (path, headers, JSON body, arrival time) and the
 server tracks the current and the maximum number of model requests in flight: from
@@ -85,6 +88,8 @@ class Reply:
     trickle_interval_s: float = 0.2
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __post_init__(self) -> None:
         if self.fault is not None and self.fault not in FAULTS:
@@ -601,7 +606,10 @@ class _Answer:
 def _prompt_text(body: Any) -> str:
     if not isinstance(body, dict):
         return ""
-    parts = [body.get("system") if isinstance(body.get("system"), str) else ""]
+    system = body.get("system")
+    if isinstance(system, list):  # Anthropic's content blocks
+        system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+    parts = [system if isinstance(system, str) else ""]
     for message in body.get("messages") or ():
         if isinstance(message, dict) and isinstance(message.get("content"), str):
             parts.append(message["content"])
@@ -619,6 +627,16 @@ def _success_body(
         reply.completion_tokens if reply.completion_tokens is not None else len(text) // 4
     )
     if wire == "openai":
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if reply.cached_tokens and str(model).startswith("deepseek"):
+            usage["prompt_cache_hit_tokens"] = reply.cached_tokens
+            usage["prompt_cache_miss_tokens"] = prompt_tokens - reply.cached_tokens
+        elif reply.cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         return {
             "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
@@ -631,11 +649,7 @@ def _success_body(
                     "finish_reason": finish,
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
     return {
         "id": f"msg_fake_{number}",
@@ -645,7 +659,12 @@ def _success_body(
         "content": [{"type": "text", "text": text}] if text else [],
         "stop_reason": "end_turn" if finish == "stop" else "max_tokens",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+        "usage": {
+            "input_tokens": prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
+            "cache_read_input_tokens": reply.cached_tokens,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+            "output_tokens": completion_tokens,
+        },
     }
 
 

@@ -20,9 +20,9 @@ from arena.exceptions import ApplicationError
 from backtests.models import Backtest, CoinScope
 from backtests.selectors import backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
-from debates.management.commands.run_debate import Command as RunDebate
 from debates.models import CacheMode
 from strategies.models import Strategy
+from traders.management.commands.run_debate import Command as RunDebate
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
 SHORT_LABELS = {

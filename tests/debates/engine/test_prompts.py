@@ -62,7 +62,7 @@ def test_round_one_has_no_history():
     # then
     assert "The debate so far" not in prompt.user
     assert "marker-from-history" not in prompt.system + prompt.user
-    assert "This is the opening round" in prompt.system
+    assert "This is the opening round" in prompt.user
     assert "Write your opening analysis for round 1 now" in prompt.user
 
 
@@ -90,7 +90,7 @@ def test_round_three_shows_every_earlier_message_as_positions_and_summary():
     assert "[round 2] P2 bear: turn failed, no answer." in prompt.user
     assert prompt.user.count("[round ") == 6
     assert "Write your rebuttal for round 3 now" in prompt.user
-    assert "Answer the other participants" in prompt.system
+    assert "Answer the other participants" in prompt.user
 
 
 def test_speaker_is_told_its_own_label():
@@ -98,7 +98,7 @@ def test_speaker_is_told_its_own_label():
     # when
     prompt = build_turn_prompt(turn(2, participant="P3"))
     # then
-    assert "You are P3, the 📊 Analyst; messages labelled P3 are your own." in prompt.system
+    assert "You are P3, the 📊 Analyst; messages labelled P3 are your own." in prompt.user
 
 
 @pytest.mark.parametrize(
@@ -225,9 +225,9 @@ SUMMARY_CAP = MARKET_SUMMARY_MAX_CHARS
 def test_market_text_is_cut_with_a_note(builder, context, cap):
     # given market text far above its cap
     # when
-    user = builder(context).user
-    # then
-    section = user.split("\n\n")[1]
+    system = builder(context).system
+    # then it is the system text's last section, cut
+    section = system.split("\n\n")[-1]
     assert section.endswith(f" cut at {cap} characters]")
     assert len(section.split("\n", 1)[1]) <= cap
 
@@ -265,17 +265,19 @@ def test_vote_prompt_lists_coins_summary_and_positions_by_label():
     # when
     prompt = build_vote_prompt(context)
     # then
+    assert prompt.system.endswith(
+        "## Candidate coins\nBTCUSDT, ETHUSDT\n\n## Market summary\nBTC 97000 ETH 3600"
+    )
     assert prompt.user == (
-        "Candidate coins: BTCUSDT, ETHUSDT.\n\n"
-        "## Market summary\nBTC 97000 ETH 3600\n\n"
         "## Latest positions of the participants\n"
         "[round 3] P1 bull:\n"
         "  ETHUSDT wait confidence 40\n"
         "  reasoning: funding too high\n"
         "[round 3] P2 bear: turn failed, no answer.\n\n"
+        "## Your vote\nIt is time for the final vote. You are the 🔄 Contrarian.\n\n"
+        f"## Your role\n{PERSONALITIES['contrarian'].role}\n\n"
         "Cast your vote now, as a <reasoning> block followed by a <decision> block."
     )
-    assert "time for the final vote" in prompt.system
     assert VARIANTS["aggressive"] in prompt.system
 
 
@@ -288,13 +290,13 @@ def test_turn_prompt_carries_role_variant_and_strategy_text():
     # when
     prompt = build_turn_prompt(context)
     # then
-    assert "round 2/3" in prompt.system
-    assert PERSONALITIES["risk_manager"].role in prompt.system
+    assert "Your turn in round 2/3. You are P3, the" in prompt.user
+    assert PERSONALITIES["risk_manager"].role in prompt.user
     assert VARIANTS["scalping"] in prompt.system
     assert "## Strategy\nTrend follower." in prompt.system
     assert "## Additional instructions\nNever short DOGE." in prompt.system
-    assert "Round 2/3. Candidate coins: BTCUSDT, ETHUSDT." in prompt.user
-    assert "## Market data\nBTCUSDT 4h close 97000 RSI 61" in prompt.user
+    assert "## Candidate coins\nBTCUSDT, ETHUSDT" in prompt.system
+    assert "## Market data\nBTCUSDT 4h close 97000 RSI 61" in prompt.system
 
 
 @pytest.mark.parametrize(
@@ -311,6 +313,44 @@ def test_turn_prompt_carries_role_variant_and_strategy_text():
 def test_turn_context_refuses_invalid_input(overrides, error):
     with pytest.raises(error):
         turn(1, **overrides)
+
+
+def test_every_turn_of_a_debate_begins_with_what_an_earlier_turn_sent():
+    # given the turns of a 3x3 debate, each seat with its own personality
+    btc = CoinDecision("BTCUSDT", Action.OPEN_LONG, 70)
+    said = [message(speaker, r, f"r{r} p{speaker}", [btc]) for r in (1, 2) for speaker in (1, 2, 3)]
+    seats = {1: "bull", 2: "bear", 3: "analyst"}
+
+    def prompt(r, speaker):
+        history = [m for m in said if (m.round, int(m.participant[1:])) < (r, speaker)]
+        return build_turn_prompt(
+            turn(r, history, personality=seats[speaker], participant=f"P{speaker}")
+        )
+
+    first, later = prompt(1, 1), prompt(2, 3)
+    # then every turn's system text is the first turn's, word for word
+    assert {prompt(r, s).system for r in (1, 2, 3) for s in seats} == {first.system}
+    # and a later turn's user text starts with the history an earlier turn of its round sent
+    earlier = prompt(2, 2).user
+    shared = earlier[: earlier.index("\n\n## Your turn")]
+    assert later.user.startswith(shared)
+    assert "r2 p1" in shared
+
+
+def test_every_vote_of_a_debate_shares_all_but_the_voters_own_part():
+    # given two voters of one debate
+    positions = (message(1, 3, "up", [CoinDecision("BTCUSDT", Action.OPEN_LONG, 70)]),)
+    bull, bear = (
+        build_vote_prompt(
+            VoteContext(p, "balanced", SYMBOLS, "summary", positions, participant=label)
+        )
+        for p, label in (("bull", "P1"), ("bear", "P2"))
+    )
+    # then
+    assert bull.system == bear.system
+    head = bull.user[: bull.user.index("## Your vote")]
+    assert bear.user.startswith(head)
+    assert "final vote. You are P2, the" in bear.user
 
 
 def test_a_summarised_round_carries_the_summary_and_latest_positions_not_the_history():
@@ -330,15 +370,15 @@ def test_a_summarised_round_carries_the_summary_and_latest_positions_not_the_his
     prompt = build_turn_prompt(context)
     # then
     assert "## The judge's summary of round 2\nPoints made: P1 cites the EMA cross." in prompt.user
-    assert "## Market summary\nBTCUSDT price 97,000; RSI14 4h 61" in prompt.user
+    assert prompt.system.endswith("## Market summary\nBTCUSDT price 97,000; RSI14 4h 61")
     assert (
         "## Latest positions of the participants\n[round 2] P1 bull:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50\n"
+        "  BTCUSDT open_long confidence 70 leverage 5x\n"
         "[round 2] P2 bear:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50"
+        "  BTCUSDT open_long confidence 70 leverage 5x\n\n"
     ) in prompt.user
-    for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "debate so far"):
-        assert absent not in prompt.user
+    for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "so far", "EMA20"):
+        assert absent not in prompt.system + prompt.user
 
 
 def test_a_summarised_prompt_stays_the_same_size_whatever_the_round():

@@ -154,7 +154,10 @@ def test_response_is_labelled_simulated_with_plausible_usage() -> None:
     assert response.prompt_tokens == len(request.system) // 4 + len(request.user) // 4
     assert response.completion_tokens == len(response.text) // 4
     assert response.latency_ms >= 0
-    assert response.text.startswith("<reasoning>\nSimulated Analyst model, turn in round 1/3")
+    # the analyst's own argument first, the market reading every participant shares after it
+    reasoning = response.text.split("</reasoning>")[0]
+    assert reasoning.startswith("<reasoning>\nBTCUSDT: ")
+    assert "\n\nSimulated Analyst model, turn in round 1/3" in reasoning
 
 
 def test_reasoning_cites_the_snapshot_numbers() -> None:

@@ -115,7 +115,9 @@ def test_claude_sends_an_anthropic_messages_request(llm_server: FakeLLMServer) -
     assert "authorization" not in seen.headers
     assert seen.body == {
         "model": "claude-x",
-        "system": request.system,
+        "system": [
+            {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+        ],
         "messages": [{"role": "user", "content": request.user}],
         "max_tokens": 1200,
         "temperature": 0.4,
@@ -154,6 +156,67 @@ def test_answer_text_usage_and_request_id_are_parsed(
     assert (response.provider, response.model) == (provider, "m-1")
     assert (response.attempts, response.simulated, response.finish_reason) == (1, False, "stop")
     assert response.latency_ms >= 0
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "field"),
+    [
+        ("deepseek", "deepseek-v4-flash", "prompt_cache_hit_tokens"),
+        ("openai", "gpt-5-mini", "prompt_tokens_details"),
+        ("kimi", "kimi-k2-0905-preview", "prompt_tokens_details"),
+        ("claude", "claude-sonnet-4-6", "cache_read_input_tokens"),
+    ],
+)
+def test_input_tokens_served_from_the_providers_prompt_cache_are_read_from_its_field(
+    llm_server: FakeLLMServer, provider: str, model: str, field: str
+) -> None:
+    # given
+    llm_server.enqueue(
+        Reply.answer(
+            "<decision>[]</decision>", prompt_tokens=1000, completion_tokens=50, cached_tokens=600
+        )
+    )
+    config = make_config(llm_server, provider, model_name=model)
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: the fake reports the figure in ``field`` alone, so only that field can give it
+    assert (response.prompt_tokens, response.cached_input_tokens) == (1000, 600)
+    assert (response.completion_tokens, response.cache_write_tokens) == (50, 0)
+
+
+def test_anthropic_cache_writes_are_counted_apart_from_cache_reads(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given
+    llm_server.enqueue(
+        Reply.answer(
+            "<decision>[]</decision>",
+            prompt_tokens=1000,
+            completion_tokens=50,
+            cached_tokens=100,
+            cache_write_tokens=700,
+        )
+    )
+
+    # when
+    response = complete(make_config(llm_server, "claude"), make_request(), policy=FAST_RETRIES)
+
+    # then
+    assert (response.prompt_tokens, response.cached_input_tokens) == (1000, 100)
+    assert response.cache_write_tokens == 700
+
+
+def test_an_answer_without_cache_figures_has_no_cached_input(llm_server: FakeLLMServer) -> None:
+    # given
+    llm_server.enqueue(Reply.answer("<decision>[]</decision>", prompt_tokens=10))
+
+    # when
+    response = complete(make_config(llm_server, "openai"), make_request(), policy=FAST_RETRIES)
+
+    # then
+    assert (response.prompt_tokens, response.cached_input_tokens) == (10, 0)
 
 
 def test_answer_cut_at_the_token_limit_is_returned_with_finish_reason_length(

@@ -10,9 +10,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("backtests-config").textContent);
-  const csrfToken = document.querySelector("[name=csrfmiddlewaretoken]").value;
-  const $ = (selector, root) => (root || document).querySelector(selector);
-  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
   const EVENT_TYPES = ["initial", "status", "progress", "report"];
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
@@ -36,61 +34,12 @@
   let stream = null;
   let opening = 0;
 
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "text") el.textContent = value;
-      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) el.append(child);
-    }
-    return el;
-  }
-
-  const missing = (value) => value === null || value === undefined;
   const money = (v) => (missing(v) ? "–" : Number(v).toLocaleString("en-US",
     { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
   const pct = (v) => (missing(v) ? "–" : `${(Number(v) * 100).toFixed(1)}%`);
   const signedPct = (v) => (missing(v) ? "–" : `${v > 0 ? "+" : ""}${(Number(v) * 100).toFixed(2)}%`);
   const fixed = (v) => (missing(v) ? "–" : Number(v).toFixed(2));
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
-
-  class ApiError extends Error {
-    constructor(status, body) {
-      super((body && body.message) || `The server answered ${status}.`);
-      this.status = status;
-      this.fields = (body && body.fields) || {};
-    }
-  }
-
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(`/api/${path}`, {
-      method, headers, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (response.status === 401) {
-      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
-    }
-    const data = response.status === 204 ? null : await response.json().catch(() => null);
-    if (!response.ok) throw new ApiError(response.status, data);
-    return data;
-  }
-
-  async function apiList(path) {
-    const items = [];
-    for (let next = path; next;) {
-      const page = await api("GET", next);
-      items.push(...page.results);
-      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
-    }
-    return items;
-  }
 
   // --- The list ---------------------------------------------------------------------------
 

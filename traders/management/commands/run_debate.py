@@ -195,7 +195,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
         # The transcript is the output; task bookkeeping would only bury it.
-        for name in ("celery", "debates.providers"):
+        for name in ("celery", "debates.providers", "debates.step_log"):
             logging.getLogger(name).setLevel(logging.WARNING)
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
@@ -334,9 +334,8 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         debate = Debate.objects.get(pk=debate_id)
         labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
-        console.rule(f"[bold]{escape(debate.name)}[/]  ·  coins: {', '.join(debate.symbols)}")
-        for note in (debate.market_snapshot or {}).get("notes", []):
-            console.print(f"[dim]Coins: {escape(note)}[/]")
+        console.rule(f"[bold]{escape(debate.name)}[/]")
+        coins_shown = False
         console.print(
             "Participants: "
             + ", ".join(
@@ -346,6 +345,9 @@ class Command(BaseCommand):
         )
         while True:
             debate.refresh_from_db()
+            if debate.symbols and not coins_shown:  # the snapshot step chose them
+                self._print_coins(console, debate)
+                coins_shown = True
             for message in (
                 Message.objects.filter(debate_id=debate_id)
                 .exclude(pk__in=shown_messages)
@@ -371,6 +373,12 @@ class Command(BaseCommand):
         else:
             console.print(f"[bold red]Debate {debate.status}[/]: {problem(debate.error)}")
         return debate
+
+    def _print_coins(self, console: Console, debate: Debate) -> None:
+        """Print the coins the snapshot chose and why any were dropped."""
+        console.print(f"Coins: {', '.join(debate.symbols)}")
+        for note in (debate.market_snapshot or {}).get("notes", []):
+            console.print(f"[dim]  {escape(note)}[/]")
 
     def _print_message(self, console: Console, participant, message: Message) -> None:
         head = f"{PERSONALITIES[participant.personality].emoji} [bold]{participant.personality}[/]"

@@ -1,0 +1,77 @@
+"""What a model call costs: list prices per million tokens and the arithmetic on them.
+
+Providers bill input and output tokens at separate prices, and the input their prompt
+cache serves at a lower one (Anthropic also bills writing to its cache, above the input
+price). ``DEFAULT_PRICES`` are the list prices of the catalogue's default models when
+this table was written, in USD per million tokens; the stored price table
+(``debates.models.ModelPrice``) starts from them and an operator edits it in the admin.
+The simulated model and answers from the model-call cache cost nothing. No Django here.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import NamedTuple
+
+MILLION = Decimal(1_000_000)
+COST_PLACES = Decimal("0.0000000001")
+"""Costs are kept to 1e-10 USD: exact for any price given to 4 decimal places."""
+
+
+class Price(NamedTuple):
+    """USD per million tokens: input, input served from the cache, output, cache writes.
+
+    ``cache_write`` None means cache writes cost the input price.
+    """
+
+    input: Decimal
+    cached_input: Decimal
+    output: Decimal
+    cache_write: Decimal | None = None
+
+
+FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
+
+DEFAULT_PRICES: dict[tuple[str, str], Price] = {
+    ("deepseek", "deepseek-v4-flash"): Price(Decimal("0.28"), Decimal("0.028"), Decimal("0.42")),
+    ("qwen", "qwen-plus"): Price(Decimal("0.40"), Decimal("0.08"), Decimal("1.20")),
+    ("openai", "gpt-5-mini"): Price(Decimal("0.25"), Decimal("0.025"), Decimal("2.00")),
+    ("claude", "claude-sonnet-4-6"): Price(
+        Decimal("3.00"), Decimal("0.30"), Decimal("15.00"), Decimal("3.75")
+    ),
+    ("gemini", "gemini-2.5-flash"): Price(Decimal("0.30"), Decimal("0.03"), Decimal("2.50")),
+    ("grok", "grok-4"): Price(Decimal("3.00"), Decimal("0.75"), Decimal("15.00")),
+    ("kimi", "kimi-k2-0905-preview"): Price(Decimal("0.60"), Decimal("0.15"), Decimal("2.50")),
+    ("simulated", ""): FREE,
+}
+
+
+def call_cost(
+    price: Price,
+    *,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_input_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> Decimal:
+    """Return the USD cost of one call under ``price``.
+
+    ``prompt_tokens`` counts all input; the ``cached_input_tokens`` and
+    ``cache_write_tokens`` in it are billed at their own prices, the rest at ``input``.
+    """
+    cached = min(cached_input_tokens, prompt_tokens)
+    written = min(cache_write_tokens, prompt_tokens - cached)
+    plain = prompt_tokens - cached - written
+    write_price = price.input if price.cache_write is None else price.cache_write
+    micro = (
+        plain * price.input
+        + cached * price.cached_input
+        + written * write_price
+        + completion_tokens * price.output
+    )
+    return (micro / MILLION).quantize(COST_PLACES)
+
+
+def usd_text(cost: Decimal) -> str:
+    """Return ``cost`` as its JSON string: fixed point, no trailing zeros ("0.003345", "0")."""
+    return format(cost.normalize(), "f") if cost else "0"

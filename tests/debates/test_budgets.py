@@ -1,0 +1,150 @@
+"""Daily token caps: past a user's or a schedule's hard cap no model call starts and the
+debate fails with ``budget_exhausted`` and the figures, however many debates race for
+the last tokens of the day."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from debates.models import Debate, TokenBudget, TokenLedger
+from debates.services import debate_start
+from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve
+from tests.api.conftest import run_steps
+from tests.debates.conftest import wait_until_finished
+from tests.debates.factories import ScheduleFactory
+from tests.fakes.llm_server import Reply
+from tests.threads import run_at_once
+
+# Every call at the fake server reports this many tokens, prompt plus completion.
+CALL_TOKENS = 1000 + 100
+
+
+def every_call_reports_fixed_usage(llm) -> None:
+    llm.add_rule(Reply(match="## Your ", prompt_tokens=1000, completion_tokens=100))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", ["user", "schedule"])
+def test_past_the_cap_no_call_starts_and_the_debate_fails_with_the_figures(
+    llm, make_debate, user, scope
+):
+    # given a debate whose user, or schedule, has no tokens left today
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    if scope == "user":
+        TokenBudget.objects.create(owner=user, daily_token_cap=0)
+    else:
+        Debate.objects.filter(pk=debate.pk).update(
+            schedule=ScheduleFactory(owner=user, daily_token_cap=0)
+        )
+    debate_start(debate_id=debate.pk)
+    # when it runs
+    run_steps(debate.pk)
+    # then not one call reached the model server, and the debate failed saying why
+    debate.refresh_from_db()
+    assert llm.requests == []
+    assert debate.status == "failed"
+    assert debate.error["code"] == "budget_exhausted"
+    assert debate.error["step"] == "round 1 turn"
+    assert debate.error["message"].startswith(
+        f"The daily token cap of this {scope} is reached: 0 of 0 tokens used today (UTC), "
+        "and the next call may use up to "
+    )
+
+
+@pytest.mark.django_db
+def test_a_debate_under_its_cap_runs_and_the_ledger_counts_what_each_call_used(
+    llm, make_debate, user
+):
+    # given a cap far above what a 2x2 debate uses
+    every_call_reports_fixed_usage(llm)
+    TokenBudget.objects.create(owner=user, daily_token_cap=10_000_000)
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=debate.pk)
+    # when it runs
+    run_steps(debate.pk)
+    # then it completed, and the day's ledger holds exactly what its six calls used
+    assert Debate.objects.get(pk=debate.pk).status == "completed"
+    assert len(llm.requests) == 6
+    assert TokenLedger.objects.get(scope="user", scope_id=user.pk).used_tokens == 6 * CALL_TOKENS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_reservations_never_pass_the_cap(user):
+    # given a cap of ten reservations and fifty calls wanting one each
+    limits = CallLimits(
+        owner_id=user.pk,
+        schedule_id=None,
+        temperature=None,
+        max_output_tokens=None,
+        caps=(("user", user.pk, 10 * 777),),
+    )
+    granted, refused = [], []
+    lock = threading.Lock()
+
+    def reserve() -> None:
+        try:
+            budget_reserve(limits, 777)
+            outcome = granted
+        except BudgetExhausted:
+            outcome = refused
+        with lock:
+            outcome.append(1)
+
+    # when they race
+    run_at_once(reserve, 50)
+    # then exactly ten were granted
+    assert (len(granted), len(refused)) == (10, 40)
+    assert TokenLedger.objects.get(scope="user", scope_id=user.pk).used_tokens == 7770
+
+
+def test_twenty_debates_started_at_once_against_one_cap_never_pass_it(
+    celery_worker, llm, make_debate, user, settings
+):
+    # given twenty 2x2 debates of one user whose cap holds a dozen calls
+    settings.QUOTA_ACTIVE_DEBATES = 25
+    every_call_reports_fixed_usage(llm)
+    cap = 12 * CALL_TOKENS + 5_000
+    TokenBudget.objects.create(owner=user, daily_token_cap=cap)
+    debates = [make_debate(personalities=("bull", "bear"), rounds=2) for _ in range(20)]
+    ids = itertools.count()
+
+    # when they are all started at once and the workers run them
+    run_at_once(lambda: debate_start(debate_id=debates[next(ids)].pk), 20)
+    finished = [wait_until_finished(debate.pk, timeout=120) for debate in debates]
+
+    # then what reached the model server stays under the cap, the ledger counts exactly
+    # that, and every debate that could not go on failed for its budget
+    used = TokenLedger.objects.get(scope="user", scope_id=user.pk).used_tokens
+    assert len(llm.requests) >= 1
+    assert used == len(llm.requests) * CALL_TOKENS <= cap
+    outcomes = {(d.status, (d.error or {}).get("code")) for d in finished}
+    assert outcomes <= {("completed", None), ("failed", "budget_exhausted")}
+    assert ("failed", "budget_exhausted") in outcomes
+    # and a debate started now fails without a call
+    late = make_debate(personalities=("bull", "bear"), rounds=2)
+    before = len(llm.requests)
+    debate_start(debate_id=late.pk)
+    assert wait_until_finished(late.pk).error["code"] == "budget_exhausted"
+    assert len(llm.requests) == before
+
+
+@pytest.mark.django_db
+def test_a_cap_set_during_the_day_counts_the_calls_made_before_it(llm, make_debate, user):
+    # given a debate run today before any cap, whose six calls used 6 x 1100 tokens
+    every_call_reports_fixed_usage(llm)
+    first = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=first.pk)
+    run_steps(first.pk)
+    # when a cap is set that those calls already used up, and another debate runs
+    TokenBudget.objects.create(owner=user, daily_token_cap=6 * CALL_TOKENS + 100)
+    second = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=second.pk)
+    run_steps(second.pk)
+    # then it made no call and failed with the day's figures
+    second.refresh_from_db()
+    assert len(llm.requests) == 6
+    assert second.error["code"] == "budget_exhausted"
+    assert "6,600 of 6,700 tokens used today" in second.error["message"]

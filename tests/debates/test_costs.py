@@ -1,0 +1,213 @@
+"""What model calls cost: the price table, each stored call's cost, and the spend of a
+debate, a schedule, a backtest and a user, adding up exactly for scripted token usage."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from debates.models import Ballot, Message, ModelPrice
+from debates.providers.base import ModelResponse
+from debates.providers.pricing import Price, call_cost
+from debates.selectors import debate_spend, spend_by_day
+from debates.services import debate_start
+from debates.services.costs import price_for, prices_forget, response_cost
+from tests.api.conftest import run_steps
+from tests.fakes.llm_server import Reply
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_prices():
+    """Each test reads the price table it stored, not a copy read by an earlier test."""
+    prices_forget()
+    yield
+    prices_forget()
+
+
+FAKE_PRICE = {
+    "input_usd_per_mtok": Decimal("0.5"),
+    "cached_input_usd_per_mtok": Decimal("0.05"),
+    "output_usd_per_mtok": Decimal("1.5"),
+}
+
+
+def test_a_call_is_priced_by_input_cached_input_cache_writes_and_output() -> None:
+    # given Anthropic-like prices with a cache-write price
+    price = Price(Decimal("3"), Decimal("0.3"), Decimal("15"), Decimal("3.75"))
+    # when 1000 input tokens (200 read from the cache, 300 written to it) and 100 output
+    cost = call_cost(
+        price,
+        prompt_tokens=1000,
+        completion_tokens=100,
+        cached_input_tokens=200,
+        cache_write_tokens=300,
+    )
+    # then: 500 x 3 + 200 x 0.3 + 300 x 3.75 + 100 x 15 per million
+    assert cost == Decimal("0.0041850000")
+
+
+def test_cache_writes_cost_the_input_price_when_the_table_gives_none() -> None:
+    price = Price(Decimal("1"), Decimal("0.1"), Decimal("2"))
+    cost = call_cost(price, prompt_tokens=100, completion_tokens=0, cache_write_tokens=100)
+    assert cost == Decimal("0.0001000000")
+
+
+def test_the_catalogue_models_have_default_prices_and_the_simulated_model_is_free() -> None:
+    # given the seeded price table
+    # when / then
+    assert price_for(provider="deepseek", model="deepseek-v4-flash") == Price(
+        Decimal("0.28"), Decimal("0.028"), Decimal("0.42"), None
+    )
+    assert price_for(provider="claude", model="claude-sonnet-4-6").cache_write == Decimal("3.75")
+    assert price_for(provider="simulated", model="simulated-v1").output == Decimal(0)
+
+
+def test_a_model_without_its_own_row_takes_its_providers_row_else_costs_nothing() -> None:
+    # given a provider-wide row for openai_compatible and a row for one model
+    ModelPrice.objects.create(provider="openai_compatible", model_name="", **FAKE_PRICE)
+    ModelPrice.objects.create(
+        provider="openai_compatible",
+        model_name="big",
+        input_usd_per_mtok=Decimal(9),
+        cached_input_usd_per_mtok=Decimal(1),
+        output_usd_per_mtok=Decimal(9),
+    )
+    # when / then
+    assert price_for(provider="openai_compatible", model="big").input == Decimal(9)
+    assert price_for(provider="openai_compatible", model="other").input == Decimal("0.5")
+    assert price_for(provider="grok", model="grok-9").input == Decimal(0)
+
+
+@pytest.mark.parametrize("flag", ["simulated", "cached"])
+def test_simulated_answers_and_cache_answers_cost_nothing(flag: str) -> None:
+    response = ModelResponse(
+        text="x",
+        prompt_tokens=1000,
+        completion_tokens=1000,
+        latency_ms=1,
+        request_id="r",
+        provider="deepseek",
+        model="deepseek-v4-flash",
+        attempts=1,
+        **{flag: True},
+    )
+    assert response_cost(response) == Decimal(0)
+
+
+def _expected(prompt: int, completion: int, cached: int) -> Decimal:
+    """The fake model's price, written out: 0.5 input, 0.05 cached input, 1.5 output."""
+    micro = (
+        (prompt - cached) * Decimal("0.5") + cached * Decimal("0.05") + completion * Decimal("1.5")
+    )
+    return micro / 1_000_000
+
+
+def test_every_call_of_a_debate_records_its_cost_and_the_spends_add_up_exactly(
+    llm, make_debate, user, api_client
+) -> None:
+    # given a priced fake model and six scripted usages (4 turns and 2 votes of a 2x2)
+    ModelPrice.objects.create(provider="openai_compatible", model_name="fake-model", **FAKE_PRICE)
+    usages = [(1000 + 7 * n, 100 + 3 * n, 100 * n) for n in range(6)]
+    llm.enqueue(
+        *(Reply(prompt_tokens=p, completion_tokens=c, cached_tokens=k) for p, c, k in usages)
+    )
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=debate.pk)
+
+    # when the debate runs
+    run_steps(debate.pk)
+
+    # then each stored call carries its own figures and cost
+    stored = [
+        *Message.objects.filter(debate=debate).values_list(
+            "prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"
+        ),
+        *Ballot.objects.filter(debate=debate).values_list(
+            "prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"
+        ),
+    ]
+    assert sorted(row[:3] for row in stored) == sorted(usages)
+    for prompt, completion, cached, cost in stored:
+        assert cost == _expected(prompt, completion, cached)
+    total = sum((_expected(*usage) for usage in usages), Decimal(0))
+    assert total == Decimal("0.003345")  # (4605 x 0.5 + 1500 x 0.05 + 645 x 1.5) per million
+    # and the debate's spend is their exact sum, in the selector and the API
+    spend = debate_spend(debate_id=debate.pk)
+    assert (spend.calls, spend.cost_usd) == (6, total)
+    assert spend.prompt_tokens == sum(p for p, _, _ in usages)
+    assert spend.cached_input_tokens == sum(k for _, _, k in usages)
+    detail = api_client.get(f"/api/debates/{debate.pk}").json()
+    assert detail["tokens"] == sum(p + c for p, c, _ in usages)
+    assert Decimal(detail["cost_usd"]) == total
+    assert detail["spend"]["calls"] == 6
+    message = detail["messages"][0]["usage"]
+    assert Decimal(message["cost_usd"]) == _expected(
+        message["prompt_tokens"], message["completion_tokens"], message["cached_input_tokens"]
+    )
+    # and the user's spend of today holds the same figures
+    today = api_client.get("/api/spend?days=2").json()["days"]
+    assert [day["day"] for day in today] == [
+        (datetime.now(UTC).date() - timedelta(days=1)).isoformat(),
+        datetime.now(UTC).date().isoformat(),
+    ]
+    assert (today[0]["calls"], today[0]["cost_usd"]) == (0, "0")
+    assert (today[1]["calls"], Decimal(today[1]["cost_usd"])) == (6, total)
+
+
+def test_the_spend_per_day_counts_each_call_on_its_own_utc_day(make_debate, user) -> None:
+    # given calls stored yesterday and today
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    seat = debate.participants.first()
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    for round_number, cost in ((1, "0.25"), (2, "0.5")):
+        Message.objects.create(
+            debate=debate,
+            participant=seat,
+            round=round_number,
+            message_type="analysis",
+            prompt_tokens=10,
+            completion_tokens=5,
+            cost_usd=Decimal(cost),
+        )
+    Message.objects.filter(debate=debate, round=1).update(created_at=yesterday)
+    # when
+    days = spend_by_day(days=3, debate__owner=user)
+    # then
+    assert [(d["calls"], d["tokens"], d["cost_usd"]) for d in days] == [
+        (0, 0, "0"),
+        (1, 15, "0.25"),
+        (1, 15, "0.5"),
+    ]
+
+
+def test_a_bad_number_of_days_is_refused_naming_the_field(api_client) -> None:
+    response = api_client.get("/api/spend?days=0")
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["days"]
+
+
+def test_a_schedules_spend_counts_only_its_own_debates(make_debate, user, api_client) -> None:
+    # given a schedule with one debate that cost 0.125, and another debate
+    from tests.debates.factories import ScheduleFactory
+
+    schedule = ScheduleFactory(owner=user)
+    mine, other = (make_debate(personalities=("bull", "bear")) for _ in range(2))
+    mine.schedule = schedule
+    mine.save(update_fields=["schedule"])
+    for debate in (mine, other):
+        Message.objects.create(
+            debate=debate,
+            participant=debate.participants.first(),
+            round=1,
+            message_type="analysis",
+            prompt_tokens=40,
+            cost_usd=Decimal("0.125"),
+        )
+    # when
+    days = api_client.get(f"/api/schedules/{schedule.pk}/spend?days=1").json()["days"]
+    # then
+    assert [(d["calls"], d["tokens"], d["cost_usd"]) for d in days] == [(1, 40, "0.125")]
