@@ -139,6 +139,8 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     expect(page.locator("[data-message-id]")).to_have_count(6)
     expect(page.locator("[data-vote-id]")).to_have_count(9)
     expect(page.locator("#decisions .decision")).to_have_count(3)
+    # with the coins the snapshot step chose in the header, without a reload
+    expect(page.locator("#debate-coins .coin")).to_have_text(COINS)
     assert page.evaluate("window.arenaMark") == "not reloaded"
     assert page.evaluate("window.statusesSeen") == ["pending", "running", "voting", "completed"]
     assert page.evaluate("window.firstSeen") == [
@@ -325,6 +327,8 @@ def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
     expect(page.locator("[data-message-id]")).to_have_count(9)
     expect(page.locator("[data-vote-id]")).to_have_count(9)
     expect(page.locator("#decisions .decision")).to_have_count(3)
+    # with the coins the snapshot step chose in the header, without a reload
+    expect(page.locator("#debate-coins .coin")).to_have_text(COINS)
     assert page.evaluate("window.arenaMark") == "not reloaded"
     messages = dom_ids(page, "data-message-id")
     votes = dom_ids(page, "data-vote-id")

@@ -72,6 +72,29 @@
     return `${personality ? personality.name : participant.personality} · ${who}`;
   }
 
+  /** The label every simulated model carries wherever it appears. */
+  function simulatedBadge(participant) {
+    return participant.simulated
+      ? h("span", { class: "badge badge-simulated", title: "the built-in offline model",
+        text: "simulated" })
+      : null;
+  }
+
+  /** Return a price rounded to its coin's precision (from the debate's snapshot). */
+  function price(symbol, value) {
+    if (missing(value)) return "–";
+    const snapshot = state.debate && state.debate.market_snapshot;
+    const coin = snapshot && (snapshot.coins || []).find((c) => c.symbol === symbol);
+    return coin && Number.isInteger(coin.price_decimals)
+      ? Number(value).toFixed(coin.price_decimals) : num(value);
+  }
+
+  /** Return the market instant a debate reads: its snapshot's, or the one it asked for. */
+  function marketInstant(debate) {
+    const instant = (debate.market_snapshot && debate.market_snapshot.as_of) || debate.as_of;
+    return instant ? `market at ${instant.replace("T", " ").slice(0, 16)} UTC` : "market at start";
+  }
+
   function avatar(participant, extraClass) {
     return h("span", {
       class: `avatar ${extraClass || ""}`,
@@ -221,8 +244,8 @@
     const rounds = debate.current_round
       ? `round ${debate.current_round}/${debate.max_rounds}` : `${debate.max_rounds} rounds`;
     const strategy = debate.strategy ? debate.strategy.name : "no strategy";
-    $("#debate-meta").textContent =
-      `${strategy} · ${debate.phase} · ${rounds} · ${debate.prompt_variant}`;
+    $("#debate-meta").textContent = `${strategy} · ${debate.phase} · ${rounds} · `
+      + `${debate.prompt_variant} · ${marketInstant(debate)}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
     $("#debate-coins").replaceChildren(...coins.map((symbol) => h("span", {
       class: `coin${symbol === debate.symbol ? " is-primary" : ""}`, text: symbol,
@@ -230,7 +253,8 @@
     $("#debate-participants").replaceChildren(...debate.participants.map((p) => h("span",
       { class: "participant" },
       avatar(p, p.id === debate.current_speaker ? "speaking" : ""),
-      h("span", { class: "participant-name", text: participantName(p) }))));
+      h("span", { class: "participant-name", text: participantName(p) }),
+      simulatedBadge(p))));
     const actions = debate.available_actions.filter((action) => ACTION_BUTTONS[action]);
     $("#debate-actions").replaceChildren(...actions.map((action) => h("button", {
       type: "button",
@@ -323,6 +347,7 @@
         avatar(participant),
         h("span", { class: "who" },
           h("strong", { text: participantName(participant) }),
+          simulatedBadge(participant),
           h("span", { class: "muted", text: ` · ${message.message_type}` })),
         h("span", { class: "positions" }, positions)),
       h("div", { class: "message-body" },
@@ -591,9 +616,10 @@
     const where = trader ? trader.name : `trader ${execution.trader}`;
     let text = `Execution #${execution.id} on ${where}: ${execution.status}`;
     if (execution.status === "filled") {
-      text += ` · ${num(execution.filled_quantity)} @ ${num(execution.average_price)}`;
-      if (execution.stop_loss_price) text += ` · SL ${num(execution.stop_loss_price)}`;
-      if (execution.take_profit_price) text += ` · TP ${num(execution.take_profit_price)}`;
+      const at = (value) => price(execution.symbol, value);
+      text += ` · ${num(execution.filled_quantity)} @ ${at(execution.average_price)}`;
+      if (execution.stop_loss_price) text += ` · SL ${at(execution.stop_loss_price)}`;
+      if (execution.take_profit_price) text += ` · TP ${at(execution.take_profit_price)}`;
     }
     if (execution.error) text += ` · ${execution.error}`;
     return h("p", { class: `execution execution-${execution.status}`, text });
@@ -682,6 +708,15 @@
     return match ? Number(match[1]) : null;
   }
 
+  /** Read the coins the snapshot step chose (a `status` event does not carry them). */
+  async function refreshCoins() {
+    const debate = state.debate;
+    const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
+    if (!detail || state.debate !== debate) return;
+    Object.assign(debate, { symbols: detail.symbols, market_snapshot: detail.market_snapshot });
+    renderHeader();
+  }
+
   function onEvent(current, type, event) {
     if (stream !== current || !state.debate || state.debate.id !== current.debateId) return;
     const number = eventNumber(event.lastEventId);
@@ -695,7 +730,10 @@
 
   const HANDLERS = {
     initial: setDebate,
-    status: applyState,
+    status: (fields) => {
+      applyState(fields);
+      if (!state.debate.symbols.length && fields.status !== "pending") refreshCoins();
+    },
     round_start: ({ round }) => {
       roundSection(round);
       renderRounds();
@@ -825,6 +863,9 @@
       }),
     };
     if (payload.max_rounds === undefined) delete payload.max_rounds;
+    // The form's instant is UTC, as the API's (datetime-local gives "2024-08-05T12:00").
+    const asOf = $("#f-as-of").value;
+    if (asOf) payload.as_of = `${asOf}Z`;
     if (payload.auto_execute) payload.trader = Number($("#f-trader").value) || null;
     return payload;
   }
