@@ -1,5 +1,6 @@
 """The README's "Using the API" session runs as written, on a fresh database and after
-`make demo`, and prints what the README shows."""
+`make demo`, and prints what the README shows; so does its judge session, on a fresh
+database."""
 
 from __future__ import annotations
 
@@ -55,6 +56,18 @@ def run_session(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> list
     return outputs
 
 
+def embedded_default(tmp_path) -> tuple[dict[str, str], str, str]:
+    """Return the environment of a fresh clone's embedded default (nothing set, its
+    files under ``tmp_path``), a free port for its web server, and the README."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env["ARENA_VAR_DIR"] = str(tmp_path / "var")
+    return env, str(free_port()), (BASE / "README.md").read_text()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -64,14 +77,7 @@ def free_port() -> int:
 @pytest.mark.parametrize("after_demo", [False, True], ids=["fresh-database", "after-make-demo"])
 def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
     # given a fresh clone's embedded default (nothing set), the web server on a free port
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env["ARENA_VAR_DIR"] = str(tmp_path / "var")
-    port = str(free_port())
-    readme = (BASE / "README.md").read_text()
+    env, port, readme = embedded_default(tmp_path)
     steps = [
         (command.replace("8000", port), output)
         for command, output in console_session(readme, "A session on the embedded default")
@@ -89,6 +95,22 @@ def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
             assert [shape(line) for line in output] == [shape(line) for line in expected]
         else:
             assert output == expected, command
+
+
+def test_the_judge_session_runs_as_written(tmp_path):
+    # given a fresh clone's embedded default, the web server on a free port
+    env, port, readme = embedded_default(tmp_path)
+    opening = "A session on a fresh embedded default with the simulated model as judge"
+    steps = [
+        (command.replace("8000", port), output)
+        for command, output in console_session(readme, opening)
+    ]
+    # when its commands run in order in one shell
+    outputs = run_session(steps, env)
+    # then each prints what the README shows under it
+    assert len(outputs) == len(steps)
+    for (command, expected), output in zip(steps, outputs, strict=True):
+        assert output == expected, command
 
 
 def shape(line: str) -> tuple:
