@@ -33,10 +33,13 @@ PROTECTIVE = ("stop_market", "take_profit_market")
 
 
 def wait_until_executed(debate_id: int) -> None:
-    """Wait until the automatic execution of a debate, if any, is filled or failed."""
+    """Wait until the execution step of a debate has run (the step that moves the paper
+    clock and requests the execution, after the consensus) and its execution, if any, is
+    filled or failed."""
     wait_for(
         lambda: (
-            not Execution.objects.filter(
+            "execution" in Debate.objects.get(pk=debate_id).step_outcomes
+            and not Execution.objects.filter(
                 decision__debate_id=debate_id, status__in=UNFINISHED
             ).exists()
         ),
