@@ -6,12 +6,14 @@ import pytest
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates.models import Ballot, Message, Vote
+from debates.selectors import debate_state
 from debates.services.human import (
     human_step_skip,
     human_steps_expire,
     human_turn_record,
     human_vote_record,
 )
+from debates.services.runs import run_plan
 from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
 from tests.threads import run_at_once
 
@@ -335,3 +337,15 @@ def test_the_admin_shows_that_a_debate_waits_for_the_person(client, staff_user):
     expected = "the person&#x27;s turn, round 2, until 2026-01-05 12:00 UTC"
     assert expected in listing
     assert expected in page
+
+
+def test_a_run_sends_no_task_for_a_persons_step_not_waiting_yet():
+    # given round 2 of a debate whose model speaks before the person
+    debate, _, model = _debate(human_first=False, said=ROUND_1, current_round=2, phase="rebuttal")
+    # when its run is planned
+    canvas = run_plan(debate=debate_state(debate_id=debate.pk))
+    # then only the model's turn is sent: the person's turn after it (pending, not yet
+    # waiting) and everything after that are sent once the person has written it
+    assert [(task.task, task.args) for task in canvas.tasks] == [
+        ("debates.turn_run", (debate.pk, 2, model.pk))
+    ]
