@@ -89,10 +89,14 @@ def run_plan(*, debate: Debate) -> Signature | None:
     by_stage: dict[int, list[Step]] = {}
     for step in plan.steps[:released]:
         by_stage.setdefault(step.stage, []).append(step)
+    # A person's turn or vote runs no task, even before it waits for them.
+    people = {seat.pk for seat in debate.participants.all() if seat.is_human}
     stages: list[Signature] = []
     for stage in by_stage.values():
         unfinished = [step for step in stage if step.status not in FINISHED]
-        sendable = [step for step in unfinished if step.status in _TO_SEND]
+        sendable = [
+            step for step in unfinished if step.status in _TO_SEND and step.speaker not in people
+        ]
         tasks = [sig for sig in (step_signature(debate.pk, s) for s in sendable) if sig]
         if len(tasks) > 1:
             stages.append(group(tasks))

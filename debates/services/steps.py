@@ -199,6 +199,8 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
     cast = _cast(debate, seats)
     participant = cast.seat(participant_id)
     model = participant.ai_model
+    if model is None:
+        return None  # a person's seat: they write their step, no model is asked
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(

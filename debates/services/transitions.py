@@ -134,7 +134,10 @@ def turn_taken(
         current_speaker_id=debate.current_speaker_id,
     )
     if moved:
-        events.status_changed(debate, plan_of(debate, seats=seats, turns=turns))
+        plan = plan_of(debate, seats=seats, turns=turns)
+        if debate.human_due_at is not None or any(seat.is_human for seat in seats):
+            person_deadline(debate, plan)  # the turn may have made a person's step wait
+        events.status_changed(debate, plan)
     return moved
 
 

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates.models import Ballot, Debate, Message, Vote
+from debates.selectors import debate_state
 from debates.services import debates_resume_stale, runs
 from debates.services.human import (
     human_step_skip,
@@ -14,6 +15,7 @@ from debates.services.human import (
     human_turn_record,
     human_vote_record,
 )
+from debates.services.runs import run_plan
 from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
 from tests.threads import run_at_once
 
@@ -352,3 +354,15 @@ def test_the_watchdog_leaves_alone_a_debate_that_waits_only_for_the_person(monke
     # then only the model's step is sent again
     assert resumed == [stalled.pk]
     assert len(sent) == 1
+
+
+def test_a_run_sends_no_task_for_a_persons_step_not_waiting_yet():
+    # given round 2 of a debate whose model speaks before the person
+    debate, _, model = _debate(human_first=False, said=ROUND_1, current_round=2, phase="rebuttal")
+    # when its run is planned
+    canvas = run_plan(debate=debate_state(debate_id=debate.pk))
+    # then only the model's turn is sent: the person's turn after it (pending, not yet
+    # waiting) and everything after that are sent once the person has written it
+    assert [(task.task, task.args) for task in canvas.tasks] == [
+        ("debates.turn_run", (debate.pk, 2, model.pk))
+    ]
