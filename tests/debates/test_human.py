@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates.models import Ballot, Debate, Message, Vote
+from debates.selectors import debate_state
 from debates.services import debates_resume_stale, runs
 from debates.services.human import (
     human_step_skip,
@@ -33,10 +34,14 @@ def _debate(*, human_first=True, said=(), **state):
     """Return a running 2-round debate past its prepare step, with a human seat and a
     model seat (the human speaking first unless not ``human_first``), and the turns
     ``said`` stored as (round, "human" or "model")."""
-    fields = {"status": "running", "phase": "opening", "current_round": 1, **state}
-    debate = DebateFactory(
-        symbols=SYMBOLS, max_rounds=2, step_outcomes={"prepare": {"status": "done"}}, **fields
-    )
+    fields = {
+        "status": "running",
+        "phase": "opening",
+        "current_round": 1,
+        "step_outcomes": {"prepare": {"status": "done"}},
+        **state,
+    }
+    debate = DebateFactory(symbols=SYMBOLS, max_rounds=2, **fields)
     human = ParticipantFactory(
         debate=debate,
         kind="human",
@@ -352,3 +357,20 @@ def test_the_watchdog_leaves_alone_a_debate_that_waits_only_for_the_person(monke
     # then only the model's step is sent again
     assert resumed == [stalled.pk]
     assert len(sent) == 1
+
+
+def test_the_run_never_sends_the_persons_step_to_a_worker(monkeypatch):
+    # given a debate just started: its prepare step runs, every later step is pending
+    debate, _, model = _debate(step_outcomes={})
+    asked = []
+    signature = runs.step_signature
+
+    def recorded(debate_id, step):
+        asked.append(step.key)
+        return signature(debate_id, step)
+
+    monkeypatch.setattr(runs, "step_signature", recorded)
+    # when its canvas is built
+    runs.run_plan(debate=debate_state(debate_id=debate.pk))
+    # then it sends the prepare step and the model's opening, not the person's, and stops
+    assert asked == [("prepare", None, None), ("opening", 1, model.pk)]
