@@ -225,9 +225,13 @@ class DebateAdmin(admin.ModelAdmin):
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
-    exclude = ("market_snapshot",)
+    # The snapshot's prompt renderings are the snapshot again, shown by ``snapshot``.
+    exclude = ("market_snapshot", "market_text", "market_summary")
     readonly_fields = (
         "status",
+        "pace",
+        "steps_released",
+        "step_outcomes",
         "waits_for",
         "human_due_at",
         "phase",

@@ -242,6 +242,12 @@ class Debate(models.Model):
         related_name="+",
     )
     market_snapshot = models.JSONField(null=True, blank=True)
+    market_text = models.TextField(
+        blank=True, help_text="The snapshot as the turns' prompts show it (made once, at prepare)."
+    )
+    market_summary = models.TextField(
+        blank=True, help_text="The snapshot as the votes' prompts show it (made once, at prepare)."
+    )
     error = models.JSONField(
         null=True, blank=True, help_text="{step, code, message} of the step that failed."
     )

@@ -476,9 +476,33 @@ class DebateDetailSerializer(DebateListSerializer):
 
     def to_representation(self, instance: Debate) -> dict[str, Any]:
         data = super().to_representation(instance)
+        snapshot = with_price_decimals(data["market_snapshot"])
         if not self.context.get("include_snapshot"):
-            data["market_snapshot"] = snapshot_without_candles(data["market_snapshot"])
+            snapshot = snapshot_without_candles(snapshot)
+        data["market_snapshot"] = snapshot
         return data
+
+
+def with_price_decimals(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored snapshot whose coins each say how many decimals their prices have
+    (``price_decimals``, the most any of their candles shows), so a client can round a
+    fill, a stop or a target to the coin's own precision."""
+    if not snapshot:
+        return snapshot
+    coins = [{**coin, "price_decimals": price_decimals(coin)} for coin in snapshot.get("coins", [])]
+    return {**snapshot, "coins": coins}
+
+
+def price_decimals(coin: dict[str, Any]) -> int:
+    """Return the most decimals a coin's candle prices show (at most 8; 2 without any)."""
+    most = None
+    for frame in coin.get("timeframes", []):
+        for candle in frame.get("candles", []):
+            for key in ("open", "high", "low", "close"):
+                text = repr(float(candle.get(key, 0.0)))
+                decimals = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+                most = decimals if most is None else max(most, decimals)
+    return 2 if most is None else min(most, 8)
 
 
 def snapshot_without_candles(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from debates.engine.plan import (
     Step,
     StepKey,
     build_plan,
+    step_index,
 )
 from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import (
@@ -126,6 +127,18 @@ def step_records(
     if (PREPARE, None, None) not in records and len(records) > 0:
         records[(PREPARE, None, None)] = DONE  # a debate stored before prepare was a step
     return records
+
+
+def step_released(debate: Debate, key: StepKey, seats: Iterable[Participant] | None = None) -> bool:
+    """Say whether step ``key`` of ``debate`` is released to run: every step is, unless
+    the debate is held before it (``steps_released``). A step sent before the debate
+    was held (what a failure left queued of the canvas, before a retried step) must
+    not run; its ``seats`` are read from the debate unless given, and only when held.
+    """
+    if debate.steps_released is None:
+        return True
+    index = step_index(plan_settings(debate, seats), key)
+    return index is not None and index < debate.steps_released
 
 
 def plan_of(

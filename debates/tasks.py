@@ -63,35 +63,6 @@ def prepare_run_task(self, debate_id: int) -> None:
         raise retry_on_fresh_connection(self, exc) from exc
 
 
-@shared_task(name="debates.turn_run", **STEP_OPTIONS)
-def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) -> None:
-    """Ask one participant for its turn in one round."""
-    try:
-        services.turn_run(
-            debate_id=debate_id,
-            round_number=round_number,
-            participant_id=participant_id,
-            holder=self.request.id,
-        )
-    except StepDeferred as exc:
-        raise self.retry(countdown=exc.retry_after) from exc
-    except DATABASE_ERRORS as exc:
-        raise retry_on_fresh_connection(self, exc) from exc
-
-
-@shared_task(name="debates.vote_run", **STEP_OPTIONS)
-def vote_run_task(self, debate_id: int, participant_id: int) -> None:
-    """Ask one participant for its final vote."""
-    try:
-        services.vote_run(
-            debate_id=debate_id, participant_id=participant_id, holder=self.request.id
-        )
-    except StepDeferred as exc:
-        raise self.retry(countdown=exc.retry_after) from exc
-    except DATABASE_ERRORS as exc:
-        raise retry_on_fresh_connection(self, exc) from exc
-
-
 def _model_step(task: Any, run: Callable[[], None]) -> None:
     """Run a step that calls a model under ``task``'s retry policy."""
     try:
@@ -100,6 +71,31 @@ def _model_step(task: Any, run: Callable[[], None]) -> None:
         raise task.retry(countdown=exc.retry_after) from exc
     except DATABASE_ERRORS as exc:
         raise retry_on_fresh_connection(task, exc) from exc
+
+
+@shared_task(name="debates.turn_run", **STEP_OPTIONS)
+def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) -> None:
+    """Ask one participant for its turn in one round."""
+    _model_step(
+        self,
+        lambda: services.turn_run(
+            debate_id=debate_id,
+            round_number=round_number,
+            participant_id=participant_id,
+            holder=self.request.id,
+        ),
+    )
+
+
+@shared_task(name="debates.vote_run", **STEP_OPTIONS)
+def vote_run_task(self, debate_id: int, participant_id: int) -> None:
+    """Ask one participant for its final vote."""
+    _model_step(
+        self,
+        lambda: services.vote_run(
+            debate_id=debate_id, participant_id=participant_id, holder=self.request.id
+        ),
+    )
 
 
 @shared_task(name="debates.judge_round", **STEP_OPTIONS)

@@ -11,39 +11,40 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-SIZE, PAD = 360, 44
+SIZE, PAD, LEFT = 360, 44, 64
 COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2")
 
 
 def reliability_svg(voters: Sequence[dict[str, Any]], *, title: str = "") -> str:
     """Return the SVG of the reliability of ``voters`` (``evaluations.selectors.calibration``)."""
-    plot = SIZE - 2 * PAD
-    legend_h = 18 * len(voters)
+    plot = SIZE - PAD - LEFT
+    width = LEFT + plot + 230
+    height = max(PAD + plot + 48, PAD + 18 * len(voters) + 28)
 
     def x(confidence: float) -> float:
-        return PAD + confidence / 100 * plot
+        return LEFT + confidence / 100 * plot
 
     def y(share: float) -> float:
         return PAD + (1 - share) * plot
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SIZE + 200} {SIZE + legend_h}" '
-        f'width="{SIZE + 200}" height="{SIZE + legend_h}" role="img" font-family="sans-serif" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" font-family="sans-serif" '
         f'font-size="12"><title>{escape(title or "Reliability by voter")}</title>',
-        f'<rect x="{PAD}" y="{PAD}" width="{plot}" height="{plot}" fill="#fff" stroke="#e5e7eb"/>',
+        f'<rect x="{LEFT}" y="{PAD}" width="{plot}" height="{plot}" fill="#fff" stroke="#e5e7eb"/>',
         f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(100)}" y2="{y(1)}" stroke="#9ca3af" '
         'stroke-dasharray="4 4"/>',
     ]
     for tick in range(0, 101, 20):
         parts.append(
-            f'<text x="{x(tick):.1f}" y="{SIZE - PAD + 16}" text-anchor="middle" '
+            f'<text x="{x(tick):.1f}" y="{PAD + plot + 16}" text-anchor="middle" '
             f'fill="#6b7280">{tick}</text>'
-            f'<text x="{PAD - 6}" y="{y(tick / 100) + 4:.1f}" text-anchor="end" '
+            f'<text x="{LEFT - 6}" y="{y(tick / 100) + 4:.1f}" text-anchor="end" '
             f'fill="#6b7280">{tick}%</text>'
         )
     parts.append(
-        f'<text x="{SIZE / 2}" y="{SIZE - 8}" text-anchor="middle">confidence</text>'
-        f'<text x="12" y="{SIZE / 2}" transform="rotate(-90 12 {SIZE / 2})" '
+        f'<text x="{LEFT + plot / 2}" y="{PAD + plot + 34}" text-anchor="middle">confidence</text>'
+        f'<text x="14" y="{PAD + plot / 2}" transform="rotate(-90 14 {PAD + plot / 2})" '
         'text-anchor="middle">share right</text>'
     )
     for index, voter in enumerate(voters):
@@ -66,8 +67,8 @@ def reliability_svg(voters: Sequence[dict[str, Any]], *, title: str = "") -> str
         ly = PAD + 14 + 18 * index
         name = f"{voter['ai_model_name']} as {voter['personality']}"
         parts.append(
-            f'<rect x="{SIZE - PAD + 56}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{SIZE - PAD + 72}" y="{ly}">{escape(name)}</text>'
+            f'<rect x="{LEFT + plot + 16}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{LEFT + plot + 32}" y="{ly}">{escape(name)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -211,6 +211,12 @@ def plan_specs(settings: PlanSettings) -> list[list[StepSpec]]:
     return [stage for stage in stages if stage]
 
 
+def step_index(settings: PlanSettings, key: StepKey) -> int | None:
+    """Return the index of step ``key`` in the plan of a debate with ``settings``."""
+    specs = (spec for stage in plan_specs(settings) for spec in stage)
+    return next((index for index, spec in enumerate(specs) if spec.key == key), None)
+
+
 def build_plan(settings: PlanSettings, progress: Progress) -> Plan:
     """Return the plan of a debate with ``settings`` whose run has ``progress``."""
     status = progress.debate_status

@@ -108,7 +108,7 @@ def complete_simulated(
     pass it ends in ``DeadlineExceeded`` at the deadline, as a real provider would.
     """
     started = time.monotonic()
-    text, request_id = render_answer(request, config.output_mode)
+    text, request_id = render_answer(request, config.output_mode, temperature=config.temperature)
     delay = _artificial_latency_s()
     if delay > 0:
         remaining = deadline - time.monotonic()
@@ -130,15 +130,19 @@ def complete_simulated(
     )
 
 
-def render_answer(request: ModelRequest, output_mode: str = TAGGED) -> tuple[str, str]:
+def render_answer(
+    request: ModelRequest, output_mode: str = TAGGED, *, temperature: float | None = None
+) -> tuple[str, str]:
     """Return the simulated answer text for ``request`` and its ``sim-`` request id, in the
-    contract's ``output_mode`` form.
+    contract's ``output_mode`` form. A judge's answer also depends on ``temperature``, so
+    three judges at spread temperatures answer differently (a debater's does not).
 
     Raise ``TerminalProviderError`` (``bad_request``) when the snapshot cannot be read.
     """
     digest = _digest(request)
     rng = random.Random(int(digest[:16], 16))
     if request.kind in JUDGE_KINDS:
+        rng = random.Random(f"{digest}:{temperature}")
         return _judge_answer(request, rng, output_mode), f"sim-{digest[:16]}"
     profile = _PROFILES.get(request.personality, _PROFILES["analyst"])
     snapshot = _load_snapshot(request.snapshot)

@@ -8,11 +8,13 @@ from django.utils.module_loading import import_string
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
+from debates.engine.plan import CONSENSUS
 from debates.engine.types import Action, CoinDecision
 from debates.locks import lock_debate
 from debates.models import Debate, DebateStatus, Decision, Vote, Weighting
 from debates.services import transitions
 from debates.services.judge import judge_weights
+from debates.state import step_released
 
 # What the consensus reads of a vote besides its voter: the fields of a CoinDecision, in
 # their order.
@@ -72,12 +74,14 @@ def voter_weights(*, debate_id: int, weighting: str) -> dict[str, float] | None:
 def consensus_finalize(*, debate_id: int) -> None:
     """Compute and store every coin's decision, then complete the debate.
 
-    Does nothing unless the debate is voting; abstentions count nowhere. Runs no
+    Does nothing unless the debate is voting and released to its consensus;
+    abstentions count nowhere. Runs no
     trading: an automatic execution is the plan's next step.
     """
     with transaction.atomic():
-        if lock_debate(debate_id=debate_id, status=DebateStatus.VOTING) is None:
-            return
+        locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+        if locked is None or not step_released(locked, (CONSENSUS, None, None)):
+            return  # not voting, or held before the consensus (it runs once released)
         symbol, symbols, weighting, limits = _coins_and_limits(debate_id)
         weights = voter_weights(debate_id=debate_id, weighting=weighting)
         results = decide(_ballots(debate_id), symbols, limits, voter_weights=weights)

@@ -58,6 +58,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.state import step_released
 from strategies.snapshots import market_summary
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ _DEBATE_FIELDS = (
     "market_snapshot",
     "cache",
     "judge_count",
+    "auto_execute",
+    "steps_released",
     *(f"judge_model__{name}" for name in CONFIG_COLUMNS),
 )
 
@@ -78,15 +81,16 @@ def _label(participant: Participant) -> str:
     return participant_label(participant.speak_order + 1)
 
 
-def _judged(debate_id: int, statuses: tuple[str, ...]) -> Debate | None:
-    """Return the debate with its judge's model when it has a judge and is in one of
-    ``statuses``, else None."""
-    return (
+def _judged(debate_id: int, statuses: tuple[str, ...], key: StepKey) -> Debate | None:
+    """Return the debate with its judge's model when it has a judge, is in one of
+    ``statuses`` and is released to step ``key`` (``step_released``), else None."""
+    debate = (
         Debate.objects.select_related("judge_model")
         .only(*_DEBATE_FIELDS)
         .filter(pk=debate_id, status__in=statuses, judge_model__isnull=False)
         .first()
     )
+    return debate if debate is not None and step_released(debate, key) else None
 
 
 def _config(debate: Debate, temperature: float) -> ProviderConfig:
@@ -215,7 +219,7 @@ def judge_round_run(*, debate_id: int, round_number: int, holder: str) -> None:
 
 
 def _summarise_round(debate_id: int, round_number: int) -> None:
-    debate = _judged(debate_id, ACTIVE_STATUSES)
+    debate = _judged(debate_id, ACTIVE_STATUSES, (JUDGE_ROUND, round_number, None))
     if debate is None or not 1 <= round_number < debate.max_rounds:
         return
     stored = JudgeCall.objects.filter(
@@ -295,7 +299,7 @@ def judge_final_run(*, debate_id: int, holder: str) -> None:
 
 def _score(debate_id: int) -> None:
     statuses = (DebateStatus.VOTING,)
-    debate = _judged(debate_id, statuses)
+    debate = _judged(debate_id, statuses, (JUDGE_FINAL, None, None))
     if debate is None or JudgeScore.objects.filter(debate_id=debate_id).exists():
         return
     seats = list(Participant.objects.filter(debate_id=debate_id).order_by("speak_order"))

@@ -43,11 +43,13 @@ from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
 from debates.services import transitions
 from debates.services.modes import SeatPlan, model_refusal, seat_plan
+from debates.services.transitions import PREPARE_KEY
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, Strategy
+from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
 
@@ -400,15 +402,16 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 
 def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]:
-    """Return the fields that store ``snapshot`` on ``debate``."""
+    """Return the fields that store ``snapshot`` on ``debate``, with its two prompt
+    renderings (made here once, not at every step)."""
+    stored = snapshot.to_dict()
     return {
-        "market_snapshot": snapshot.to_dict(),
+        "market_snapshot": stored,
+        "market_text": market_text(stored),
+        "market_summary": market_summary(stored),
         "symbols": snapshot.symbols,
         "symbol": debate.symbol or snapshot.symbols[0],
     }
-
-
-PREPARE_KEY = (PREPARE, None, None)
 
 
 def debate_prepare(*, debate_id: int) -> bool:
@@ -444,14 +447,12 @@ def debate_prepare(*, debate_id: int) -> bool:
                     debate_id=debate_id, step="snapshot", code="market_data", message=failure
                 )
             return False
-        stored = Debate.objects.filter(
-            pk=debate_id, status__in=ACTIVE_STATUSES, market_snapshot__isnull=True
-        ).update(**_snapshot_fields(debate, snapshot))
-        if stored:
-            with events.together(debate_id):
-                transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
-                if debate.current_round == 1:
-                    events.round_started(debate_id, 1)
+        with events.together(debate_id):
+            stored = transitions.prepared(
+                debate_id=debate_id, fields=_snapshot_fields(debate, snapshot)
+            )
+            if stored and debate.current_round == 1:
+                events.round_started(debate_id, 1)
     return True
 
 

@@ -22,6 +22,7 @@ from celery import chain, chord, group, signature
 from celery.canvas import Signature
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from arena.worker import send_on_commit
@@ -38,9 +39,9 @@ from debates.engine.plan import (
     VOTING,
     Step,
 )
-from debates.models import ACTIVE_STATUSES, Debate, SeatKind
+from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, SeatKind
 from debates.selectors import debate_state
-from debates.state import debate_plan
+from debates.state import debate_plan, outcome_name
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }
 _TO_SEND = frozenset({PENDING, RUNNING})
+# How late a completed debate's execution step is still resumed: a decision is not
+# traded on hours after its debate (nor are debates completed before the step existed).
+EXECUTION_RESUME_WITHIN = timedelta(hours=1)
 
 
 def stale_after() -> timedelta:
@@ -125,44 +129,57 @@ def _unread(step: Signature) -> Signature:
     return step.set(ignore_result=True)
 
 
-def run_enqueue(*, debate_id: int, state: Debate | None = None) -> None:
-    """Send the released steps of a debate not run yet to the workers on commit.
+def run_enqueue(*, debate_id: int, state: Debate | None = None) -> bool:
+    """Send the released steps of a debate not run yet to the workers on commit; say
+    whether there was any (a debate held before its next step has none).
 
     ``state``: the debate as ``debates.selectors.debate_state`` has just read it.
     """
     plan = run_plan(debate=state if state is not None else debate_state(debate_id=debate_id))
     if plan is not None:
         send_on_commit(plan)
+    return plan is not None
+
+
+def unfinished_runs() -> Q:
+    """Return the debates with steps still to run: the active ones, and the ones
+    completed within ``EXECUTION_RESUME_WITHIN`` whose execution step (run after the
+    consensus completed them) has recorded no outcome yet."""
+    execution_unrecorded = Q(
+        status=DebateStatus.COMPLETED,
+        auto_execute=True,
+        finished_at__gte=timezone.now() - EXECUTION_RESUME_WITHIN,
+    ) & ~Q(step_outcomes__has_key=outcome_name((EXECUTION, None, None)))
+    return Q(status__in=ACTIVE_STATUSES) | execution_unrecorded
 
 
 def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
-    """Re-enqueue the remaining steps of every active debate with no progress for
-    ``older_than`` (``stale_after()`` by default).
+    """Re-enqueue the remaining steps of every unfinished debate (``unfinished_runs``)
+    with no progress for ``older_than`` (``stale_after()`` by default).
 
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
-    asked twice. A debate with no step to send (it waits for a person, or is held for
-    ``advance``) is left as it is. Return the ids of the debates resumed.
+    asked twice, and a completed debate's execution step is idempotent. A debate with no
+    step to send (it waits for a person, or is held for ``advance``) is left as it is.
+    Return the ids of the debates resumed.
     """
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
-    stale = Debate.objects.filter(status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff)
+    stale = Debate.objects.filter(unfinished_runs(), progressed_at__lt=cutoff)
     for debate_id in stale.values_list("pk", flat=True):
         # Claim the resume itself, so two watchdogs never resume the same debate at once.
         with transaction.atomic():
             claimed = Debate.objects.filter(
-                pk=debate_id, status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff
+                unfinished_runs(), pk=debate_id, progressed_at__lt=cutoff
             ).update(progressed_at=timezone.now())
             if not claimed:
                 continue
         with transaction.atomic():
-            debate = debate_state(debate_id=debate_id)
-            plan = run_plan(debate=debate)
-            if plan is None:
-                continue  # it waits for a person, or for advance: nothing to resume
+            if not run_enqueue(debate_id=debate_id):
+                continue  # held before its next step (the manual pace), or waiting
+            debate = Debate.objects.get(pk=debate_id)
             logger.warning(
                 "resuming debate %s (%s, round %s)", debate_id, debate.status, debate.current_round
             )
-            send_on_commit(plan)
         resumed.append(debate_id)
     return resumed

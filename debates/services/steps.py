@@ -21,6 +21,7 @@ from debates import events
 from debates.claims import StepBusy, step_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import parse_output
+from debates.engine.plan import OPENING, REBUTTAL, VOTING, StepKey
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.locks import lock_debate
@@ -49,7 +50,7 @@ from debates.services.calls import (
 from debates.services.judge import round_summary_text
 from debates.services.lifecycle import debate_fail
 from debates.services.runs import run_enqueue
-from debates.state import plan_of
+from debates.state import plan_of, step_released
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
@@ -63,9 +64,9 @@ def _label(participant: Participant) -> str:
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
     settings (the model-call cache mode and whether it has a judge among them), its seats
-    in speaking order, and its
-    market snapshot with the snapshot's two prompt renderings (each made when first
-    asked for)."""
+    in speaking order, and its market snapshot with the snapshot's two prompt renderings
+    (stored by the prepare step; made here only for a debate prepared before they were
+    stored)."""
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        rendered: tuple[str, str] = ("", ""),
         *,
         judged: bool = False,
     ) -> None:
@@ -88,6 +90,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self._text, self._summary = rendered
         self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
@@ -98,11 +101,11 @@ class _Cast:
 
     @functools.cached_property
     def market_text(self) -> str:
-        return market_text(self.snapshot)
+        return self._text or market_text(self.snapshot)
 
     @functools.cached_property
     def market_summary(self) -> str:
-        return market_summary(self.snapshot)
+        return self._summary or market_summary(self.snapshot)
 
 
 def _cast(debate: dict, seats: list[Participant]) -> _Cast:
@@ -116,6 +119,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        (debate["market_text"], debate["market_summary"]),
         judged=debate["judge_model_id"] is not None,
     )
 
@@ -160,15 +164,20 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "market_text",
+    "market_summary",
     "judge_model_id",
+    "auto_execute",
+    "steps_released",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
 
 
-def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = False) -> _Now | None:
-    """Return what the step of ``participant_id`` needs, or None when the debate is no
-    longer ``status`` (cancelled, say), or, for a ``voter``, when its ballot is stored.
+def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _Now | None:
+    """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
+    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
+    or, for a vote, when its ballot is stored.
 
     Reads the debate with its strategy's texts, its seats with their models, and every
     stored turn: what the prompt needs, read right before the call, so the step asks
@@ -177,6 +186,7 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
     debate = Debate.objects.filter(pk=debate_id).values(*_DEBATE_FIELDS).first()
     if debate is None or debate["status"] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    voter = key[0] == VOTING
     if voter and Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
         return None  # the ballot is stored already: a vote is never asked twice
     seats = list(
@@ -184,6 +194,8 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
         .select_related("ai_model")
         .order_by("speak_order")
     )
+    if not step_released(_held_as(debate), key, seats):
+        return None  # sent before the debate was held before it: it runs once released
     cast = _cast(debate, seats)
     participant = cast.seat(participant_id)
     model = participant.ai_model
@@ -203,6 +215,17 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
         strategy_role=debate["strategy__role_text"] or "",
         custom_prompt=debate["strategy__custom_prompt"] or "",
         spoken=spoken,
+    )
+
+
+def _held_as(debate: dict) -> Debate:
+    """Return the part of a debate's row (``_DEBATE_FIELDS``) that decides its plan."""
+    return Debate(
+        pk=debate["pk"],
+        max_rounds=debate["max_rounds"],
+        auto_execute=debate["auto_execute"],
+        judge_model_id=debate["judge_model_id"],
+        steps_released=debate["steps_released"],
     )
 
 
@@ -271,7 +294,10 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
 
 def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
-    now = _read(debate_id, participant_id, DebateStatus.RUNNING)
+    kind = OPENING if round_number == 1 else REBUTTAL
+    now = _read(
+        debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
+    )
     if now is None or now.has_said(round_number):
         return  # the debate stopped, or the turn is stored: a turn is never asked twice
     request = _turn_request(now, round_number)
@@ -478,7 +504,7 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
 
 def _ask_vote(debate_id: int, participant_id: int) -> None:
-    now = _read(debate_id, participant_id, DebateStatus.VOTING, voter=True)
+    now = _read(debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id))
     if now is None:
         return  # the debate stopped, or the ballot is stored: a vote is never asked twice
     request = _vote_request(now)
@@ -596,22 +622,26 @@ def ballot_record(
                     )
                 for vote in votes:
                     events.vote_stored(vote)
-                # The plan moved on by a step: announced from the turns (they do not
-                # change while the debate votes) and the ballots stored.
-                turns = Message.objects.filter(debate_id=debate_id).order_by()
-                ballots = list(
-                    Ballot.objects.filter(debate_id=debate_id)
-                    .order_by()
-                    .values_list("participant_id", "status")
-                )
-                plan = plan_of(
-                    locked,
-                    seats=seats,
-                    turns=turns.values_list("round", "participant_id", "status"),
-                    ballots=ballots,
-                )
-                transitions.state_published(locked, plan, seats)
-            person = any(seat.is_human for seat in seats)
+                person = any(seat.is_human for seat in seats)
+                ballots: list[tuple[int, str]] = []
+                if locked.steps_released is not None or person:
+                    # The debate may stop after this vote (held, or waiting for a
+                    # person's): its state says so, with the plan announced from the
+                    # turns (they do not change while the debate votes) and the ballots
+                    # stored. In the automatic pace the vote events tell the same.
+                    turns = Message.objects.filter(debate_id=debate_id).order_by()
+                    ballots = list(
+                        Ballot.objects.filter(debate_id=debate_id)
+                        .order_by()
+                        .values_list("participant_id", "status")
+                    )
+                    plan = plan_of(
+                        locked,
+                        seats=seats,
+                        turns=turns.values_list("round", "participant_id", "status"),
+                        ballots=ballots,
+                    )
+                    transitions.state_published(locked, plan, seats)
             if person and len(ballots) == len(seats):
                 run_enqueue(debate_id=debate_id)
             return ballot

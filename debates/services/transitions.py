@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from debates import events
-from debates.engine.plan import Plan
+from debates.engine.plan import DONE, PREPARE, Plan
 from debates.locks import lock_debate
 from debates.models import (
     ACTIVE_STATUSES,
@@ -36,6 +36,8 @@ from debates.selectors import debate_state
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, plan_of
 
 logger = logging.getLogger(__name__)
+
+PREPARE_KEY = (PREPARE, None, None)
 
 
 def _moved(
@@ -225,6 +227,29 @@ def advance(*, debate_id: int, released: int, to: int | None) -> Debate | None:
         ),
         debate_id,
     )
+
+
+def prepared(*, debate_id: int, fields: dict[str, Any]) -> bool:
+    """Store the market snapshot ``fields`` of an active debate that has none, with its
+    prepare step recorded done, and announce the state; say whether it was stored now.
+    Takes the debate's row lock; the state is announced from it, without reading it back
+    (the debate has no turn before its snapshot)."""
+    locked = lock_debate(debate_id=debate_id)
+    if locked is None or locked.status not in ACTIVE_STATUSES:
+        return False
+    outcomes = {**(locked.step_outcomes or {}), outcome_name(PREPARE_KEY): {"status": DONE}}
+    moved = _moved(
+        debate_id,
+        ACTIVE_STATUSES,
+        where=Q(market_snapshot__isnull=True),
+        step_outcomes=outcomes,
+        **fields,
+    )
+    if moved:
+        locked.step_outcomes = outcomes
+        seats = list(Participant.objects.filter(debate_id=debate_id).order_by("speak_order"))
+        state_published(locked, plan_of(locked, seats=seats, turns=()), seats)
+    return moved
 
 
 def step_recorded(

@@ -83,8 +83,11 @@ def test_the_detail_leaves_the_raw_candles_out_unless_asked(api, user):
     assert frame == {"timeframe": "1h", "indicators": {"rsi14": 55.9}}
     assert summary["coins"][0]["price"] == 57970.9
     assert summary["as_of"] == "2024-09-05T00:00:00Z"
-    # and the full snapshot has them, under an ETag of its own
-    assert full.json()["market_snapshot"] == SNAPSHOT
+    # and the full snapshot has them, under an ETag of its own; both say how many
+    # decimals the coin's prices have (0.5 and 1.5: one)
+    assert summary["coins"][0]["price_decimals"] == 1
+    expected = {**SNAPSHOT, "coins": [{**SNAPSHOT["coins"][0], "price_decimals": 1}]}
+    assert full.json()["market_snapshot"] == expected
     assert full["ETag"] != api.get(f"/api/debates/{debate.pk}")["ETag"]
 
 

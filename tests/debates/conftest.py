@@ -58,6 +58,20 @@ def make_debate(user, llm) -> Callable[..., Debate]:
     return make
 
 
+@pytest.fixture
+def judge_model(user, llm):
+    """A judge's model on the fake model server, under a name of its own (``fake-judge``),
+    so the judge's requests are told apart from the participants'."""
+    return AIModelFactory(
+        owner=user,
+        provider="openai_compatible",
+        model_name="fake-judge",
+        base_url=f"{llm.url}/v1",
+        timeout_seconds=10,
+        temperature=0.4,
+    )
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> None:
     """Wait until ``predicate()`` is true; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

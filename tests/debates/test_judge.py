@@ -15,25 +15,11 @@ import pytest
 from debates.models import Debate, DebateStatus, Decision, JudgeCall, JudgeScore, Message
 from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
 from debates.services.judge import judge_final_run, judge_round_run, round_summary_text
-from tests.debates.factories import AIModelFactory
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 JUDGE_MODEL = "fake-judge"
-
-
-@pytest.fixture
-def judge_model(user, llm):
-    """The judge's model, on the fake server under a name of its own."""
-    return AIModelFactory(
-        owner=user,
-        provider="openai_compatible",
-        model_name=JUDGE_MODEL,
-        base_url=f"{llm.url}/v1",
-        timeout_seconds=10,
-        temperature=0.4,
-    )
 
 
 def summary_answer(round_number: int) -> str:

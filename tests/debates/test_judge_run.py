@@ -8,25 +8,12 @@ import pytest
 
 from debates.models import DebateStatus, JudgeCall, JudgeScore
 from debates.selectors import debate_representation
-from debates.services import debate_start
-from tests.debates.conftest import wait_until_finished
-from tests.debates.factories import AIModelFactory
-from tests.debates.test_judge import JUDGE_MODEL, scores_answer, summary_answer
+from debates.services import debate_advance, debate_start
+from tests.debates.conftest import wait_for, wait_until_finished
+from tests.debates.test_judge import scores_answer, summary_answer
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def judge_model(user, llm):
-    """The judge's model, on the fake server under a name of its own."""
-    return AIModelFactory(
-        owner=user,
-        provider="openai_compatible",
-        model_name=JUDGE_MODEL,
-        base_url=f"{llm.url}/v1",
-        timeout_seconds=10,
-    )
 
 
 def kinds(detail: dict) -> list[tuple[str, int | None, str]]:
@@ -104,3 +91,39 @@ def test_a_judge_answering_500_leaves_a_completed_debate_with_full_history(
         "judge call failed: server_error"
     }
     assert len(detail["decisions"]) == 3
+
+
+def test_in_the_manual_pace_each_judge_step_waits_for_its_advance(
+    celery_worker, llm, make_debate, judge_model
+):
+    # given a 2-round debate with a judge in the manual pace
+    llm.add_rule(Reply.answer(summary_answer(1), match="Summarise round 1"))
+    llm.add_rule(
+        Reply.answer(
+            scores_answer({"P1": (5, 5, 5), "P2": (5, 5, 5), "P3": (5, 5, 5)}),
+            match="Score every participant",
+        )
+    )
+    debate = make_debate(rounds=2, pace="manual", judge={"ai_model": judge_model.pk})
+    debate_start(debate_id=debate.pk)
+    held_at = []
+    # when each step is advanced to in turn, once the debate is held before it
+    while True:
+        wait_for(lambda: _held_or_done(debate.pk), timeout=30)
+        detail = debate_representation(debate_id=debate.pk)
+        if detail["status"] == "completed" and not detail["can_advance"]:
+            break
+        step = detail["steps"][detail["current_step"]]
+        held_at.append((step["kind"], step["round"], step["status"]))
+        debate_advance(debate_id=debate.pk)
+    # then the debate was held before each judge step, which then ran, and completed
+    assert ("judge_round", 1, "pending") in held_at
+    assert ("judge_final", None, "pending") in held_at
+    kinds_done = [(k, r) for k, r, s in kinds(detail) if k.startswith("judge") and s == "done"]
+    assert kinds_done == [("judge_round", 1), ("judge_final", None)]
+    assert JudgeScore.objects.filter(debate=debate, score=0.5).count() == 3
+
+
+def _held_or_done(debate_id: int) -> bool:
+    detail = debate_representation(debate_id=debate_id)
+    return detail["can_advance"] or detail["status"] in ("completed", "failed", "cancelled")

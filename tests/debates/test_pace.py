@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from debates.models import Debate, Message
+from debates.models import Ballot, Debate, Decision, Message, Participant
 from debates.selectors import debate_state
-from debates.services import debate_advance, debate_retry_step, debate_start
+from debates.services import (
+    consensus_finalize,
+    debate_advance,
+    debate_retry_step,
+    debate_start,
+    vote_run,
+)
 from debates.state import available_actions, debate_plan
 from tests.debates.conftest import failed_in_round_two, wait_for, wait_until_finished
 from tests.debates.events_helpers import published
@@ -100,3 +106,26 @@ def test_retry_step_runs_the_failed_step_alone_reusing_every_stored_turn(
     finished = wait_until_finished(debate.pk)
     assert finished.status == "completed"
     assert len(llm.requests) == asked + 1 + 3
+
+
+def test_the_steps_a_failure_left_queued_do_not_run_past_a_retried_step(
+    celery_worker, llm, make_debate
+):
+    # given a debate failed in round 2 whose first failed turn was retried and answered:
+    # it is voting, held before its votes
+    debate = failed_in_round_two(llm, make_debate)
+    debate_retry_step(debate_id=debate.pk)
+    wait_for(lambda: held(debate.pk), timeout=30)
+    asked = len(llm.requests)
+    # when the rest of the canvas the failure cut short reaches a worker only now (the
+    # votes and the consensus were queued behind round 2 when it failed)
+    for seat in Participant.objects.filter(debate=debate):
+        vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="queued-before-the-hold")
+    consensus_finalize(debate_id=debate.pk)
+    # then they did nothing: no vote asked or stored, no decision, still held
+    assert len(llm.requests) == asked
+    assert not Ballot.objects.filter(debate=debate).exists()
+    assert not Decision.objects.filter(debate=debate).exists()
+    state = debate_state(debate_id=debate.pk)
+    assert state.status == "voting"
+    assert available_actions(state) == ["advance", "cancel"]

@@ -7,7 +7,8 @@ from django.conf import settings
 
 from arena.celery import app
 from debates.models import DebateStatus
-from debates.routing import load_priority
+from debates.routing import load_priority, route_step
+from debates.services.runs import STEP_TASKS
 from debates.tasks import schedule_fire_task, turn_run_task, vote_run_task
 from tests.debates.factories import DebateFactory
 
@@ -44,3 +45,21 @@ def test_steps_of_a_heavy_user_queue_behind_those_of_a_light_one(user, other_use
         assert _queue_lengths() == {"0": 2, "3": 0, "9": 1}
     finally:
         app.control.purge()
+
+
+def test_every_step_of_the_plan_is_routed_by_its_owners_load(user):
+    # given a debate of a user with 12 debates running
+    heavy = [DebateFactory(owner=user, status=DebateStatus.RUNNING) for _ in range(12)]
+    # when the router is asked about each kind of step's task, by name, and another task
+    routed = {name: route_step(name, (heavy[0].pk,), {}, {}) for name, _ in STEP_TASKS.values()}
+    # then each step of the plan (the execution step of trading too, and any kind added
+    # to it) gets the priority
+    assert set(routed) >= {
+        "debates.prepare_run",
+        "debates.turn_run",
+        "debates.vote_run",
+        "debates.consensus_finalize",
+        "traders.debate_execute",
+    }
+    assert all(options == {"priority": 9} for options in routed.values())
+    assert route_step("debates.schedule_fire", (heavy[0].pk,), {}, {}) is None

@@ -61,6 +61,41 @@ def test_a_finished_debate_is_never_resumed(make_debate, sent) -> None:
     assert debates_resume_stale() == []
 
 
+def test_a_completed_debate_whose_execution_step_never_ran_is_resumed_with_it_alone(
+    make_debate, sent
+) -> None:
+    # given three debates that execute automatically, completed and quiet since: the
+    # worker of one died between its consensus and its execution step ten minutes ago;
+    # another's execution step recorded its outcome; the last completed two hours ago
+    lost, executed, old = make_debate(), make_debate(), make_debate()
+    for debate, minutes in ((lost, 10), (executed, 10), (old, 120)):
+        Debate.objects.filter(pk=debate.pk).update(
+            status="completed",
+            auto_execute=True,
+            finished_at=timezone.now() - timedelta(minutes=minutes),
+        )
+        _quiet_for(debate, minutes * 60)
+    Debate.objects.filter(pk=executed.pk).update(step_outcomes={"execution": {"status": "done"}})
+    # when the watchdog looks, only the first is resumed, with its execution step alone
+    assert debates_resume_stale() == [lost.pk]
+    (canvas,) = sent
+    assert [task.task for task in canvas.tasks] == ["traders.debate_execute"]
+    assert canvas.tasks[0].args == (lost.pk,)
+
+
 def test_beat_looks_every_third_of_the_setting() -> None:
     schedule = "settings.CELERY_BEAT_SCHEDULE['debates-resume-stale']['schedule']"
     assert setting_in_process(schedule, DEBATE_STALE_AFTER_S="12") == "4"
+
+
+def test_a_debate_held_before_its_next_step_is_left_alone(settings, make_debate, sent) -> None:
+    # given a manual debate held after its prepare step, quiet for long
+    settings.DEBATE_STALE_AFTER_S = 12
+    debate = make_debate(pace="manual")
+    debate_start(debate_id=debate.pk)
+    Debate.objects.filter(pk=debate.pk).update(step_outcomes={"prepare": {"status": "done"}})
+    _quiet_for(debate, 20)
+    sent.clear()
+    # when the watchdog looks, then it sends nothing: the debate waits for advance
+    assert debates_resume_stale() == []
+    assert sent == []

@@ -17,7 +17,10 @@ DeepSeek's ``prompt_cache_hit_tokens`` for a ``deepseek...`` model, else OpenAI'
 
 Every model request is recorded (path, headers, JSON body, arrival time) and the
 server tracks the current and the maximum number of model requests in flight: from
-arrival until the first byte of the answer is written.
+arrival until the first byte of the answer is written, or until the client hangs up.
+A request whose client has hung up no longer counts when the next one arrives, even if
+its handler has not noticed yet (a thread waking a few milliseconds late would
+otherwise count a call its client had already given up as still in flight).
 
 Control over HTTP, for other processes:
 - ``POST /_control`` with any of ``{"latency_s": 0.2, "replies": [reply, ...],
@@ -178,6 +181,8 @@ class _State:
     max_in_flight: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     connections: int = 0
+    # The connection of each model request counted in flight, by the record's id.
+    open: dict[int, socket.socket] = field(default_factory=dict)
 
 
 def default_answer(prompt: str, action: str = "open_long") -> str:
@@ -338,12 +343,19 @@ class FakeLLMServer:
 
     # --- used by the handler ---------------------------------------------------------
 
-    def _arrive(self, record: RecordedRequest) -> tuple[Reply, float, str, int]:
+    def _arrive(
+        self, record: RecordedRequest, connection: socket.socket
+    ) -> tuple[Reply, float, str, int]:
         responder = self.responder
         chosen = responder(record) if responder else None
         with self._lock:
             state = self._state
+            for key, other in list(state.open.items()):
+                if _hung_up(other):
+                    del state.open[key]
+                    state.in_flight -= 1
             state.requests.append(record)
+            state.open[id(record)] = connection
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
             self._counter += 1
@@ -366,11 +378,25 @@ class FakeLLMServer:
 
     def _leave(self, record: RecordedRequest, status: int | None, fault: str | None) -> None:
         with self._lock:
-            self._state.in_flight -= 1
+            if self._state.open.pop(id(record), None) is not None:
+                self._state.in_flight -= 1  # unless counted out when its client hung up
             record.status = status
             record.fault = fault
             key = str(status) if status is not None else (fault or "none")
             self._state.by_status[key] = self._state.by_status.get(key, 0) + 1
+
+
+def _hung_up(connection: socket.socket) -> bool:
+    """Say whether the client of ``connection`` has closed it (without waiting)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        if not readable:
+            return False
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 class _Server(ThreadingHTTPServer):
@@ -449,7 +475,7 @@ class _Handler(BaseHTTPRequestHandler):
             wire=wire,
             prompt=_prompt_text(body),
         )
-        reply, latency_s, default_action, number = fake._arrive(record)
+        reply, latency_s, default_action, number = fake._arrive(record, self.connection)
         left = False
 
         def leave(status: int | None, fault: str | None = None) -> None:

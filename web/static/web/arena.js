@@ -15,13 +15,18 @@
   const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
-    "consensus", "execution", "error"];
+    "consensus", "execution", "error", "judge_call", "judge_scores"];
+  const RUBRIC = { market_data: "Market data", answers: "Answers", consistency: "Consistency" };
   const EXECUTABLE = ["open_long", "open_short", "close_long", "close_short"];
   const ACTION_LABELS = {
     open_long: "LONG", open_short: "SHORT", close_long: "CLOSE LONG",
     close_short: "CLOSE SHORT", hold: "HOLD", wait: "WAIT",
   };
-  const ACTION_BUTTONS = { start: "Start", cancel: "Cancel", retry: "Retry", delete: "Delete" };
+  const ACTION_BUTTONS = {
+    start: "Start", advance: "Continue", retry_step: "Retry step", cancel: "Cancel",
+    retry: "Retry", delete: "Delete",
+  };
+  const PRIMARY_ACTIONS = new Set(["start", "advance", "retry"]);
   const STREAM_STATES = {
     idle: "", connecting: "connecting…", live: "● live", reconnecting: "reconnecting…",
   };
@@ -69,6 +74,29 @@
     const personality = state.personalities[participant.personality];
     const who = participant.kind === HUMAN_SEAT ? "you" : participant.ai_model_name;
     return `${personality ? personality.name : participant.personality} · ${who}`;
+  }
+
+  /** The label every simulated model carries wherever it appears. */
+  function simulatedBadge(participant) {
+    return participant.simulated
+      ? h("span", { class: "badge badge-simulated", title: "the built-in offline model",
+        text: "simulated" })
+      : null;
+  }
+
+  /** Return a price rounded to its coin's precision (from the debate's snapshot). */
+  function price(symbol, value) {
+    if (missing(value)) return "–";
+    const snapshot = state.debate && state.debate.market_snapshot;
+    const coin = snapshot && (snapshot.coins || []).find((c) => c.symbol === symbol);
+    return coin && Number.isInteger(coin.price_decimals)
+      ? Number(value).toFixed(coin.price_decimals) : num(value);
+  }
+
+  /** Return the market instant a debate reads: its snapshot's, or the one it asked for. */
+  function marketInstant(debate) {
+    const instant = (debate.market_snapshot && debate.market_snapshot.as_of) || debate.as_of;
+    return instant ? `market at ${instant.replace("T", " ").slice(0, 16)} UTC` : "market at start";
   }
 
   function avatar(participant, extraClass) {
@@ -188,6 +216,7 @@
     for (const message of state.messages.values()) renderMessage(message);
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
     renderHumanTurn();
     updateSidebarItem(detail);
@@ -204,6 +233,7 @@
     renderHeader();
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
     renderHumanTurn();
     updateSidebarItem(debate);
@@ -218,8 +248,8 @@
     const rounds = debate.current_round
       ? `round ${debate.current_round}/${debate.max_rounds}` : `${debate.max_rounds} rounds`;
     const strategy = debate.strategy ? debate.strategy.name : "no strategy";
-    $("#debate-meta").textContent =
-      `${strategy} · ${debate.phase} · ${rounds} · ${debate.prompt_variant}`;
+    $("#debate-meta").textContent = `${strategy} · ${debate.phase} · ${rounds} · `
+      + `${debate.prompt_variant} · ${marketInstant(debate)}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
     $("#debate-coins").replaceChildren(...coins.map((symbol) => h("span", {
       class: `coin${symbol === debate.symbol ? " is-primary" : ""}`, text: symbol,
@@ -227,11 +257,12 @@
     $("#debate-participants").replaceChildren(...debate.participants.map((p) => h("span",
       { class: "participant" },
       avatar(p, p.id === debate.current_speaker ? "speaking" : ""),
-      h("span", { class: "participant-name", text: participantName(p) }))));
+      h("span", { class: "participant-name", text: participantName(p) }),
+      simulatedBadge(p))));
     const actions = debate.available_actions.filter((action) => ACTION_BUTTONS[action]);
     $("#debate-actions").replaceChildren(...actions.map((action) => h("button", {
       type: "button",
-      class: action === "start" || action === "retry" ? "primary" : "secondary",
+      class: PRIMARY_ACTIONS.has(action) ? "primary" : "secondary",
       "data-action": action,
       text: ACTION_BUTTONS[action],
       onclick: () => runAction(action),
@@ -254,7 +285,8 @@
         navigate(null);
         return;
       }
-      const detail = await api("POST", `debates/${debate.id}/${action}`);
+      const path = action.replace("_", "-");  // retry_step: POST .../retry-step
+      const detail = await api("POST", `debates/${debate.id}/${path}`);
       if (state.debate && state.debate.id === detail.id) applyState(detail);
     } catch (error) {
       showDebateError(error.message);
@@ -267,7 +299,8 @@
     const found = $(`#rounds [data-round="${round}"]`);
     if (found) return found;
     const section = h("section", { class: "round", "data-round": round },
-      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }));
+      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }),
+      h("div", { class: "round-summary" }));
     const later = $$("#rounds .round").find((other) => Number(other.dataset.round) > round);
     $("#rounds").insertBefore(section, later || null);
     return section;
@@ -319,6 +352,7 @@
         avatar(participant),
         h("span", { class: "who" },
           h("strong", { text: participantName(participant) }),
+          simulatedBadge(participant),
           h("span", { class: "muted", text: ` · ${message.message_type}` })),
         h("span", { class: "positions" }, positions)),
       h("div", { class: "message-body" },
@@ -357,6 +391,60 @@
     $("#notices").append(h("p", {
       class: "alert", text: `${notice.step} failed · ${who}${notice.message} (${notice.code})`,
     }));
+  }
+
+  // --- The judge: a summary under each round but the last, the scores after the votes ---
+
+  function renderJudge() {
+    const judge = state.debate.judge;
+    $("#judge").hidden = !judge;
+    if (!judge) return;
+    for (const summary of judge.summaries) renderSummary(summary);
+    const count = judge.count === 3 ? "three scoring calls, median per item" : "one scoring call";
+    $("#judge-meta").textContent = `${judge.ai_model_name}${judge.simulated ? " [simulated]" : ""}`
+      + ` · ${count} · never votes`;
+    if (!judge.scores.length) {
+      const text = state.debate.status === "voting"
+        ? "The judge scores the participants after the votes…"
+        : "The judge scores the participants after the votes.";
+      $("#judge-scores").replaceChildren(h("p", { class: "muted", text }));
+      return;
+    }
+    const scores = [...judge.scores].sort((a, b) =>
+      participantById(a.participant).speak_order - participantById(b.participant).speak_order);
+    $("#judge-scores").replaceChildren(...scores.map(renderScore));
+  }
+
+  function renderSummary(summary) {
+    const box = $(".round-summary", roundSection(summary.round));
+    box.replaceChildren(h("div", {
+      class: `judge-summary${summary.text ? "" : " missing"}`, "data-summary-round": summary.round,
+    },
+    h("strong", { text: `Judge's summary of round ${summary.round}` }),
+    h("p", {
+      class: "reasoning",
+      text: summary.text || `No summary (${summary.missing}): the next round got every message.`,
+    })));
+  }
+
+  function renderScore(score) {
+    const participant = participantById(score.participant);
+    const value = score.score === null ? "missing" : `${(score.score * 10).toFixed(1)}/10`;
+    const agreement = score.agreement === null ? "" : ` · judges agree ${pct(score.agreement)}`;
+    return h("div", { class: "judge-score", "data-score-participant": score.participant },
+      h("div", { class: "voter-head" },
+        avatar(participant),
+        h("strong", { text: participantName(participant) }),
+        h("span", { class: "judge-total", text: value }),
+        h("span", { class: "muted small", text: agreement })),
+      score.score === null
+        ? h("p", { class: "muted small", text: score.missing })
+        : h("ul", { class: "vote-list" }, Object.entries(RUBRIC)
+          .filter(([name]) => name in score.items)
+          .map(([name, label]) => h("li", { class: "vote", title: score.items[name].reason },
+            h("span", { class: "position-symbol", text: label }),
+            h("span", { text: `${score.items[name].value}` }),
+            h("span", { class: "muted small", text: score.items[name].reason })))));
   }
 
   // --- The person's turn and vote --------------------------------------------------------
@@ -547,9 +635,10 @@
     const where = trader ? trader.name : `trader ${execution.trader}`;
     let text = `Execution #${execution.id} on ${where}: ${execution.status}`;
     if (execution.status === "filled") {
-      text += ` · ${num(execution.filled_quantity)} @ ${num(execution.average_price)}`;
-      if (execution.stop_loss_price) text += ` · SL ${num(execution.stop_loss_price)}`;
-      if (execution.take_profit_price) text += ` · TP ${num(execution.take_profit_price)}`;
+      const at = (value) => price(execution.symbol, value);
+      text += ` · ${num(execution.filled_quantity)} @ ${at(execution.average_price)}`;
+      if (execution.stop_loss_price) text += ` · SL ${at(execution.stop_loss_price)}`;
+      if (execution.take_profit_price) text += ` · TP ${at(execution.take_profit_price)}`;
     }
     if (execution.error) text += ` · ${execution.error}`;
     return h("p", { class: `execution execution-${execution.status}`, text });
@@ -638,6 +727,15 @@
     return match ? Number(match[1]) : null;
   }
 
+  /** Read the coins the snapshot step chose (a `status` event does not carry them). */
+  async function refreshCoins() {
+    const debate = state.debate;
+    const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
+    if (!detail || state.debate !== debate) return;
+    Object.assign(debate, { symbols: detail.symbols, market_snapshot: detail.market_snapshot });
+    renderHeader();
+  }
+
   function onEvent(current, type, event) {
     if (stream !== current || !state.debate || state.debate.id !== current.debateId) return;
     const number = eventNumber(event.lastEventId);
@@ -651,7 +749,10 @@
 
   const HANDLERS = {
     initial: setDebate,
-    status: applyState,
+    status: (fields) => {
+      applyState(fields);
+      if (!state.debate.symbols.length && fields.status !== "pending") refreshCoins();
+    },
     round_start: ({ round }) => {
       roundSection(round);
       renderRounds();
@@ -674,6 +775,17 @@
     },
     execution: applyExecution,
     error: renderNotice,
+    judge_call: ({ summary }) => {
+      const judge = state.debate.judge;
+      if (!summary || !judge) return;
+      judge.summaries = [...judge.summaries.filter((s) => s.round !== summary.round), summary];
+      renderSummary(summary);
+    },
+    judge_scores: ({ scores }) => {
+      if (!state.debate.judge) return;
+      state.debate.judge.scores = scores;
+      renderJudge();
+    },
   };
 
   // --- The create form --------------------------------------------------------------------
@@ -770,6 +882,9 @@
       }),
     };
     if (payload.max_rounds === undefined) delete payload.max_rounds;
+    // The form's instant is UTC, as the API's (datetime-local gives "2024-08-05T12:00").
+    const asOf = $("#f-as-of").value;
+    if (asOf) payload.as_of = `${asOf}Z`;
     if (payload.auto_execute) payload.trader = Number($("#f-trader").value) || null;
     return payload;
   }
