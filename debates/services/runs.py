@@ -39,7 +39,7 @@ from debates.engine.plan import (
     VOTING,
     Step,
 )
-from debates.models import ACTIVE_STATUSES, Debate, DebateStatus
+from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, SeatKind
 from debates.selectors import debate_state
 from debates.state import debate_plan, outcome_name
 
@@ -85,6 +85,7 @@ def run_plan(*, debate: Debate) -> Signature | None:
     ``debate`` carries its stored steps (``debates.selectors.debate_state``).
     """
     plan = debate_plan(debate)
+    people = {seat.pk for seat in debate.participants.all() if seat.kind == SeatKind.HUMAN}
     released = len(plan.steps) if debate.steps_released is None else debate.steps_released
     by_stage: dict[int, list[Step]] = {}
     for step in plan.steps[:released]:
@@ -94,9 +95,8 @@ def run_plan(*, debate: Debate) -> Signature | None:
     stages: list[Signature] = []
     for stage in by_stage.values():
         unfinished = [step for step in stage if step.status not in FINISHED]
-        sendable = [
-            step for step in unfinished if step.status in _TO_SEND and step.speaker not in people
-        ]
+        # A person's step is never sent, even before it waits: the person writes it.
+        sendable = [s for s in unfinished if s.status in _TO_SEND and s.speaker not in people]
         tasks = [sig for sig in (step_signature(debate.pk, s) for s in sendable) if sig]
         if len(tasks) > 1:
             stages.append(group(tasks))

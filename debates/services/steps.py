@@ -643,7 +643,7 @@ def ballot_record(
                         turns=turns.values_list("round", "participant_id", "status"),
                         ballots=ballots,
                     )
-                    events.status_changed(locked, plan)
+                    transitions.state_published(locked, plan, seats)
             if person and len(ballots) == len(seats):
                 run_enqueue(debate_id=debate_id)
             return ballot

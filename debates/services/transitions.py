@@ -58,11 +58,16 @@ def announce(debate_id: int) -> Debate:
     ends (``person_deadline``), so every transition keeps the deadline in step.
     """
     debate = debate_state(debate_id=debate_id)
-    seated = any(seat.kind == SeatKind.HUMAN for seat in debate.participants.all())
-    if seated or debate.human_due_at is not None:
-        person_deadline(debate, debate_plan(debate))
-    events.status_changed(debate)
+    state_published(debate, debate_plan(debate), debate.participants.all())
     return debate
+
+
+def state_published(debate: Debate, plan: Plan, seats: Iterable[Participant]) -> None:
+    """Publish ``debate``'s state with its ``plan`` on commit, and keep the debate's wait
+    for the person in its human seat, if it has one among ``seats``, in step with it."""
+    if debate.human_due_at is not None or any(seat.kind == SeatKind.HUMAN for seat in seats):
+        person_deadline(debate, plan)
+    events.status_changed(debate, plan)
 
 
 def person_deadline(debate: Debate, plan: Plan) -> None:
@@ -134,10 +139,7 @@ def turn_taken(
         current_speaker_id=debate.current_speaker_id,
     )
     if moved:
-        plan = plan_of(debate, seats=seats, turns=turns)
-        if debate.human_due_at is not None or any(seat.is_human for seat in seats):
-            person_deadline(debate, plan)  # the turn may have made a person's step wait
-        events.status_changed(debate, plan)
+        state_published(debate, plan_of(debate, seats=seats, turns=turns), seats)
     return moved
 
 
@@ -245,8 +247,8 @@ def prepared(*, debate_id: int, fields: dict[str, Any]) -> bool:
     )
     if moved:
         locked.step_outcomes = outcomes
-        seats = Participant.objects.filter(debate_id=debate_id).order_by("speak_order")
-        events.status_changed(locked, plan_of(locked, seats=seats, turns=()))
+        seats = list(Participant.objects.filter(debate_id=debate_id).order_by("speak_order"))
+        state_published(locked, plan_of(locked, seats=seats, turns=()), seats)
     return moved
 
 

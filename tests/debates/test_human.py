@@ -35,10 +35,14 @@ def _debate(*, human_first=True, said=(), **state):
     """Return a running 2-round debate past its prepare step, with a human seat and a
     model seat (the human speaking first unless not ``human_first``), and the turns
     ``said`` stored as (round, "human" or "model")."""
-    fields = {"status": "running", "phase": "opening", "current_round": 1, **state}
-    debate = DebateFactory(
-        symbols=SYMBOLS, max_rounds=2, step_outcomes={"prepare": {"status": "done"}}, **fields
-    )
+    fields = {
+        "status": "running",
+        "phase": "opening",
+        "current_round": 1,
+        "step_outcomes": {"prepare": {"status": "done"}},
+        **state,
+    }
+    debate = DebateFactory(symbols=SYMBOLS, max_rounds=2, **fields)
     human = ParticipantFactory(
         debate=debate,
         kind="human",
@@ -366,3 +370,20 @@ def test_a_run_sends_no_task_for_a_persons_step_not_waiting_yet():
     assert [(task.task, task.args) for task in canvas.tasks] == [
         ("debates.turn_run", (debate.pk, 2, model.pk))
     ]
+
+
+def test_the_run_never_sends_the_persons_step_to_a_worker(monkeypatch):
+    # given a debate just started: its prepare step runs, every later step is pending
+    debate, _, model = _debate(step_outcomes={})
+    asked = []
+    signature = runs.step_signature
+
+    def recorded(debate_id, step):
+        asked.append(step.key)
+        return signature(debate_id, step)
+
+    monkeypatch.setattr(runs, "step_signature", recorded)
+    # when its canvas is built
+    runs.run_plan(debate=debate_state(debate_id=debate.pk))
+    # then it sends the prepare step and the model's opening, not the person's, and stops
+    assert asked == [("prepare", None, None), ("opening", 1, model.pk)]
