@@ -102,6 +102,14 @@ class DebateMode(models.TextChoices):
     ADVERSARIAL = "adversarial", "Bullish seats on model A, bearish on B, the judge on C"
 
 
+class DebateLevel(models.TextChoices):
+    """How much of a debate runs (``debates.engine.gate``)."""
+
+    AUTO = "auto", "Auto: gated after the openings"
+    L1 = "L1", "L1: light, the openings are the ballots"
+    L2 = "L2", "L2: the full debate"
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -164,6 +172,21 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    level = models.CharField(
+        max_length=4,
+        choices=DebateLevel.choices,
+        default=DebateLevel.L2,
+        help_text="The level asked for: a debate from the API or the page is L2 unless "
+        "told otherwise, a schedule's firing auto.",
+    )
+    level_used = models.CharField(max_length=4, blank=True, help_text="L1 or L2, once known.")
+    level_reasons = models.JSONField(default=list, blank=True)
+    forced = models.BooleanField(
+        default=False, help_text="The level may not be lowered (asked for, or high impact)."
+    )
+    stopped_early = models.JSONField(
+        null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
+    )
     mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
     mode_models = models.JSONField(
         default=list, blank=True, help_text="The AI model ids the mode seats: [A], or [A, B, C]."

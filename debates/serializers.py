@@ -242,6 +242,7 @@ class StateSerializer(serializers.ModelSerializer):
             "pace",
             "current_round",
             "current_speaker",
+            "level_used",
             *PLAN_FIELDS,
             "error",
         ]
@@ -314,6 +315,10 @@ class DebateDetailSerializer(DebateListSerializer):
             "oi_ranking_limit",
             "oi_duration",
             "market_snapshot",
+            "level",
+            "level_reasons",
+            "forced",
+            "stopped_early",
             "mode",
             "mode_models",
             "temperature_range",

@@ -110,6 +110,14 @@ class Strategy(models.Model):
     )
 
     role_text = models.TextField(blank=True)
+    early_stop = models.BooleanField(
+        default=True,
+        help_text="Skip a debate's remaining rounds once no participant changes any action.",
+    )
+    gate_min_confidence = models.FloatField(
+        default=60.0,
+        help_text="An auto debate whose openings' mean confidence is below this goes on to L2.",
+    )
     custom_prompt = models.TextField(blank=True)
     prompt_variant = models.CharField(
         max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED

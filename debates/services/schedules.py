@@ -42,7 +42,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
-from debates.models import Debate, DebateStatus, Schedule
+from debates.models import Debate, DebateLevel, DebateStatus, Schedule
 from debates.quotas import schedule_create_check, schedule_fire_refusal
 from debates.services.lifecycle import (
     DebateInput,
@@ -425,6 +425,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         as_of=schedule.replay_as_of,
         cache=schedule.cache,
         schedule_id=schedule.pk,
+        level=DebateLevel.AUTO,
     )
 
 

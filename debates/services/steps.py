@@ -46,6 +46,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.levels import round_close
 from debates.services.lifecycle import debate_fail
 from strategies.snapshots import market_summary, market_text
 
@@ -365,17 +366,22 @@ def _store_turn(
                     **fields["error"],
                 )
             round_closes = locked.current_round == round_number and len(said) == len(cast.seats)
-            if round_closes and not _close_round(locked, round_number, turns):
+            recorded: dict = {}
+            if round_closes and not _close_round(locked, round_number, turns, recorded):
                 return  # the debate failed, and debate_fail announced it
             current = said if locked.current_round == round_number else {}
-            _turn_taken(locked, cast.seats, current, round_number)
+            _turn_taken(locked, cast.seats, current, round_number, recorded)
 
 
-def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
+def _close_round(
+    debate: Debate, round_number: int, turns: list[tuple[int, int, str]], recorded: dict
+) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
-    move to voting after the last. Return False when the rules of SPEC 5.2 fail the
-    debate instead. Runs under the debate's row lock; updates ``debate`` in memory.
-    ``turns`` holds every stored turn of the debate as (round, participant id, status).
+    move to voting after the last, or earlier when the gate keeps the debate light or
+    the positions have settled (``levels.round_close``, whose columns go in
+    ``recorded``). Return False when the rules of SPEC 5.2 fail the debate instead.
+    Runs under the debate's row lock; updates ``debate`` in memory. ``turns`` holds
+    every stored turn of the debate as (round, participant id, status).
     """
     events.round_ended(debate.pk, round_number)
     if StepStatus.OK not in {status for r, _, status in turns if r == round_number}:
@@ -386,6 +392,9 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
             message=f"Every turn of round {round_number} failed.",
         )
     if round_number < debate.max_rounds:
+        closed = round_close(debate_id=debate.pk, round_number=round_number)
+        recorded.update(closed.fields)
+    if round_number < debate.max_rounds and not closed.votes_now:
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
         events.round_started(debate.pk, debate.current_round)
         return True
@@ -402,7 +411,11 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
 
 
 def _turn_taken(
-    debate: Debate, seats: tuple[Participant, ...], said: dict[int, str], round_number: int
+    debate: Debate,
+    seats: tuple[Participant, ...],
+    said: dict[int, str],
+    round_number: int,
+    recorded: dict,
 ) -> None:
     """Store where the debate is after a turn of ``round_number``, who speaks next
     included, and announce it with its plan of steps.
@@ -421,6 +434,7 @@ def _turn_taken(
         phase=debate.phase,
         current_round=debate.current_round,
         speaker_id=speaker_id,
+        recorded=recorded,
     )
 
 

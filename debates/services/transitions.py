@@ -78,9 +78,11 @@ def turn_taken(
     phase: str,
     current_round: int,
     speaker_id: int | None,
+    recorded: dict | None = None,
 ) -> Debate | None:
     """Record where a running debate is after a turn of round ``round_number``: the next
-    speaker, the next round, or the votes after the last round."""
+    speaker, the next round, or the votes after the last round or once the gate or the
+    early stop ends the rounds (``recorded``: the level and stop columns they set)."""
     return _announced(
         _moved(
             debate_id,
@@ -90,6 +92,7 @@ def turn_taken(
             phase=phase,
             current_round=current_round,
             current_speaker_id=speaker_id,
+            **(recorded or {}),
         ),
         debate_id,
     )
