@@ -34,7 +34,7 @@ from backtests.models import (
     CoinScope,
 )
 from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
-from debates.models import CacheMode, Debate, DebateStatus
+from debates.models import CacheMode, Debate, DebateLevel, DebateStatus
 from debates.quotas import backtest_start_check
 from debates.services import DebateInput, debate_cancel
 from debates.services.lifecycle import debate_input_clean, input_refusal
@@ -67,6 +67,7 @@ class BacktestInput:
     slippage_bps: Any = Decimal("0")
     coins: Any = CoinScope.PRIMARY
     cache: Any = CacheMode.USE
+    level: Any = DebateLevel.L2
     errors: dict[str, list[str]] = field(default_factory=dict)
 
     def refuse(self, name: str, message: str) -> None:
@@ -154,6 +155,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         max_rounds=data.max_rounds,
         prompt_variant=data.prompt_variant,
         cache=data.cache,
+        level=data.level,
     )
     cleaned = debate_input_clean(owner, template, humans=False)
     for name, messages in template.errors.items():
@@ -173,6 +175,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "cache": cleaned["cache"],
+        "level": cleaned["level"],
     }
     _window(data, strategy, values)
     if data.horizon_minutes is None:

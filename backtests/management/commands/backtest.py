@@ -21,7 +21,7 @@ from backtests.models import Backtest, CoinScope
 from backtests.selectors import backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.management.commands.run_debate import Command as RunDebate
-from debates.models import CacheMode
+from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
@@ -83,6 +83,9 @@ class Command(BaseCommand):
         parser.add_argument("--slippage-bps", default="0")
         parser.add_argument("--coins", choices=CoinScope.values, default=CoinScope.PRIMARY)
         parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
+        parser.add_argument(
+            "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
+        )
         parser.add_argument("--user", default="demo", help="owner of the backtest")
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -130,6 +133,7 @@ class Command(BaseCommand):
             slippage_bps=options["slippage_bps"],
             coins=options["coins"],
             cache=options["cache"],
+            level=options["level"],
         )
         try:
             backtest = backtest_create(owner=owner, data=data)
