@@ -33,8 +33,12 @@ SEATS = ("bull", "bear", "analyst")
 def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -> dict:
     """Run one backtest at ``level``; return its report, tokens, decisions and levels."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # 720 debates start within minutes: lift the per-user starts-per-hour quota.
     env.update(
-        DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(var), LOG_LEVEL="WARNING"
+        DJANGO_SETTINGS_MODULE="arena.settings.local",
+        ARENA_VAR_DIR=str(var),
+        LOG_LEVEL="WARNING",
+        QUOTA_STARTS_PER_HOUR="100000",
     )
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)

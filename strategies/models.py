@@ -114,6 +114,11 @@ class Strategy(models.Model):
         default=True,
         help_text="Skip a debate's remaining rounds once no participant changes any action.",
     )
+    quiet_atr_fraction = models.FloatField(
+        default=0.5,
+        help_text="A schedule's auto firing skips its debate (L0) while the primary coin "
+        "moved less than this fraction of its 1h ATR since the schedule's last debate.",
+    )
     gate_min_confidence = models.FloatField(
         default=60.0,
         help_text="An auto debate whose openings' mean confidence is below this goes on to L2.",

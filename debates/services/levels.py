@@ -1,5 +1,6 @@
-"""Selective debate at the close of a round: the gate after the openings, the light
-level's ballots, and the early stop once the positions settle (``debates.engine.gate``).
+"""Selective debate: L0 for a schedule's quiet firing, and at the close of a round the
+gate after the openings, the light level's ballots, and the early stop once the
+positions settle (``debates.engine.gate``).
 
 ``round_close`` runs under the debate's row lock when a round that is not the last
 closes, and says whether the votes begin now; what it decided is stored with the
@@ -196,3 +197,36 @@ def _openings_as_ballots(debate_id: int) -> None:
         )
         for vote in votes:
             events.vote_stored(vote)
+
+
+def quiet_market(*, schedule: Any) -> str | None:
+    """Return why a schedule's firing needs no debate (L0), or None when it does.
+
+    L0 when the primary coin moved less than the strategy's ``quiet_atr_fraction`` of
+    its 1h ATR14 since the schedule's last debate saw it, and no position can change: a
+    schedule that executes its decisions automatically is always debated.
+    """
+    from strategies.market.exceptions import MarketDataError
+    from strategies.market.snapshot import MarketSnapshot
+    from strategies.snapshots import primary_move
+
+    last, strategy = schedule.last_debate, schedule.strategy
+    if schedule.auto_execute or strategy is None or last is None or not last.market_snapshot:
+        return None
+    seen = MarketSnapshot.from_dict(last.market_snapshot)
+    primary = schedule.symbol or (seen.symbols[0] if seen.symbols else "")
+    before = seen.coin(primary) if primary else None
+    if before is None:
+        return None
+    try:
+        price, atr = primary_move(strategy, primary, schedule.replay_as_of)
+    except (MarketDataError, ValueError):
+        return None  # the debate's own start reports what is wrong with the data
+    fraction = strategy.quiet_atr_fraction
+    move = abs(price - before.price)
+    if atr is None or move >= fraction * atr:
+        return None
+    return (
+        f"L0: {primary} moved {move:,.2f} since the last debate, less than {fraction:g} of "
+        f"its 1h ATR14 {atr:,.2f}"
+    )

@@ -44,6 +44,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from debates.models import Debate, DebateLevel, DebateStatus, Schedule
 from debates.quotas import schedule_create_check, schedule_fire_refusal
+from debates.services.levels import quiet_market
 from debates.services.lifecycle import (
     DebateInput,
     debate_create,
@@ -456,6 +457,14 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
         quota = schedule_fire_refusal(owner_id=schedule.owner_id)
         if quota is not None:
             return _skip(schedule, quota.code, quota.message)
+        quiet = quiet_market(schedule=schedule)
+        if quiet is not None:
+            if schedule.replay_as_of is not None:
+                Schedule.objects.filter(pk=schedule.pk).update(
+                    replay_as_of=schedule.replay_as_of
+                    + timedelta(minutes=schedule.interval_minutes)
+                )
+            return _skip(schedule, "quiet_market", quiet)
         try:
             debate = debate_create(owner=schedule.owner, data=_debate_input(schedule))
         except ValidationError as exc:

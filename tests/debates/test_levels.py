@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from debates.models import Ballot, Debate, Decision, Message, TokenBudget
-from debates.services import debate_start
+from debates.services import debate_prepare, debate_start
 from debates.state import debate_plan
 from tests.api.conftest import run_steps
 from tests.debates.test_run import vote_text
@@ -113,3 +113,33 @@ def test_the_early_stop_is_off_when_the_strategy_turns_it_off(llm, make_debate):
     debate = run(make_debate)  # the factory's strategies turn it off
     assert debate.stopped_early is None
     assert Message.objects.filter(debate=debate).count() == 4
+
+
+@pytest.mark.parametrize(("fraction", "skipped"), [(1000.0, True), (0.0, False)])
+def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fraction, skipped):
+    # given a replay schedule whose last debate saw the market an hour before
+    from datetime import UTC, datetime
+
+    from debates.services.schedules import schedule_create, schedule_fire
+    from tests.debates.test_schedules import schedule_template
+
+    first = datetime(2024, 8, 4, 12, tzinfo=UTC)
+    schedule = schedule_create(owner=user, data=schedule_template(user, replay_as_of=first))
+    schedule.strategy.quiet_atr_fraction = fraction
+    schedule.strategy.save(update_fields=["quiet_atr_fraction"])
+    last = schedule_fire(schedule_id=schedule.pk).debate_id
+    debate_prepare(debate_id=last)  # its snapshot, as its first step stores it
+    Debate.objects.filter(pk=last).update(status="completed")
+    # when it fires again
+    firing = schedule_fire(schedule_id=schedule.pk)
+    # then a quiet market (moves under 1000 ATRs) is skipped with the figures, and
+    # the replay moves on; with a fraction of 0 every firing is debated
+    schedule.refresh_from_db()
+    assert (firing.skipped == "quiet_market") is skipped
+    assert schedule.replay_as_of == datetime(2024, 8, 4, 14, tzinfo=UTC)
+    if skipped:
+        assert firing.reason.startswith("L0: BTCUSDT moved ")
+        assert "of its 1h ATR14" in schedule.last_skip_reason
+        assert (schedule.run_count, schedule.skip_count) == (1, 1)
+    else:
+        assert (schedule.run_count, schedule.skip_count) == (2, 0)
