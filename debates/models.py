@@ -605,6 +605,9 @@ class Schedule(models.Model):
     )
     run_count = models.PositiveIntegerField(default=0)
     skip_count = models.PositiveIntegerField(default=0)
+    skips_by_reason = models.JSONField(
+        default=dict, blank=True, help_text="How many firings were skipped, by the skip's code."
+    )
     last_skip_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

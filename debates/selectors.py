@@ -14,7 +14,16 @@ from django_eventstream import get_current_event_id
 
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
-from debates.models import Ballot, Debate, Decision, Message, Participant, Usage, Vote
+from debates.models import (
+    Ballot,
+    Debate,
+    Decision,
+    Message,
+    Participant,
+    Schedule,
+    Usage,
+    Vote,
+)
 from debates.providers.pricing import usd_text
 from debates.state import STATE_COLUMNS
 
@@ -184,3 +193,17 @@ def spend_by_day(*, days: int, today: date | None = None, **lookups: Any) -> lis
 def debate_spend(*, debate_id: int) -> Spend:
     """Return what one debate's calls used and cost."""
     return spend_of(debate_id=debate_id)
+
+
+RUN_LEVELS = ("L1", "L2")
+
+
+def schedules_with_runs(*, owner: Any) -> QuerySet[Schedule]:
+    """Return the owner's schedules, each with ``runs_L1`` and ``runs_L2``: how many of
+    its debates ran at each level (a skip at L0 is in its ``skips_by_reason``)."""
+    return Schedule.objects.filter(owner=owner).annotate(
+        **{
+            f"runs_{level}": Count("debates", filter=Q(debates__level_used=level))
+            for level in RUN_LEVELS
+        }
+    )

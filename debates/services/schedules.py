@@ -404,8 +404,14 @@ def _paper_clock_driven(schedule: Schedule) -> bool:
 
 def _skip(schedule: Schedule, code: str, reason: str) -> ScheduleFiring:
     message = f"{code}: {reason}"[: Schedule._meta.get_field("last_skip_reason").max_length]
+    # The schedule's row is locked by the firing: its counts by reason are read fresh.
+    by_reason = dict(schedule.skips_by_reason or {})
+    by_reason[code] = by_reason.get(code, 0) + 1
     Schedule.objects.filter(pk=schedule.pk).update(
-        skip_count=F("skip_count") + 1, last_skip_reason=message, updated_at=timezone.now()
+        skip_count=F("skip_count") + 1,
+        skips_by_reason=by_reason,
+        last_skip_reason=message,
+        updated_at=timezone.now(),
     )
     if code == "replay_finished":
         _set_enabled(schedule, False)

@@ -141,5 +141,18 @@ def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fractio
         assert firing.reason.startswith("L0: BTCUSDT moved ")
         assert "of its 1h ATR14" in schedule.last_skip_reason
         assert (schedule.run_count, schedule.skip_count) == (1, 1)
+        assert schedule.skips_by_reason == {"quiet_market": 1}
     else:
         assert (schedule.run_count, schedule.skip_count) == (2, 0)
+
+
+def test_the_schedule_shows_its_runs_by_level(api_client, make_debate, user):
+    from tests.debates.factories import ScheduleFactory
+
+    schedule = ScheduleFactory(owner=user)
+    for level in ("L1", "L1", "L2", ""):
+        debate = make_debate(personalities=("bull", "bear"))
+        Debate.objects.filter(pk=debate.pk).update(schedule=schedule, level_used=level)
+    shown = api_client.get(f"/api/schedules/{schedule.pk}").json()
+    listed = api_client.get("/api/schedules").json()["results"][0]
+    assert shown["runs_by_level"] == listed["runs_by_level"] == {"L1": 2, "L2": 1}
