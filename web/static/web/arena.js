@@ -247,7 +247,7 @@
   /** Apply the state fields of a `status` event, or of an action's answer. */
   function applyState(fields) {
     const debate = state.debate;
-    for (const key of ["status", "phase", "current_round", "current_speaker",
+    for (const key of ["status", "phase", "current_round", "current_speaker", "level_used",
       "available_actions", "symbol", "symbols"]) {
       if (key in fields) debate[key] = fields[key];
     }
@@ -268,8 +268,11 @@
     const rounds = debate.current_round
       ? `round ${debate.current_round}/${debate.max_rounds}` : `${debate.max_rounds} rounds`;
     const strategy = debate.strategy ? debate.strategy.name : "no strategy";
+    const level = debate.level_used ? ` · ${debate.level_used}` : "";
+    const spend = debate.tokens === undefined ? ""
+      : ` · ${debate.tokens.toLocaleString("en-US")} tokens · $${debate.cost_usd}`;
     $("#debate-meta").textContent =
-      `${strategy} · ${debate.phase} · ${rounds} · ${debate.prompt_variant}`;
+      `${strategy} · ${debate.phase} · ${rounds} · ${debate.prompt_variant}${level}${spend}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
     $("#debate-coins").replaceChildren(...coins.map((symbol) => h("span", {
       class: `coin${symbol === debate.symbol ? " is-primary" : ""}`, text: symbol,
@@ -353,6 +356,7 @@
         badge(d.action),
         h("span", { class: "muted", text: conf(d.confidence) })));
     const usage = `${message.usage.prompt_tokens} + ${message.usage.completion_tokens} tokens`
+      + ` · $${message.usage.cost_usd}`
       + ` · ${message.latency_ms} ms · parse ${message.parse_status}`;
     const el = h("article", {
       class: `message${failed ? " failed" : ""}`,
