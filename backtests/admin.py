@@ -43,6 +43,10 @@ class BacktestAdmin(admin.ModelAdmin):
         "debate_return",
         "buy_and_hold_return",
         "debate_drawdown",
+        "flip_accuracy",
+        "final_vs_round1",
+        "contaminated",
+        "warnings",
         "created_at",
     )
     list_filter = ("status", "coins", "cache")
@@ -113,6 +117,29 @@ class BacktestAdmin(admin.ModelAdmin):
     @admin.display(description="debate max drawdown")
     def debate_drawdown(self, obj: Backtest) -> str:
         return _percent(_metric(obj, "debate", "max_drawdown"))
+
+    def _evaluation(self, obj: Backtest, name: str):
+        return (obj.headline or {}).get("evaluation", {}).get(name)
+
+    @admin.display(description="flip accuracy")
+    def flip_accuracy(self, obj: Backtest) -> str:
+        value = self._evaluation(obj, "flip_accuracy")
+        return "-" if value is None else f"{value:.0%}"
+
+    @admin.display(description="accuracy: final / round 1")
+    def final_vs_round1(self, obj: Backtest) -> str:
+        final, first = (self._evaluation(obj, n) for n in ("final_accuracy", "round1_accuracy"))
+        shown = ["-" if v is None else f"{v:.0%}" for v in (final, first)]
+        return " / ".join(shown)
+
+    @admin.display(description="contaminated", boolean=True)
+    def contaminated(self, obj: Backtest) -> bool | None:
+        return self._evaluation(obj, "contaminated")
+
+    @admin.display(description="monitor warnings")
+    def warnings(self, obj: Backtest) -> str:
+        value = self._evaluation(obj, "warnings")
+        return "-" if value is None else str(value)
 
 
 def _percent(value: float | None) -> str:

@@ -30,10 +30,14 @@ from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
 from debates.apis.debates import ParticipantInputSerializer
-from debates.models import CacheMode, DebateLevel
-from evaluations.apis import CalibrationMixin, LedgerMixin, ScopedApi
+from debates.models import CacheMode, DebateLevel, Weighting
+from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
-from evaluations.serializers import CalibrationSerializer, LedgerSerializer
+from evaluations.serializers import (
+    CalibrationSerializer,
+    LedgerSerializer,
+    MonitorsSerializer,
+)
 from strategies.models import PromptVariant
 
 TAGS = ["backtests"]
@@ -103,6 +107,13 @@ class BacktestCreateApi(JsonApi):
             choices=DebateLevel.choices,
             required=False,
             help_text="The level of every step's debate: L2 (default), L1 or auto.",
+        )
+        weighting = StrictChoiceField(
+            choices=Weighting.choices,
+            required=False,
+            help_text="How votes weigh in the consensus: confidence (default) or calibrated "
+            "(confidence x the voter's shrunk hit rate from earlier reviews); the report "
+            "shows both rules.",
         )
 
     @extend_schema(
@@ -187,3 +198,15 @@ class BacktestCalibrationApi(CalibrationMixin, BacktestScoped):
     )
     def get(self, request: Request, backtest_id: int) -> Response:
         return self.calibration(request, backtest_id=backtest_id)
+
+
+class BacktestMonitorsApi(MonitorsMixin, BacktestScoped):
+    """Return the action mix, parse failures and warnings of a backtest's last debates."""
+
+    @extend_schema(
+        operation_id="backtests_monitors",
+        tags=TAGS,
+        responses={200: MonitorsSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, backtest_id: int) -> Response:
+        return self.monitors(request, backtest_id=backtest_id)

@@ -19,6 +19,8 @@ COLOURS = {
     "buy_and_hold": "#111827",
     "flat": "#9ca3af",
     "round1_majority": "#d97706",
+    "weighting:confidence": "#64748b",
+    "weighting:calibrated": "#db2777",
 }
 SEAT_COLOURS = ("#22C55E", "#EF4444", "#3B82F6", "#F59E0B", "#8B5CF6", "#0EA5E9")
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from debates.models import CacheMode, DebateLevel
+from debates.models import CacheMode, DebateLevel, Weighting
 from strategies.models import PromptVariant
 
 
@@ -67,6 +67,12 @@ class Backtest(models.Model):
         choices=DebateLevel.choices,
         default=DebateLevel.L2,
         help_text="The level of every step's debate: L2 (the full debate), L1 or auto.",
+    )
+    weighting = models.CharField(
+        max_length=12,
+        choices=Weighting.choices,
+        default=Weighting.CONFIDENCE,
+        help_text="Each step's debate's weighting; the report shows both rules either way.",
     )
 
     status = models.CharField(

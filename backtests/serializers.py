@@ -83,6 +83,7 @@ class BacktestDetailSerializer(BacktestListSerializer):
             "coins",
             "cache",
             "level",
+            "weighting",
             "report",
             "event_id",
         ]

@@ -27,5 +27,10 @@ urlpatterns = [
         apis.BacktestCalibrationApi.as_view(),
         name="backtest-calibration",
     ),
+    path(
+        "backtests/<int:backtest_id>/monitors",
+        apis.BacktestMonitorsApi.as_view(),
+        name="backtest-monitors",
+    ),
     path("backtests/<int:backtest_id>/stream", streams.backtest_stream, name="backtest-stream"),
 ]

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "backtest": "Backtests: the ideal at the cap, the cache, the embedded default, the simulation",
     "contract": "How often the local language model's answers parse",
     "prefix": "The share of a 3x3 debate's input in a prefix an earlier call sent",
+    "evaluation": "The ledger and calibration over 10,000 reviews",
 }
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

@@ -176,8 +176,11 @@ def stop_process(process: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def web_server(workers: int = 2) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Serve the app with uvicorn (as the Procfile does) for the block.
+def web_server(
+    workers: int = 2, settings_module: str | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Serve the app with uvicorn (as the Procfile does) for the block, with the settings
+    ``settings_module`` when given.
 
     Yield its URL and the process (the leader of its process group).
     """
@@ -191,7 +194,10 @@ def web_server(workers: int = 2) -> Iterator[tuple[str, subprocess.Popen]]:
             *("--no-access-log", "--timeout-graceful-shutdown", "2"),
         ],
         cwd=ROOT,
-        env=bench_env(),
+        env={
+            **bench_env(),
+            **({"DJANGO_SETTINGS_MODULE": settings_module} if settings_module else {}),
+        },
         start_new_session=True,
     )
     try:

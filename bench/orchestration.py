@@ -48,7 +48,7 @@ def fake_models(owner, llm, count: int) -> list:
     ]
 
 
-def make_debate(owner, models, personalities, rounds):
+def make_debate(owner, models, personalities, rounds, **fields):
     from debates.services import DebateInput, debate_create
     from strategies.models import Strategy
 
@@ -61,6 +61,7 @@ def make_debate(owner, models, personalities, rounds):
         participants=[
             {"ai_model": m.pk, "personality": p} for m, p in zip(models, personalities, strict=True)
         ],
+        **fields,
     )
     return debate_create(owner=owner, data=data)
 
@@ -157,16 +158,20 @@ def run_floor(participants: int, rounds: int, latency: float) -> float:
 
 
 def run_steps_in_order(debate) -> None:
-    """Run every step of a pending debate one after another in this thread, no Celery."""
+    """Run every step of a pending debate one after another in this thread, no Celery;
+    with a judge, its summary after each round but the last and its scores after the
+    votes, as the debate's plan runs them."""
     from django.db import transaction
 
     from debates.models import Debate, DebateStatus
     from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
+    from debates.services.judge import judge_final_run, judge_round_run
 
     with transaction.atomic():
         Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
     debate_prepare(debate_id=debate.pk)
     seats = list(debate.participants.order_by("speak_order"))
+    judged = debate.judge_model_id is not None
     for round_number in range(1, debate.max_rounds + 1):
         for seat in seats:
             turn_run(
@@ -175,8 +180,12 @@ def run_steps_in_order(debate) -> None:
                 participant_id=seat.pk,
                 holder="in-order",
             )
+        if judged and round_number < debate.max_rounds:
+            judge_round_run(debate_id=debate.pk, round_number=round_number, holder="in-order")
     for seat in seats:
         vote_run(debate_id=debate.pk, participant_id=seat.pk, holder="in-order")
+    if judged:
+        judge_final_run(debate_id=debate.pk, holder="in-order")
     consensus_finalize(debate_id=debate.pk)
     if Debate.objects.get(pk=debate.pk).status != "completed":
         raise RuntimeError(f"the in-order run of debate {debate.pk} did not complete")

@@ -1,9 +1,11 @@
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
@@ -12,6 +14,8 @@ from debates.models import (
     Ballot,
     Debate,
     Decision,
+    JudgeCall,
+    JudgeScore,
     Message,
     ModelPrice,
     Participant,
@@ -20,6 +24,7 @@ from debates.models import (
     TokenLedger,
     Vote,
 )
+from debates.services.human import waiting_for_person
 from debates.services.schedules import (
     schedule_check,
     schedule_create,
@@ -79,18 +84,38 @@ class ParticipantInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = (
-        "round",
-        "participant",
-        "message_type",
-        "status",
-        "parse_status",
-        "reasoning",
-        "decisions",
-        "error",
-        "latency_ms",
-    )
+    fields = ("round", "participant", "status", "positions", "argument", "latency_ms")
     ordering = ("round", "participant__speak_order")
+
+    @admin.display(description="positions")
+    def positions(self, message: Message) -> str:
+        return positions_text(message.decisions) or "-"
+
+    @admin.display(description="argument")
+    def argument(self, message: Message) -> str:
+        if message.status == "error":
+            return format_html("<strong>failed</strong>: {}", json.dumps(message.error))
+        return folded(message.reasoning or message.content)
+
+
+def positions_text(decisions: list[dict[str, Any]]) -> str:
+    """Return a turn's per-coin positions on one line: ``BTCUSDT open_long 67 · ...``."""
+    return " · ".join(
+        f"{d.get('symbol')} {d.get('action')} {d.get('confidence', '')}".strip()
+        for d in decisions or []
+        if isinstance(d, dict)
+    )
+
+
+def folded(text: str, opening: int = 140) -> str:
+    """Return ``text`` as HTML folded after its first ``opening`` characters (escaped)."""
+    if len(text) <= opening:
+        return format_html('<div class="admin-text">{}</div>', text)
+    return format_html(
+        '<details class="admin-text"><summary>{} …</summary>{}</details>',
+        text[:opening].rstrip(),
+        text,
+    )
 
 
 class VoteInline(ReadOnlyInline):
@@ -126,6 +151,36 @@ class DecisionInline(ReadOnlyInline):
     )
 
 
+class JudgeCallInline(ReadOnlyInline):
+    """The judge's calls; each one's page shows its prompt and answer."""
+
+    model = JudgeCall
+    fields = (
+        "kind",
+        "round",
+        "judge",
+        "temperature",
+        "status",
+        "parse_status",
+        "summary",
+        "error",
+        "latency_ms",
+        "cached",
+    )
+    ordering = ("round", "kind", "judge")
+
+    @admin.display(description="summary")
+    def summary(self, obj: JudgeCall) -> str:
+        result = obj.result if isinstance(obj.result, dict) else {}
+        return result.get("text", "") if obj.kind == "round_summary" else ""
+
+
+class JudgeScoreInline(ReadOnlyInline):
+    model = JudgeScore
+    fields = ("participant", "score", "items", "agreement", "judges", "missing")
+    ordering = ("participant__speak_order",)
+
+
 @admin.register(AIModel)
 class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     secret_fields = ("api_key",)
@@ -137,6 +192,7 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
         "model_name",
         masked_key,
         "enabled",
+        "training_cutoff",
         "timeout_seconds",
         "created_at",
     )
@@ -147,40 +203,99 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     autocomplete_fields = ("owner",)
 
 
+class WaitsForPersonFilter(admin.SimpleListFilter):
+    """Debates that wait for the person in their human seat, or not."""
+
+    title = "waits for a person"
+    parameter_name = "waits_for_person"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Debate]) -> QuerySet[Debate]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(human_due_at__isnull=self.value() == "no")
+        return queryset
+
+
 @admin.register(Debate)
 class DebateAdmin(admin.ModelAdmin):
-    list_display = (
-        "name",
-        "owner",
-        "status",
-        "phase",
-        "current_round",
-        "symbol",
-        "max_rounds",
-        "auto_execute",
-        "created_at",
-        "finished_at",
-    )
-    list_filter = ("status", "phase", "prompt_variant", "auto_execute")
+    list_display = ("name", "owner", "status", "waits_for", "rounds", "symbol", "created_at")
+    list_filter = ("status", WaitsForPersonFilter, "phase", "prompt_variant", "auto_execute")
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
+    # The snapshot is shown summarised; the mode's models, range and output caps are in
+    # the API's detail, and kept off this page to keep it small.
+    exclude = ("market_snapshot", "mode_models", "temperature_range", "max_output_tokens")
     readonly_fields = (
         "status",
+        "waits_for",
+        "human_due_at",
         "phase",
         "current_round",
         "current_speaker",
         "symbols",
-        "market_snapshot",
+        "snapshot",
         "error",
         "created_at",
         "started_at",
         "finished_at",
         "progressed_at",
         "schedule",
+        "judge_model",
+        "judge_count",
+        "weighting",
+        # What the create checked and the gate decided: shown, never edited here.
+        "level",
+        "level_used",
+        "level_reasons",
+        "forced",
+        "stopped_early",
+        "mode",
+        "role_model_map",
     )
     autocomplete_fields = ("owner", "strategy", "trader")
-    inlines = (ParticipantInline, MessageInline, VoteInline, DecisionInline)
+    inlines = (
+        ParticipantInline,
+        MessageInline,
+        VoteInline,
+        JudgeScoreInline,
+        DecisionInline,
+        JudgeCallInline,
+    )
+    judge_inlines = (JudgeScoreInline, JudgeCallInline)
+
+    def get_inlines(self, request: HttpRequest, obj: Debate | None) -> list[type]:
+        """Leave the judge's scores and calls out of a debate that has no judge."""
+        judged = obj is not None and obj.judge_model_id is not None
+        return [i for i in self.inlines if judged or i not in self.judge_inlines]
+
+    @admin.display(description="Waits for", ordering="human_due_at")
+    def waits_for(self, debate: Debate) -> str:
+        """Say what the debate waits for from the person in its human seat, and until when."""
+        return waiting_for_person(debate) or "–"
+
+    @admin.display(description="round", ordering="current_round")
+    def rounds(self, debate: Debate) -> str:
+        return f"{debate.current_round}/{debate.max_rounds}"
+
+    @admin.display(description="market snapshot")
+    def snapshot(self, debate: Debate) -> str:
+        """The snapshot as its one-line-per-coin summary, the rest (indicators, notes)
+        folded away, the raw candles left out."""
+        if not debate.market_snapshot:
+            return "-"
+        from debates.serializers import snapshot_without_candles
+        from strategies.snapshots import market_summary
+
+        details = json.dumps(snapshot_without_candles(debate.market_snapshot), indent=1)
+        return format_html(
+            '<pre class="admin-text">{}</pre><details class="admin-text"><summary>'
+            "indicators and notes</summary><pre>{}</pre></details>",
+            market_summary(debate.market_snapshot),
+            details,
+        )
 
 
 @admin.register(Message)
@@ -256,6 +371,23 @@ class VoteAdmin(admin.ModelAdmin):
     search_fields = ("debate__name", "symbol")
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Vote._meta.fields]
+
+
+@admin.register(JudgeCall)
+class JudgeCallAdmin(admin.ModelAdmin):
+    list_display = ("debate", "kind", "round", "judge", "status", "parse_status", "latency_ms")
+    list_filter = ("kind", "status", "parse_status")
+    search_fields = ("debate__name", "content")
+    list_select_related = ("debate",)
+    readonly_fields = [f.name for f in JudgeCall._meta.fields]
+
+
+@admin.register(JudgeScore)
+class JudgeScoreAdmin(admin.ModelAdmin):
+    list_display = ("debate", "participant", "score", "agreement", "judges", "missing")
+    search_fields = ("debate__name",)
+    list_select_related = ("debate", "participant")
+    readonly_fields = [f.name for f in JudgeScore._meta.fields]
 
 
 @admin.register(Decision)

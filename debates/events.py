@@ -12,10 +12,15 @@ from contextvars import ContextVar
 from typing import Any
 
 from arena.sse import debate_channel, open_channel, publish_all_on_commit, publish_on_commit
-from debates.models import Debate, Decision, Message, Vote
+from debates.engine.plan import Plan
+from debates.models import Debate, Decision, JudgeCall, JudgeScore, Message, Vote
 from debates.serializers import (
     DecisionSerializer,
+    JudgeCallSerializer,
+    JudgeScoreSerializer,
     MessageSerializer,
+    PlannedDebate,
+    RoundSummarySerializer,
     StateSerializer,
     VoteSerializer,
 )
@@ -27,6 +32,9 @@ _STATE = StateSerializer()
 _MESSAGE = MessageSerializer()
 _VOTE = VoteSerializer()
 _DECISION = DecisionSerializer()
+_JUDGE_CALL = JudgeCallSerializer()
+_JUDGE_SCORE = JudgeScoreSerializer()
+_SUMMARY = RoundSummarySerializer()
 
 EVENT_TYPES = (
     "initial",
@@ -38,6 +46,8 @@ EVENT_TYPES = (
     "consensus",
     "execution",
     "error",
+    "judge_call",
+    "judge_scores",
 )
 
 
@@ -83,9 +93,10 @@ def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:
         publish_on_commit(debate_channel(debate_id), event_type, data)
 
 
-def status_changed(debate: Debate) -> None:
-    """Announce the debate's state fields."""
-    data = dict(_STATE.to_representation(debate))
+def status_changed(debate: Debate, plan: Plan | None = None) -> None:
+    """Announce the debate's state fields with its plan of steps (computed from the
+    debate unless given)."""
+    data = dict(_STATE.to_representation(PlannedDebate(debate, plan)))
     if not data.get("error"):
         data.pop("error", None)
     _publish(debate.pk, "status", data)
@@ -134,3 +145,20 @@ def step_failed(
 def execution_changed(debate_id: int, execution_data: dict[str, Any]) -> None:
     """Announce an execution's new state (the REST representation of the execution)."""
     _publish(debate_id, "execution", execution_data)
+
+
+def judge_call_stored(call: JudgeCall) -> None:
+    """Announce a stored judge call (a failed one too) and, for a round summary's call,
+    the summary as the detail's ``judge.summaries`` shows it (else null)."""
+    summary = dict(_SUMMARY.to_representation(call)) if call.kind == "round_summary" else None
+    data = {"call": dict(_JUDGE_CALL.to_representation(call)), "summary": summary}
+    _publish(call.debate_id, "judge_call", data)
+
+
+def judge_scores_stored(debate_id: int, scores: Iterable[JudgeScore]) -> None:
+    """Announce the judge's final score of every participant (missing ones too)."""
+    _publish(
+        debate_id,
+        "judge_scores",
+        {"scores": [dict(_JUDGE_SCORE.to_representation(score)) for score in scores]},
+    )

@@ -54,6 +54,12 @@ class AIModel(models.Model):
         help_text="The form of the output contract the model is asked for; json_schema "
         "needs a server that decodes under a JSON schema.",
     )
+    training_cutoff = models.DateField(
+        null=True,
+        blank=True,
+        help_text="The last day of the model's training data (the catalogue's default for "
+        "the known models; none for simulated). A backtest starting earlier is contaminated.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -144,6 +150,14 @@ class DebatePhase(models.TextChoices):
     DONE = "done", "Done"
 
 
+class Weighting(models.TextChoices):
+    """How the consensus weighs each vote (``debates.engine.consensus.Weighting``)."""
+
+    CONFIDENCE = "confidence", "By confidence"
+    JUDGE = "judge", "By confidence times the judge's score"
+    CALIBRATED = "calibrated", "By confidence times the voter's shrunk hit rate"
+
+
 class Debate(models.Model):
     """One debate session: its settings, its state, and the market snapshot it saw."""
 
@@ -186,6 +200,21 @@ class Debate(models.Model):
     )
     stopped_early = models.JSONField(
         null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
+    )
+    judge_model = models.ForeignKey(
+        AIModel,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="judged_debates",
+        help_text="The judge's model: it summarises each round and scores the participants, "
+        "never votes. Empty: no judge.",
+    )
+    judge_count = models.PositiveSmallIntegerField(
+        default=1, help_text="How many judge calls score the participants: 1, or 3 (median)."
+    )
+    weighting = models.CharField(
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
     mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
     mode_models = models.JSONField(
@@ -276,6 +305,9 @@ class Debate(models.Model):
             models.CheckConstraint(
                 condition=Q(oi_ranking_limit__gte=1, oi_ranking_limit__lte=10),
                 name="debate_oi_limit_1_10",
+            ),
+            models.CheckConstraint(
+                condition=Q(judge_count__in=(1, 3)), name="debate_judge_count_1_or_3"
             ),
             models.CheckConstraint(
                 condition=Q(
@@ -452,6 +484,85 @@ class Ballot(Usage):
         return f"ballot of {self.participant_id} ({self.status})"
 
 
+class JudgeCallKind(models.TextChoices):
+    ROUND_SUMMARY = "round_summary", "Round summary"
+    SCORES = "scores", "Scores"
+
+
+class JudgeCall(Usage):
+    """One call of a debate's judge: the prompt, the answer, and what was read from it.
+
+    ``round`` is the round summarised, or for ``scores`` the debate's last round;
+    ``judge`` tells three scoring judges apart (0, 1, 2). ``result`` is the parsed
+    answer (``RoundSummary.to_dict()`` or ``ScoreSheet.to_dict()``); a failed call has
+    ``status`` error and its ``error``.
+    """
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="judge_calls")
+    kind = models.CharField(max_length=13, choices=JudgeCallKind.choices)
+    round = models.PositiveSmallIntegerField()
+    judge = models.PositiveSmallIntegerField(default=0)
+    temperature = models.FloatField()
+    system = models.TextField(blank=True)
+    user = models.TextField(blank=True)
+    status = models.CharField(max_length=7, choices=StepStatus.choices, default=StepStatus.OK)
+    content = models.TextField(blank=True)
+    parse_status = models.CharField(
+        max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE
+    )
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "round", "kind", "judge"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "kind", "round", "judge"], name="judgecall_one_per_step"
+            ),
+            models.CheckConstraint(condition=Q(judge__lte=2), name="judgecall_judge_0_2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} round {self.round} judge {self.judge} ({self.status})"
+
+
+class JudgeScore(models.Model):
+    """A participant's final judge score: per rubric item the judges' median and a
+    sentence, the mean over 10 (0..1), the judges' agreement; or missing and why."""
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="judge_scores")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="judge_scores"
+    )
+    items = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    agreement = models.FloatField(null=True, blank=True)
+    judges = models.PositiveSmallIntegerField(default=0)
+    missing = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "participant__speak_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["debate", "participant"], name="judgescore_one_per_participant"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=0, score__lte=1),
+                name="judgescore_score_0_1",
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=False) | ~Q(missing=""),
+                name="judgescore_missing_has_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        shown = "missing" if self.score is None else f"{self.score:.2f}"
+        return f"judge score of {self.participant_id}: {shown}"
+
+
 class Action(models.TextChoices):
     OPEN_LONG = "open_long", "Open long"
     OPEN_SHORT = "open_short", "Open short"
@@ -591,6 +702,9 @@ class Schedule(models.Model):
     )
     daily_token_cap = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
+    )
+    weighting = models.CharField(
+        max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import orjson
 from django.apps import apps
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.core.cache import cache
+from django.db.models import Count, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce, TruncDate
 from django_eventstream import get_current_event_id
+from django_eventstream.models import EventCounter
+from django_eventstream.utils import make_id
+from rest_framework.utils.encoders import JSONEncoder
 
 from arena.exceptions import NotFound
 from arena.sse import debate_channel
 from debates.models import (
+    TERMINAL_STATUSES,
     Ballot,
     Debate,
     Decision,
+    JudgeCall,
+    JudgeScore,
     Message,
     Participant,
     Schedule,
@@ -60,7 +69,7 @@ def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
 
 def debate_detail_queryset() -> QuerySet[Debate]:
     """Return debates with everything the detail representation reads, prefetched."""
-    return Debate.objects.select_related("strategy").prefetch_related(
+    return Debate.objects.select_related("strategy", "judge_model").prefetch_related(
         Prefetch(
             "participants",
             queryset=Participant.objects.select_related("ai_model").order_by("speak_order"),
@@ -80,6 +89,8 @@ def debate_detail_queryset() -> QuerySet[Debate]:
                 "-is_primary", "symbol"
             ),
         ),
+        Prefetch("judge_calls", queryset=JudgeCall.objects.order_by("round", "kind", "judge")),
+        Prefetch("judge_scores", queryset=JudgeScore.objects.order_by("participant__speak_order")),
     )
 
 
@@ -99,15 +110,81 @@ def debate_event_id(*, debate_id: int) -> str:
     return get_current_event_id([debate_channel(debate_id)])
 
 
-def debate_representation(*, debate_id: int, owner: Any | None = None) -> dict[str, Any]:
-    """Return the detail representation (REST, the ``initial`` event, ``run_debate``)."""
-    from debates.serializers import DebateDetailSerializer
-
+def debate_representation(
+    *, debate_id: int, owner: Any | None = None, include_snapshot: bool = False
+) -> dict[str, Any]:
+    """Return the detail representation (REST, the ``initial`` event, ``run_debate``);
+    the snapshot's raw candles only with ``include_snapshot``."""
     # The event id is read before the debate: a client resuming from it can only see an
     # event twice (and drops it by id), never miss one published between the two reads.
     event_id = debate_event_id(debate_id=debate_id)
+    return _render(debate_id, owner, event_id, include_snapshot)
+
+
+def _render(debate_id: int, owner: Any, event_id: str, include_snapshot: bool) -> dict[str, Any]:
+    from debates.serializers import DebateDetailSerializer
+
     debate = debate_get(debate_id=debate_id, owner=owner)
-    return DebateDetailSerializer(debate, context={"event_id": event_id}).data
+    context = {"event_id": event_id, "include_snapshot": include_snapshot}
+    return DebateDetailSerializer(debate, context=context).data
+
+
+@dataclass(frozen=True)
+class RenderedDetail:
+    """A debate's detail as JSON bytes, and the entity tag naming that rendering."""
+
+    body: bytes
+    etag: str
+
+
+def _json(data: dict[str, Any]) -> bytes:
+    """Return ``data`` as JSON bytes, as DRF's JSON renderer would write them, faster."""
+    return orjson.dumps(data, default=_ENCODER.default)
+
+
+_ENCODER = JSONEncoder()
+
+# How long a finished debate's stored rendering is kept after it was last stored.
+DETAIL_CACHE_S = 24 * 3600
+
+
+def debate_detail_rendered(
+    *, debate_id: int, owner: Any, include_snapshot: bool = False
+) -> RenderedDetail:
+    """Return the detail of one of ``owner``'s debates as JSON bytes (orjson) with an ETag.
+
+    A finished debate changes only through an event on its stream (an execution), so its
+    rendering is stored (the cache) under the debate's latest event id and served from
+    there: one small query when stored, and the same ETag while nothing was published.
+    An active debate is rendered each time; its ETag is a digest of the bytes.
+    """
+    channel = debate_channel(debate_id)
+    # One query reads the debate's status and its stream's latest event id (as
+    # ``debate_event_id`` does), in the same snapshot of the database.
+    latest = EventCounter.objects.filter(name=channel).values("value")
+    row = (
+        Debate.objects.filter(pk=debate_id, owner=owner)
+        .annotate(latest_event=Coalesce(Subquery(latest), 0))
+        .values_list("status", "created_at", "latest_event")
+        .first()
+    )
+    if row is None:
+        raise NotFound("Debate not found.")
+    status, created_at, latest_event = row
+    event_id = make_id({channel: str(latest_event)})
+    variant = "full" if include_snapshot else "summary"
+    if status not in TERMINAL_STATUSES:
+        body = _json(_render(debate_id, owner, event_id, include_snapshot))
+        return RenderedDetail(body, f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"')
+    # The creation instant keeps a rendering of a deleted debate from serving a new one
+    # that got its id (a database made again).
+    key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{variant}"
+    etag = f'"{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}"'
+    body = cache.get(key)
+    if body is None:
+        body = _json(_render(debate_id, owner, event_id, include_snapshot))
+        cache.set(key, body, DETAIL_CACHE_S)
+    return RenderedDetail(body, etag)
 
 
 @dataclass(frozen=True)

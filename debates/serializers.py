@@ -7,18 +7,30 @@ prefetch everything they touch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
-from debates.engine.plan import STEP_STATUSES
-from debates.models import Debate, Decision, Message, Participant, Vote
+from debates.engine.plan import STEP_STATUSES, Plan
+from debates.models import (
+    Debate,
+    Decision,
+    JudgeCall,
+    JudgeCallKind,
+    JudgeScore,
+    Message,
+    ParseStatus,
+    Participant,
+    StepStatus,
+    Vote,
+)
 from debates.providers.pricing import usd_text
 from debates.selectors import Spend, debate_spend
 from debates.state import available_actions, debate_plan
-from traders.serializers import ExecutionSerializer
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -188,10 +200,108 @@ class DecisionSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(ExecutionSerializer(allow_null=True))
+    @extend_schema_field({"allOf": [{"$ref": "#/components/schemas/Execution"}], "nullable": True})
     def get_execution(self, obj: Decision) -> dict[str, Any] | None:
         execution = getattr(obj, "execution", None)
-        return ExecutionSerializer(execution).data if execution else None
+        if execution is None:
+            return None
+        if _execution_representation is None:
+            raise ImproperlyConfigured("no representation of executions is registered")
+        return _execution_representation(execution)
+
+
+# A decision's execution is trading's (``traders``): its representation is registered
+# by that app once it is ready, so that this app imports nothing of trading.
+_execution_representation: Callable[[Any], dict[str, Any]] | None = None
+
+
+def execution_representation_register(represent: Callable[[Any], dict[str, Any]]) -> None:
+    """Represent each decision's execution with ``represent`` (the trading app's)."""
+    global _execution_representation
+    _execution_representation = represent
+
+
+class JudgeCallSerializer(serializers.ModelSerializer):
+    """A stored judge call, without its prompt (the admin shows that)."""
+
+    usage = UsageField()
+
+    class Meta:
+        model = JudgeCall
+        fields = [
+            "id",
+            "kind",
+            "round",
+            "judge",
+            "temperature",
+            "status",
+            "content",
+            "parse_status",
+            "result",
+            "error",
+            "usage",
+            "latency_ms",
+            "attempts",
+            "cached",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class JudgeScoreSerializer(serializers.ModelSerializer):
+    participant = serializers.IntegerField(source="participant_id", read_only=True)
+
+    class Meta:
+        model = JudgeScore
+        fields = ["participant", "score", "items", "agreement", "judges", "missing"]
+        read_only_fields = fields
+
+
+class RoundSummarySerializer(serializers.Serializer):
+    """The judge's summary of a round, read from its call; ``text`` is empty and
+    ``missing`` says why when there is none (later rounds then got the full history)."""
+
+    round = serializers.IntegerField()
+    status = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    tally = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField()))
+    missing = serializers.CharField(allow_blank=True)
+
+    def to_representation(self, call: JudgeCall) -> dict[str, Any]:
+        result = call.result if isinstance(call.result, dict) else {}
+        usable = call.status == StepStatus.OK and call.parse_status != ParseStatus.FAILED
+        missing = ""
+        if call.status == StepStatus.ERROR:
+            missing = f"the judge call failed: {(call.error or {}).get('code', 'unknown')}"
+        elif not usable:
+            missing = "the judge's answer held no usable summary"
+        return {
+            "round": call.round,
+            "status": call.parse_status if call.status == StepStatus.OK else "error",
+            "text": result.get("text", "") if usable else "",
+            "tally": result.get("tally", {}),
+            "missing": missing,
+        }
+
+
+class JudgeSerializer(serializers.Serializer):
+    """A debate's judge: its settings, the round summaries, the scores and every call."""
+
+    ai_model = serializers.IntegerField(source="judge_model_id")
+    ai_model_name = serializers.CharField(source="judge_model.name")
+    simulated = serializers.SerializerMethodField()
+    count = serializers.IntegerField(source="judge_count")
+    summaries = serializers.SerializerMethodField()
+    scores = JudgeScoreSerializer(source="judge_scores", many=True)
+    calls = JudgeCallSerializer(source="judge_calls", many=True)
+
+    def get_simulated(self, obj: Debate) -> bool:
+        return obj.judge_model.provider == "simulated"
+
+    @extend_schema_field(RoundSummarySerializer(many=True))
+    def get_summaries(self, obj: Debate) -> list[dict[str, Any]]:
+        calls = [c for c in obj.judge_calls.all() if c.kind == JudgeCallKind.ROUND_SUMMARY]
+        return RoundSummarySerializer(calls, many=True).data
 
 
 class StrategySummarySerializer(serializers.Serializer):
@@ -213,7 +323,7 @@ class StepSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STEP_STATUSES)
 
 
-# The fields of the state that come from the plan of steps (``_Planned``).
+# The fields of the state that come from the plan of steps (``PlannedDebate``).
 PLAN_FIELDS = ("current_step", "steps", "user_action_required", "can_advance", "available_actions")
 
 
@@ -244,19 +354,22 @@ class StateSerializer(serializers.ModelSerializer):
             "current_speaker",
             "level_used",
             *PLAN_FIELDS,
+            "human_due_at",
             "error",
         ]
         read_only_fields = fields
 
     def to_representation(self, instance: Debate) -> dict[str, Any]:
-        return super().to_representation(_Planned(instance))
+        planned = instance if isinstance(instance, PlannedDebate) else PlannedDebate(instance)
+        return super().to_representation(planned)
 
 
-class _Planned:
-    """A debate with its plan of steps computed once, read as the debate's attributes."""
+class PlannedDebate:
+    """A debate with its plan of steps (computed once, unless given), read as the
+    debate's attributes."""
 
-    def __init__(self, debate: Debate) -> None:
-        plan = debate_plan(debate)
+    def __init__(self, debate: Debate, plan: Plan | None = None) -> None:
+        plan = debate_plan(debate) if plan is None else plan
         self._debate = debate
         self.current_step = plan.current_step
         self.steps = [step.to_dict() for step in plan.steps]
@@ -288,6 +401,7 @@ class DebateListSerializer(StateSerializer):
             "schedule",
             "as_of",
             "cache",
+            "weighting",
             "human_turn_timeout_minutes",
             "steps_released",
             "created_at",
@@ -303,6 +417,7 @@ class DebateDetailSerializer(DebateListSerializer):
     messages = MessageSerializer(many=True, read_only=True)
     votes = VoteSerializer(many=True, read_only=True)
     decisions = DecisionSerializer(many=True, read_only=True)
+    judge = serializers.SerializerMethodField()
     tokens = serializers.SerializerMethodField(help_text="Prompt plus completion tokens.")
     cost_usd = serializers.SerializerMethodField(help_text="What the debate's calls cost.")
     spend = serializers.SerializerMethodField()
@@ -328,12 +443,17 @@ class DebateDetailSerializer(DebateListSerializer):
             "messages",
             "votes",
             "decisions",
+            "judge",
             "tokens",
             "cost_usd",
             "spend",
             "event_id",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(JudgeSerializer(allow_null=True))
+    def get_judge(self, obj: Debate) -> dict[str, Any] | None:
+        return JudgeSerializer(obj).data if obj.judge_model_id else None
 
     @extend_schema_field(SpendSerializer)
     def get_spend(self, obj: Debate) -> dict[str, Any]:
@@ -358,3 +478,51 @@ class DebateDetailSerializer(DebateListSerializer):
 
     def get_event_id(self, obj: Debate) -> str:
         return self.context.get("event_id", "")
+
+    def to_representation(self, instance: Debate) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        snapshot = with_price_decimals(data["market_snapshot"])
+        if not self.context.get("include_snapshot"):
+            snapshot = snapshot_without_candles(snapshot)
+        data["market_snapshot"] = snapshot
+        return data
+
+
+def with_price_decimals(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored snapshot whose coins each say how many decimals their prices have
+    (``price_decimals``, the most any of their candles shows), so a client can round a
+    fill, a stop or a target to the coin's own precision."""
+    if not snapshot:
+        return snapshot
+    coins = [{**coin, "price_decimals": price_decimals(coin)} for coin in snapshot.get("coins", [])]
+    return {**snapshot, "coins": coins}
+
+
+def price_decimals(coin: dict[str, Any]) -> int:
+    """Return the most decimals a coin's candle prices show (at most 8; 2 without any)."""
+    most = None
+    for frame in coin.get("timeframes", []):
+        for candle in frame.get("candles", []):
+            for key in ("open", "high", "low", "close"):
+                text = repr(float(candle.get(key, 0.0)))
+                decimals = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+                most = decimals if most is None else max(most, decimals)
+    return 2 if most is None else min(most, 8)
+
+
+def snapshot_without_candles(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a stored market snapshot with each timeframe's raw candles left out (its
+    summary, prices and indicators stay): what the detail shows by default."""
+    if not snapshot:
+        return snapshot
+    coins = [
+        {
+            **coin,
+            "timeframes": [
+                {key: value for key, value in frame.items() if key != "candles"}
+                for frame in coin.get("timeframes", [])
+            ],
+        }
+        for coin in snapshot.get("coins", [])
+    ]
+    return {**snapshot, "coins": coins}

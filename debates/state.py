@@ -7,6 +7,9 @@ API, the live events and the admin compute what a client may do in one place.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from debates.engine.judge import JUDGE_OPTION
 from debates.engine.plan import (
     CONSENSUS,
     DONE,
@@ -24,6 +27,7 @@ from debates.engine.plan import (
     Step,
     StepKey,
     build_plan,
+    step_index,
 )
 from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import (
@@ -31,6 +35,7 @@ from debates.models import (
     TERMINAL_STATUSES,
     Debate,
     DebateStatus,
+    Participant,
     StepStatus,
 )
 
@@ -48,6 +53,9 @@ STATE_COLUMNS = (
     "pace",
     "steps_released",
     "step_outcomes",
+    "judge_model",
+    "human_due_at",
+    "human_turn_timeout_minutes",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on
@@ -88,22 +96,31 @@ def _outcome_key(name: str) -> StepKey:
     return (kind, int(round_number) if round_number else None, int(speaker) if speaker else None)
 
 
-def plan_settings(debate: Debate) -> PlanSettings:
-    """Return what decides the steps of ``debate`` (its seats are read from it)."""
-    seats = tuple(
-        Seat(seat.pk, getattr(seat, "kind", MODEL_SEAT)) for seat in debate.participants.all()
+def plan_settings(debate: Debate, seats: Iterable[Participant] | None = None) -> PlanSettings:
+    """Return what decides the steps of ``debate``; its ``seats`` are read from it unless
+    given, in speaking order."""
+    seats = debate.participants.all() if seats is None else seats
+    return PlanSettings(
+        max_rounds=debate.max_rounds,
+        seats=tuple(Seat(seat.pk, getattr(seat, "kind", MODEL_SEAT)) for seat in seats),
+        auto_execute=debate.auto_execute,
+        options={JUDGE_OPTION: debate.judge_model_id is not None},
     )
-    return PlanSettings(max_rounds=debate.max_rounds, seats=seats, auto_execute=debate.auto_execute)
 
 
-def step_records(debate: Debate) -> dict[StepKey, str]:
-    """Return the status of every step of ``debate`` that something stored records."""
+def step_records(
+    debate: Debate,
+    turns: Iterable[tuple[int, int, str]],
+    ballots: Iterable[tuple[int, str]],
+) -> dict[StepKey, str]:
+    """Return the status of every step of ``debate`` that something stored records, from
+    its turns as (round, participant id, status) and ballots as (participant id, status)."""
     records: dict[StepKey, str] = {}
-    for turn in debate.messages.all():
-        kind = OPENING if turn.round == 1 else REBUTTAL
-        records[(kind, turn.round, turn.participant_id)] = _RECORDED.get(turn.status, SKIPPED)
-    for ballot in debate.ballots.all():
-        records[(VOTING, None, ballot.participant_id)] = _RECORDED.get(ballot.status, SKIPPED)
+    for round_number, speaker, status in turns:
+        kind = OPENING if round_number == 1 else REBUTTAL
+        records[(kind, round_number, speaker)] = _RECORDED.get(status, SKIPPED)
+    for voter, status in ballots:
+        records[(VOTING, None, voter)] = _RECORDED.get(status, SKIPPED)
     if debate.status == DebateStatus.COMPLETED:
         records[(CONSENSUS, None, None)] = DONE  # only the consensus completes a debate
     for name, outcome in (debate.step_outcomes or {}).items():
@@ -113,18 +130,47 @@ def step_records(debate: Debate) -> dict[StepKey, str]:
     return records
 
 
+def step_released(debate: Debate, key: StepKey, seats: Iterable[Participant] | None = None) -> bool:
+    """Say whether step ``key`` of ``debate`` is released to run: every step is, unless
+    the debate is held before it (``steps_released``). A step sent before the debate
+    was held (what a failure left queued of the canvas, before a retried step) must
+    not run; its ``seats`` are read from the debate unless given, and only when held.
+    """
+    if debate.steps_released is None:
+        return True
+    index = step_index(plan_settings(debate, seats), key)
+    return index is not None and index < debate.steps_released
+
+
+def plan_of(
+    debate: Debate,
+    *,
+    seats: Iterable[Participant],
+    turns: Iterable[tuple[int, int, str]],
+    ballots: Iterable[tuple[int, str]] = (),
+) -> Plan:
+    """Return the plan of ``debate`` from what a step holds already: its seats, its
+    turns as (round, participant id, status) and ballots as (participant id, status)."""
+    progress = Progress(
+        debate_status=debate.status,
+        records=step_records(debate, turns, ballots),
+        released=debate.steps_released,
+    )
+    return build_plan(plan_settings(debate, seats), progress)
+
+
 def debate_plan(debate: Debate) -> Plan:
     """Return the plan of steps of ``debate`` with the status of each.
 
     Reads its seats, turns and ballots through the related managers: prefetched by the
     detail and list selectors, read by a query each otherwise.
     """
-    progress = Progress(
-        debate_status=debate.status,
-        records=step_records(debate),
-        released=debate.steps_released,
+    return plan_of(
+        debate,
+        seats=debate.participants.all(),
+        turns=[(t.round, t.participant_id, t.status) for t in debate.messages.all()],
+        ballots=[(b.participant_id, b.status) for b in debate.ballots.all()],
     )
-    return build_plan(plan_settings(debate), progress)
 
 
 def retry_step_target(debate: Debate, plan: Plan) -> Step | None:

@@ -7,6 +7,7 @@ after; everything else the service records itself, so a task never fails a chain
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates import services
 from debates.claims import claim_ttl_s
 from debates.services.calls import StepDeferred
+from debates.services.human import human_steps_expire
 from debates.services.schedules import schedule_fire
 
 # A step may wait its turn for a model slot many times when many debates run at once.
@@ -61,33 +63,56 @@ def prepare_run_task(self, debate_id: int) -> None:
         raise retry_on_fresh_connection(self, exc) from exc
 
 
+def _model_step(task: Any, run: Callable[[], None]) -> None:
+    """Run a step that calls a model under ``task``'s retry policy."""
+    try:
+        run()
+    except StepDeferred as exc:
+        raise task.retry(countdown=exc.retry_after) from exc
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(task, exc) from exc
+
+
 @shared_task(name="debates.turn_run", **STEP_OPTIONS)
 def turn_run_task(self, debate_id: int, round_number: int, participant_id: int) -> None:
     """Ask one participant for its turn in one round."""
-    try:
-        services.turn_run(
+    _model_step(
+        self,
+        lambda: services.turn_run(
             debate_id=debate_id,
             round_number=round_number,
             participant_id=participant_id,
             holder=self.request.id,
-        )
-    except StepDeferred as exc:
-        raise self.retry(countdown=exc.retry_after) from exc
-    except DATABASE_ERRORS as exc:
-        raise retry_on_fresh_connection(self, exc) from exc
+        ),
+    )
 
 
 @shared_task(name="debates.vote_run", **STEP_OPTIONS)
 def vote_run_task(self, debate_id: int, participant_id: int) -> None:
     """Ask one participant for its final vote."""
-    try:
-        services.vote_run(
+    _model_step(
+        self,
+        lambda: services.vote_run(
             debate_id=debate_id, participant_id=participant_id, holder=self.request.id
-        )
-    except StepDeferred as exc:
-        raise self.retry(countdown=exc.retry_after) from exc
-    except DATABASE_ERRORS as exc:
-        raise retry_on_fresh_connection(self, exc) from exc
+        ),
+    )
+
+
+@shared_task(name="debates.judge_round", **STEP_OPTIONS)
+def judge_round_task(self, debate_id: int, round_number: int) -> None:
+    """Have the debate's judge summarise one round."""
+    _model_step(
+        self,
+        lambda: services.judge_round_run(
+            debate_id=debate_id, round_number=round_number, holder=self.request.id
+        ),
+    )
+
+
+@shared_task(name="debates.judge_final", **STEP_OPTIONS)
+def judge_final_task(self, debate_id: int) -> None:
+    """Have the debate's judge score every participant after the votes."""
+    _model_step(self, lambda: services.judge_final_run(debate_id=debate_id, holder=self.request.id))
 
 
 @shared_task(name="debates.consensus_finalize", **BRIEF_STEP_OPTIONS)
@@ -105,6 +130,12 @@ def resume_stale_task(older_than_s: float | None = None) -> list[int]:
     if older_than_s is None:
         return services.debates_resume_stale()
     return services.debates_resume_stale(older_than=timedelta(seconds=older_than_s))
+
+
+@shared_task(name="debates.human_steps_expire", soft_time_limit=60, time_limit=90)
+def human_steps_expire_task() -> list[int]:
+    """Skip the turns and votes people let pass their time (sent by Celery beat)."""
+    return human_steps_expire()
 
 
 @worker_ready.connect

@@ -32,11 +32,6 @@ urlpatterns = [
         name="debate-retry-step",
     ),
     path(
-        "debates/<int:debate_id>/execute",
-        debates.DebateExecuteApi.as_view(),
-        name="debate-execute",
-    ),
-    path(
         "debates/<int:debate_id>/messages",
         debates.DebateMessageListApi.as_view(),
         name="debate-messages",
@@ -45,6 +40,11 @@ urlpatterns = [
         "debates/<int:debate_id>/turns",
         human.HumanTurnSubmitApi.as_view(),
         name="debate-turns",
+    ),
+    path(
+        "debates/<int:debate_id>/skip-turn",
+        human.HumanStepSkipApi.as_view(),
+        name="debate-skip-turn",
     ),
     path(
         "debates/<int:debate_id>/votes",

@@ -1,4 +1,5 @@
-"""The evaluation endpoints: the debate-effect ledger and the calibration of voters, of
+"""The evaluation endpoints: the debate-effect ledger, the calibration of voters and the
+monitors of their last decisions, of
 one strategy, one schedule or all of the user's debates (a backtest's are under
 ``/api/backtests/{id}/``). Another user's strategy or schedule is a 404."""
 
@@ -13,7 +14,11 @@ from rest_framework.response import Response
 from arena.apis import JsonApi, error_responses, owned_or_404
 from debates.models import Schedule
 from evaluations import selectors
-from evaluations.serializers import CalibrationSerializer, LedgerSerializer
+from evaluations.serializers import (
+    CalibrationSerializer,
+    LedgerSerializer,
+    MonitorsSerializer,
+)
 from strategies.models import Strategy
 
 TAGS = ["evaluations"]
@@ -34,6 +39,11 @@ class LedgerMixin:
 class CalibrationMixin:
     def calibration(self, request: Request, **kwargs: Any) -> Response:
         return Response({"voters": selectors.calibration(self.scope(request, **kwargs))})
+
+
+class MonitorsMixin:
+    def monitors(self, request: Request, **kwargs: Any) -> Response:
+        return Response(selectors.monitor_report(self.scope(request, **kwargs)))
 
 
 class StrategyScoped(ScopedApi):
@@ -122,3 +132,39 @@ class ScheduleCalibrationApi(CalibrationMixin, ScheduleScoped):
     )
     def get(self, request: Request, schedule_id: int) -> Response:
         return self.calibration(request, schedule_id=schedule_id)
+
+
+class MonitorsApi(MonitorsMixin, ScopedApi):
+    """Return the action mix, parse failures and warnings of the user's last debates."""
+
+    @extend_schema(
+        operation_id="evaluations_monitors",
+        tags=TAGS,
+        responses={200: MonitorsSerializer, **error_responses()},
+    )
+    def get(self, request: Request) -> Response:
+        return self.monitors(request)
+
+
+class StrategyMonitorsApi(MonitorsMixin, StrategyScoped):
+    """Return the action mix, parse failures and warnings of a strategy's last debates."""
+
+    @extend_schema(
+        operation_id="strategies_monitors",
+        tags=TAGS,
+        responses={200: MonitorsSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, strategy_id: int) -> Response:
+        return self.monitors(request, strategy_id=strategy_id)
+
+
+class ScheduleMonitorsApi(MonitorsMixin, ScheduleScoped):
+    """Return the action mix, parse failures and warnings of a schedule's last debates."""
+
+    @extend_schema(
+        operation_id="schedules_monitors",
+        tags=TAGS,
+        responses={200: MonitorsSerializer, **error_responses(404)},
+    )
+    def get(self, request: Request, schedule_id: int) -> Response:
+        return self.monitors(request, schedule_id=schedule_id)

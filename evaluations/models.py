@@ -100,11 +100,17 @@ class VoteReview(Outcome):
     personality = models.CharField(max_length=20)
     speak_order = models.PositiveSmallIntegerField()
     confidence = models.FloatField()
+    known_at = models.DateTimeField(
+        null=True, help_text="The instant its outcome was known: the instant plus the horizon."
+    )
 
     class Meta:
         ordering = ["-instant", "speak_order", "symbol"]
         default_related_name = "vote_reviews"
-        indexes = [models.Index(fields=["ai_model", "personality", "instant"])]
+        indexes = [
+            models.Index(fields=["ai_model", "personality", "instant"]),
+            models.Index(fields=["ai_model", "personality", "known_at"]),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(confidence__gte=0, confidence__lte=100),

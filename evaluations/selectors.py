@@ -2,19 +2,33 @@
 per strategy, schedule, backtest or overall, always within one owner's debates.
 
 Each is a fixed number of queries whatever the number of reviews (three for a ledger,
-one for a calibration); the arithmetic is ``evaluations.scoring``'s.
+one for a calibration); the arithmetic is ``evaluations.scoring``'s. The monitors read
+the last debates of a scope (``evaluations.monitors``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 
-from evaluations import scoring
+from debates.engine.consensus import calibrated_weight
+from debates.models import (
+    AIModel,
+    Debate,
+    DebateStatus,
+    Decision,
+    Participant,
+    Provider,
+    Vote,
+)
+from evaluations import monitors, scoring
 from evaluations.models import DebateReview, DecisionReview, Verdict, VoteReview
+from evaluations.monitors import PARSE_FAILURE
 
 
 @dataclass(frozen=True)
@@ -127,3 +141,134 @@ def calibration(scope: Scope) -> list[dict[str, Any]]:
             samples.items(), key=lambda item: (item[0][1], item[0][2], item[0][0])
         )
     ]
+
+
+def voter_history(
+    voters: Iterable[tuple[int, str]], *, until: datetime
+) -> dict[tuple[int, str], list[tuple[datetime, bool]]]:
+    """Return, for each voter (AI model id, personality), its judged votes whose outcome
+    was known by ``until``: (known at, right), oldest first. One query."""
+    wanted = set(voters)
+    history: dict[tuple[int, str], list[tuple[datetime, bool]]] = {v: [] for v in wanted}
+    rows = (
+        VoteReview.objects.filter(
+            ai_model_id__in={model for model, _ in wanted},
+            personality__in={personality for _, personality in wanted},
+            known_at__lte=until,
+        )
+        .exclude(verdict=Verdict.FLAT)
+        .order_by("known_at", "pk")
+        .values_list("ai_model_id", "personality", "known_at", "verdict")
+    )
+    for model_id, personality, known_at, verdict in rows:
+        if (model_id, personality) in wanted:
+            history[(model_id, personality)].append((known_at, verdict == Verdict.RIGHT))
+    return history
+
+
+def calibrated_voter_weights(*, debate_id: int) -> dict[str, float]:
+    """Return each participant's calibrated weight in a debate (by participant id), from
+    the reviews of its model and personality whose outcome was known by the debate's
+    instant: reviews of earlier instants only, so a backtest never weighs by the future."""
+    stamp = (
+        Debate.objects.filter(pk=debate_id).values_list("market_snapshot__as_of", flat=True).first()
+    )
+    if not stamp:
+        return {}  # no instant to read the past from: the votes weigh by confidence
+    instant = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    seats = list(
+        Participant.objects.filter(debate_id=debate_id).values_list(
+            "pk", "ai_model_id", "personality"
+        )
+    )
+    history = voter_history([(model, p) for _, model, p in seats], until=instant)
+    weights = {}
+    for participant_id, model_id, personality in seats:
+        judged = history[(model_id, personality)]
+        weights[str(participant_id)] = calibrated_weight(
+            sum(right for _, right in judged), len(judged)
+        )
+    return weights
+
+
+def _recent_debates(scope: Scope) -> list[int]:
+    """Return the ids of the scope's last ``monitors.WINDOW`` completed debates, oldest
+    first (by the instant they decided at, then their id)."""
+    found = (
+        Debate.objects.filter(scope.debates(prefix=""), status=DebateStatus.COMPLETED)
+        .order_by("-as_of", "-finished_at", "-pk")
+        .values_list("pk", flat=True)[: monitors.WINDOW]
+    )
+    return list(found)[::-1]
+
+
+def monitor_report(scope: Scope) -> dict[str, Any]:
+    """Return the monitors of the scope's last debates: the consensus's primary
+    decisions and each voter's votes on them, with every warning (``monitors``)."""
+    debates = _recent_debates(scope)
+    order = {debate_id: index for index, debate_id in enumerate(debates)}
+    consensus = [
+        PARSE_FAILURE if voters == 0 else action
+        for _, action, voters in sorted(
+            Decision.objects.filter(debate_id__in=debates, is_primary=True).values_list(
+                "debate_id", "action", "voters"
+            ),
+            key=lambda row: order[row[0]],
+        )
+    ]
+    entries: dict[tuple[int, str, str], list[tuple[int, str]]] = defaultdict(list)
+    for debate_id, model_id, name, personality, action, abstained in Vote.objects.filter(
+        debate_id__in=debates, symbol=F("debate__symbol")
+    ).values_list(
+        "debate_id",
+        "participant__ai_model_id",
+        "participant__ai_model__name",
+        "participant__personality",
+        "action",
+        "abstained",
+    ):
+        entry = PARSE_FAILURE if abstained else action
+        entries[(model_id, name, personality)].append((order[debate_id], entry))
+    voters = []
+    for (model_id, name, personality), found in sorted(
+        entries.items(), key=lambda item: (item[0][1], item[0][2], item[0][0])
+    ):
+        report = monitors.monitor([entry for _, entry in sorted(found)]).to_dict()
+        voters.append(
+            {
+                "voter": voter_key(model_id, personality),
+                "ai_model": model_id,
+                "ai_model_name": name,
+                "personality": personality,
+                **report,
+            }
+        )
+    overall = monitors.monitor(consensus).to_dict()
+    warnings = [f"consensus: {w}" for w in overall["warnings"]] + [
+        f"{v['ai_model_name']} as {v['personality']}: {w}" for v in voters for w in v["warnings"]
+    ]
+    return {"debates": len(debates), "consensus": overall, "voters": voters, "warnings": warnings}
+
+
+def contamination(*, start: datetime, ai_model_ids: Iterable[int]) -> dict[str, Any]:
+    """Say whether a window starting at ``start`` may be in the training data of any of
+    ``ai_model_ids``: ``contaminated`` names each model whose training cutoff falls on
+    or after the window's first day; ``cutoff_unknown`` each model, not simulated, with
+    no cutoff set (its results may reflect memory too; nobody knows)."""
+    contaminated, unknown = [], []
+    for model in AIModel.objects.filter(pk__in=set(ai_model_ids)).order_by("name", "pk"):
+        entry = {
+            "ai_model": model.pk,
+            "name": model.name,
+            "model_name": model.model_name,
+            "training_cutoff": model.training_cutoff.isoformat() if model.training_cutoff else None,
+        }
+        if model.training_cutoff is not None and start.date() <= model.training_cutoff:
+            contaminated.append(entry)
+        elif model.training_cutoff is None and model.provider != Provider.SIMULATED:
+            unknown.append(entry)
+    return {
+        "contaminated": bool(contaminated),
+        "models": contaminated,
+        "cutoff_unknown": unknown,
+    }

@@ -57,3 +57,32 @@ class VoterCalibrationSerializer(serializers.Serializer):
 
 class CalibrationSerializer(serializers.Serializer):
     voters = VoterCalibrationSerializer(many=True)
+
+
+class MixSerializer(serializers.Serializer):
+    open_long = serializers.FloatField(allow_null=True)
+    open_short = serializers.FloatField(allow_null=True)
+    close = serializers.FloatField(allow_null=True)
+    hold = serializers.FloatField(allow_null=True)
+    wait = serializers.FloatField(allow_null=True)
+
+
+class MonitorSerializer(serializers.Serializer):
+    decisions = serializers.IntegerField(help_text="Decisions in the window (at most 20).")
+    mix = MixSerializer(help_text="Share of each kind among the usable decisions.")
+    parse_failure_share = serializers.FloatField(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class VoterMonitorSerializer(MonitorSerializer):
+    voter = serializers.CharField()
+    ai_model = serializers.IntegerField()
+    ai_model_name = serializers.CharField()
+    personality = serializers.CharField()
+
+
+class MonitorsSerializer(serializers.Serializer):
+    debates = serializers.IntegerField()
+    consensus = MonitorSerializer()
+    voters = VoterMonitorSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())

@@ -134,7 +134,11 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
         source=source.name,
         round_tokens=(tokens["prompt"] or 0) + (tokens["completion"] or 0),
     )
-    shown = {coin["symbol"]: coin["price"] for coin in debate.market_snapshot["coins"]}
+    shown = {
+        coin["symbol"]: coin["price"]
+        for coin in debate.market_snapshot.get("coins", [])
+        if coin.get("price") is not None
+    }
     prices: dict[str, tuple[Decimal, Decimal, float]] = {}
 
     def outcome(symbol: str) -> tuple[Decimal, Decimal, float]:
@@ -203,6 +207,7 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
                 speak_order=vote.participant.speak_order,
                 symbol=vote.symbol,
                 instant=instant,
+                known_at=horizon_at,
                 action=vote.action,
                 confidence=min(100.0, max(0.0, vote.confidence or 0.0)),
                 price_at_instant=before,

@@ -7,6 +7,17 @@ from evaluations import apis
 urlpatterns = [
     path("evaluations/ledger", apis.LedgerApi.as_view(), name="ledger"),
     path("evaluations/calibration", apis.CalibrationApi.as_view(), name="calibration"),
+    path("evaluations/monitors", apis.MonitorsApi.as_view(), name="monitors"),
+    path(
+        "strategies/<int:strategy_id>/monitors",
+        apis.StrategyMonitorsApi.as_view(),
+        name="strategy-monitors",
+    ),
+    path(
+        "schedules/<int:schedule_id>/monitors",
+        apis.ScheduleMonitorsApi.as_view(),
+        name="schedule-monitors",
+    ),
     path(
         "strategies/<int:strategy_id>/ledger",
         apis.StrategyLedgerApi.as_view(),

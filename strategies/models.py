@@ -132,6 +132,7 @@ class Strategy(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name_plural = "strategies"
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(

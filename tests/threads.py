@@ -35,3 +35,19 @@ def run_at_once(work: Callable[[], None], count: int, *, timeout: float = 60.0) 
         thread.start()
     for thread in threads:
         thread.join(timeout)
+
+
+def outcomes_at_once(work: Callable[[], object], count: int) -> list[str]:
+    """Run ``work`` in ``count`` threads at once; return, sorted, what each got: "done",
+    or the ``code`` of the error that refused it."""
+    outcomes: list[str] = []
+
+    def counted() -> None:
+        try:
+            work()
+            outcomes.append("done")
+        except Exception as exc:  # the refusals are what is counted
+            outcomes.append(getattr(exc, "code", repr(exc)))
+
+    run_at_once(counted, count)
+    return sorted(outcomes)

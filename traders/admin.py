@@ -150,6 +150,8 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "filled_quantity",
         "average_price",
         "fee",
+        "decision_age",
+        "price_drift",
         "created_at",
     )
     list_filter = ("status", "action", "trigger")
@@ -157,6 +159,16 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("trader", "decision")
     inlines = (OrderInline,)
     actions = ("resubmit",)
+
+    @admin.display(description="age (min)")
+    def decision_age(self, obj: Execution) -> str:
+        value = (obj.staleness or {}).get("age_minutes")
+        return "-" if value is None else f"{value:g}"
+
+    @admin.display(description="drift")
+    def price_drift(self, obj: Execution) -> str:
+        value = (obj.staleness or {}).get("drift_pct")
+        return "-" if value is None else f"{value:.2f}%"
 
     @admin.action(description="Resubmit unfinished executions (looks orders up first)")
     def resubmit(self, request, queryset):

@@ -1,5 +1,6 @@
 """Trader accounts: create, list, read, change, delete (SPEC 10), and, read-only below
-each trader, its positions, orders and executions.
+each trader, its positions, orders and executions; and the execution of a debate's
+consensus on a trader (``POST /api/debates/{id}/execute``).
 
 Credentials are write-only: a response shows ``api_key_masked`` and whether each
 secret is set, never a secret.
@@ -11,13 +12,19 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+    extend_schema_view,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from arena.apis import (
+    IdField,
     JsonApi,
     StrictBooleanField,
     StrictCharField,
@@ -44,6 +51,7 @@ from traders.models import (
     TraderStatus,
 )
 from traders.serializers import ExecutionSerializer, OrderSerializer, PositionSerializer
+from traders.services import execution_request
 
 TAGS = ["traders"]
 
@@ -301,3 +309,37 @@ class TraderExecutionListApi(TraderRecordListApi, operation_id="traders_executio
             .select_related("decision")
             .order_by("-created_at", "-id")
         )
+
+
+class DebateExecuteApi(JsonApi):
+    """Execute a completed debate's consensus on one of the user's traders (SPEC 10)."""
+
+    @extend_schema_serializer(component_name="DebateExecuteInput")
+    class InputSerializer(StrictSerializer):
+        trader = IdField(help_text="One of your traders, running.")
+        symbol = StrictCharField(
+            required=False, max_length=40, help_text="The coin to execute; default: primary."
+        )
+
+    @extend_schema(
+        operation_id="debates_execute",
+        tags=["debates"],
+        request=InputSerializer,
+        responses={
+            202: OpenApiResponse(
+                ExecutionSerializer,
+                description="The execution (the same one when asked again).",
+            ),
+            **error_responses(400, 404, 409),
+        },
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        data = validate(self.InputSerializer, request.data)
+        execution = execution_request(
+            owner=request.user,
+            debate_id=debate_id,
+            trader_id=data["trader"],
+            symbol=data.get("symbol"),
+            trigger="manual",
+        )
+        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)

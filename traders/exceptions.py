@@ -28,3 +28,11 @@ class AlreadyExecuted(ApplicationError):
     code = "already_executed"
     status_code = status.HTTP_409_CONFLICT
     default_message = "This decision was already executed on another trader."
+
+
+class StaleDecision(ApplicationError):
+    """The decision is too old, or its price moved too far, to be executed now."""
+
+    code = "stale_decision"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "This decision is stale."

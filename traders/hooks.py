@@ -18,9 +18,7 @@ from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import Debate, DebateStatus, Decision
 from debates.services import debate_step_record
 from debates.state import step_outcome
-from strategies.models import MarketSource
 from traders import events
-from traders.models import Exchange
 from traders.services import execution_request, paper_clock_advance
 
 logger = logging.getLogger(__name__)
@@ -56,11 +54,7 @@ def auto_execute(*, debate: Debate) -> tuple[str, dict]:
     trader = debate.trader
     if trader is None:
         return SKIPPED, {"reason": "no trader"}
-    if (
-        debate.as_of is not None
-        and trader.exchange == Exchange.PAPER
-        and trader.market_source == MarketSource.DATASET
-    ):
+    if debate.as_of is not None and trader.is_dataset_paper:
         paper_clock_advance(trader_id=trader.pk, to=debate.as_of)
     primary = Decision.objects.filter(debate_id=debate.pk, is_primary=True).first()
     if primary is None or primary.action not in EXECUTABLE_ACTIONS:

@@ -76,6 +76,15 @@ class Trader(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.exchange})"
 
+    @property
+    def is_running(self) -> bool:
+        return self.status == TraderStatus.RUNNING
+
+    @property
+    def is_dataset_paper(self) -> bool:
+        """Say whether this is a paper account priced from the dataset (a replay's)."""
+        return self.exchange == Exchange.PAPER and self.market_source == "dataset"
+
 
 class PositionSide(models.TextChoices):
     LONG = "long", "Long"
@@ -230,6 +239,12 @@ class Execution(models.Model):
         help_text="Values the risk limits changed: [{field, requested, applied, reason}].",
     )
     error = models.TextField(blank=True)
+    staleness = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The staleness check before it was recorded: the decision's age and its "
+        "price's drift since the snapshot, against the strategy's limits.",
+    )
     lease_until = models.DateTimeField(
         null=True,
         blank=True,

@@ -33,6 +33,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "stop_loss_order_id",
             "take_profit_order_id",
             "adjustments",
+            "staleness",
             "error",
             "created_at",
             "updated_at",

@@ -1,4 +1,4 @@
-"""Routes of traders and what they hold, under ``/api/``."""
+"""Routes of traders and what they hold, and of a debate's execution, under ``/api/``."""
 
 from django.urls import path
 
@@ -6,6 +6,12 @@ from arena.apis import combine
 from traders import apis
 
 urlpatterns = [
+    # A debate's consensus executed on a trader: trading's operation on a debate.
+    path(
+        "debates/<int:debate_id>/execute",
+        apis.DebateExecuteApi.as_view(),
+        name="debate-execute",
+    ),
     path("traders", combine(apis.TraderListApi, apis.TraderCreateApi), name="traders"),
     path(
         "traders/<int:trader_id>",

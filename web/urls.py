@@ -13,6 +13,11 @@ urlpatterns = [
     path("backtests/<int:backtest_id>/", views.backtests, name="backtest-page"),
     path("backtests/<int:backtest_id>/equity.svg", views.backtest_chart, name="backtest-chart"),
     path(
+        "backtests/<int:backtest_id>/reliability.svg",
+        views.backtest_reliability,
+        name="backtest-reliability",
+    ),
+    path(
         "login/",
         auth_views.LoginView.as_view(
             template_name="web/login.html", redirect_authenticated_user=True

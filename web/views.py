@@ -21,6 +21,7 @@ from django.views.static import was_modified_since
 
 from backtests.charts import equity_svg
 from backtests.models import Backtest
+from evaluations.charts import reliability_svg
 from strategies.models import PromptVariant
 
 
@@ -40,17 +41,33 @@ def backtests(request: HttpRequest, backtest_id: int | None = None) -> HttpRespo
     return render(request, "web/backtests.html", {"config": {"backtestId": backtest_id}})
 
 
-@login_required
-@require_safe
-def backtest_chart(request: HttpRequest, backtest_id: int) -> HttpResponse:
-    """Return the equity chart of a backtest of the user (staff: anyone's) as SVG."""
+def _shown_backtest(request: HttpRequest, backtest_id: int) -> Backtest:
+    """Return the name and report of a backtest of the user (staff: anyone's), or 404."""
     found = Backtest.objects.filter(pk=backtest_id)
     if not request.user.is_staff:
         found = found.filter(owner=request.user)
     backtest = found.only("name", "report").first()
     if backtest is None:
         raise Http404("No such backtest.")
+    return backtest
+
+
+@login_required
+@require_safe
+def backtest_chart(request: HttpRequest, backtest_id: int) -> HttpResponse:
+    """Return the equity chart of a backtest of the user (staff: anyone's) as SVG."""
+    backtest = _shown_backtest(request, backtest_id)
     chart = equity_svg(backtest.report or {}, title=backtest.name)
+    return HttpResponse(chart, content_type="image/svg+xml")
+
+
+@login_required
+@require_safe
+def backtest_reliability(request: HttpRequest, backtest_id: int) -> HttpResponse:
+    """Return the reliability chart of a backtest's voters (staff: anyone's) as SVG."""
+    backtest = _shown_backtest(request, backtest_id)
+    voters = (backtest.report or {}).get("calibration", [])
+    chart = reliability_svg(voters, title=f"Reliability: {backtest.name}")
     return HttpResponse(chart, content_type="image/svg+xml")
 
 

@@ -200,6 +200,8 @@ EXECUTION_LEASE_S = env_int("EXECUTION_LEASE_S", 20)
 BACKTEST_TICK_S = float(os.environ.get("BACKTEST_TICK_S", "0.5"))
 BACKTEST_DEBATES_IN_FLIGHT = env_int("BACKTEST_DEBATES_IN_FLIGHT", 6)
 BACKTEST_STALE_AFTER_S = env_int("BACKTEST_STALE_AFTER_S", 15)
+# Seconds between two looks for the turns and votes of human seats whose time ran out.
+HUMAN_STEPS_EXPIRE_EVERY_S = float(os.environ.get("HUMAN_STEPS_EXPIRE_EVERY_S", "15"))
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -217,6 +219,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "backtests.resume_stale",
         "schedule": max(1, BACKTEST_STALE_AFTER_S // 3),
     },
+    # ... and the turns and votes of human seats whose time ran out (debates.services.human).
+    "debates-human-steps-expire": {
+        "task": "debates.human_steps_expire",
+        "schedule": HUMAN_STEPS_EXPIRE_EVERY_S,
+    },
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
     # Outcome reviews of the debates whose horizon has passed (evaluations.services).
@@ -227,6 +234,10 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_TASK_ROUTES = ("debates.routing.route_step",)
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
+
+# The consensus weightings that read more than the ballots: weighting -> the function
+# returning each voter's multiplier for a debate (debates.services.consensus).
+CONSENSUS_VOTER_WEIGHTS = {"calibrated": "evaluations.selectors.calibrated_voter_weights"}
 
 # --- Model calls --------------------------------------------------------------------------
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
@@ -315,6 +326,8 @@ SPECTACULAR_SETTINGS = {
         "PositionStatusEnum": "traders.models.PositionStatus",
         "TraderExchangeEnum": "traders.models.Exchange",
         "BacktestStatusEnum": "backtests.models.BacktestStatus",
+        "JudgeCallKindEnum": "debates.models.JudgeCallKind",
+        "SeatKindEnum": "debates.models.SeatKind",
     },
 }
 

@@ -12,6 +12,11 @@ Every rule reads the same stored debates and the same candles, at no extra model
   ballot: what the same models would have decided with no debate.
 - ``seat:P<n>``: each participant alone, its own final ballot as the decision (passed
   through the same consensus rule, so the strategy's clamps and defaults apply).
+- ``weighting:confidence`` and ``weighting:calibrated``: the final ballots of every
+  participant through the consensus rule, weighed by confidence alone, then by
+  confidence times each voter's calibrated weight at the step (``StepRecord.weights``,
+  from reviews known by the step's instant): the two weightings side by side over the
+  same ballots, whichever the debates used.
 
 A step whose debate did not complete decides nothing, for every rule. ``coins``
 ``primary`` executes the primary coin's decision only; ``all`` every executable
@@ -53,7 +58,8 @@ class StepRecord:
     """What a step's debate stored, as plain values: decisions, openings and ballots.
 
     ``openings`` and ``ballots`` map each participant's label (P1, P2, ...) to its
-    round-1 per-coin positions and its final votes (abstentions left out).
+    round-1 per-coin positions and its final votes (abstentions left out); ``weights``
+    to its calibrated weight at the step.
     """
 
     index: int
@@ -64,6 +70,7 @@ class StepRecord:
     decisions: tuple[Intent, ...] = ()
     openings: Mapping[str, tuple[CoinDecision, ...]] = field(default_factory=dict)
     ballots: Mapping[str, tuple[CoinDecision, ...]] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,18 @@ def seat_intents(step: StepRecord, label: str, limits: ConsensusLimits) -> tuple
     """Return the decisions of participant ``label`` alone: its ballot through the rule."""
     ballots = [Ballot(label, d) for d in step.ballots.get(label, ())]
     return tuple(_intent(result) for result in decide(ballots, step.symbols, limits))
+
+
+def weighted_intents(
+    step: StepRecord, limits: ConsensusLimits, *, calibrated: bool
+) -> tuple[Intent, ...]:
+    """Return the consensus of every participant's final ballot of ``step``, weighed by
+    confidence, or by confidence times the step's calibrated weights."""
+    ballots = [Ballot(label, d) for label, voted in step.ballots.items() for d in voted]
+    weights = dict(step.weights) if calibrated else None
+    return tuple(
+        _intent(result) for result in decide(ballots, step.symbols, limits, voter_weights=weights)
+    )
 
 
 def executed(step: StepRecord, intents: Sequence[Intent], coins: str) -> tuple[Intent, ...]:
@@ -237,6 +256,22 @@ def run_rules(
             **common,
         ),
     ]
+    for key, label, calibrated in (
+        ("weighting:confidence", "Votes weighed by confidence", False),
+        ("weighting:calibrated", "Votes weighed by calibrated confidence", True),
+    ):
+        runs.append(
+            run_rule(
+                key,
+                label,
+                plan(
+                    lambda s, calibrated=calibrated: weighted_intents(
+                        s, consensus_limits, calibrated=calibrated
+                    )
+                ),
+                **common,
+            )
+        )
     for label, personality in seats:
         runs.append(
             run_rule(

@@ -10,17 +10,19 @@ time the run spent.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import accumulate
 from typing import Any
 
 from backtests.engine.portfolio import Intent, Trade
 from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
 from backtests.engine.tape import Tape
 from backtests.models import Backtest, BacktestStep
-from debates.engine.consensus import ConsensusLimits
+from debates.engine.consensus import ConsensusLimits, calibrated_weight
 from debates.engine.digest import participant_label
 from debates.engine.types import Action, CoinDecision
 from debates.models import DebateStatus, Decision, Message, StepStatus, Vote
@@ -88,6 +90,30 @@ def _steps(backtest: Backtest) -> list[StepRecord]:
     return records
 
 
+def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecord]:
+    """Return ``steps`` with each seat's calibrated weight at its step: from the reviews
+    of the seat's model and personality known by the step's instant (one query)."""
+    seats = [
+        (participant_label(order + 1), (seat["ai_model"], seat["personality"]))
+        for order, seat in enumerate(backtest.participants)
+    ]
+    history = selectors.voter_history([voter for _, voter in seats], until=backtest.end)
+    known = {
+        voter: ([to_ms(at) for at, _ in judged], list(accumulate(right for _, right in judged)))
+        for voter, judged in history.items()
+    }
+
+    def weights(at_ms: int) -> dict[str, float]:
+        found = {}
+        for label, voter in seats:
+            times, rights = known[voter]
+            reviewed = bisect_right(times, at_ms)
+            found[label] = calibrated_weight(rights[reviewed - 1] if reviewed else 0, reviewed)
+        return found
+
+    return [replace(step, weights=weights(step.at_ms)) for step in steps]
+
+
 def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
     symbols = {step.primary for step in steps if step.primary}
     if backtest.coins == "all":
@@ -152,7 +178,7 @@ def _rule(run: RuleRun) -> dict[str, Any]:
 
 def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
     """Return the report of ``backtest``, every step of which has ended."""
-    steps = _steps(backtest)
+    steps = _with_weights(backtest, _steps(backtest))
     strategy = backtest.strategy
     consensus_limits = (
         ConsensusLimits.by_major(
@@ -202,6 +228,11 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         "usage": _usage(backtest, finished_at),
         "ledger": selectors.ledger(_scope(backtest)).to_dict(),
         "calibration": selectors.calibration(_scope(backtest)),
+        "monitors": selectors.monitor_report(_scope(backtest)),
+        "leakage": selectors.contamination(
+            start=backtest.start,
+            ai_model_ids=[seat["ai_model"] for seat in backtest.participants],
+        ),
     }
 
 

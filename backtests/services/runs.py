@@ -107,6 +107,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
             as_of=as_of,
             cache=backtest.cache,
             level=backtest.level,
+            weighting=backtest.weighting,
         )
         debate = debate_create(owner=backtest.owner, data=data)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
@@ -138,6 +139,15 @@ def _finish(backtest: Backtest) -> None:
             name: rule["metrics"][name] for name in ("final_equity", "total_return", "max_drawdown")
         }
         for rule in report["rules"]
+    }
+    # Beside the rules: what the outcome reviews say, for the list and the admin.
+    headline["evaluation"] = {
+        "flip_rate": report["ledger"]["flip_rate"],
+        "flip_accuracy": report["ledger"]["flip_accuracy"],
+        "final_accuracy": report["ledger"]["final_accuracy"],
+        "round1_accuracy": report["ledger"]["round1_accuracy"],
+        "contaminated": report["leakage"]["contaminated"],
+        "warnings": len(report["monitors"]["warnings"]),
     }
     Backtest.objects.filter(pk=backtest.pk).update(
         status=BacktestStatus.COMPLETED,

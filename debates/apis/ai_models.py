@@ -60,6 +60,7 @@ class AIModelSerializer(serializers.ModelSerializer):
             "max_tokens",
             "timeout_seconds",
             "output_mode",
+            "training_cutoff",
             "enabled",
             "created_at",
             "updated_at",
@@ -110,6 +111,12 @@ class AIModelInputSerializer(StrictSerializer):
         help_text="json_schema: the server decodes the answer under the output contract's "
         "JSON schema (openai, gemini, grok, openai_compatible servers such as llama.cpp, "
         "vLLM and Ollama).",
+    )
+    training_cutoff = serializers.DateField(
+        required=False,
+        allow_null=True,
+        help_text="The last day of the model's training data; default: the catalogue's, "
+        "for the models it knows.",
     )
     enabled = StrictBooleanField(required=False)
 

@@ -7,6 +7,8 @@ events carry.
 
 from __future__ import annotations
 
+from django.http import HttpResponse, HttpResponseNotModified
+from django.utils.cache import parse_etags
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -27,6 +29,7 @@ from arena.apis import (
     requires_when,
     validate,
 )
+from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES
 from debates.models import (
     MAX_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -37,8 +40,14 @@ from debates.models import (
     OIDuration,
     Pace,
     SeatKind,
+    Weighting,
 )
-from debates.selectors import debate_get, debate_list, debate_representation
+from debates.selectors import (
+    debate_detail_rendered,
+    debate_get,
+    debate_list,
+    debate_representation,
+)
 from debates.serializers import (
     DebateDetailSerializer,
     DebateListSerializer,
@@ -57,8 +66,6 @@ from debates.services import (
 )
 from debates.services.modes import MAX_OUTPUT_TOKENS
 from strategies.models import PromptVariant
-from traders.serializers import ExecutionSerializer
-from traders.services import execution_request
 
 TAGS = ["debates"]
 
@@ -99,6 +106,21 @@ class ParticipantInputSerializer(StrictSerializer):
         "human seat, nor where the debate's mode or role_model_map seats the models.",
     )
     personality = StrictChoiceField(choices=list(PERSONALITIES))
+
+
+class JudgeInputSerializer(StrictSerializer):
+    ai_model = IdField(help_text="One of your AI models; the judge never votes.")
+    count = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=3,
+        help_text="1 (default) or 3 scoring calls at spread temperatures, median per item.",
+    )
+
+    def validate_count(self, value: int) -> int:
+        if value not in JUDGE_COUNTS:
+            raise serializers.ValidationError("Must be 1 or 3.")
+        return value
 
 
 @extend_schema_serializer(component_name="MaxOutputTokensInput")
@@ -157,6 +179,19 @@ class DebateCreateApi(JsonApi):
             "auto: gated after the openings (disagreement, low confidence, high impact, a "
             "failure or a human seat go on to L2; past the daily token budget a non-forced L2 "
             "is lowered to L1).",
+        )
+        judge = JudgeInputSerializer(
+            required=False,
+            allow_null=True,
+            help_text="An optional judge: it summarises each round but the last, and "
+            "scores the participants after the votes.",
+        )
+        weighting = StrictChoiceField(
+            choices=Weighting.choices,
+            required=False,
+            help_text="How the consensus weighs a vote: confidence (default), judge "
+            "(confidence times the judge's score of the voter; needs a judge) or calibrated "
+            "(confidence times the voter's shrunk hit rate from earlier reviews).",
         )
         mode = StrictChoiceField(
             choices=DebateMode.choices,
@@ -234,15 +269,41 @@ class PersonalityListApi(JsonApi):
 
 
 class DebateDetailApi(JsonApi):
-    """Return a debate with its participants, messages, votes, decisions and state."""
+    """Return a debate with its participants, messages, votes, decisions and state.
+
+    The market snapshot comes without its raw candles unless ``?include=snapshot``. The
+    answer carries an ``ETag``; ``If-None-Match`` with it is a ``304`` while the debate
+    has not changed.
+    """
+
+    class FilterSerializer(StrictSerializer):
+        include = StrictChoiceField(
+            choices=["snapshot"],
+            required=False,
+            help_text="snapshot: the market snapshot with its raw candles.",
+        )
 
     @extend_schema(
         operation_id="debates_retrieve",
         tags=TAGS,
-        responses={200: DebateDetailSerializer, **error_responses(404)},
+        parameters=[FilterSerializer],
+        responses={
+            200: DebateDetailSerializer,
+            304: OpenApiResponse(description="Not modified since the ETag given."),
+            **error_responses(400, 404),
+        },
     )
-    def get(self, request: Request, debate_id: int) -> Response:
-        return Response(debate_representation(debate_id=debate_id, owner=request.user))
+    def get(self, request: Request, debate_id: int) -> HttpResponse:
+        filters = validate(self.FilterSerializer, request.query_params)
+        rendered = debate_detail_rendered(
+            debate_id=debate_id,
+            owner=request.user,
+            include_snapshot=filters.get("include") == "snapshot",
+        )
+        headers = {"ETag": rendered.etag, "Cache-Control": "private, no-cache"}
+        if rendered.etag in parse_etags(request.headers.get("If-None-Match", "")):
+            return HttpResponseNotModified(headers=headers)
+        return HttpResponse(rendered.body, content_type="application/json", headers=headers)
 
 
 class DebateDeleteApi(JsonApi):
@@ -326,40 +387,6 @@ class DebateRetryStepApi(JsonApi):
     def post(self, request: Request, debate_id: int) -> Response:
         debate_retry_step(debate_id=debate_id, owner=request.user)
         return Response(debate_representation(debate_id=debate_id, owner=request.user))
-
-
-class DebateExecuteApi(JsonApi):
-    """Execute a completed debate's consensus on one of the user's traders (SPEC 10)."""
-
-    @extend_schema_serializer(component_name="DebateExecuteInput")
-    class InputSerializer(StrictSerializer):
-        trader = IdField(help_text="One of your traders, running.")
-        symbol = StrictCharField(
-            required=False, max_length=40, help_text="The coin to execute; default: primary."
-        )
-
-    @extend_schema(
-        operation_id="debates_execute",
-        tags=TAGS,
-        request=InputSerializer,
-        responses={
-            202: OpenApiResponse(
-                ExecutionSerializer,
-                description="The execution (the same one when asked again).",
-            ),
-            **error_responses(400, 404, 409),
-        },
-    )
-    def post(self, request: Request, debate_id: int) -> Response:
-        data = validate(self.InputSerializer, request.data)
-        execution = execution_request(
-            owner=request.user,
-            debate_id=debate_id,
-            trader_id=data["trader"],
-            symbol=data.get("symbol"),
-            trigger="manual",
-        )
-        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
 
 class DebateMessageListApi(JsonApi):

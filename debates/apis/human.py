@@ -26,8 +26,9 @@ from arena.apis import (
 from debates.engine.contract import COIN_REASONING_MAX_CHARS
 from debates.engine.human import HUMAN_REASONING_MAX_CHARS
 from debates.engine.types import Action
-from debates.serializers import MessageSerializer, VoteSerializer
-from debates.services.human import human_turn_record, human_vote_record
+from debates.selectors import debate_representation
+from debates.serializers import DebateDetailSerializer, MessageSerializer, VoteSerializer
+from debates.services.human import human_step_skip, human_turn_record, human_vote_record
 from strategies.market.coins import MAX_CANDIDATES
 
 TAGS = ["debates"]
@@ -123,3 +124,17 @@ class HumanVoteSubmitApi(JsonApi):
         code = status.HTTP_201_CREATED if recorded.created else status.HTTP_200_OK
         votes = recorded.ballot.votes.order_by("symbol")
         return Response(VoteSerializer(votes, many=True).data, status=code)
+
+
+class HumanStepSkipApi(JsonApi):
+    """Skip the turn or the vote your debate waits for from you; the debate goes on."""
+
+    @extend_schema(
+        operation_id="debates_skip_turn",
+        tags=TAGS,
+        request=None,
+        responses={200: DebateDetailSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, debate_id: int) -> Response:
+        human_step_skip(debate_id=debate_id, owner=request.user)
+        return Response(debate_representation(debate_id=debate_id, owner=request.user))

@@ -25,7 +25,7 @@ from arena.apis import (
     validate,
 )
 from debates.apis.debates import ParticipantInputSerializer
-from debates.models import CacheMode, Schedule
+from debates.models import CacheMode, Schedule, Weighting
 from debates.selectors import RUN_LEVELS, schedules_with_runs
 from debates.services.schedules import (
     schedule_create,
@@ -71,6 +71,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "cache",
             "daily_token_budget",
             "daily_token_cap",
+            "weighting",
             "last_fired_at",
             "last_debate",
             "run_count",
@@ -131,6 +132,12 @@ class ScheduleInputSerializer(StrictSerializer):
         allow_null=True,
         min_value=0,
         help_text="Tokens a UTC day past which no model call of the schedule starts.",
+    )
+    weighting = StrictChoiceField(
+        choices=Weighting.choices,
+        required=False,
+        help_text="How votes weigh in the consensus: confidence (default) or calibrated "
+        "(confidence x the voter's shrunk hit rate from earlier reviews).",
     )
 
 

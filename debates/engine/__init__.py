@@ -6,6 +6,7 @@ returns.
 """
 
 from debates.engine.consensus import Ballot, CoinConsensus, ConsensusLimits, decide
+from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
 from debates.engine.parsing import normalise_action, normalise_symbol, parse_output
 from debates.engine.personalities import (
     DEFAULT_VARIANT,
@@ -35,6 +36,8 @@ from debates.engine.types import (
 __all__ = [
     "DEFAULT_VARIANT",
     "EXECUTABLE_ACTIONS",
+    "JUDGE_FINAL",
+    "JUDGE_ROUND",
     "OPENING_ACTIONS",
     "PERSONALITIES",
     "VARIANTS",

@@ -29,8 +29,11 @@ Weighting (``Weighting``): ``confidence`` is the rule above. ``judge`` multiplie
 ballot's ``confidence / 100`` by its voter's judge score (0..1), given to :func:`decide`
 as ``voter_weights``; a voter the judge did not score weighs the mean of the scored
 voters' weights, and with no score at all (no weights given) the ballots weigh by
-confidence alone. The winner's confidence stays the plain mean over its supporters: the weight
-decides which action wins, not how sure its supporters were.
+confidence alone. ``calibrated`` multiplies it by the voter's shrunk hit rate from the
+reviews of its earlier votes (``calibrated_weight``; the reviews are chosen by
+``evaluations.selectors``), given the same way. The winner's confidence stays the plain
+mean over its supporters: the weight decides which action wins, not how sure its
+supporters were.
 """
 
 from __future__ import annotations
@@ -67,6 +70,19 @@ class Weighting(StrEnum):
 
     CONFIDENCE = "confidence"
     JUDGE = "judge"
+    CALIBRATED = "calibrated"
+
+
+# Calibrated weights: a voter's hit rate shrunk towards one half by ten reviews' worth.
+PRIOR_REVIEWS = 10
+PRIOR_HIT_RATE = Fraction(1, 2)
+
+
+def calibrated_weight(right: int, reviewed: int) -> float:
+    """Return a voter's calibrated multiplier: its hit rate over ``reviewed`` judged votes
+    (``right`` of them right) shrunk towards one half, (right + 10 x 0.5) / (reviewed + 10).
+    """
+    return float((right + PRIOR_REVIEWS * PRIOR_HIT_RATE) / (reviewed + PRIOR_REVIEWS))
 
 
 @dataclass(frozen=True)

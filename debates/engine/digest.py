@@ -91,9 +91,9 @@ def neutralise_markup(text: str) -> str:
     return _FENCE.sub("`", _TAG.sub(r"[\1\2]", text))
 
 
-def digest(entry: HistoryEntry, *, reasoning: bool = True) -> str:
-    """Return the bounded digest of one earlier message; without its ``reasoning``
-    summary, only its per-coin positions."""
+def digest(entry: HistoryEntry, *, positions_only: bool = False) -> str:
+    """Return the bounded digest of one earlier message; ``positions_only``: its per-coin
+    positions alone, without the reasoning summary or the per-coin reasons."""
     header = (
         f"[round {entry.round}] {summarise(entry.participant, LABEL_MAX_CHARS)} "
         f"{summarise(entry.personality, LABEL_MAX_CHARS)}"
@@ -101,16 +101,18 @@ def digest(entry: HistoryEntry, *, reasoning: bool = True) -> str:
     if entry.failed:
         return header + ": turn failed, no answer."
     lines = [header + ":"]
-    lines.extend("  " + _position(decision) for decision in entry.decisions)
+    lines.extend("  " + _position(decision, not positions_only) for decision in entry.decisions)
     if not entry.decisions:
         lines.append("  no usable positions")
-    summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS) if reasoning else ""
+    summary = (
+        "" if positions_only else summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
+    )
     if summary:
         lines.append("  reasoning: " + summary)
     return clip("\n".join(lines), MESSAGE_DIGEST_MAX_CHARS, "message")
 
 
-def _position(decision: CoinDecision) -> str:
+def _position(decision: CoinDecision, with_reason: bool = True) -> str:
     parts = [decision.symbol, decision.action.value, f"confidence {decision.confidence:g}"]
     if decision.leverage is not None:
         parts.append(f"leverage {decision.leverage}x")
@@ -122,6 +124,6 @@ def _position(decision: CoinDecision) -> str:
         parts.append(f"TP {decision.take_profit * 100:.3g}%")
     line = " ".join(parts)
     reason = summarise(neutralise_markup(decision.reasoning), COIN_REASON_MAX_CHARS)
-    if reason:
+    if reason and with_reason:
         line += f": {reason}"
     return summarise(line, POSITION_LINE_MAX_CHARS)

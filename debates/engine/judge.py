@@ -12,6 +12,10 @@ Two kinds of call, each a prompt builder and a parser that never raises:
   0..1; with three judges each item is the median of the judges' values
   (:func:`aggregate_scores`), and how far they were apart is recorded as the agreement.
 
+In a debate's plan (``debates.engine.plan``) they are the steps ``judge_round`` (after
+each round but the last) and ``judge_final`` (after the votes, before the consensus),
+registered here for a debate whose plan settings say it has a judge.
+
 Both follow the debate's output modes (``debates.engine.contract``): ``tagged`` asks for
 tagged blocks, ``json_schema`` for one JSON object under :func:`summary_schema` or
 :func:`scores_schema`. The parsers read either form whatever was asked, as
@@ -41,6 +45,7 @@ from debates.engine.digest import (
     summarise,
 )
 from debates.engine.normalise import ascii_punctuation, parse_number
+from debates.engine.plan import OPENING, VOTING, PlanSettings, StepSpec, register_step_kind
 from debates.engine.types import CoinDecision
 
 ROUND_SUMMARY_MAX_CHARS = 1_500
@@ -66,6 +71,13 @@ RUBRIC: dict[str, str] = {
     "confidences follow from the reasoning, and changes of mind are explained",
 }
 """The items each participant is scored on, with what each one means."""
+
+JUDGE_ROUND = "judge_round"
+"""The plan's step after each round but the last: the judge summarises the round."""
+JUDGE_FINAL = "judge_final"
+"""The plan's step after the votes, before the consensus: the judge scores the debaters."""
+JUDGE_OPTION = "judge"
+"""The plan setting (``PlanSettings.options``) that says the debate has a judge."""
 
 JUDGE_COUNTS = (1, 3)
 SPREAD_TEMPERATURES = (0.2, 0.7, 1.2)
@@ -693,3 +705,22 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 def _key(key: object) -> str:
     return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
+
+
+# -- the judge's steps in a debate's plan ----------------------------------------------
+
+
+def _judge_round_steps(settings: PlanSettings, round_number: int | None) -> list[list[StepSpec]]:
+    if not settings.options.get(JUDGE_OPTION) or round_number is None:
+        return []
+    if round_number >= settings.max_rounds:
+        return []  # the last round is followed by the votes, which read every message
+    return [[StepSpec(JUDGE_ROUND, round_number)]]
+
+
+def _judge_final_steps(settings: PlanSettings, round_number: int | None) -> list[list[StepSpec]]:
+    return [[StepSpec(JUDGE_FINAL)]] if settings.options.get(JUDGE_OPTION) else []
+
+
+register_step_kind(JUDGE_ROUND, part="round", build=_judge_round_steps, after=OPENING)
+register_step_kind(JUDGE_FINAL, part="tail", build=_judge_final_steps, after=VOTING)

@@ -211,6 +211,12 @@ def plan_specs(settings: PlanSettings) -> list[list[StepSpec]]:
     return [stage for stage in stages if stage]
 
 
+def step_index(settings: PlanSettings, key: StepKey) -> int | None:
+    """Return the index of step ``key`` in the plan of a debate with ``settings``."""
+    specs = (spec for stage in plan_specs(settings) for spec in stage)
+    return next((index for index, spec in enumerate(specs) if spec.key == key), None)
+
+
 def build_plan(settings: PlanSettings, progress: Progress) -> Plan:
     """Return the plan of a debate with ``settings`` whose run has ``progress``."""
     status = progress.debate_status
@@ -253,8 +259,8 @@ def _unrecorded(
     if not live or not ready or (released is not None and index >= released):
         return PENDING
     seat = settings.seat(spec.speaker)
-    if seat is not None and seat.kind != MODEL_SEAT and spec.kind != VOTING:
-        return WAITING
+    if seat is not None and seat.kind != MODEL_SEAT:
+        return WAITING  # a person's turn or vote: no task runs it, the person writes it
     return RUNNING
 
 

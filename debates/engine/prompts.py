@@ -212,7 +212,7 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
             + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
             "## Latest positions of the participants\n"
             + (
-                "\n".join(digest(entry, reasoning=False) for entry in ctx.positions)
+                "\n".join(digest(entry, positions_only=True) for entry in ctx.positions)
                 or "No positions were recorded."
             ),
         ]

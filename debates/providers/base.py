@@ -14,7 +14,8 @@ from typing import Any
 
 from debates.providers.catalog import PROVIDERS
 
-REQUEST_KINDS = ("turn", "vote")
+REQUEST_KINDS = ("turn", "vote", "judge_summary", "judge_scores")
+JUDGE_KINDS = ("judge_summary", "judge_scores")
 
 
 @dataclass(frozen=True, repr=False)
@@ -65,7 +66,9 @@ class ModelRequest:
     """One model call: the prompt plus the structured context the simulated model reads.
 
     ``snapshot`` is ``MarketSnapshot.to_dict()`` output; ``prior_actions`` maps each
-    symbol to the actions the other participants took in earlier messages, oldest first.
+    symbol to the actions the other participants took in earlier messages, oldest first
+    (for a judge's summary: the actions of the round summarised). ``labels`` names the
+    participants a judge scores.
     """
 
     system: str
@@ -78,11 +81,13 @@ class ModelRequest:
     snapshot: dict[str, Any] | None = None
     prior_actions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0
+    labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in REQUEST_KINDS:
             raise ValueError(f"kind must be one of {REQUEST_KINDS}, not {self.kind!r}")
         object.__setattr__(self, "symbols", tuple(self.symbols))
+        object.__setattr__(self, "labels", tuple(self.labels))
 
 
 @dataclass(frozen=True)

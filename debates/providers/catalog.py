@@ -16,11 +16,29 @@ DeepSeek and Kimi have only a JSON mode without a schema, Anthropic none of this
 
 from __future__ import annotations
 
+from datetime import date
 from typing import NamedTuple
 
 WIRE_OPENAI = "openai"
 WIRE_ANTHROPIC = "anthropic"
 WIRE_SIMULATED = "simulated"
+
+
+# The last day of training data of the models whose makers publish it (the month they
+# name, taken to its last day), as stated when this table was written; a model of no
+# entry starts with no cutoff, which its owner can set. Simulated models have none.
+TRAINING_CUTOFFS: dict[str, date] = {
+    "gpt-5-mini": date(2024, 5, 31),
+    "gemini-2.5-flash": date(2025, 1, 31),
+}
+
+
+def default_training_cutoff(provider: str, model_name: str) -> date | None:
+    """Return the catalogue's training cutoff of a model (its provider's default model
+    when ``model_name`` is empty), None when unknown or simulated."""
+    if provider == "simulated" or provider not in PROVIDERS:
+        return None
+    return TRAINING_CUTOFFS.get(model_name or PROVIDERS[provider].default_model)
 
 
 class ProviderInfo(NamedTuple):

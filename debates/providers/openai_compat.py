@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from debates.engine.contract import JSON_SCHEMA, decision_schema
+from debates.engine.judge import scores_schema, summary_schema
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
 from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
 
@@ -49,7 +50,7 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
             "json_schema": {
                 "name": f"{request.kind}_answer",
                 "strict": True,
-                "schema": decision_schema(request.symbols),
+                "schema": answer_schema(request),
             },
         }
     headers = {"Accept": "application/json"}
@@ -58,6 +59,15 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
     return WireRequest(
         url=f"{config.effective_base_url}/chat/completions", headers=headers, body=body
     )
+
+
+def answer_schema(request: ModelRequest) -> dict[str, Any]:
+    """Return the JSON schema the answer to ``request`` is decoded under."""
+    if request.kind == "judge_summary":
+        return summary_schema()
+    if request.kind == "judge_scores":
+        return scores_schema(request.labels)
+    return decision_schema(request.symbols)
 
 
 def parse_reply(reply: HttpReply) -> ParsedAnswer:

@@ -22,6 +22,7 @@ from typing import Any
 
 from debates.engine.contract import JSON_SCHEMA, TAGGED
 from debates.providers.base import (
+    JUDGE_KINDS,
     DeadlineExceeded,
     ModelRequest,
     ModelResponse,
@@ -107,7 +108,7 @@ def complete_simulated(
     pass it ends in ``DeadlineExceeded`` at the deadline, as a real provider would.
     """
     started = time.monotonic()
-    text, request_id = render_answer(request, config.output_mode)
+    text, request_id = render_answer(request, config.output_mode, temperature=config.temperature)
     delay = _artificial_latency_s()
     if delay > 0:
         remaining = deadline - time.monotonic()
@@ -129,14 +130,20 @@ def complete_simulated(
     )
 
 
-def render_answer(request: ModelRequest, output_mode: str = TAGGED) -> tuple[str, str]:
+def render_answer(
+    request: ModelRequest, output_mode: str = TAGGED, *, temperature: float | None = None
+) -> tuple[str, str]:
     """Return the simulated answer text for ``request`` and its ``sim-`` request id, in the
-    contract's ``output_mode`` form.
+    contract's ``output_mode`` form. A judge's answer also depends on ``temperature``, so
+    three judges at spread temperatures answer differently (a debater's does not).
 
     Raise ``TerminalProviderError`` (``bad_request``) when the snapshot cannot be read.
     """
     digest = _digest(request)
     rng = random.Random(int(digest[:16], 16))
+    if request.kind in JUDGE_KINDS:
+        rng = random.Random(f"{digest}:{temperature}")
+        return _judge_answer(request, rng, output_mode), f"sim-{digest[:16]}"
     profile = _PROFILES.get(request.personality, _PROFILES["analyst"])
     snapshot = _load_snapshot(request.snapshot)
     symbols = list(request.symbols) or (snapshot.symbols if snapshot else [])
@@ -147,7 +154,10 @@ def render_answer(request: ModelRequest, output_mode: str = TAGGED) -> tuple[str
         else f"turn in round {request.round}/{request.max_rounds}"
     )
     source = f", reading the {snapshot.source} snapshot as of {snapshot.as_of}" if snapshot else ""
-    lines = [f"Simulated {profile.title} model, {stage}{source}."]
+    # The personality's own argument comes first, coin by coin; the market reading it
+    # rests on, the same for every participant, after it.
+    arguments: list[str] = []
+    readings = [f"Simulated {profile.title} model, {stage}{source}."]
     decisions = []
     for symbol in symbols:
         coin = snapshot.coin(symbol) if snapshot else None
@@ -156,12 +166,13 @@ def render_answer(request: ModelRequest, output_mode: str = TAGGED) -> tuple[str
         decision, comment = _decide(request.personality, profile, symbol, reading, prior, rng)
         decisions.append(decision)
         if reading is None:
-            lines.append(f"- {symbol}: no market data in the snapshot; {comment}")
+            arguments.append(f"{symbol}: no market data in the snapshot; {comment}")
         else:
-            lines.append(f"- {reading.citation}")
-            lines.append(f"  {comment}")
+            arguments.append(f"{symbol}: {comment}")
+            readings.append(f"- {reading.citation}")
         if prior:
-            lines.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
+            arguments.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
+    lines = [*arguments, "", *readings]
     if output_mode == JSON_SCHEMA:
         answer = {"reasoning": "\n".join(lines), "decisions": decisions}
         return json.dumps(answer, indent=2, ensure_ascii=False), f"sim-{digest[:16]}"
@@ -329,6 +340,46 @@ def _majority(actions: tuple[str, ...]) -> int:
     return (longs > shorts) - (shorts > longs)
 
 
+def _judge_answer(request: ModelRequest, rng: random.Random, output_mode: str) -> str:
+    """Return the simulated judge's answer: a summary of the round's positions (given as
+    ``prior_actions``), or rubric scores for ``labels`` drawn from the request's seed."""
+    if request.kind == "judge_scores":
+        entries = []
+        for label in request.labels:
+            entry: dict[str, Any] = {"participant": label}
+            for item, low in (("market_data", 5), ("answers", 3), ("consistency", 5)):
+                entry[item] = rng.randint(low, 9)
+                entry[f"{item}_reason"] = f"Simulated judge: {label} {item} {entry[item]}/10."
+            entries.append(entry)
+        if output_mode == JSON_SCHEMA:
+            return json.dumps({"scores": entries}, indent=2)
+        return "<scores>\n" + json.dumps(entries, indent=2) + "\n</scores>\n"
+    leanings, agreed, split = [], [], []
+    for symbol in request.symbols:
+        actions = tuple(request.prior_actions.get(symbol, ()))
+        if not actions:
+            continue
+        leanings.append(f"{symbol}: {_summarise(actions)}")
+        directions = {action.split("_")[-1] for action in actions if action.startswith("open")}
+        if len(set(actions)) == 1:
+            agreed.append(f"everyone says {actions[0]} on {symbol}")
+        elif len(directions) > 1:
+            split.append(f"long against short on {symbol}")
+    points = (
+        f"Simulated judge, round {request.round}/{request.max_rounds}. The positions taken: "
+        + ("; ".join(leanings) or "none")
+        + "."
+    )
+    fields = {
+        "points": points,
+        "agreements": ("; ".join(agreed) or "no coin drew one action from everyone") + ".",
+        "disagreements": ("; ".join(split) or "no coin split long against short") + ".",
+    }
+    if output_mode == JSON_SCHEMA:
+        return json.dumps(fields, indent=2)
+    return "".join(f"<{name}>\n{text}\n</{name}>\n" for name, text in fields.items())
+
+
 def _summarise(actions: tuple[str, ...]) -> str:
     counts: dict[str, int] = {}
     for action in actions:
@@ -356,6 +407,8 @@ def _digest(request: ModelRequest) -> str:
             "kind": request.kind,
             "symbols": list(request.symbols),
             "prior": {symbol: list(acts) for symbol, acts in request.prior_actions.items()},
+            # only a judge's scores name participants; other requests keep their digests
+            **({"labels": list(request.labels)} if request.labels else {}),
         },
         sort_keys=True,
         default=str,

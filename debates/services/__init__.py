@@ -1,6 +1,7 @@
 """Every write to debates goes through these services."""
 
 from debates.services.consensus import consensus_finalize
+from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import (
     DebateInput,
     debate_advance,
@@ -31,6 +32,8 @@ __all__ = [
     "debate_start",
     "debate_step_record",
     "debates_resume_stale",
+    "judge_final_run",
+    "judge_round_run",
     "run_enqueue",
     "run_plan",
     "turn_run",

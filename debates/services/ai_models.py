@@ -11,6 +11,7 @@ seats.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -22,7 +23,7 @@ from django.db.models import ProtectedError
 from arena.exceptions import Conflict, NotFound, ValidationError
 from arena.outbound import OutboundRefused, check_url
 from debates.models import AIModel, OutputMode, Schedule
-from debates.providers.catalog import PROVIDERS
+from debates.providers.catalog import PROVIDERS, default_training_cutoff
 
 FIELDS = (
     "name",
@@ -34,6 +35,7 @@ FIELDS = (
     "max_tokens",
     "timeout_seconds",
     "output_mode",
+    "training_cutoff",
     "enabled",
 )
 MAX_TOKENS = 200_000
@@ -119,6 +121,10 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
     ):
         refuse("output_mode", f"Provider {provider} cannot decode under a JSON schema.")
 
+    cutoff = values["training_cutoff"]
+    if cutoff is not None and (isinstance(cutoff, datetime) or not isinstance(cutoff, date)):
+        refuse("training_cutoff", "Must be a date or null.")
+
     if errors:
         raise ValidationError(fields=errors)
     return values
@@ -141,6 +147,10 @@ def ai_model_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> AIMo
     """Create an AI model from ``data`` (unset fields take the model defaults)."""
     _unknown(data)
     defaults = {name: AIModel._meta.get_field(name).get_default() for name in FIELDS}
+    if "training_cutoff" not in data:
+        defaults["training_cutoff"] = default_training_cutoff(
+            str(data.get("provider", "")), str(data.get("model_name") or "")
+        )
     values = _clean({**defaults, **data})
     return AIModel.objects.create(owner=owner, **values)
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from debates import events
 from debates.engine.consensus import Ballot, ConsensusLimits, decide
+from debates.engine.plan import CONSENSUS
 from debates.engine.types import Action, CoinDecision
 from debates.locks import lock_debate
-from debates.models import Debate, DebateStatus, Decision, Vote
+from debates.models import Debate, DebateStatus, Decision, Vote, Weighting
 from debates.services import transitions
+from debates.services.judge import judge_weights
+from debates.state import step_released
 
 # What the consensus reads of a vote besides its voter: the fields of a CoinDecision, in
 # their order.
@@ -17,18 +22,25 @@ _TRADE = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_lo
 _LIMITS = ("max_leverage_major", "max_leverage_other", "min_confidence")
 
 
-def _coins_and_limits(debate_id: int) -> tuple[str, list[str], ConsensusLimits]:
-    """Return a debate's primary coin, its candidate coins and its strategy's limits."""
+def _coins_and_limits(debate_id: int) -> tuple[str, list[str], str, ConsensusLimits]:
+    """Return a debate's primary coin, its candidate coins, its weighting and its
+    strategy's limits."""
     row = (
         Debate.objects.filter(pk=debate_id)
-        .values("symbol", "symbols", "strategy_id", *(f"strategy__{name}" for name in _LIMITS))
+        .values(
+            "symbol",
+            "symbols",
+            "weighting",
+            "strategy_id",
+            *(f"strategy__{name}" for name in _LIMITS),
+        )
         .get()
     )
     if row["strategy_id"] is None:
-        return row["symbol"], row["symbols"], ConsensusLimits()
+        return row["symbol"], row["symbols"], row["weighting"], ConsensusLimits()
     major, others, min_confidence = (row[f"strategy__{name}"] for name in _LIMITS)
     limits = ConsensusLimits.by_major(major=major, others=others, min_confidence=min_confidence)
-    return row["symbol"], row["symbols"], limits
+    return row["symbol"], row["symbols"], row["weighting"], limits
 
 
 def _ballots(debate_id: int) -> list[Ballot]:
@@ -45,17 +57,34 @@ def _ballots(debate_id: int) -> list[Ballot]:
     ]
 
 
+def voter_weights(*, debate_id: int, weighting: str) -> dict[str, float] | None:
+    """Return each voter's (participant id's) weight multiplier under ``weighting``, or
+    None to weigh by confidence alone.
+
+    ``judge`` reads the judge's scores of this debate; the weightings that read what
+    other apps store are found by name in the ``CONSENSUS_VOTER_WEIGHTS`` setting
+    (``calibrated``: the evaluations' reviews), so the debates depend on no app above them.
+    """
+    if weighting == Weighting.JUDGE:
+        return judge_weights(debate_id=debate_id)
+    provider = settings.CONSENSUS_VOTER_WEIGHTS.get(weighting)
+    return None if provider is None else import_string(provider)(debate_id=debate_id)
+
+
 def consensus_finalize(*, debate_id: int) -> None:
     """Compute and store every coin's decision, then complete the debate.
 
-    Does nothing unless the debate is voting; abstentions count nowhere. Runs no
+    Does nothing unless the debate is voting and released to its consensus;
+    abstentions count nowhere. Runs no
     trading: an automatic execution is the plan's next step.
     """
     with transaction.atomic():
-        if lock_debate(debate_id=debate_id, status=DebateStatus.VOTING) is None:
-            return
-        symbol, symbols, limits = _coins_and_limits(debate_id)
-        results = decide(_ballots(debate_id), symbols, limits)
+        locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+        if locked is None or not step_released(locked, (CONSENSUS, None, None)):
+            return  # not voting, or held before the consensus (it runs once released)
+        symbol, symbols, weighting, limits = _coins_and_limits(debate_id)
+        weights = voter_weights(debate_id=debate_id, weighting=weighting)
+        results = decide(_ballots(debate_id), symbols, limits, voter_weights=weights)
         Decision.objects.bulk_create(
             Decision(
                 debate_id=debate_id,

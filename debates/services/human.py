@@ -1,16 +1,20 @@
 """The human seat: the debate's owner writes a seat's turns and its vote.
 
-A person's answer is checked by the contract a model's answer follows
-(``debates.engine.human``) and, once accepted, stored exactly as a model's turn or
-ballot is, so prompts, consensus and every representation read it unchanged. Nothing
-of a refused answer is stored.
+A person's step is a step of the debate's plan that no task runs: when the plan
+reaches it, the step waits (``user_action_required``) and the canvas of the run stops
+there (``debates.services.runs``). In round 1 the person writes while the models write
+their openings. A person's answer is checked by the contract a model's answer follows
+(``debates.engine.human``) and, once accepted, stored by the very code that stores a
+model's turn or ballot (``debates.services.steps``), which closes the round, moves the
+debate on and sends the rest of the run; prompts, consensus and every representation
+read it unchanged. Nothing of a refused answer is stored.
 
-Each record is a compare-and-set under the debate's row lock: the debate must still
-wait for this answer (the right status, round and speaker) and the answer must not be
-stored yet, which the unique constraints of turns and ballots guarantee under any
-concurrency. Sending the same answer again returns what is stored (a client may retry a
-request whose response it lost); a different answer for a step already stored is
-refused. A step the person let pass is recorded as skipped, once.
+Each record is made under the debate's row lock, against the plan as it is then: the
+step must still wait, and the unique constraints of turns and ballots keep it stored
+once under any concurrency. Sending the same answer again returns what is stored (a
+client may retry a request whose response it lost); a different answer for a step
+already stored is refused. A step the person let pass is skipped, once: by the person
+(``skip_turn``) or by the beat once ``human_due_at`` has passed.
 """
 
 from __future__ import annotations
@@ -18,32 +22,36 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
-from debates import events
 from debates.engine.human import HumanAnswerInvalid, read_human_answer
+from debates.engine.plan import VOTING, WAITING, Step
 from debates.engine.types import ParseResult
+from debates.locks import lock_debate
 from debates.models import (
+    ACTIVE_STATUSES,
     Ballot,
     Debate,
     DebateStatus,
     Message,
-    MessageType,
     ParseStatus,
     Participant,
     SeatKind,
     StepStatus,
-    Vote,
 )
-from debates.services.steps import vote_row
+from debates.selectors import debate_state
+from debates.services.steps import ballot_record, turn_record
+from debates.state import debate_plan
 
 logger = logging.getLogger(__name__)
 
-SKIPPED_TURN = {"code": "skipped", "message": "The person did not write this turn in time."}
-SKIPPED_VOTE = "the person did not vote in time"
+SKIPPED_TURN = {"code": "skipped", "message": "The person did not write this turn."}
+SKIPPED_VOTE = "the person did not vote"
 LEFT_OUT = "the person's vote left this coin out"
 
 
@@ -63,39 +71,50 @@ class VoteRecorded:
     created: bool
 
 
-def human_seat(debate: Debate) -> Participant | None:
-    """Return the debate's human seat, or None when every seat is a model's."""
-    return Participant.objects.filter(debate=debate, kind=SeatKind.HUMAN).first()
+@dataclass(frozen=True)
+class _Waiting:
+    """A debate locked for a person's step: its state, seats, and the step that waits."""
+
+    debate: Debate
+    seats: tuple[Participant, ...]
+    seat: Participant
+    step: Step | None
 
 
-def human_turn_due(debate: Debate, seat: Participant) -> int | None:
-    """Return the round whose turn the debate waits for from the person, or None.
-
-    In round 1 the openings are written at the same time, so the person's opening is
-    due as soon as the debate runs; in rounds 2..N the turns follow one another, so it
-    is due when the seat is the current speaker. ``debate`` holds its state fields.
-    """
-    if debate.status != DebateStatus.RUNNING:
-        return None
-    if debate.current_round == 1 or debate.current_speaker_id == seat.pk:
-        return debate.current_round
-    return None
+def waiting_for_person(debate: Debate) -> str:
+    """Return what ``debate`` waits for from the person, and until when ("" for nothing)."""
+    if debate.human_due_at is None or debate.status not in ACTIVE_STATUSES:
+        return ""
+    what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
+    until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
+    return f"the person's {what}, until {until}"
 
 
-def _owned(debate_id: int, owner: Any) -> tuple[Debate, Participant]:
-    debate = Debate.objects.filter(pk=debate_id, owner=owner).first()
-    if debate is None:
+def _owned(debate_id: int, owner: Any | None) -> None:
+    """Refuse with ``not_found`` unless the debate exists and is ``owner``'s (None: any)."""
+    debates = Debate.objects.filter(pk=debate_id)
+    if owner is not None:
+        debates = debates.filter(owner=owner)
+    if not debates.exists():
         raise NotFound("Debate not found.")
-    seat = human_seat(debate)
+
+
+def _waiting(debate_id: int) -> _Waiting:
+    """Lock the debate and return the person's step that waits now, if any.
+
+    Refuse with ``invalid_state`` when the debate has no human seat. Call inside
+    ``transaction.atomic()``.
+    """
+    if lock_debate(debate_id=debate_id) is None:
+        raise NotFound("Debate not found.")
+    state = debate_state(debate_id=debate_id)
+    seats = tuple(Participant.objects.filter(debate_id=debate_id).order_by("speak_order"))
+    seat = next((seat for seat in seats if seat.kind == SeatKind.HUMAN), None)
     if seat is None:
         raise InvalidState("This debate has no human seat.", fields={"participants": ["none"]})
-    return debate, seat
-
-
-def _lock(debate_id: int) -> Debate | None:
-    """Lock the debate's row for the transaction and return its current state, or None
-    when it is gone."""
-    return Debate.objects.select_for_update().filter(pk=debate_id).first()
+    plan = debate_plan(state)
+    step = next((s for s in plan.steps if s.status == WAITING and s.speaker == seat.pk), None)
+    return _Waiting(state, seats, seat, step)
 
 
 def _checked(answer: Any, debate: Debate, *, turn: bool) -> ParseResult:
@@ -110,152 +129,156 @@ def _content(answer: Any) -> str:
     return json.dumps(answer, ensure_ascii=False, sort_keys=True)
 
 
-def _not_waiting(debate: Debate, what: str) -> InvalidState:
+def _same(stored: Message | Ballot, answer: Any) -> bool:
+    """Say whether ``stored`` is the person's ``answer``, sent before."""
+    return stored.status == StepStatus.OK and stored.content == _content(answer)
+
+
+def _not_waiting(debate: Debate, what: str, step: Step | None) -> InvalidState:
+    instead = ""
+    if step is not None:
+        instead = " It waits for your vote." if step.kind == VOTING else " It waits for a turn."
     return InvalidState(
         f"The debate is not waiting for your {what}: it is {debate.status}, "
-        f"round {debate.current_round}.",
+        f"round {debate.current_round}.{instead}",
         fields={"status": [debate.status]},
     )
 
 
 def human_turn_record(*, debate_id: int, owner: Any, answer: Any) -> TurnRecorded:
-    """Store the person's turn of the round the debate waits for.
+    """Store the person's turn of the round the debate waits for, and go on.
 
     Refuse with ``invalid_state`` when the debate waits for no turn from the person, and
     with ``validation_error`` naming each bad field when the answer breaks the contract.
     """
-    _, seat = _owned(debate_id, owner)
+    _owned(debate_id, owner)
     with transaction.atomic():
-        locked = _lock(debate_id)
-        if locked is None:
-            raise NotFound("Debate not found.")
-        round_number = human_turn_due(locked, seat)
-        stored = Message.objects.filter(
-            debate_id=debate_id, participant=seat, round=locked.current_round
-        ).first()
-        if stored is not None:
-            if stored.status == StepStatus.OK and stored.content == _content(answer):
-                return TurnRecorded(stored, created=False)
-            raise InvalidState(
-                f"Your turn of round {stored.round} is already recorded ({stored.status}).",
-                fields={"round": [str(stored.round)]},
-            )
-        if round_number is None:
-            raise _not_waiting(locked, "turn")
-        parsed = _checked(answer, locked, turn=True)
-        message = _store_turn(
-            locked,
-            seat,
-            round_number,
-            status=StepStatus.OK,
-            content=_content(answer),
-            reasoning=parsed.reasoning,
-            decisions=[decision.to_dict() for decision in parsed.decisions],
-            parse_status=ParseStatus.OK,
+        now = _waiting(debate_id)
+        if now.step is None or now.step.kind == VOTING:
+            turns = Message.objects.filter(debate_id=debate_id, participant=now.seat)
+            last = turns.order_by("-round").first()
+            if last is not None and _same(last, answer):
+                return TurnRecorded(last, created=False)
+            raise _not_waiting(now.debate, "turn", now.step)
+        parsed = _checked(answer, now.debate, turn=True)
+        message = turn_record(
+            debate_id=debate_id,
+            participant=now.seat,
+            round_number=now.step.round,
+            fields={
+                "status": StepStatus.OK,
+                "content": _content(answer),
+                "reasoning": parsed.reasoning,
+                "decisions": [decision.to_dict() for decision in parsed.decisions],
+                "parse_status": ParseStatus.OK,
+            },
+            seats=now.seats,
         )
+    assert message is not None, "a waiting turn is stored under the lock"
     return TurnRecorded(message, created=True)
-
-
-def _store_turn(debate: Debate, seat: Participant, round_number: int, **fields: Any) -> Message:
-    """Store the person's turn of a round and announce it; the debate's row is locked."""
-    message = Message.objects.create(
-        debate=debate,
-        participant=seat,
-        round=round_number,
-        message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
-        **fields,
-    )
-    events.message_stored(message)
-    return message
-
-
-def human_turn_skip(*, debate_id: int, round_number: int) -> Message | None:
-    """Record the person's turn of ``round_number`` as skipped, if it is still due.
-
-    Return the skipped turn, or None when the turn is not due (stored, or the debate
-    moved on or stopped): of many callers, exactly one records it.
-    """
-    with transaction.atomic():
-        locked = _lock(debate_id)
-        seat = human_seat(locked) if locked is not None else None
-        if seat is None or human_turn_due(locked, seat) != round_number:
-            return None
-        if Message.objects.filter(debate=locked, participant=seat, round=round_number).exists():
-            return None
-        message = _store_turn(
-            locked,
-            seat,
-            round_number,
-            status=StepStatus.SKIPPED,
-            parse_status=ParseStatus.NONE,
-            error=SKIPPED_TURN,
-        )
-        logger.info("debate %s: the person's turn of round %s skipped", debate_id, round_number)
-    return message
 
 
 def human_vote_record(*, debate_id: int, owner: Any, answer: Any) -> VoteRecorded:
     """Store the person's ballot, one vote per candidate coin (an abstention on each
-    coin the answer does not decide).
+    coin the answer leaves out), and go on.
 
-    Refuse with ``invalid_state`` when the debate is not voting, and with
-    ``validation_error`` naming each bad field when the answer breaks the contract.
+    Refuse with ``invalid_state`` when the debate waits for no vote from the person, and
+    with ``validation_error`` naming each bad field when the answer breaks the contract.
     """
-    _, seat = _owned(debate_id, owner)
+    _owned(debate_id, owner)
     with transaction.atomic():
-        locked = _lock(debate_id)
-        if locked is None:
-            raise NotFound("Debate not found.")
-        stored = Ballot.objects.filter(debate_id=debate_id, participant=seat).first()
-        if stored is not None:
-            if stored.status == StepStatus.OK and stored.content == _content(answer):
+        now = _waiting(debate_id)
+        if now.step is None or now.step.kind != VOTING:
+            stored = Ballot.objects.filter(debate_id=debate_id, participant=now.seat).first()
+            if stored is not None and _same(stored, answer):
                 return VoteRecorded(stored, created=False)
-            raise InvalidState(
-                f"Your vote is already recorded ({stored.status}).",
-                fields={"status": [locked.status]},
-            )
-        if locked.status != DebateStatus.VOTING:
-            raise _not_waiting(locked, "vote")
-        parsed = _checked(answer, locked, turn=False)
-        ballot = Ballot.objects.create(
-            debate=locked,
-            participant=seat,
-            status=StepStatus.OK,
-            content=_content(answer),
-            parse_status=ParseStatus.OK,
+            raise _not_waiting(now.debate, "vote", now.step)
+        parsed = _checked(answer, now.debate, turn=False)
+        ballot = ballot_record(
+            debate_id=debate_id,
+            participant=now.seat,
+            fields={
+                "status": StepStatus.OK,
+                "content": _content(answer),
+                "parse_status": ParseStatus.OK,
+            },
+            decisions={decision.symbol: decision for decision in parsed.decisions},
+            why_not=LEFT_OUT,
+            symbols=tuple(now.debate.symbols),
+            seats=now.seats,
         )
-        decided = {decision.symbol: decision for decision in parsed.decisions}
-        votes = Vote.objects.bulk_create(
-            vote_row(ballot, symbol, decided.get(symbol), LEFT_OUT) for symbol in locked.symbols
-        )
-        with events.together(debate_id):
-            for vote in votes:
-                events.vote_stored(vote)
+    assert ballot is not None, "a waiting vote is stored under the lock"
     return VoteRecorded(ballot, created=True)
 
 
-def human_vote_skip(*, debate_id: int) -> Ballot | None:
-    """Record the person's ballot as skipped (an abstention on every coin), if it is
-    still due; return it, or None when it is not (of many callers, exactly one)."""
+def human_step_skip(*, debate_id: int, owner: Any | None = None) -> Message | Ballot | None:
+    """Skip the person's step that waits (a turn, or the vote), and go on.
+
+    A skipped turn is stored as such (no decisions), a skipped vote as an abstention on
+    every coin. Return what was stored, or None when no step of the person waits (it was
+    stored, or the debate moved on or stopped): of many callers, exactly one skips it.
+    ``owner``: the person skipping it themselves (refused with ``invalid_state`` when
+    nothing waits); None: the beat, once its time ran out.
+    """
+    if owner is not None:
+        _owned(debate_id, owner)
     with transaction.atomic():
-        locked = _lock(debate_id)
-        seat = human_seat(locked) if locked is not None else None
-        if seat is None or locked.status != DebateStatus.VOTING:
+        now = _waiting(debate_id)
+        if now.step is None:
+            if owner is not None:
+                raise _not_waiting(now.debate, "turn or vote", None)
             return None
-        if Ballot.objects.filter(debate=locked, participant=seat).exists():
-            return None
-        ballot = Ballot.objects.create(
-            debate=locked,
-            participant=seat,
-            status=StepStatus.SKIPPED,
-            parse_status=ParseStatus.NONE,
-            error={"code": "skipped", "message": f"{SKIPPED_VOTE[0].upper()}{SKIPPED_VOTE[1:]}."},
-        )
-        votes = Vote.objects.bulk_create(
-            vote_row(ballot, symbol, None, SKIPPED_VOTE) for symbol in locked.symbols
-        )
-        logger.info("debate %s: the person's vote skipped", debate_id)
-        with events.together(debate_id):
-            for vote in votes:
-                events.vote_stored(vote)
-    return ballot
+        if now.step.kind == VOTING:
+            stored: Message | Ballot | None = ballot_record(
+                debate_id=debate_id,
+                participant=now.seat,
+                fields={
+                    "status": StepStatus.SKIPPED,
+                    "parse_status": ParseStatus.NONE,
+                    "error": {"code": "skipped", "message": "The person did not vote."},
+                },
+                decisions={},
+                why_not=SKIPPED_VOTE,
+                symbols=tuple(now.debate.symbols),
+                seats=now.seats,
+            )
+        else:
+            stored = turn_record(
+                debate_id=debate_id,
+                participant=now.seat,
+                round_number=now.step.round,
+                fields={
+                    "status": StepStatus.SKIPPED,
+                    "parse_status": ParseStatus.NONE,
+                    "error": SKIPPED_TURN,
+                },
+                seats=now.seats,
+            )
+        logger.info("debate %s: the person's %s skipped", debate_id, now.step.kind)
+    return stored
+
+
+def human_due_skip(*, debate_id: int, now: datetime | None = None) -> bool:
+    """Skip the turn or vote the person owes ``debate_id`` if its time ran out by ``now``.
+
+    Clearing the deadline is the compare-and-set that claims the skip, so however many
+    beat processes or workers call this at once, the step is skipped once. Return
+    whether this call skipped it.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        claimed = Debate.objects.filter(
+            pk=debate_id, status__in=ACTIVE_STATUSES, human_due_at__lte=now
+        ).update(human_due_at=None)
+        return bool(claimed) and human_step_skip(debate_id=debate_id) is not None
+
+
+def human_steps_expire(*, now: datetime | None = None) -> list[int]:
+    """Skip every turn or vote a person owes whose time ran out; return their debates."""
+    now = now or timezone.now()
+    due = Debate.objects.filter(status__in=ACTIVE_STATUSES, human_due_at__lte=now)
+    return [
+        debate_id
+        for debate_id in due.order_by("human_due_at").values_list("pk", flat=True)
+        if human_due_skip(debate_id=debate_id, now=now)
+    ]

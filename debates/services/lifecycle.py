@@ -16,6 +16,7 @@ from django.db import transaction
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates import events
+from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate
@@ -37,6 +38,7 @@ from debates.models import (
     Participant,
     SeatKind,
     StepStatus,
+    Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
@@ -47,13 +49,15 @@ from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, Strategy
-from traders.models import Trader
 
 logger = logging.getLogger(__name__)
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
 KEYLESS_PROVIDERS = frozenset({"simulated", "openai_compatible"})
+# The trader a debate executes on, as its model declares it (trading's model: this app
+# imports nothing of trading).
+TRADER = Debate.trader.field.related_model
 
 
 class NotEnoughParticipants(ValidationError):
@@ -106,6 +110,8 @@ class DebateInput:
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
     level: Any = DebateLevel.L2
+    judge: Any = None
+    weighting: Any = Weighting.CONFIDENCE
     mode: Any = DebateMode.CUSTOM
     mode_models: Any = None
     temperature_range: Any = None
@@ -195,12 +201,44 @@ def _seats(owner: Any, data: DebateInput, plan: SeatPlan, *, humans: bool) -> li
             continue
         chosen = plan.models[index]
         model = models.get(chosen) if isinstance(chosen, int) else None
-        refusal = model_refusal(model, chosen)
-        if refusal:
-            data.refuse(f"{where}.ai_model", refusal)
-        elif personality in PERSONALITIES:
+        _check_model(model, chosen, data, f"{where}.ai_model")
+        if model is not None and personality in PERSONALITIES:
             seats.append(Seat(model, personality, plan.temperatures[index]))
     return seats
+
+
+def _check_model(model: AIModel | None, given: Any, data: DebateInput, name: str) -> None:
+    """Refuse field ``name`` unless ``model`` (the one ``given`` names) can be called."""
+    refusal = model_refusal(model, given)
+    if refusal:
+        data.refuse(name, refusal)
+
+
+def _judge(owner: Any, data: DebateInput, values: dict[str, Any]) -> None:
+    """Check the judge settings and the weighting; store them in ``values``."""
+    values["judge_model"], values["judge_count"] = None, 1
+    judge = data.judge
+    if judge is not None:
+        if not isinstance(judge, dict):
+            data.refuse("judge", "Must be an object {ai_model, count} or null.")
+        else:
+            given = judge.get("ai_model")
+            model = (
+                AIModel.objects.filter(owner=owner, pk=given).first()
+                if isinstance(given, int) and not isinstance(given, bool)
+                else None
+            )
+            _check_model(model, given, data, "judge.ai_model")
+            values["judge_model"] = model
+            count = judge.get("count", 1)
+            if isinstance(count, bool) or count not in JUDGE_COUNTS:
+                data.refuse("judge.count", f"One of {', '.join(map(str, JUDGE_COUNTS))}.")
+            values["judge_count"] = count
+    if data.weighting not in Weighting.values:
+        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
+    elif data.weighting == Weighting.JUDGE and judge is None:
+        data.refuse("weighting", "Weighting by judge needs a judge.")
+    values["weighting"] = data.weighting
 
 
 def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
@@ -264,7 +302,7 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
 
     values["trader"] = None
     if data.trader is not None:
-        values["trader"] = _owned(Trader, owner, data.trader, data, "trader")
+        values["trader"] = _owned(TRADER, owner, data.trader, data, "trader")
     elif data.auto_execute is True:
         data.refuse("trader", "Required when auto_execute is true.")
 
@@ -278,6 +316,7 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     if data.cache not in CacheMode.values:
         data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
     values["cache"] = data.cache
+    _judge(owner, data, values)
     if data.pace not in Pace.values:
         data.refuse("pace", f"One of {', '.join(Pace.values)}.")
     values["pace"] = data.pace

@@ -22,9 +22,11 @@ from celery import chain, chord, group, signature
 from celery.canvas import Signature
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from arena.worker import send_on_commit
+from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
 from debates.engine.plan import (
     CONSENSUS,
     EXECUTION,
@@ -37,9 +39,9 @@ from debates.engine.plan import (
     VOTING,
     Step,
 )
-from debates.models import ACTIVE_STATUSES, Debate
+from debates.models import ACTIVE_STATUSES, Debate, DebateStatus
 from debates.selectors import debate_state
-from debates.state import debate_plan
+from debates.state import debate_plan, outcome_name
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     OPENING: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
     REBUTTAL: ("debates.turn_run", lambda debate_id, step: (debate_id, step.round, step.speaker)),
     VOTING: ("debates.vote_run", lambda debate_id, step: (debate_id, step.speaker)),
+    JUDGE_ROUND: ("debates.judge_round", lambda debate_id, step: (debate_id, step.round)),
+    JUDGE_FINAL: ("debates.judge_final", lambda debate_id, step: (debate_id,)),
     CONSENSUS: ("debates.consensus_finalize", lambda debate_id, step: (debate_id,)),
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }
@@ -130,22 +134,33 @@ def run_enqueue(*, debate_id: int, state: Debate | None = None) -> None:
         send_on_commit(plan)
 
 
+def unfinished_runs() -> Q:
+    """Return the debates with steps still to run: the active ones, and the completed
+    ones whose execution step (run after the consensus completed them) has recorded no
+    outcome yet."""
+    execution_unrecorded = Q(status=DebateStatus.COMPLETED, auto_execute=True) & ~Q(
+        step_outcomes__has_key=outcome_name((EXECUTION, None, None))
+    )
+    return Q(status__in=ACTIVE_STATUSES) | execution_unrecorded
+
+
 def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
-    """Re-enqueue the remaining steps of every active debate with no progress for
-    ``older_than`` (``stale_after()`` by default).
+    """Re-enqueue the remaining steps of every unfinished debate (``unfinished_runs``)
+    with no progress for ``older_than`` (``stale_after()`` by default).
 
     A debate whose worker died, or whose queued messages were lost with a Redis restart,
     goes on from its stored steps; step claims keep a still-running step from being
-    asked twice. Return the ids of the debates resumed.
+    asked twice, and a completed debate's execution step is idempotent. Return the ids
+    of the debates resumed.
     """
     cutoff = timezone.now() - (stale_after() if older_than is None else older_than)
     resumed = []
-    stale = Debate.objects.filter(status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff)
+    stale = Debate.objects.filter(unfinished_runs(), progressed_at__lt=cutoff)
     for debate_id in stale.values_list("pk", flat=True):
         # Claim the resume itself, so two watchdogs never resume the same debate at once.
         with transaction.atomic():
             claimed = Debate.objects.filter(
-                pk=debate_id, status__in=ACTIVE_STATUSES, progressed_at__lt=cutoff
+                unfinished_runs(), pk=debate_id, progressed_at__lt=cutoff
             ).update(progressed_at=timezone.now())
             if not claimed:
                 continue

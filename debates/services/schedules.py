@@ -55,7 +55,6 @@ from debates.services.lifecycle import (
 from strategies.market.dataset import DATASET_END
 from strategies.models import MarketSource, Strategy
 from strategies.snapshots import outside_replay_window
-from traders.models import Exchange, Trader, TraderStatus
 
 FIRE_TASK = "debates.schedule_fire"
 # A firing still queued when the next one is due is stale (workers were down): beat
@@ -81,6 +80,7 @@ FIELDS = (
     "cache",
     "daily_token_budget",
     "daily_token_cap",
+    "weighting",
 )
 BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
@@ -99,7 +99,7 @@ class ScheduleFiring:
 
 
 def _replay_refusals(
-    strategy: Strategy | None, trader: Trader | None, values: dict[str, Any]
+    strategy: Strategy | None, trader: Any | None, values: dict[str, Any]
 ) -> dict[str, list[str]]:
     """Return what is wrong with a replay schedule (nothing when it does not replay)."""
     as_of = values["replay_as_of"]
@@ -114,11 +114,7 @@ def _replay_refusals(
         refusal = outside_replay_window(strategy, as_of)
         if refusal is not None:
             errors["replay_as_of"] = [refusal]
-    if (
-        values["auto_execute"] is True
-        and trader is not None
-        and (trader.exchange != Exchange.PAPER or trader.market_source != MarketSource.DATASET)
-    ):
+    if values["auto_execute"] is True and trader is not None and not trader.is_dataset_paper:
         errors["trader"] = ["A replay executes only on a paper trader priced from the dataset."]
     return errors
 
@@ -137,6 +133,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         trader=values["trader"],
         as_of=values["replay_as_of"],
         cache=values["cache"],
+        weighting=values["weighting"],
     )
     cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
@@ -172,6 +169,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "replay_as_of": cleaned["as_of"],
         "cache": cleaned["cache"],
         **{name: values[name] for name in BUDGET_FIELDS},
+        "weighting": cleaned["weighting"],
     }
 
 
@@ -360,7 +358,7 @@ def _refusal(schedule: Schedule) -> tuple[str, str] | None:
     if schedule.auto_execute:
         if trader is None:
             return "trader_deleted", "The schedule executes automatically; its trader was deleted."
-        if trader.status != TraderStatus.RUNNING:
+        if not trader.is_running:
             return "trader_stopped", f"Trader {trader.name} is stopped."
     as_of = schedule.replay_as_of
     if as_of is not None and as_of > DATASET_END:
@@ -391,14 +389,14 @@ def _refusal(schedule: Schedule) -> tuple[str, str] | None:
 
 
 def _paper_clock_driven(schedule: Schedule) -> bool:
-    """Say whether this schedule's firings move its paper trader's clock."""
+    """Say whether this schedule's debates move its paper trader's clock (each one's
+    execution step does)."""
     trader = schedule.trader
     return bool(
         schedule.replay_as_of is not None
         and schedule.auto_execute
         and trader is not None
-        and trader.exchange == Exchange.PAPER
-        and trader.market_source == MarketSource.DATASET
+        and trader.is_dataset_paper
     )
 
 
@@ -431,6 +429,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         trader=schedule.trader_id,
         as_of=schedule.replay_as_of,
         cache=schedule.cache,
+        weighting=schedule.weighting,
         schedule_id=schedule.pk,
         level=DebateLevel.AUTO,
     )

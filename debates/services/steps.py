@@ -13,7 +13,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
 
@@ -21,6 +21,7 @@ from debates import events
 from debates.claims import StepBusy, step_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import parse_output
+from debates.engine.plan import OPENING, REBUTTAL, VOTING, StepKey
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.locks import lock_debate
@@ -46,8 +47,11 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.judge import round_summary_text
 from debates.services.levels import round_close
 from debates.services.lifecycle import debate_fail
+from debates.services.runs import run_enqueue
+from debates.state import plan_of, step_released
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
@@ -60,7 +64,8 @@ def _label(participant: Participant) -> str:
 
 class _Cast:
     """The part of a started debate that its steps use and that never changes: its
-    settings (the model-call cache mode among them), its seats in speaking order, and its
+    settings (the model-call cache mode and whether it has a judge among them), its seats
+    in speaking order, and its
     market snapshot with the snapshot's two prompt renderings (each made when first
     asked for)."""
 
@@ -74,6 +79,8 @@ class _Cast:
         symbols: list[str],
         snapshot: dict | None,
         seats: list[Participant],
+        *,
+        judged: bool = False,
     ) -> None:
         self.debate_id = debate_id
         self.owner_id = owner_id
@@ -83,6 +90,7 @@ class _Cast:
         self.symbols = tuple(symbols)
         self.snapshot = snapshot
         self.seats = tuple(seats)
+        self.judged = judged
 
     def seat(self, participant_id: int) -> Participant:
         for seat in self.seats:
@@ -110,6 +118,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["symbols"],
         debate["market_snapshot"],
         seats,
+        judged=debate["judge_model_id"] is not None,
     )
 
 
@@ -153,14 +162,18 @@ _DEBATE_FIELDS = (
     "cache",
     "symbols",
     "market_snapshot",
+    "judge_model_id",
+    "auto_execute",
+    "steps_released",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
 
 
-def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = False) -> _Now | None:
-    """Return what the step of ``participant_id`` needs, or None when the debate is no
-    longer ``status`` (cancelled, say), or, for a ``voter``, when its ballot is stored.
+def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _Now | None:
+    """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
+    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
+    or, for a vote, when its ballot is stored.
 
     Reads the debate with its strategy's texts, its seats with their models, and every
     stored turn: what the prompt needs, read right before the call, so the step asks
@@ -169,6 +182,7 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
     debate = Debate.objects.filter(pk=debate_id).values(*_DEBATE_FIELDS).first()
     if debate is None or debate["status"] != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    voter = key[0] == VOTING
     if voter and Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
         return None  # the ballot is stored already: a vote is never asked twice
     seats = list(
@@ -176,6 +190,8 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
         .select_related("ai_model")
         .order_by("speak_order")
     )
+    if not step_released(_held_as(debate), key, seats):
+        return None  # sent before the debate was held before it: it runs once released
     cast = _cast(debate, seats)
     participant = cast.seat(participant_id)
     model = participant.ai_model
@@ -195,6 +211,17 @@ def _read(debate_id: int, participant_id: int, status: str, *, voter: bool = Fal
         strategy_role=debate["strategy__role_text"] or "",
         custom_prompt=debate["strategy__custom_prompt"] or "",
         spoken=spoken,
+    )
+
+
+def _held_as(debate: dict) -> Debate:
+    """Return the part of a debate's row (``_DEBATE_FIELDS``) that decides its plan."""
+    return Debate(
+        pk=debate["pk"],
+        max_rounds=debate["max_rounds"],
+        auto_execute=debate["auto_execute"],
+        judge_model_id=debate["judge_model_id"],
+        steps_released=debate["steps_released"],
     )
 
 
@@ -225,7 +252,7 @@ def _entry(said: _Said) -> HistoryEntry:
         round=said.round,
         decisions=tuple(CoinDecision.from_dict(d) for d in said.decisions),
         reasoning=said.reasoning,
-        failed=said.status == StepStatus.ERROR,
+        failed=said.status != StepStatus.OK,  # a failed turn, or a person's skipped one
     )
 
 
@@ -263,7 +290,10 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
 
 def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
-    now = _read(debate_id, participant_id, DebateStatus.RUNNING)
+    kind = OPENING if round_number == 1 else REBUTTAL
+    now = _read(
+        debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
+    )
     if now is None or now.has_said(round_number):
         return  # the debate stopped, or the turn is stored: a turn is never asked twice
     request = _turn_request(now, round_number)
@@ -282,6 +312,9 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     cast, participant = now.cast, now.participant
     history = _history(now.spoken, (round_number, participant.speak_order))
+    summary = ""
+    if cast.judged and round_number > 1:
+        summary = round_summary_text(debate_id=cast.debate_id, round_number=round_number - 1)
     context = TurnContext(
         round=round_number,
         max_rounds=cast.max_rounds,
@@ -294,6 +327,9 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
         history=tuple(history),
         participant=_label(participant),
         output_mode=now.config.output_mode,
+        summary=summary,
+        positions=tuple(_latest(history).values()) if summary else (),
+        market_summary=cast.market_summary if summary else "",
     )
     prompt = build_turn_prompt(context)
     return ModelRequest(
@@ -313,11 +349,7 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
 def _store_turn(
     cast: _Cast, participant: Participant, round_number: int, outcome: CallOutcome
 ) -> None:
-    """Store a turn, close its round when it is the last one, and announce the state.
-
-    Every turn is stored under the debate's row lock, so what the round holds is read
-    exactly, and the whole step is a handful of statements.
-    """
+    """Store what a model answered for its turn (``turn_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
         parsed = parse_output(outcome.response.text, cast.symbols)
@@ -330,47 +362,77 @@ def _store_turn(
         )
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
-
     with transaction.atomic():
-        locked = lock_debate(debate_id=cast.debate_id)
-        if locked is None or locked.status != DebateStatus.RUNNING:
-            state = "gone" if locked is None else locked.status
-            logger.info("debate %s is %s: turn result dropped", cast.debate_id, state)
-            return
-        # Read once the lock is held, in a statement of its own: a statement that took
-        # the lock and read the turns together would see the turns as they were before
-        # it waited for the lock, and miss those stored by the transaction it waited for.
-        turns = list(
-            Message.objects.filter(debate_id=locked.pk)
-            .order_by()
-            .values_list("round", "participant_id", "status")
-        )
-        if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
-            return  # another copy stored this turn first
-        message = Message.objects.create(
-            debate_id=locked.pk,
+        turn_record(
+            debate_id=cast.debate_id,
             participant=participant,
-            round=round_number,
-            message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
-            **fields,
+            round_number=round_number,
+            fields=fields,
+            seats=cast.seats,
         )
-        turns.append((round_number, participant.pk, message.status))
-        said = {p: status for r, p, status in turns if r == round_number}
-        with events.together(locked.pk):
-            events.message_stored(message)
-            if message.status == StepStatus.ERROR:
-                events.step_failed(
-                    locked.pk,
-                    step=f"round {round_number} turn",
-                    participant=participant.pk,
-                    **fields["error"],
-                )
-            round_closes = locked.current_round == round_number and len(said) == len(cast.seats)
-            recorded: dict = {}
-            if round_closes and not _close_round(locked, round_number, turns, recorded):
-                return  # the debate failed, and debate_fail announced it
-            current = said if locked.current_round == round_number else {}
-            _turn_taken(locked, cast.seats, current, round_number, recorded)
+
+
+def turn_record(
+    *,
+    debate_id: int,
+    participant: Participant,
+    round_number: int,
+    fields: dict[str, Any],
+    seats: tuple[Participant, ...],
+) -> Message | None:
+    """Store a turn (a model's or a person's), close its round when it is the last one,
+    and announce the state; return the turn, or None when it was not stored (the debate
+    stopped, or another copy stored it first). Call inside ``transaction.atomic()``.
+
+    Every turn is stored under the debate's row lock, so what the round holds is read
+    exactly, and the whole step is a handful of statements. A turn that ends a stage of
+    the plan holding a person's step sends the rest of the run: the canvas stopped
+    there, since no task runs a person's step.
+    """
+    locked = lock_debate(debate_id=debate_id)
+    if locked is None or locked.status != DebateStatus.RUNNING:
+        state = "gone" if locked is None else locked.status
+        logger.info("debate %s is %s: turn result dropped", debate_id, state)
+        return None
+    # Read once the lock is held, in a statement of its own: a statement that took
+    # the lock and read the turns together would see the turns as they were before
+    # it waited for the lock, and miss those stored by the transaction it waited for.
+    turns = list(
+        Message.objects.filter(debate_id=locked.pk)
+        .order_by()
+        .values_list("round", "participant_id", "status")
+    )
+    if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
+        return None  # another copy stored this turn first
+    message = Message.objects.create(
+        debate_id=locked.pk,
+        participant=participant,
+        round=round_number,
+        message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
+        **fields,
+    )
+    turns.append((round_number, participant.pk, message.status))
+    said = {p: status for r, p, status in turns if r == round_number}
+    with events.together(locked.pk):
+        events.message_stored(message)
+        if message.status == StepStatus.ERROR:
+            events.step_failed(
+                locked.pk,
+                step=f"round {round_number} turn",
+                participant=participant.pk,
+                **fields["error"],
+            )
+        round_closes = locked.current_round == round_number and len(said) == len(seats)
+        recorded: dict = {}
+        if round_closes and not _close_round(locked, round_number, turns, recorded):
+            return message  # the debate failed, and debate_fail announced it
+        current = said if locked.current_round == round_number else {}
+        _turn_taken(locked, seats, current, round_number, turns, recorded)
+        # Round 1 is one stage (the openings side by side), each later turn a stage.
+        stage = seats if round_number == 1 else (participant,)
+        if (round_closes or round_number > 1) and any(seat.is_human for seat in stage):
+            run_enqueue(debate_id=locked.pk)
+    return message
 
 
 def _close_round(
@@ -415,26 +477,23 @@ def _turn_taken(
     seats: tuple[Participant, ...],
     said: dict[int, str],
     round_number: int,
+    turns: list[tuple[int, int, str]],
     recorded: dict,
 ) -> None:
     """Store where the debate is after a turn of ``round_number``, who speaks next
     included, and announce it with its plan of steps.
 
     ``debate`` holds the state read under the lock with this turn's changes applied in
-    memory; ``said`` maps who has spoken in its current round. Rounds 2..N are spoken
-    in order, so the next speaker is known the moment a turn is stored.
+    memory; ``said`` maps who has spoken in its current round, ``turns`` holds every
+    stored turn. Rounds 2..N are spoken in order, so the next speaker is known the
+    moment a turn is stored.
     """
     speaker_id = None
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
+    debate.current_speaker_id = speaker_id
     transitions.turn_taken(
-        debate_id=debate.pk,
-        round_number=round_number,
-        status=debate.status,
-        phase=debate.phase,
-        current_round=debate.current_round,
-        speaker_id=speaker_id,
-        recorded=recorded,
+        debate=debate, round_number=round_number, seats=seats, turns=turns, recorded=recorded
     )
 
 
@@ -452,7 +511,7 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
 
 def _ask_vote(debate_id: int, participant_id: int) -> None:
-    now = _read(debate_id, participant_id, DebateStatus.VOTING, voter=True)
+    now = _read(debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id))
     if now is None:
         return  # the debate stopped, or the ballot is stored: a vote is never asked twice
     request = _vote_request(now)
@@ -468,13 +527,19 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         _store_ballot(now.cast, now.participant, outcome)
 
 
-def _vote_request(now: _Now) -> ModelRequest:
-    cast, participant = now.cast, now.participant
-    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+    """Return each participant's latest answered turn in ``history``, in speaking order."""
     latest: dict[str, HistoryEntry] = {}
     for entry in history:
         if not entry.failed:
             latest[entry.participant] = entry
+    return dict(sorted(latest.items(), key=lambda item: int(item[0][1:])))
+
+
+def _vote_request(now: _Now) -> ModelRequest:
+    cast, participant = now.cast, now.participant
+    history = _history(now.spoken, (cast.max_rounds + 1, 0))
+    latest = _latest(history)
     context = VoteContext(
         personality=participant.personality,
         variant=cast.prompt_variant,
@@ -502,8 +567,7 @@ def _vote_request(now: _Now) -> ModelRequest:
 
 
 def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
-    """Store a ballot and its votes while the debate is voting, once: a second copy of
-    the ballot is refused by its unique constraint."""
+    """Store what a model answered for its vote (``ballot_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -519,31 +583,76 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
         why_not = f"the vote call failed: {outcome.error.code}"
+    ballot_record(
+        debate_id=cast.debate_id,
+        participant=participant,
+        fields=fields,
+        decisions=decisions,
+        why_not=why_not,
+        symbols=cast.symbols,
+        seats=cast.seats,
+    )
 
+
+def ballot_record(
+    *,
+    debate_id: int,
+    participant: Participant,
+    fields: dict[str, Any],
+    decisions: dict[str, CoinDecision],
+    why_not: str,
+    symbols: tuple[str, ...],
+    seats: tuple[Participant, ...],
+) -> Ballot | None:
+    """Store a ballot (a model's or a person's) and its votes, one per coin of
+    ``symbols`` (an abstention saying ``why_not`` where ``decisions`` has none), while
+    the debate is voting, once; return it, or None when it was not stored.
+
+    A second copy of the ballot is refused by its unique constraint. The last ballot of
+    a debate with a person's seat sends the rest of the run (the consensus): the canvas
+    stopped at the votes, since no task runs a person's vote.
+    """
     try:
         with transaction.atomic():
-            if lock_debate(debate_id=cast.debate_id, status=DebateStatus.VOTING) is None:
-                logger.info("debate %s is no longer voting: ballot dropped", cast.debate_id)
-                return
-            ballot = Ballot.objects.create(
-                debate_id=cast.debate_id, participant=participant, **fields
-            )
+            locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+            if locked is None:
+                logger.info("debate %s is no longer voting: ballot dropped", debate_id)
+                return None
+            ballot = Ballot.objects.create(debate_id=debate_id, participant=participant, **fields)
             votes = Vote.objects.bulk_create(
-                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in cast.symbols
+                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in symbols
             )
-            with events.together(cast.debate_id):
+            with events.together(debate_id):
                 if ballot.status == StepStatus.ERROR:
                     events.step_failed(
-                        cast.debate_id, step="vote", participant=participant.pk, **fields["error"]
+                        debate_id, step="vote", participant=participant.pk, **fields["error"]
                     )
                 for vote in votes:
                     events.vote_stored(vote)
+                # The plan moved on by a step: announced from the turns (they do not
+                # change while the debate votes) and the ballots stored.
+                turns = Message.objects.filter(debate_id=debate_id).order_by()
+                ballots = list(
+                    Ballot.objects.filter(debate_id=debate_id)
+                    .order_by()
+                    .values_list("participant_id", "status")
+                )
+                plan = plan_of(
+                    locked,
+                    seats=seats,
+                    turns=turns.values_list("round", "participant_id", "status"),
+                    ballots=ballots,
+                )
+                events.status_changed(locked, plan)
+            person = any(seat.is_human for seat in seats)
+            if person and len(ballots) == len(seats):
+                run_enqueue(debate_id=debate_id)
+            return ballot
     except IntegrityError:
-        if not Ballot.objects.filter(debate_id=cast.debate_id, participant=participant).exists():
+        if not Ballot.objects.filter(debate_id=debate_id, participant=participant).exists():
             raise
-        logger.info(
-            "debate %s: another copy stored the ballot of %s", cast.debate_id, participant.pk
-        )
+        logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
+        return None
 
 
 def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

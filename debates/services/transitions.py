@@ -13,16 +13,27 @@ Call these inside ``transaction.atomic()``: the event goes out when the change c
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
 from debates import events
+from debates.engine.plan import Plan
 from debates.locks import lock_debate
-from debates.models import ACTIVE_STATUSES, Debate, DebatePhase, DebateStatus, Pace
+from debates.models import (
+    ACTIVE_STATUSES,
+    Debate,
+    DebatePhase,
+    DebateStatus,
+    Pace,
+    Participant,
+    SeatKind,
+)
 from debates.selectors import debate_state
-from debates.state import ACTION_SOURCES, outcome_name
+from debates.state import ACTION_SOURCES, debate_plan, outcome_name, plan_of
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +50,36 @@ def _moved(
 
 
 def announce(debate_id: int) -> Debate:
-    """Publish the debate's state (its plan of steps with it) on commit; return it."""
+    """Publish the debate's state (its plan of steps with it) on commit; return it.
+
+    The state a debate is announced in is also where its wait for a person starts and
+    ends (``person_deadline``), so every transition keeps the deadline in step.
+    """
     debate = debate_state(debate_id=debate_id)
+    seated = any(seat.kind == SeatKind.HUMAN for seat in debate.participants.all())
+    if seated or debate.human_due_at is not None:
+        person_deadline(debate, debate_plan(debate))
     events.status_changed(debate)
     return debate
+
+
+def person_deadline(debate: Debate, plan: Plan) -> None:
+    """Start or end the debate's wait for the person in its human seat.
+
+    When a step of the person's waits (their turn or vote), they have
+    ``human_turn_timeout_minutes`` from now to write it (``human_due_at``), after which
+    the beat skips it; when none waits, there is no deadline. ``debate`` is updated in
+    memory too.
+    """
+    waiting = plan.user_action_required
+    if waiting and debate.human_due_at is None:
+        due = timezone.now() + timedelta(minutes=debate.human_turn_timeout_minutes)
+    elif not waiting and debate.human_due_at is not None:
+        due = None
+    else:
+        return
+    Debate.objects.filter(pk=debate.pk).update(human_due_at=due)
+    debate.human_due_at = due
 
 
 def _announced(moved: bool, debate_id: int) -> Debate | None:
@@ -72,38 +109,37 @@ def start(*, debate_id: int, pace: str) -> Debate | None:
 
 def turn_taken(
     *,
-    debate_id: int,
+    debate: Debate,
     round_number: int,
-    status: str,
-    phase: str,
-    current_round: int,
-    speaker_id: int | None,
+    seats: Iterable[Participant],
+    turns: Iterable[tuple[int, int, str]],
     recorded: dict | None = None,
-) -> Debate | None:
+) -> bool:
     """Record where a running debate is after a turn of round ``round_number``: the next
     speaker, the next round, or the votes after the last round or once the gate or the
-    early stop ends the rounds (``recorded``: the level and stop columns they set)."""
-    return _announced(
-        _moved(
-            debate_id,
-            (DebateStatus.RUNNING,),
-            where=Q(current_round__gte=round_number),
-            status=status,
-            phase=phase,
-            current_round=current_round,
-            current_speaker_id=speaker_id,
-            **(recorded or {}),
-        ),
-        debate_id,
-    )
+    early stop ends the rounds (``recorded``: the level and stop columns they set, also
+    applied to ``debate``).
 
-
-def person_awaited(*, debate_id: int, participant_id: int) -> Debate | None:
-    """Wait for a person: the debate stays active with ``participant_id``, a seat taken
-    by a person, as its current speaker until the person's turn is in."""
-    return _announced(
-        _moved(debate_id, ACTIVE_STATUSES, current_speaker_id=participant_id), debate_id
+    ``debate`` is the state read under the debate's row lock with the turn's changes
+    applied (status, phase, current round and speaker); ``seats`` and ``turns`` (round,
+    participant id, status) are what the step holds of the debate, so the state is
+    announced, its plan with it, without reading it back. Say whether it moved.
+    """
+    moved = _moved(
+        debate.pk,
+        (DebateStatus.RUNNING,),
+        where=Q(current_round__gte=round_number),
+        status=debate.status,
+        phase=debate.phase,
+        current_round=debate.current_round,
+        current_speaker_id=debate.current_speaker_id,
+        **(recorded or {}),
     )
+    for name, value in (recorded or {}).items():
+        setattr(debate, name, value)
+    if moved:
+        events.status_changed(debate, plan_of(debate, seats=seats, turns=turns))
+    return moved
 
 
 def complete(*, debate_id: int) -> Debate | None:

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from debates.models import Debate
 from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
 from debates.services.calls import StepDeferred
+from tests.debates.conftest import llm  # noqa: F401 (the fake model server, for whole runs)
 from tests.debates.factories import AIModelFactory
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory

@@ -29,6 +29,7 @@ def test_create_a_simulated_model(api, user):
         "max_tokens": 2000,
         "timeout_seconds": 60,
         "output_mode": "tagged",
+        "training_cutoff": None,
         "enabled": True,
     }
 

@@ -413,6 +413,13 @@ def test_delete_removes_a_pending_or_finished_debate(api, user, status):
         ("cancel", "post", "failed"),
         ("retry", "post", "pending"),
         ("retry", "post", "completed"),
+        # not held before a step, nor with a failed step to run again
+        ("advance", "post", "pending"),
+        ("advance", "post", "running"),
+        ("advance", "post", "failed"),
+        ("retry_step", "post", "running"),
+        ("retry_step", "post", "completed"),
+        ("retry_step", "post", "cancelled"),
     ],
 )
 def test_an_action_the_state_forbids_is_a_409_and_changes_nothing(
@@ -420,7 +427,9 @@ def test_an_action_the_state_forbids_is_a_409_and_changes_nothing(
 ):
     # given a debate in a state that forbids the action
     debate = DebateFactory(owner=user, status=status)
-    path = f"/api/debates/{debate.pk}" + ("" if action == "delete" else f"/{action}")
+    before = Debate.objects.filter(pk=debate.pk).values().get()
+    path = f"/api/debates/{debate.pk}"
+    path += "" if action == "delete" else "/" + action.replace("_", "-")
     # when the action is asked for
     response = getattr(api, method)(path)
     # then it is refused and the debate is unchanged
@@ -430,8 +439,7 @@ def test_an_action_the_state_forbids_is_a_409_and_changes_nothing(
         "message": f"Cannot {action} a debate that is {status}.",
         "fields": {"status": [status]},
     }
-    debate.refresh_from_db()
-    assert debate.status == status
+    assert Debate.objects.filter(pk=debate.pk).values().get() == before
 
 
 def test_start_moves_a_pending_debate_to_running_and_its_prepare_step_stores_the_snapshot(
@@ -467,6 +475,44 @@ def test_cancel_stops_a_debate_that_has_not_ended(api, user, status):
     )
     debate.refresh_from_db()
     assert debate.status == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_manual_debate_is_held_after_each_step_and_advanced_through_the_api(api, seeded):
+    # given a debate created in the manual pace, started, and its prepare step run
+    body = debate_body(seeded, pace="manual")
+    created = api.post("/api/debates", body, format="json").json()
+    assert (created["pace"], created["can_advance"]) == ("manual", False)
+    api.post(f"/api/debates/{created['id']}/start")
+    debate_prepare(debate_id=created["id"])
+    # then it is held before its first opening
+    detail = api.get(f"/api/debates/{created['id']}").json()
+    assert (detail["current_step"], detail["can_advance"]) == (1, True)
+    assert detail["available_actions"] == ["advance", "cancel"]
+    assert detail["steps"][:2] == [
+        {"index": 0, "kind": "prepare", "round": None, "speaker": None, "status": "done"},
+        {
+            "index": 1,
+            "kind": "opening",
+            "round": 1,
+            "speaker": detail["participants"][0]["id"],
+            "status": "pending",
+        },
+    ]
+    # when it is advanced
+    response = api.post(f"/api/debates/{created['id']}/advance")
+    # then that one step is released to run
+    advanced = response.json()
+    assert response.status_code == 200
+    assert (advanced["steps_released"], advanced["can_advance"]) == (2, False)
+    assert [step["status"] for step in advanced["steps"][:3]] == ["done", "running", "pending"]
+
+
+def test_an_unknown_pace_is_a_400_naming_the_field(api, seeded):
+    response = api.post("/api/debates", debate_body(seeded, pace="fast"), format="json")
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["pace"]
+    assert Debate.objects.count() == 0
 
 
 def test_retry_resumes_a_failed_debate(api, user):

@@ -4,7 +4,7 @@ import pytest
 
 from debates.models import Ballot, Debate, Message, Participant, Vote
 from tests.api.conftest import debate_body
-from tests.debates.factories import DebateFactory, ParticipantFactory
+from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -140,13 +140,24 @@ TURN = {
 
 
 def _seated(user, **state):
-    """Return a debate of ``user`` in round 1 with a human seat first and a model seat."""
+    """Return a 2-round debate of ``user`` past its prepare step, with a human seat first
+    and a model seat: in round 1, or voting with every turn stored."""
     fields = {"status": "running", "phase": "opening", "current_round": 1, **state}
-    debate = DebateFactory(owner=user, symbols=["BTCUSDT", "ETHUSDT"], **fields)
+    debate = DebateFactory(
+        owner=user,
+        symbols=["BTCUSDT", "ETHUSDT"],
+        max_rounds=2,
+        step_outcomes={"prepare": {"status": "done"}},
+        **fields,
+    )
     human = ParticipantFactory(
         debate=debate, kind="human", ai_model=None, personality="bull", speak_order=0
     )
-    ParticipantFactory(debate=debate, personality="bear", speak_order=1)
+    model = ParticipantFactory(debate=debate, personality="bear", speak_order=1)
+    if debate.status == "voting":
+        for round_number in (1, 2):
+            for seat in (human, model):
+                MessageFactory(debate=debate, participant=seat, round=round_number)
     return debate, human
 
 
@@ -206,7 +217,8 @@ def test_a_bad_answer_is_a_400_naming_the_field_and_stores_nothing(
     assert response.status_code == 400
     assert response.json()["code"] == "validation_error"
     assert list(response.json()["fields"]) == [field]
-    assert (Message.objects.count(), Ballot.objects.count(), Vote.objects.count()) == (0, 0, 0)
+    turns = 4 if path == "votes" else 0
+    assert (Message.objects.count(), Ballot.objects.count(), Vote.objects.count()) == (turns, 0, 0)
 
 
 def test_a_turn_when_the_debate_waits_for_none_is_a_409_changing_nothing(api, user):
@@ -217,7 +229,8 @@ def test_a_turn_when_the_debate_waits_for_none_is_a_409_changing_nothing(api, us
     # then
     assert response.status_code == 409
     assert response.json()["code"] == "invalid_state"
-    assert Message.objects.count() == 0
+    assert response.json()["message"].endswith("It waits for your vote.")
+    assert Message.objects.count() == 4
 
 
 def test_a_vote_is_posted_as_one_vote_per_coin(api, user):
@@ -245,3 +258,33 @@ def test_another_users_debate_is_a_404(api, other_user):
     # then
     assert api.post(f"/api/debates/{debate.pk}/turns", TURN, format="json").status_code == 404
     assert Message.objects.count() == 0
+
+
+def test_skip_turn_skips_the_step_the_debate_waits_for_once(api, user):
+    # given a debate waiting for the person's opening
+    debate, human = _seated(user)
+    # when the person skips it, then tries again
+    first = api.post(f"/api/debates/{debate.pk}/skip-turn")
+    again = api.post(f"/api/debates/{debate.pk}/skip-turn")
+    # then the turn is recorded as skipped once, and the debate no longer waits for them
+    assert first.status_code == 200
+    detail = first.json()
+    assert [(m["participant"], m["status"]) for m in detail["messages"]] == [(human.pk, "skipped")]
+    assert detail["user_action_required"] is False
+    assert "submit_turn" not in detail["available_actions"]
+    assert (again.status_code, again.json()["code"]) == (409, "invalid_state")
+    assert Message.objects.count() == 1
+
+
+def test_the_detail_says_the_debate_waits_for_the_person(api, user):
+    # given a debate whose person's opening waits
+    debate, human = _seated(user)
+    # when
+    detail = api.get(f"/api/debates/{debate.pk}").json()
+    # then
+    waiting = [s for s in detail["steps"] if s["status"] == "waiting"]
+    assert waiting == [
+        {"index": 1, "kind": "opening", "round": 1, "speaker": human.pk, "status": "waiting"}
+    ]
+    assert detail["user_action_required"] is True
+    assert {"submit_turn", "skip_turn", "cancel"} <= set(detail["available_actions"])

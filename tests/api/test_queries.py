@@ -69,9 +69,10 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
 # and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
 # their executions, and what its plan of steps reads: its seats, turns and ballots); the
-# debate detail is the debate with its strategy, then participants, messages, votes,
-# ballots and decisions, the stream's latest event id, and its spend (one sum for each
-# kind of stored call: turns, ballots).
+# debate detail is the debate's status with the stream's latest event id, then (when no
+# stored rendering serves) the debate with its strategy and judge model, participants,
+# messages, votes, ballots, decisions, judge calls and judge scores, and its spend (one
+# sum for each kind of stored call: turns, ballots, judge calls).
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 6),
     "ai-models": (
@@ -100,14 +101,14 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     ),
     "executions": (_executions, 3),
     # The debate's children, its ballots among them (its plan of steps reads them).
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 9),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 12),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
-        6,
+        8,
     ),
     "debate votes": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/votes",
-        6,
+        8,
     ),
 }
 
@@ -131,3 +132,15 @@ def test_queries_do_not_grow_with_rows(api, user, other_user, name):
     one, fifty = _queries(api, one_path), _queries(fifty_client, fifty_path)
     # then both run the same, fixed number of queries
     assert (one, fifty) == (expected, expected)
+
+
+def test_a_finished_debates_detail_read_again_is_served_from_its_stored_rendering(api, user):
+    # given a finished debate with 50 messages whose detail was read once
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 50)}"
+    first = api.get(path)
+    # when it is read again
+    with CaptureQueriesContext(connection) as captured:
+        again = api.get(path)
+    # then one query (its status and its latest event id) serves the same bytes
+    assert len(captured.captured_queries) == 1
+    assert again.content == first.content

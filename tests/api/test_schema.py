@@ -68,6 +68,7 @@ OPERATIONS = {
     ("GET", "/api/debates/{debate_id}/votes"),
     ("POST", "/api/debates/{debate_id}/turns"),
     ("POST", "/api/debates/{debate_id}/votes"),
+    ("POST", "/api/debates/{debate_id}/skip-turn"),
     *{
         (method, path)
         for resource, key in (
@@ -94,6 +95,7 @@ OPERATIONS = {
     ("POST", "/api/backtests/{backtest_id}/cancel"),
     ("GET", "/api/evaluations/ledger"),
     ("GET", "/api/evaluations/calibration"),
+    ("GET", "/api/evaluations/monitors"),
     *{
         ("GET", f"/api/{resource}/{{{key}}}/{figure}")
         for resource, key in (
@@ -101,7 +103,7 @@ OPERATIONS = {
             ("schedules", "schedule_id"),
             ("backtests", "backtest_id"),
         )
-        for figure in ("ledger", "calibration")
+        for figure in ("ledger", "calibration", "monitors")
     },
 }
 

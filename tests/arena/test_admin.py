@@ -10,6 +10,8 @@ from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
     DecisionFactory,
+    JudgeCallFactory,
+    JudgeScoreFactory,
     MessageFactory,
     ParticipantFactory,
     ScheduleFactory,
@@ -40,6 +42,8 @@ def one_of_each(db):
     MessageFactory(participant=participant)
     VoteFactory(ballot=BallotFactory(participant=participant))
     ExecutionFactory(decision=DecisionFactory(debate=participant.debate, symbol="ETHUSDT"))
+    JudgeCallFactory(debate=participant.debate)
+    JudgeScoreFactory(participant=participant)
     PositionFactory()
     OrderFactory()
     AIModelFactory()
@@ -57,6 +61,8 @@ def test_every_project_model_is_registered():
         "debates.Ballot",
         "debates.Debate",
         "debates.Decision",
+        "debates.JudgeCall",
+        "debates.JudgeScore",
         "debates.Message",
         "debates.ModelPrice",
         "debates.Schedule",
@@ -97,3 +103,19 @@ def test_admin_redirects_non_staff_to_login(client, user, one_of_each, model):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith("/admin/login/")
+
+
+def test_the_debate_page_shows_the_judges_summaries_and_scores(client, staff_user):
+    # given a debate with a judge's summary and a participant's score
+    participant = ParticipantFactory(debate__judge_model=AIModelFactory(name="Judge J"))
+    JudgeCallFactory(debate=participant.debate)
+    JudgeScoreFactory(participant=participant, score=0.65)
+    client.force_login(staff_user)
+    # when its page is opened
+    page = client.get(f"/admin/debates/debate/{participant.debate.pk}/change/")
+    # then the judge, its summary and the score are on it
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "Judge J" in text
+    assert "Points made: P1 is long." in text
+    assert "0.65" in text

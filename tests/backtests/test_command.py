@@ -41,8 +41,10 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
     # then the first showed its progress and the table of every rule
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "9/9 debates" in shown.stdout
-    for label in ("debate", "buy & hold", "round-1 majority", "P2 bear"):
+    for label in ("debate", "buy & hold", "round-1 majority", "P2 bear", "votes calibrated"):
         assert label in shown.stdout
+    # and the ledger of the outcome reviews, with each voter's accuracy and calibration
+    assert "Did the debate help? " in shown.stdout and "Brier" in shown.stdout
     # and the second printed the report, made with no model call at all (the cache)
     assert again.returncode == 0, again.stderr[-2000:]
     report = json.loads(again.stdout)
@@ -51,6 +53,8 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
         "buy_and_hold",
         "flat",
         "round1_majority",
+        "weighting:confidence",
+        "weighting:calibrated",
         "seat:P1",
         "seat:P2",
     ]

@@ -69,16 +69,16 @@ def test_always_open_long_over_three_days_gives_the_reference_equity(
         {"timeframe": "15m", "from": "2024-08-05T00:00:00Z", "to": "2024-08-07T12:00:00Z"},
     ]
     # and every baseline is there, the round-1 majority and each seat agreeing here
-    assert [run["key"] for run in report["rules"]] == [
-        "debate",
-        "buy_and_hold",
-        "flat",
+    agreeing = (
         "round1_majority",
+        "weighting:confidence",
+        "weighting:calibrated",
         "seat:P1",
         "seat:P2",
         "seat:P3",
-    ]
-    for key in ("round1_majority", "seat:P1", "seat:P2", "seat:P3"):
+    )
+    assert [run["key"] for run in report["rules"]] == ["debate", "buy_and_hold", "flat", *agreeing]
+    for key in agreeing:
         assert rule(report, key)["equity"] == debate["equity"]
     assert rule(report, "flat")["metrics"]["final_equity"] == 1000.0
     # and the stream told the progress after each debate, then the report

@@ -16,9 +16,9 @@ from django.conf import settings
 from django.db import connection
 
 from debates.models import Debate
-from debates.services import DebateInput, debate_create
+from debates.services import DebateInput, debate_create, debate_start
 from tests.debates.factories import AIModelFactory
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.strategies.factories import StrategyFactory
 
 
@@ -58,6 +58,20 @@ def make_debate(user, llm) -> Callable[..., Debate]:
     return make
 
 
+@pytest.fixture
+def judge_model(user, llm):
+    """A judge's model on the fake model server, under a name of its own (``fake-judge``),
+    so the judge's requests are told apart from the participants'."""
+    return AIModelFactory(
+        owner=user,
+        provider="openai_compatible",
+        model_name="fake-judge",
+        base_url=f"{llm.url}/v1",
+        timeout_seconds=10,
+        temperature=0.4,
+    )
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> None:
     """Wait until ``predicate()`` is true; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -74,6 +88,18 @@ def wait_until_finished(debate_id: int, timeout: float = 60.0) -> Debate:
         timeout,
     )
     return Debate.objects.get(pk=debate_id)
+
+
+def failed_in_round_two(llm: FakeLLMServer, make_debate: Callable[..., Debate]) -> Debate:
+    """Start a 3-seat, 2-round debate whose every model refuses its round-2 turn once
+    (a terminal 400), and return it once round 2 has failed it."""
+    for label in ("P1", "P2", "P3"):
+        llm.add_rule(Reply.error(400, "refused", match=f"round 2/2. You are {label},", times=1))
+    debate = make_debate(rounds=2)
+    debate_start(debate_id=debate.pk)
+    failed = wait_until_finished(debate.pk)
+    assert (failed.status, failed.error["step"]) == ("failed", "round 2")
+    return debate
 
 
 def worker_env() -> dict[str, str]:

@@ -1,6 +1,17 @@
 import factory
 
-from debates.models import AIModel, Ballot, Debate, Decision, Message, Participant, Schedule, Vote
+from debates.models import (
+    AIModel,
+    Ballot,
+    Debate,
+    Decision,
+    JudgeCall,
+    JudgeScore,
+    Message,
+    Participant,
+    Schedule,
+    Vote,
+)
 from tests.factories import UserFactory
 from tests.strategies.factories import StrategyFactory
 
@@ -95,3 +106,37 @@ class ScheduleFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Schedule {n}")
     strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
     interval_minutes = 60
+
+
+class JudgeCallFactory(factory.django.DjangoModelFactory):
+    """A stored round summary of round 1 by the first judge."""
+
+    class Meta:
+        model = JudgeCall
+
+    debate = factory.SubFactory(DebateFactory)
+    kind = "round_summary"
+    round = 1
+    judge = 0
+    temperature = 0.7
+    content = "<points>P1 is long.</points>"
+    parse_status = "partial"
+    result = factory.LazyFunction(
+        lambda: {"text": "Points made: P1 is long.", "tally": {"BTCUSDT": {"open_long": 1}}}
+    )
+
+
+class JudgeScoreFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = JudgeScore
+
+    participant = factory.SubFactory(ParticipantFactory)
+    debate = factory.SelfAttribute("participant.debate")
+    score = 0.7
+    items = factory.LazyFunction(
+        lambda: {
+            name: {"value": 7.0, "reason": "one sentence"}
+            for name in ("market_data", "answers", "consistency")
+        }
+    )
+    judges = 1

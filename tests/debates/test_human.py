@@ -1,16 +1,18 @@
 """Recording the person's turn and vote: checked, stored once, skipped once."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from debates.models import Ballot, Message, Vote
 from debates.services.human import (
+    human_step_skip,
+    human_steps_expire,
     human_turn_record,
-    human_turn_skip,
     human_vote_record,
-    human_vote_skip,
 )
-from tests.debates.factories import DebateFactory, ParticipantFactory
+from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
 from tests.threads import run_at_once
 
 pytestmark = pytest.mark.django_db
@@ -25,17 +27,30 @@ TURN = {
 }
 
 
-def _debate(**state):
-    """Return a running debate in round 1 with a human seat first and a model seat."""
-    debate = DebateFactory(status="running", phase="opening", current_round=1, symbols=SYMBOLS)
-    for name, value in state.items():
-        setattr(debate, name, value)
-    debate.save()
-    human = ParticipantFactory(
-        debate=debate, kind="human", ai_model=None, personality="bull", speak_order=0
+def _debate(*, human_first=True, said=(), **state):
+    """Return a running 2-round debate past its prepare step, with a human seat and a
+    model seat (the human speaking first unless not ``human_first``), and the turns
+    ``said`` stored as (round, "human" or "model")."""
+    fields = {"status": "running", "phase": "opening", "current_round": 1, **state}
+    debate = DebateFactory(
+        symbols=SYMBOLS, max_rounds=2, step_outcomes={"prepare": {"status": "done"}}, **fields
     )
-    model = ParticipantFactory(debate=debate, personality="bear", speak_order=1)
+    human = ParticipantFactory(
+        debate=debate,
+        kind="human",
+        ai_model=None,
+        personality="bull",
+        speak_order=0 if human_first else 1,
+    )
+    model = ParticipantFactory(debate=debate, personality="bear", speak_order=int(human_first))
+    seats = {"human": human, "model": model}
+    for round_number, who in said:
+        MessageFactory(debate=debate, participant=seats[who], round=round_number)
     return debate, human, model
+
+
+ROUND_1 = ((1, "human"), (1, "model"))
+ALL_TURNS = (*ROUND_1, (2, "human"), (2, "model"))
 
 
 def test_a_turn_is_stored_as_a_model_turn_would_be():
@@ -81,7 +96,9 @@ def test_a_different_turn_for_a_stored_round_is_refused():
     with pytest.raises(InvalidState) as refused:
         human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=changed)
     # then it is refused and the first turn stays
-    assert refused.value.message == "Your turn of round 1 is already recorded (ok)."
+    assert refused.value.message == (
+        "The debate is not waiting for your turn: it is running, round 1."
+    )
     assert Message.objects.get().reasoning == TURN["reasoning"]
 
 
@@ -109,8 +126,8 @@ def test_a_bad_turn_is_refused_naming_the_field_and_stores_nothing(answer, field
 
 
 def test_a_turn_is_refused_when_another_seat_speaks():
-    # given round 2, where the model seat speaks now
-    debate, _, model = _debate(current_round=2, phase="rebuttal")
+    # given round 2, where the model seat speaks first
+    debate, _, model = _debate(human_first=False, said=ROUND_1, current_round=2, phase="rebuttal")
     debate.current_speaker = model
     debate.save()
     # when
@@ -118,12 +135,12 @@ def test_a_turn_is_refused_when_another_seat_speaks():
         human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
     # then
     assert refused.value.fields == {"status": ["running"]}
-    assert Message.objects.count() == 0
+    assert Message.objects.count() == 2
 
 
 def test_a_turn_in_round_two_is_a_rebuttal_when_the_seat_speaks():
     # given round 2, the person's turn
-    debate, human, _ = _debate(current_round=2, phase="rebuttal")
+    debate, human, _ = _debate(said=ROUND_1, current_round=2, phase="rebuttal")
     debate.current_speaker = human
     debate.save()
     # when
@@ -155,7 +172,7 @@ def test_a_skipped_turn_is_recorded_once_whatever_the_callers():
     results = []
 
     def skip():
-        results.append(human_turn_skip(debate_id=debate.pk, round_number=1))
+        results.append(human_step_skip(debate_id=debate.pk))
 
     run_at_once(skip, 8)
     # then each caller returned, one of them with the skipped turn, stored once
@@ -165,7 +182,7 @@ def test_a_skipped_turn_is_recorded_once_whatever_the_callers():
     assert (message.participant_id, message.status, message.decisions) == (human.pk, "skipped", [])
     assert message.error == {
         "code": "skipped",
-        "message": "The person did not write this turn in time.",
+        "message": "The person did not write this turn.",
     }
     with pytest.raises(InvalidState):
         human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
@@ -177,8 +194,10 @@ def test_a_stored_or_no_longer_due_turn_is_not_skipped():
     human_turn_record(debate_id=debate.pk, owner=debate.owner, answer=TURN)
     cancelled, _, _ = _debate(status="cancelled")
     # then
-    assert human_turn_skip(debate_id=debate.pk, round_number=1) is None
-    assert human_turn_skip(debate_id=cancelled.pk, round_number=1) is None
+    assert human_step_skip(debate_id=debate.pk) is None
+    assert human_step_skip(debate_id=cancelled.pk) is None
+    with pytest.raises(InvalidState):
+        human_step_skip(debate_id=debate.pk, owner=debate.owner)
     assert list(Message.objects.values_list("status", flat=True)) == ["ok"]
 
 
@@ -192,7 +211,7 @@ VOTE = {
 
 def test_a_vote_stores_a_ballot_and_a_vote_per_coin():
     # given a voting debate
-    debate, human, _ = _debate(status="voting", phase="voting", current_round=2)
+    debate, human, _ = _debate(said=ALL_TURNS, status="voting", phase="voting", current_round=2)
     # when the person votes on one coin of two
     recorded = human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
     # then the other coin is an abstention
@@ -217,7 +236,7 @@ def test_a_vote_stores_a_ballot_and_a_vote_per_coin():
 def test_a_vote_is_refused_before_the_voting_and_when_bad():
     # given a debate still in its rounds, and a voting one
     running, _, _ = _debate()
-    voting, _, _ = _debate(status="voting", phase="voting", current_round=2)
+    voting, _, _ = _debate(said=ALL_TURNS, status="voting", phase="voting", current_round=2)
     bad = {"reasoning": "", "decisions": [{"symbol": "BTCUSDT", "action": "hodl", "confidence": 9}]}
     # then
     with pytest.raises(InvalidState):
@@ -231,13 +250,13 @@ def test_a_vote_is_refused_before_the_voting_and_when_bad():
 @pytest.mark.django_db(transaction=True)
 def test_a_skipped_vote_abstains_on_every_coin_once():
     # given a voting debate
-    debate, _, _ = _debate(status="voting", phase="voting", current_round=2)
+    debate, _, _ = _debate(said=ALL_TURNS, status="voting", phase="voting", current_round=2)
 
     # when several callers skip the vote at once
     results = []
 
     def skip():
-        results.append(human_vote_skip(debate_id=debate.pk))
+        results.append(human_step_skip(debate_id=debate.pk))
 
     run_at_once(skip, 6)
     # then each caller returned, one of them with the skipped ballot, stored once
@@ -246,8 +265,73 @@ def test_a_skipped_vote_abstains_on_every_coin_once():
     ballot = Ballot.objects.get()
     assert ballot.status == "skipped"
     assert sorted(Vote.objects.values_list("symbol", "abstained", "abstain_reason")) == [
-        ("BTCUSDT", True, "the person did not vote in time"),
-        ("ETHUSDT", True, "the person did not vote in time"),
+        ("BTCUSDT", True, "the person did not vote"),
+        ("ETHUSDT", True, "the person did not vote"),
     ]
     with pytest.raises(InvalidState):
         human_vote_record(debate_id=debate.pk, owner=debate.owner, answer=VOTE)
+
+
+# --- the time a person has ----------------------------------------------------------------
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_past_its_time_is_skipped_once_whatever_the_beat_processes():
+    # given a turn the person owed until a minute ago, and another not due yet
+    debate, human, _ = _debate(human_due_at=NOW - timedelta(minutes=1))
+    later, _, _ = _debate(human_due_at=NOW + timedelta(minutes=1))
+    results = []
+
+    # when six beat processes look at once
+    def expire():
+        results.append(human_steps_expire(now=NOW))
+
+    run_at_once(expire, 6)
+    # then one of them skipped the turn, once, and the other debate still waits
+    assert sorted(results, key=len) == [[]] * 5 + [[debate.pk]]
+    assert list(Message.objects.values_list("participant", "status")) == [(human.pk, "skipped")]
+    debate.refresh_from_db()
+    later.refresh_from_db()
+    assert (debate.human_due_at, later.human_due_at) == (None, NOW + timedelta(minutes=1))
+
+
+def test_a_vote_past_its_time_is_skipped_as_an_abstention_on_every_coin():
+    # given a voting debate whose person's time ran out
+    debate, human, _ = _debate(
+        said=ALL_TURNS, status="voting", phase="voting", current_round=2, human_due_at=NOW
+    )
+    # when
+    skipped = human_steps_expire(now=NOW)
+    # then
+    assert skipped == [debate.pk]
+    assert Ballot.objects.get().status == "skipped"
+    assert set(Vote.objects.values_list("participant", "abstained")) == {(human.pk, True)}
+
+
+def test_a_debate_that_stopped_is_not_skipped_into():
+    # given a cancelled debate that had a deadline
+    _debate(status="cancelled", human_due_at=NOW - timedelta(hours=1))
+    # then
+    assert human_steps_expire(now=NOW) == []
+    assert Message.objects.count() == 0
+
+
+def test_the_admin_shows_that_a_debate_waits_for_the_person(client, staff_user):
+    # given a debate waiting for the person's turn of round 2, and one waiting for none
+    waiting, human, _ = _debate(said=ROUND_1, current_round=2, phase="rebuttal", human_due_at=NOW)
+    waiting.current_speaker = human
+    waiting.name = "Waiting debate"
+    waiting.save()
+    DebateFactory(name="Busy debate", status="running", current_round=1)
+    client.force_login(staff_user)
+    # when the list is filtered to the debates that wait for a person, and the page opened
+    listing = client.get("/admin/debates/debate/?waits_for_person=yes").content.decode()
+    page = client.get(f"/admin/debates/debate/{waiting.pk}/change/").content.decode()
+    # then
+    assert "Waiting debate" in listing
+    assert "Busy debate" not in listing
+    expected = "the person&#x27;s turn, round 2, until 2026-01-05 12:00 UTC"
+    assert expected in listing
+    assert expected in page

@@ -9,10 +9,10 @@ import pytest
 
 from debates.models import Ballot, Decision, Message, Vote
 from debates.services import debate_cancel, debate_retry, debate_start
-from tests.debates.conftest import wait_for, wait_until_finished
+from tests.debates.conftest import failed_in_round_two, wait_for, wait_until_finished
 from tests.debates.events_helpers import last_status, published, published_types
 from tests.fakes.llm_server import Reply
-from tests.threads import run_at_once
+from tests.threads import outcomes_at_once
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,20 +126,11 @@ def test_later_rounds_see_every_earlier_message(celery_worker, llm, make_debate)
 def test_twenty_concurrent_starts_launch_one_run(celery_worker, llm, make_debate):
     # given a pending debate
     debate = make_debate()
-    outcomes: list[str] = []
-
-    def start() -> None:
-        try:
-            debate_start(debate_id=debate.pk)
-            outcomes.append("started")
-        except Exception as exc:  # the refusals are what is counted
-            outcomes.append(getattr(exc, "code", repr(exc)))
-
     # when 20 threads start it at once
-    run_at_once(start, 20)
+    outcomes = outcomes_at_once(lambda: debate_start(debate_id=debate.pk), 20)
     wait_until_finished(debate.pk)
     # then one start went through, 19 were refused, and the model was asked 12 times
-    assert sorted(outcomes) == ["invalid_state"] * 19 + ["started"]
+    assert outcomes == ["done"] + ["invalid_state"] * 19
     assert len(llm.requests) == 12
     assert Message.objects.filter(debate=debate).count() == 9
 
@@ -209,6 +200,7 @@ def test_every_participant_failing_fails_the_debate_with_a_reason(celery_worker,
         "user_action_required": False,
         "can_advance": False,
         "available_actions": ["retry_step", "retry", "delete"],
+        "human_due_at": None,
         "error": finished.error,
     }
     # the plan: prepared, every opening failed, the rest still to run after a retry
@@ -234,12 +226,7 @@ def test_a_voter_answering_garbage_abstains_and_the_others_decide(celery_worker,
 
 def test_retry_resumes_from_the_failed_round_reusing_stored_turns(celery_worker, llm, make_debate):
     # given a debate whose round 2 fails entirely (every model refuses round 2 once)
-    for label in ("P1", "P2", "P3"):
-        llm.add_rule(Reply.error(400, "refused", match=f"round 2/2. You are {label},", times=1))
-    debate = make_debate(rounds=2)
-    debate_start(debate_id=debate.pk)
-    failed = wait_until_finished(debate.pk)
-    assert (failed.status, failed.error["step"]) == ("failed", "round 2")
+    debate = failed_in_round_two(llm, make_debate)
     round1 = set(Message.objects.filter(debate=debate, round=1).values_list("pk", flat=True))
     asked = len(llm.requests)
     # when it is retried

@@ -14,8 +14,10 @@ from decimal import Decimal
 
 import pytest
 
+from debates.engine.plan import EXECUTION
 from debates.models import Debate, Schedule
 from debates.services.schedules import schedule_create, schedule_fire
+from debates.state import step_outcome
 from strategies.market.sources import source_for
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.factories import AIModelFactory
@@ -30,10 +32,17 @@ REPLAY_FROM = datetime(2024, 8, 4, 12, tzinfo=UTC)
 FIRINGS = 24
 UNFINISHED = ("pending", "submitted")
 PROTECTIVE = ("stop_market", "take_profit_market")
+EXECUTION_STEP = (EXECUTION, None, None)
 
 
 def wait_until_executed(debate_id: int) -> None:
-    """Wait until the automatic execution of a debate, if any, is filled or failed."""
+    """Wait until the execution step of a debate is recorded (it runs after the debate
+    completes, moving the paper clock first) and its execution, if any, is filled or
+    failed."""
+    wait_for(
+        lambda: step_outcome(Debate.objects.get(pk=debate_id), EXECUTION_STEP) is not None,
+        timeout=30,
+    )
     wait_for(
         lambda: (
             not Execution.objects.filter(

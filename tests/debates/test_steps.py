@@ -87,8 +87,9 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     # earlier turns; the call's limits (the seat's temperature, the output cap, the
     # budgets), and, as the process's first call, the price table. Then one transaction
     # under the debate's row lock: its stored turns, the message, the state's
-    # compare-and-set, the state with its plan (the debate and four prefetches), the events.
-    assert len(opening) == 3 + 1 + 1 + 12, "\n".join(opening)
+    # compare-and-set, the events (the state and its plan are announced from what the
+    # step holds).
+    assert len(opening) == 3 + 1 + 1 + 7, "\n".join(opening)
     assert opening[5:6] + opening[-1:] == ["BEGIN", "COMMIT"]
     assert opening[6].endswith("FOR NO KEY UPDATE")
     for seat in seats[1:]:
@@ -97,7 +98,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    assert len(rebuttal) == 3 + 1 + 12, "\n".join(rebuttal)
+    assert len(rebuttal) == 3 + 1 + 7, "\n".join(rebuttal)
     assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -106,7 +107,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 1 + 12, "\n".join(closing)
+    assert len(closing) == 3 + 1 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
@@ -346,8 +347,10 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     # The context: the debate with the cancel check, whether this ballot is stored, the
     # seats, the turns; the call's limits. Then, under the debate's row lock: the ballot,
-    # its votes, the events.
-    assert len(ballot) == 4 + 1 + 6, "\n".join(ballot)
+    # its votes, the ballots and the turns stored (the plan of the state announced), the
+    # events. A person's ballot is stored by the same code, which is why the turns are
+    # read again.
+    assert len(ballot) == 4 + 1 + 8, "\n".join(ballot)
     assert ballot[5] == "BEGIN"
     assert ballot[6].endswith("FOR NO KEY UPDATE")
 

@@ -61,6 +61,26 @@ def test_a_finished_debate_is_never_resumed(make_debate, sent) -> None:
     assert debates_resume_stale() == []
 
 
+def test_a_completed_debate_whose_execution_step_never_ran_is_resumed_with_it_alone(
+    make_debate, sent
+) -> None:
+    # given two completed debates that execute automatically, quiet for an hour: the
+    # worker of one died between its consensus and its execution step; the other's
+    # execution step recorded its outcome
+    lost, executed = make_debate(), make_debate()
+    Debate.objects.filter(pk__in=[lost.pk, executed.pk]).update(
+        status="completed", auto_execute=True
+    )
+    Debate.objects.filter(pk=executed.pk).update(step_outcomes={"execution": {"status": "done"}})
+    for debate in (lost, executed):
+        _quiet_for(debate, 3600)
+    # when the watchdog looks, only the first is resumed, with its execution step alone
+    assert debates_resume_stale() == [lost.pk]
+    (canvas,) = sent
+    assert [task.task for task in canvas.tasks] == ["traders.debate_execute"]
+    assert canvas.tasks[0].args == (lost.pk,)
+
+
 def test_beat_looks_every_third_of_the_setting() -> None:
     schedule = "settings.CELERY_BEAT_SCHEDULE['debates-resume-stale']['schedule']"
     assert setting_in_process(schedule, DEBATE_STALE_AFTER_S="12") == "4"

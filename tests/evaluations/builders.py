@@ -98,11 +98,14 @@ def completed_debate(
         for symbol, (action, confidence) in votes.get(order, {}).items():
             VoteFactory(ballot=ballot, symbol=symbol, action=action, confidence=confidence)
     for symbol, action in decisions.items():
+        cast = [coins[symbol][0] for coins in votes.values() if symbol in coins]
         Decision.objects.create(
             debate=debate,
             symbol=symbol,
             action=action,
             confidence=70,
             is_primary=symbol == symbols[0],
+            voters=len(cast),
+            supporters=cast.count(action),
         )
     return debate

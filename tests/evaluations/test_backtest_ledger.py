@@ -62,6 +62,11 @@ def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
     assert [p["accuracy"] for p in ledger["participants"].values()] == [
         ledger["final_accuracy"]
     ] * 2
+    # and both weightings are reported side by side over the same ballots: by confidence
+    # the ballots decide as the debates did
+    rules = {rule["key"]: rule for rule in backtest.report["rules"]}
+    assert rules["weighting:confidence"]["equity"] == rules["debate"]["equity"]
+    assert "weighting:calibrated" in rules
     # and each voter's calibration: its hit rate beside the base rate of the same samples
     voters = backtest.report["calibration"]
     assert [(v["personality"], v["samples"], v["right"]) for v in voters] == sorted(

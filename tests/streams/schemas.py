@@ -24,6 +24,7 @@ STATE_FIELDS = (
     "user_action_required",
     "can_advance",
     "available_actions",
+    "human_due_at",
 )
 
 
@@ -86,6 +87,13 @@ def event_schema(event_type: str) -> dict[str, Any]:
             {"decisions": {"type": "array", "items": component("Decision"), "minItems": 1}}
         ),
         "execution": component("Execution"),
+        "judge_call": _object(
+            {
+                "call": component("JudgeCall"),
+                "summary": {"anyOf": [component("RoundSummary"), {"type": "null"}]},
+            }
+        ),
+        "judge_scores": _object({"scores": {"type": "array", "items": component("JudgeScore")}}),
         "error": _object(
             {
                 "step": {"type": "string", "minLength": 1},

@@ -17,8 +17,11 @@ from debates.selectors import debate_representation
 from debates.services import debate_cancel
 from tests.debates.events_helpers import published
 from tests.debates.factories import (
+    AIModelFactory,
     DebateFactory,
     DecisionFactory,
+    JudgeCallFactory,
+    JudgeScoreFactory,
     MessageFactory,
     ParticipantFactory,
     VoteFactory,
@@ -76,6 +79,25 @@ def publish_error(debate) -> None:
     )
 
 
+def publish_judge_call(debate) -> Callable[[dict], Any]:
+    debate.judge_model = AIModelFactory(owner=debate.owner)
+    debate.save(update_fields=["judge_model"])
+    events.judge_call_stored(JudgeCallFactory(debate=debate))
+    return lambda detail: {
+        "call": detail["judge"]["calls"][0],
+        "summary": detail["judge"]["summaries"][0],
+    }
+
+
+def publish_judge_scores(debate) -> Callable[[dict], Any]:
+    debate.judge_model = AIModelFactory(owner=debate.owner)
+    debate.save(update_fields=["judge_model"])
+    events.judge_scores_stored(
+        debate.pk, [JudgeScoreFactory(participant=ParticipantFactory(debate=debate))]
+    )
+    return lambda detail: {"scores": detail["judge"]["scores"]}
+
+
 PUBLISHERS = {
     "status": publish_status,
     "round_start": publish_round_start,
@@ -85,6 +107,8 @@ PUBLISHERS = {
     "consensus": publish_consensus,
     "execution": publish_execution,
     "error": publish_error,
+    "judge_call": publish_judge_call,
+    "judge_scores": publish_judge_scores,
 }
 
 

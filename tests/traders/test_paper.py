@@ -278,8 +278,12 @@ def test_an_account_holding_positions_ahead_of_the_debate_refuses_to_trade_earli
     # given a long opened on 2024-08-05 at noon, the clock there
     opened = execute(user, paper_trader, make_decision(as_of="2024-08-05T12:00Z", symbol="ETHUSDT"))
     assert opened.status == "filled"
-    # when a debate from 2024-08-04 20:00 is executed on it
-    execution = execute(user, paper_trader, make_decision(as_of=ENTRY_AS_OF))
+    # when a debate from 2024-08-04 20:00, of a strategy letting decisions age 16 hours
+    # (the staleness guard would refuse it first), is executed on it
+    decision = make_decision(as_of=ENTRY_AS_OF)
+    decision.debate.strategy.max_decision_age_minutes = 16 * 60
+    decision.debate.strategy.save()
+    execution = execute(user, paper_trader, decision)
     # then the execution fails with the reason, sends nothing, and the clock stays
     assert execution.status == "failed"
     assert execution.error == (

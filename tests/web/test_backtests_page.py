@@ -83,13 +83,15 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     chart = page.locator("#equity-chart")
     expect(chart).to_be_visible()
     page.wait_for_function("document.querySelector('#equity-chart').naturalWidth > 0")
-    expect(page.locator("#metrics tbody tr")).to_have_count(7)
+    expect(page.locator("#metrics tbody tr")).to_have_count(9)
     expect(page.locator("#metrics tbody tr td:first-child")).to_have_text(
         [
             "Debate consensus",
             "Buy and hold BTCUSDT",
             "Flat (always wait)",
             "Round-1 majority (no debate)",
+            "Votes weighed by confidence",
+            "Votes weighed by calibrated confidence",
             "P1 bull alone",
             "P2 bear alone",
             "P3 analyst alone",
@@ -108,7 +110,17 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     expect(page.locator("#backtest-actions [data-action=delete]")).to_be_visible()
     # and the chart, drawn by the server, holds a line per rule
     svg = page.request.get(f"{server.url}/backtests/{backtest.pk}/equity.svg").text()
-    assert svg.count("<polyline") == 7
+    assert svg.count("<polyline") == 9
+    # and the outcome reviews: the ledger (every decision a flip from the round-1 short),
+    # each voter's calibration and its reliability chart, drawn by the server
+    ledger = report["ledger"]
+    expect(page.locator("#ledger tbody td").first).to_have_text(str(ledger["decisions"]))
+    assert ledger["flips"] == ledger["decisions"] > 0
+    expect(page.locator("#calibration tbody tr")).to_have_count(len(report["calibration"]))
+    page.wait_for_function("document.querySelector('#reliability-chart').naturalWidth > 0")
+    reliability = page.request.get(f"{server.url}/backtests/{backtest.pk}/reliability.svg")
+    assert reliability.headers["content-type"] == "image/svg+xml"
+    assert reliability.text().count("<circle") >= len(report["calibration"])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1360, "height": 1000})
     page.evaluate("window.scrollTo(0, 0)")

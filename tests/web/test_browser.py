@@ -10,10 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from debates.models import Debate, Message, Vote
+from debates.models import Debate, JudgeScore, Message, Vote
 from debates.services import DebateInput, debate_create
 from tests.debates.conftest import wait_for
 from tests.debates.factories import AIModelFactory, DebateFactory
+from tests.debates.test_judge import scores_answer, summary_answer
+from tests.fakes.llm_server import Reply
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
 from tests.web.conftest import ARTIFACTS, PASSWORD
@@ -137,6 +139,8 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     expect(page.locator("[data-message-id]")).to_have_count(6)
     expect(page.locator("[data-vote-id]")).to_have_count(9)
     expect(page.locator("#decisions .decision")).to_have_count(3)
+    # with the coins the snapshot step chose in the header, without a reload
+    expect(page.locator("#debate-coins .coin")).to_have_text(COINS)
     assert page.evaluate("window.arenaMark") == "not reloaded"
     assert page.evaluate("window.statusesSeen") == ["pending", "running", "voting", "completed"]
     assert page.evaluate("window.firstSeen") == [
@@ -323,6 +327,8 @@ def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
     expect(page.locator("[data-message-id]")).to_have_count(9)
     expect(page.locator("[data-vote-id]")).to_have_count(9)
     expect(page.locator("#decisions .decision")).to_have_count(3)
+    # with the coins the snapshot step chose in the header, without a reload
+    expect(page.locator("#debate-coins .coin")).to_have_text(COINS)
     assert page.evaluate("window.arenaMark") == "not reloaded"
     messages = dom_ids(page, "data-message-id")
     votes = dom_ids(page, "data-vote-id")
@@ -354,3 +360,66 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     # and logging out leads to the login page
     page.click(".logout button")
     expect(page.locator("#id_username")).to_be_visible()
+
+
+def test_the_page_shows_the_judges_summaries_and_scores_live(
+    open_page, server, worker, user, arena, llm
+):
+    """The judge's summaries show under their rounds as they are written, and its scores
+    after the votes."""
+    from playwright.sync_api import expect
+
+    # given a three-round debate with a judge, on an open page
+    for round_number in (1, 2):
+        llm.add_rule(
+            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
+        )
+    scores = {"P1": (8, 7, 9), "P2": (5, 6, 4), "P3": (3, 2, 4)}
+    llm.add_rule(Reply.answer(scores_answer(scores), match="Score every participant"))
+    judge = AIModelFactory(
+        owner=user,
+        name="Fake judge",
+        provider="openai_compatible",
+        model_name="fake-judge",
+        base_url=f"{llm.url}/v1",
+        timeout_seconds=10,
+    )
+    seats = [
+        {"ai_model": model.pk, "personality": personality}
+        for model, personality in zip(arena["models"], SEATS, strict=True)
+    ]
+    debate = debate_create(
+        owner=user,
+        data=DebateInput(
+            name="Judged debate",
+            strategy=arena["strategy"].pk,
+            symbol="BTCUSDT",
+            max_rounds=3,
+            participants=seats,
+            judge={"ai_model": judge.pk},
+        ),
+    )
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    expect(page.locator("#judge")).to_be_visible()
+    expect(page.locator("#judge-meta")).to_have_text("Fake judge · one scoring call · never votes")
+    # when it is started
+    page.click('#debate-actions [data-action="start"]')
+    # then the summary of round 1 shows under round 1 while the debate goes on
+    summary = page.locator('[data-round="1"] [data-summary-round="1"]')
+    expect(summary).to_contain_text("SUMMARY-MARKER-1: P1 is long", timeout=60_000)
+    expect(summary).to_contain_text("Tally of the round: BTCUSDT open_long 3")
+    # and once the debate is over, both summaries and every score are on the page
+    expect(page.locator("#debate-status")).to_have_text("completed", timeout=90_000)
+    expect(page.locator("[data-summary-round]")).to_have_count(2)
+    cards = page.locator("#judge-scores .judge-score")
+    expect(cards).to_have_count(3)
+    expect(page.locator("#judge-scores .judge-total")).to_have_text(["8.0/10", "5.0/10", "3.0/10"])
+    expect(cards.first).to_contain_text("P1 cites figures.")
+    stored = JudgeScore.objects.filter(debate=debate).order_by("participant__speak_order")
+    assert [str(score.participant_id) for score in stored] == page.eval_on_selector_all(
+        "[data-score-participant]", "els => els.map(el => el.dataset.scoreParticipant)"
+    )
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=ARTIFACTS / "arena-judge.png", full_page=True)

@@ -37,7 +37,10 @@ def test_the_page_is_a_shell_loading_its_own_script_and_style(user):
     assert response.status_code == 200
     page = response.content.decode()
     assert config_of(page) == {"debateId": None}
-    assert re.findall(r'<script src="([^"]+)"', page) == ["/static/web/arena.js"]
+    assert re.findall(r'<script src="([^"]+)"', page) == [
+        "/static/web/common.js",
+        "/static/web/arena.js",
+    ]
     assert re.findall(r'<link rel="stylesheet" href="([^"]+)"', page) == ["/static/web/arena.css"]
     assert "csrftoken" in response.cookies
     assert 'name="csrfmiddlewaretoken"' in page
@@ -56,6 +59,7 @@ def test_a_debate_url_opens_the_page_on_that_debate(user):
     ("path", "content_type"),
     [
         ("web/arena.js", "text/javascript"),
+        ("web/common.js", "text/javascript"),
         ("web/arena.css", "text/css"),
         ("admin/css/base.css", "text/css"),
     ],

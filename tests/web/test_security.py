@@ -84,3 +84,26 @@ def test_the_access_log_carries_no_stream_token(transactional_db, tmp_path):
     text = log.read_text()
     assert "GET /api/debates/1/stream?token=[redacted] HTTP/1.1" in text
     assert "s3cret-stream-token" not in text
+
+
+def test_swagger_ui_loads_with_the_network_cut_off(server, browser):
+    # given a browser whose every request off the server is cut off (and recorded)
+    context = browser.new_context()
+    off_server: list[str] = []
+
+    def cut(route) -> None:
+        off_server.append(route.request.url)
+        route.abort("internetdisconnected")
+
+    context.route(lambda url: not url.startswith(server.url), cut)
+    page = context.new_page()
+    # when the API's docs are opened
+    page.goto(server.url + "/api/docs/")
+    page.wait_for_selector(".swagger-ui .opblock-tag", timeout=15_000)
+    page.wait_for_load_state("networkidle")
+    # then Swagger UI draws the schema's operations from the project's own static files,
+    # and asked for nothing elsewhere
+    assert page.inner_text(".swagger-ui .info .title").startswith("Debate Arena API")
+    assert page.locator(".swagger-ui .opblock").count() > 20
+    assert off_server == []
+    context.close()

@@ -1,9 +1,10 @@
 """Executing a consensus decision on a trader (SPEC 10): request, submit, give up.
 
-``execution_request`` checks ownership and state and records one pending execution per
-decision (the one-to-one column is the unique constraint; the decision's row lock makes
-concurrent requests queue, so every one of them returns the same execution), then
-enqueues ``traders.execution_submit`` once the transaction commits.
+``execution_request`` checks ownership and state, refuses a stale decision
+(``traders.services.staleness``), and records one pending execution per decision (the
+one-to-one column is the unique constraint; the decision's row lock makes concurrent
+requests queue, so every one of them returns the same execution), then enqueues
+``traders.execution_submit`` once the transaction commits.
 
 ``execution_submit`` runs the execution, idempotently: under a lease (one worker at a
 time), it plans the order with the strategy's risk limits (``traders.risk``), moves the
@@ -83,6 +84,7 @@ from traders.risk import (
     protective_prices,
 )
 from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
+from traders.services.staleness import staleness_check
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +163,7 @@ def execution_request(
             )
         if trader.status != TraderStatus.RUNNING:
             raise TraderStopped(f"Trader {trader.name} is stopped.")
+        check = staleness_check(decision=decision, debate=debate, trader=trader)
         try:
             with transaction.atomic():
                 execution = Execution.objects.create(
@@ -171,6 +174,7 @@ def execution_request(
                     symbol=decision.symbol,
                     action=decision.action,
                     leverage=decision.leverage,
+                    staleness=check.to_dict(),
                 )
         except IntegrityError:
             # The unique decision column caught a concurrent request the lock missed.

@@ -20,9 +20,9 @@ from arena.exceptions import ApplicationError
 from backtests.models import Backtest, CoinScope
 from backtests.selectors import backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
-from debates.management.commands.run_debate import Command as RunDebate
 from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
+from traders.management.commands.run_debate import Command as RunDebate
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
 SHORT_LABELS = {
@@ -30,6 +30,8 @@ SHORT_LABELS = {
     "buy_and_hold": "buy & hold",
     "flat": "flat",
     "round1_majority": "round-1 majority",
+    "weighting:confidence": "votes by confidence",
+    "weighting:calibrated": "votes calibrated",
 }
 DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
 UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
@@ -219,3 +221,51 @@ class Command(BaseCommand):
             f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
             f"{usage['seconds']:.1f} s. Candles: {stretches}."
         )
+        self._print_ledger(console, report)
+
+    def _print_ledger(self, console: Console, report: dict) -> None:
+        """Print the debate-effect ledger, each voter's accuracy and calibration, the
+        monitors' warnings and the leakage flag."""
+        ledger = report.get("ledger")
+        if not ledger:
+            return
+
+        def share(value: float | None) -> str:
+            return "-" if value is None else f"{value:.0%}"
+
+        tokens = ledger["tokens_per_useful_flip"]
+        console.print(
+            f"Did the debate help? {ledger['decisions']} decisions reviewed, "
+            f"{ledger['flips']} flipped from the round-1 majority "
+            f"({share(ledger['flip_rate'])}), {share(ledger['flip_accuracy'])} of the flips "
+            f"right ({ledger['useful_flips']} useful, {ledger['harmful_flips']} harmful); "
+            f"accuracy {share(ledger['final_accuracy'])} after the debate against "
+            f"{share(ledger['round1_accuracy'])} for the round-1 majority; "
+            f"{'-' if tokens is None else f'{tokens:,.0f}'} tokens of rounds 2..N per "
+            "useful flip."
+        )
+        voters = Table(title="Voters")
+        for column in ("voter", "votes", "alone", "judged", "hit", "base", "Brier"):
+            voters.add_column(column, justify="left" if column == "voter" else "right")
+        calibration = {v["voter"]: v for v in report.get("calibration", [])}
+        for key, seat in ledger["participants"].items():
+            found = calibration.get(key, {})
+            brier = found.get("brier")
+            voters.add_row(
+                escape(f"{seat['ai_model_name']} as {seat['personality']}"),
+                str(seat["votes"]),
+                share(seat["accuracy"]),
+                str(found.get("samples", 0)),
+                share(found.get("hit_rate")),
+                share(found.get("base_rate")),
+                "-" if brier is None else f"{brier:.3f}",
+            )
+        console.print(voters)
+        for warning in report.get("monitors", {}).get("warnings", []):
+            console.print(f"[yellow]warning:[/] {escape(warning)}")
+        leakage = report.get("leakage") or {}
+        if leakage.get("contaminated"):
+            names = ", ".join(f"{m['name']} ({m['training_cutoff']})" for m in leakage["models"])
+            console.print(
+                f"[red]contaminated:[/] the window starts before the training cutoff of {names}"
+            )

@@ -49,6 +49,11 @@
     }
   }
 
+  function showExecution(execution) {
+    const error = problem(execution.error);
+    line(`execution ${execution.symbol} ${execution.action}: ${execution.status}${error ? " " + error : ""}`);
+  }
+
   const source = new EventSource(panel.dataset.streamUrl);
   // The stream's `error` event shares its name with the EventSource's own connection
   // errors, which carry no data: only events with data are the stream's.
@@ -71,6 +76,9 @@
     debate.messages.forEach(showMessage);
     debate.votes.forEach(showVote);
     if (debate.decisions.length) showConsensus({ decisions: debate.decisions });
+    for (const decision of debate.decisions) {
+      if (decision.execution) showExecution(decision.execution);
+    }
   });
   on("status", (state) => {
     showState(state);
@@ -82,10 +90,7 @@
   on("message", showMessage);
   on("vote", showVote);
   on("consensus", showConsensus);
-  on("execution", (execution) => {
-    const error = problem(execution.error);
-    line(`execution ${execution.symbol} ${execution.action}: ${execution.status}${error ? " " + error : ""}`);
-  });
+  on("execution", showExecution);
   on("error", (data) => {
     const seat = data.participant ? ` ${who(data.participant)}` : "";
     line(`error in ${data.step}${seat}: ${data.code} ${data.message}`, "failed");

@@ -423,3 +423,39 @@ def test_summary_and_scores_serialise_to_json():
     # then
     assert '"text": "Points made: P1 cites RSI 61' in dumped
     assert '"score": 0.2' in dumped
+
+
+# -- the judge's steps in a debate's plan ---------------------------------------------
+
+
+def plan_kinds(judge: bool, rounds: int = 3) -> list[tuple[str, int | None]]:
+    from debates.engine.plan import PlanSettings, Progress, Seat, build_plan
+
+    settings = PlanSettings(max_rounds=rounds, seats=(Seat(1), Seat(2)), options={"judge": judge})
+    plan = build_plan(settings, Progress(debate_status="running", records={}))
+    return [(step.kind, step.round) for step in plan.steps]
+
+
+def test_a_judge_adds_a_summary_after_each_round_but_the_last_and_scores_before_consensus():
+    # given / when
+    kinds = plan_kinds(judge=True)
+    # then
+    assert kinds == [
+        ("prepare", None),
+        ("opening", 1),
+        ("opening", 1),
+        ("judge_round", 1),
+        ("rebuttal", 2),
+        ("rebuttal", 2),
+        ("judge_round", 2),
+        ("rebuttal", 3),
+        ("rebuttal", 3),
+        ("voting", None),
+        ("voting", None),
+        ("judge_final", None),
+        ("consensus", None),
+    ]
+
+
+def test_without_a_judge_the_plan_has_no_judge_step():
+    assert not [kind for kind, _ in plan_kinds(judge=False) if kind.startswith("judge")]

@@ -373,11 +373,11 @@ def test_a_summarised_round_carries_the_summary_and_latest_positions_not_the_his
     assert prompt.system.endswith("## Market summary\nBTCUSDT price 97,000; RSI14 4h 61")
     assert (
         "## Latest positions of the participants\n[round 2] P1 bull:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50\n"
+        "  BTCUSDT open_long confidence 70 leverage 5x\n"
         "[round 2] P2 bear:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x: EMA20 above EMA50"
+        "  BTCUSDT open_long confidence 70 leverage 5x\n\n"
     ) in prompt.user
-    for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "debate so far"):
+    for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "so far", "EMA20"):
         assert absent not in prompt.system + prompt.user
 
 

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from debates.engine.judge import SummaryContext, parse_scores, parse_summary
 from debates.engine.parsing import parse_output
 from debates.engine.types import ParseStatus
 from debates.providers import (
@@ -154,7 +155,10 @@ def test_response_is_labelled_simulated_with_plausible_usage() -> None:
     assert response.prompt_tokens == len(request.system) // 4 + len(request.user) // 4
     assert response.completion_tokens == len(response.text) // 4
     assert response.latency_ms >= 0
-    assert response.text.startswith("<reasoning>\nSimulated Analyst model, turn in round 1/3")
+    # the analyst's own argument first, the market reading every participant shares after it
+    reasoning = response.text.split("</reasoning>")[0]
+    assert reasoning.startswith("<reasoning>\nBTCUSDT: ")
+    assert "\n\nSimulated Analyst model, turn in round 1/3" in reasoning
 
 
 def test_reasoning_cites_the_snapshot_numbers() -> None:
@@ -316,3 +320,37 @@ def test_in_the_json_schema_mode_it_answers_the_same_decisions_as_one_object() -
     assert answer.status == ParseStatus.OK
     assert answer.decisions == tagged.decisions
     assert answer.reasoning == tagged.reasoning
+
+
+def _judge(kind: str, temperature: float = 0.7, **overrides) -> str:
+    request = _request(kind=kind, **overrides)
+    config = dataclasses.replace(SIMULATED, temperature=temperature)
+    return complete(config, request).text
+
+
+def test_the_simulated_judge_summarises_the_positions_it_is_given() -> None:
+    # given / when
+    text = _judge(
+        "judge_summary",
+        prior_actions={"BTCUSDT": ("open_long", "open_short"), "ETHUSDT": ("wait", "wait")},
+    )
+    # then its three blocks parse, naming the split and the agreement
+    summary = parse_summary(text, _summary_context())
+    assert summary.status == "ok"
+    assert "BTCUSDT: open_long x1, open_short x1" in summary.points
+    assert summary.agreements == "everyone says wait on ETHUSDT."
+    assert summary.disagreements == "long against short on BTCUSDT."
+
+
+def test_the_simulated_judge_scores_every_label_and_varies_with_temperature() -> None:
+    # given / when
+    answers = [_judge("judge_scores", t, labels=("P1", "P2")) for t in (0.2, 0.7, 1.2, 0.2)]
+    sheets = [parse_scores(answer, ("P1", "P2")) for answer in answers]
+    # then every item of every label is scored, the same at the same temperature only
+    assert all(sheet.problems == () for sheet in sheets)
+    assert answers[0] == answers[3]
+    assert len(set(answers[:3])) == 3
+
+
+def _summary_context() -> SummaryContext:
+    return SummaryContext(round=1, max_rounds=3, symbols=SYMBOLS, messages=())

@@ -12,12 +12,11 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
-  const csrfToken = document.querySelector("[name=csrfmiddlewaretoken]").value;
-  const $ = (selector, root) => (root || document).querySelector(selector);
-  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
-    "consensus", "execution", "error"];
+    "consensus", "execution", "error", "judge_call", "judge_scores"];
+  const RUBRIC = { market_data: "Market data", answers: "Answers", consistency: "Consistency" };
   const EXECUTABLE = ["open_long", "open_short", "close_long", "close_short"];
   const ACTION_LABELS = {
     open_long: "LONG", open_short: "SHORT", close_long: "CLOSE LONG",
@@ -28,6 +27,7 @@
     idle: "", connecting: "connecting…", live: "● live", reconnecting: "reconnecting…",
   };
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
+  const HUMAN_SEAT = "human";  // the seat select's value for the owner's own seat
   const MAX_SEATS = 6;
 
   const state = {
@@ -41,28 +41,14 @@
     models: [],
     lastNumber: -1,       // number of the last stream event applied
     lastEventId: "",
+    owed: "",             // the answer the person's form is built for: "turn:2", "vote"
+    sent: "",             // the answer just sent, hidden until the state moves on
   };
   let stream = null;      // {source, debateId, failures, retryTimer}
   let opening = 0;        // the latest openDebate call; earlier answers are ignored
 
   // --- Small helpers ----------------------------------------------------------------------
 
-  /** Build an element: h("p", {class: "x", text: "hi"}, child, [children], null). */
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "text") el.textContent = value;
-      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) el.append(child);
-    }
-    return el;
-  }
-
-  const missing = (value) => value === null || value === undefined;
   const pct = (fraction) => (missing(fraction) ? "–"
     : `${Number((Number(fraction) * 100).toFixed(1))}%`);
   const conf = (value) => (missing(value) ? "–" : `${Math.round(value)}%`);
@@ -82,8 +68,31 @@
 
   function participantName(participant) {
     const personality = state.personalities[participant.personality];
-    return `${personality ? personality.name : participant.personality} · `
-      + participant.ai_model_name;
+    const who = participant.kind === HUMAN_SEAT ? "you" : participant.ai_model_name;
+    return `${personality ? personality.name : participant.personality} · ${who}`;
+  }
+
+  /** The label every simulated model carries wherever it appears. */
+  function simulatedBadge(participant) {
+    return participant.simulated
+      ? h("span", { class: "badge badge-simulated", title: "the built-in offline model",
+        text: "simulated" })
+      : null;
+  }
+
+  /** Return a price rounded to its coin's precision (from the debate's snapshot). */
+  function price(symbol, value) {
+    if (missing(value)) return "–";
+    const snapshot = state.debate && state.debate.market_snapshot;
+    const coin = snapshot && (snapshot.coins || []).find((c) => c.symbol === symbol);
+    return coin && Number.isInteger(coin.price_decimals)
+      ? Number(value).toFixed(coin.price_decimals) : num(value);
+  }
+
+  /** Return the market instant a debate reads: its snapshot's, or the one it asked for. */
+  function marketInstant(debate) {
+    const instant = (debate.market_snapshot && debate.market_snapshot.as_of) || debate.as_of;
+    return instant ? `market at ${instant.replace("T", " ").slice(0, 16)} UTC` : "market at start";
   }
 
   function avatar(participant, extraClass) {
@@ -99,43 +108,6 @@
     const chosen = select.value;
     select.replaceChildren(...options.map(([value, text]) => h("option", { value, text })));
     if (options.some(([value]) => String(value) === chosen)) select.value = chosen;
-  }
-
-  // --- The REST API -----------------------------------------------------------------------
-
-  class ApiError extends Error {
-    constructor(status, body) {
-      super((body && body.message) || `The server answered ${status}.`);
-      this.status = status;
-      this.fields = (body && body.fields) || {};
-    }
-  }
-
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(`/api/${path}`, {
-      method, headers, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (response.status === 401) {
-      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
-    }
-    const data = response.status === 204 ? null : await response.json().catch(() => null);
-    if (!response.ok) throw new ApiError(response.status, data);
-    return data;
-  }
-
-  /** Return every item of a paginated list. */
-  async function apiList(path) {
-    const items = [];
-    for (let next = path; next;) {
-      const page = await api("GET", next);
-      items.push(...page.results);
-      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
-    }
-    return items;
   }
 
   async function loadTraders() {
@@ -240,7 +212,9 @@
     for (const message of state.messages.values()) renderMessage(message);
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
+    renderHumanTurn();
     updateSidebarItem(detail);
   }
 
@@ -255,7 +229,9 @@
     renderHeader();
     renderRounds();
     renderVotes();
+    renderJudge();
     renderConsensus();
+    renderHumanTurn();
     updateSidebarItem(debate);
   }
 
@@ -271,8 +247,8 @@
     const level = debate.level_used ? ` · ${debate.level_used}` : "";
     const spend = debate.tokens === undefined ? ""
       : ` · ${debate.tokens.toLocaleString("en-US")} tokens · $${debate.cost_usd}`;
-    $("#debate-meta").textContent =
-      `${strategy} · ${debate.phase} · ${rounds} · ${debate.prompt_variant}${level}${spend}`;
+    $("#debate-meta").textContent = `${strategy} · ${debate.phase} · ${rounds} · `
+      + `${debate.prompt_variant} · ${marketInstant(debate)}${level}${spend}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
     $("#debate-coins").replaceChildren(...coins.map((symbol) => h("span", {
       class: `coin${symbol === debate.symbol ? " is-primary" : ""}`, text: symbol,
@@ -280,7 +256,8 @@
     $("#debate-participants").replaceChildren(...debate.participants.map((p) => h("span",
       { class: "participant" },
       avatar(p, p.id === debate.current_speaker ? "speaking" : ""),
-      h("span", { class: "participant-name", text: participantName(p) }))));
+      h("span", { class: "participant-name", text: participantName(p) }),
+      simulatedBadge(p))));
     const actions = debate.available_actions.filter((action) => ACTION_BUTTONS[action]);
     $("#debate-actions").replaceChildren(...actions.map((action) => h("button", {
       type: "button",
@@ -320,7 +297,8 @@
     const found = $(`#rounds [data-round="${round}"]`);
     if (found) return found;
     const section = h("section", { class: "round", "data-round": round },
-      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }));
+      h("h2", { class: "round-title" }), h("div", { class: "round-messages" }),
+      h("div", { class: "round-summary" }));
     const later = $$("#rounds .round").find((other) => Number(other.dataset.round) > round);
     $("#rounds").insertBefore(section, later || null);
     return section;
@@ -348,18 +326,22 @@
     const participant = participantById(message.participant);
     const decisions = message.decisions || [];
     const failed = message.status === "error";
+    const skipped = message.status === "skipped";
+    const human = participant.kind === HUMAN_SEAT;
     const old = $(`#rounds [data-message-id="${message.id}"]`);
-    const positions = failed
-      ? h("span", { class: "badge badge-failed", text: "FAILED" })
-      : decisions.map((d) => h("span", { class: "position" },
-        h("span", { class: "position-symbol", text: d.symbol }),
-        badge(d.action),
-        h("span", { class: "muted", text: conf(d.confidence) })));
-    const usage = `${message.usage.prompt_tokens} + ${message.usage.completion_tokens} tokens`
+    let positions = decisions.map((d) => h("span", { class: "position" },
+      h("span", { class: "position-symbol", text: d.symbol }),
+      badge(d.action),
+      h("span", { class: "muted", text: conf(d.confidence) })));
+    if (failed) positions = h("span", { class: "badge badge-failed", text: "FAILED" });
+    if (skipped) positions = h("span", { class: "badge badge-skipped", text: "SKIPPED" });
+    let usage = `${message.usage.prompt_tokens} + ${message.usage.completion_tokens} tokens`
       + ` · $${message.usage.cost_usd}`
       + ` · ${message.latency_ms} ms · parse ${message.parse_status}`;
+    if (human) usage = skipped ? "Not written in time: skipped." : "Written by you.";
+    const kinds = ["message", failed && "failed", skipped && "skipped", human && "human"];
     const el = h("article", {
-      class: `message${failed ? " failed" : ""}`,
+      class: kinds.filter(Boolean).join(" "),
       "data-message-id": message.id,
       "data-speak-order": participant.speak_order,
       style: `--color: ${participant.color}`,
@@ -369,11 +351,12 @@
         avatar(participant),
         h("span", { class: "who" },
           h("strong", { text: participantName(participant) }),
+          simulatedBadge(participant),
           h("span", { class: "muted", text: ` · ${message.message_type}` })),
         h("span", { class: "positions" }, positions)),
       h("div", { class: "message-body" },
         failed ? h("p", { class: "alert", text: message.error || "The turn failed." }) : null,
-        h("p", { class: "reasoning", text: message.reasoning || message.content }),
+        skipped ? null : h("p", { class: "reasoning", text: message.reasoning || message.content }),
         decisions.length ? positionsTable(decisions) : null,
         h("p", { class: "muted small", text: usage }))));
     if (old) {
@@ -407,6 +390,165 @@
     $("#notices").append(h("p", {
       class: "alert", text: `${notice.step} failed · ${who}${notice.message} (${notice.code})`,
     }));
+  }
+
+  // --- The judge: a summary under each round but the last, the scores after the votes ---
+
+  function renderJudge() {
+    const judge = state.debate.judge;
+    $("#judge").hidden = !judge;
+    if (!judge) return;
+    for (const summary of judge.summaries) renderSummary(summary);
+    const count = judge.count === 3 ? "three scoring calls, median per item" : "one scoring call";
+    $("#judge-meta").textContent = `${judge.ai_model_name}${judge.simulated ? " [simulated]" : ""}`
+      + ` · ${count} · never votes`;
+    if (!judge.scores.length) {
+      const text = state.debate.status === "voting"
+        ? "The judge scores the participants after the votes…"
+        : "The judge scores the participants after the votes.";
+      $("#judge-scores").replaceChildren(h("p", { class: "muted", text }));
+      return;
+    }
+    const scores = [...judge.scores].sort((a, b) =>
+      participantById(a.participant).speak_order - participantById(b.participant).speak_order);
+    $("#judge-scores").replaceChildren(...scores.map(renderScore));
+  }
+
+  function renderSummary(summary) {
+    const box = $(".round-summary", roundSection(summary.round));
+    box.replaceChildren(h("div", {
+      class: `judge-summary${summary.text ? "" : " missing"}`, "data-summary-round": summary.round,
+    },
+    h("strong", { text: `Judge's summary of round ${summary.round}` }),
+    h("p", {
+      class: "reasoning",
+      text: summary.text || `No summary (${summary.missing}): the next round got every message.`,
+    })));
+  }
+
+  function renderScore(score) {
+    const participant = participantById(score.participant);
+    const value = score.score === null ? "missing" : `${(score.score * 10).toFixed(1)}/10`;
+    const agreement = score.agreement === null ? "" : ` · judges agree ${pct(score.agreement)}`;
+    return h("div", { class: "judge-score", "data-score-participant": score.participant },
+      h("div", { class: "voter-head" },
+        avatar(participant),
+        h("strong", { text: participantName(participant) }),
+        h("span", { class: "judge-total", text: value }),
+        h("span", { class: "muted small", text: agreement })),
+      score.score === null
+        ? h("p", { class: "muted small", text: score.missing })
+        : h("ul", { class: "vote-list" }, Object.entries(RUBRIC)
+          .filter(([name]) => name in score.items)
+          .map(([name, label]) => h("li", { class: "vote", title: score.items[name].reason },
+            h("span", { class: "position-symbol", text: label }),
+            h("span", { text: `${score.items[name].value}` }),
+            h("span", { class: "muted small", text: score.items[name].reason })))));
+  }
+
+  // --- The person's turn and vote --------------------------------------------------------
+
+  function humanSeat() {
+    return state.debate.participants.find((p) => p.kind === HUMAN_SEAT) || null;
+  }
+
+  /** Return what the debate waits for from the person: "turn:N", "vote", or "". */
+  function owedAnswer() {
+    const debate = state.debate;
+    if (!humanSeat() || !debate.available_actions.includes("submit_turn")) return "";
+    return debate.status === "voting" ? "vote" : `turn:${debate.current_round}`;
+  }
+
+  /** Show the form when the debate waits for the person; keep what they typed so far. */
+  function renderHumanTurn() {
+    const form = $("#human-turn");
+    const owed = owedAnswer();
+    form.hidden = !owed || owed === state.sent;
+    if (!owed) state.sent = "";
+    if (form.hidden || owed === state.owed) return;
+    state.owed = owed;
+    const debate = state.debate;
+    const voting = owed === "vote";
+    clearErrors(form);
+    form.reset();
+    $("#human-turn-title").textContent = voting
+      ? "Your vote" : `Your turn · round ${debate.current_round} of ${debate.max_rounds}`;
+    $("#human-turn-note").textContent = voting
+      ? "Your final position on each coin; it weighs in the consensus like every other vote."
+      : debate.current_round === 1
+        ? "Write your opening analysis; the models write theirs at the same time."
+        : "The others read your turn and answer it in the rounds that follow.";
+    $("#h-reasoning").placeholder = voting ? "Why (optional)."
+      : "What you read in the market, and your answer to the others.";
+    $("#human-turn-submit").textContent = voting ? "Submit vote" : "Submit turn";
+    $("#human-turn-skip").hidden = !debate.available_actions.includes("skip_turn");
+    $("#human-turn-coins").replaceChildren(...debate.symbols.map(humanCoinRow));
+  }
+
+  function humanCoinRow(symbol, index) {
+    const where = `decisions[${index}]`;
+    const actions = Object.entries(ACTION_LABELS).map(([value, text]) => h("option", {
+      value, text, selected: value === "wait",
+    }));
+    return h("div", { class: "human-coin", "data-symbol": symbol },
+      h("label", { for: `h-action-${index}`, class: "position-symbol", text: symbol }),
+      h("select", { id: `h-action-${index}`, "data-name": "action", "aria-label": `${symbol} action` },
+        actions),
+      h("input", {
+        id: `h-confidence-${index}`, "data-name": "confidence", type: "number", min: 0, max: 100,
+        value: 50, "aria-label": `${symbol} confidence`, title: "Confidence, 0 to 100",
+      }),
+      h("p", { class: "field-error", "data-error-for": `${where}.symbol` }),
+      h("p", { class: "field-error", "data-error-for": `${where}.action` }),
+      h("p", { class: "field-error", "data-error-for": `${where}.confidence` }));
+  }
+
+  function humanPayload() {
+    return {
+      reasoning: $("#h-reasoning").value,
+      decisions: $$("#human-turn-coins .human-coin").map((row) => ({
+        symbol: row.dataset.symbol,
+        action: $("[data-name=action]", row).value,
+        confidence: numberValue($("[data-name=confidence]", row)),
+      })),
+    };
+  }
+
+  async function submitHumanTurn(event) {
+    event.preventDefault();
+    const form = $("#human-turn");
+    const debate = state.debate;
+    const owed = state.owed;
+    clearErrors(form);
+    $("#human-turn-submit").disabled = true;
+    try {
+      const path = owed === "vote" ? "votes" : "turns";
+      const answer = await api("POST", `debates/${debate.id}/${path}`, humanPayload());
+      if (state.debate !== debate) return;
+      if (owed === "vote") {
+        for (const vote of answer) state.votes.set(vote.id, vote);
+        renderVotes();
+      } else {
+        state.messages.set(answer.id, answer);
+        renderMessage(answer);
+      }
+      state.sent = owed;
+      renderHumanTurn();
+    } catch (error) {
+      showErrors(form, error, $("#human-turn-errors"));
+    } finally {
+      $("#human-turn-submit").disabled = false;
+    }
+  }
+
+  async function skipHumanTurn() {
+    const debate = state.debate;
+    try {
+      const detail = await api("POST", `debates/${debate.id}/skip-turn`);
+      if (state.debate && state.debate.id === detail.id) setDebate(detail);
+    } catch (error) {
+      showErrors($("#human-turn"), error, $("#human-turn-errors"));
+    }
   }
 
   // --- Votes and consensus ----------------------------------------------------------------
@@ -478,9 +620,10 @@
     const where = trader ? trader.name : `trader ${execution.trader}`;
     let text = `Execution #${execution.id} on ${where}: ${execution.status}`;
     if (execution.status === "filled") {
-      text += ` · ${num(execution.filled_quantity)} @ ${num(execution.average_price)}`;
-      if (execution.stop_loss_price) text += ` · SL ${num(execution.stop_loss_price)}`;
-      if (execution.take_profit_price) text += ` · TP ${num(execution.take_profit_price)}`;
+      const at = (value) => price(execution.symbol, value);
+      text += ` · ${num(execution.filled_quantity)} @ ${at(execution.average_price)}`;
+      if (execution.stop_loss_price) text += ` · SL ${at(execution.stop_loss_price)}`;
+      if (execution.take_profit_price) text += ` · TP ${at(execution.take_profit_price)}`;
     }
     if (execution.error) text += ` · ${execution.error}`;
     return h("p", { class: `execution execution-${execution.status}`, text });
@@ -569,6 +712,15 @@
     return match ? Number(match[1]) : null;
   }
 
+  /** Read the coins the snapshot step chose (a `status` event does not carry them). */
+  async function refreshCoins() {
+    const debate = state.debate;
+    const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
+    if (!detail || state.debate !== debate) return;
+    Object.assign(debate, { symbols: detail.symbols, market_snapshot: detail.market_snapshot });
+    renderHeader();
+  }
+
   function onEvent(current, type, event) {
     if (stream !== current || !state.debate || state.debate.id !== current.debateId) return;
     const number = eventNumber(event.lastEventId);
@@ -582,7 +734,10 @@
 
   const HANDLERS = {
     initial: setDebate,
-    status: applyState,
+    status: (fields) => {
+      applyState(fields);
+      if (!state.debate.symbols.length && fields.status !== "pending") refreshCoins();
+    },
     round_start: ({ round }) => {
       roundSection(round);
       renderRounds();
@@ -605,6 +760,17 @@
     },
     execution: applyExecution,
     error: renderNotice,
+    judge_call: ({ summary }) => {
+      const judge = state.debate.judge;
+      if (!summary || !judge) return;
+      judge.summaries = [...judge.summaries.filter((s) => s.round !== summary.round), summary];
+      renderSummary(summary);
+    },
+    judge_scores: ({ scores }) => {
+      if (!state.debate.judge) return;
+      state.debate.judge.scores = scores;
+      renderJudge();
+    },
   };
 
   // --- The create form --------------------------------------------------------------------
@@ -631,10 +797,10 @@
   }
 
   function fillModelSelect(select) {
-    fillSelect(select, state.models.map((m) => {
+    fillSelect(select, [...state.models.map((m) => {
       const provider = m.simulated ? "simulated" : m.provider_name || m.provider;
       return [m.id, `${m.name} (${provider})${m.enabled ? "" : " · disabled"}`];
-    }));
+    }), [HUMAN_SEAT, "🧑 You (a human seat)"]]);
   }
 
   function updateSymbolSuggestions() {
@@ -693,12 +859,17 @@
       max_rounds: numberValue($("#f-rounds")),
       prompt_variant: $("#f-variant").value,
       auto_execute: $("#f-auto").checked,
-      participants: $$("#participant-rows .participant-row").map((row) => ({
-        ai_model: Number($("[data-name=ai_model]", row).value) || null,
-        personality: $("[data-name=personality]", row).value,
-      })),
+      participants: $$("#participant-rows .participant-row").map((row) => {
+        const seat = $("[data-name=ai_model]", row).value;
+        const personality = $("[data-name=personality]", row).value;
+        if (seat === HUMAN_SEAT) return { kind: HUMAN_SEAT, personality };
+        return { ai_model: Number(seat) || null, personality };
+      }),
     };
     if (payload.max_rounds === undefined) delete payload.max_rounds;
+    // The form's instant is UTC, as the API's (datetime-local gives "2024-08-05T12:00").
+    const asOf = $("#f-as-of").value;
+    if (asOf) payload.as_of = `${asOf}Z`;
     if (payload.auto_execute) payload.trader = Number($("#f-trader").value) || null;
     return payload;
   }
@@ -739,7 +910,9 @@
         continue;
       }
       slot.textContent = messages.join(" ");
-      const field = $("input, select", slot.parentElement);
+      const named = slot.dataset.errorFor.split(".").pop();
+      const field = $(`[data-name="${named}"]`, slot.parentElement)
+        || $("input, select, textarea", slot.parentElement);
       if (field) field.setAttribute("aria-invalid", "true");
     }
     summary.replaceChildren(...lines.map((text) => h("p", { text })));
@@ -765,6 +938,8 @@
       addParticipantRow(state.models.find((m) => m.enabled), null);
     });
     $("#execute-form").addEventListener("submit", submitExecute);
+    $("#human-turn").addEventListener("submit", submitHumanTurn);
+    $("#human-turn-skip").addEventListener("click", skipHumanTurn);
     window.addEventListener("popstate", () => {
       const match = /^\/debates\/(\d+)\/$/.exec(window.location.pathname);
       navigate(match ? Number(match[1]) : null);
@@ -775,6 +950,15 @@
     state.debates = (await api("GET", "debates")).results;
     renderSidebar();
     if (config.debateId) openDebate(config.debateId);
+    renderMonitorWarnings(await api("GET", "evaluations/monitors"));
+  }
+
+  // The monitors' warnings over the user's last debates: a model stuck on hold and
+  // wait, one that never opens, or answers that do not parse.
+  function renderMonitorWarnings(monitors) {
+    const warnings = (monitors && monitors.warnings) || [];
+    $("#monitor-warning-list").replaceChildren(...warnings.map((text) => h("li", { text })));
+    $("#monitor-warnings").hidden = !warnings.length;
   }
 
   start();

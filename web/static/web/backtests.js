@@ -10,9 +10,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("backtests-config").textContent);
-  const csrfToken = document.querySelector("[name=csrfmiddlewaretoken]").value;
-  const $ = (selector, root) => (root || document).querySelector(selector);
-  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
   const EVENT_TYPES = ["initial", "status", "progress", "report"];
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
@@ -36,61 +34,12 @@
   let stream = null;
   let opening = 0;
 
-  function h(tag, attrs, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue;
-      if (key === "text") el.textContent = value;
-      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-      else el.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) el.append(child);
-    }
-    return el;
-  }
-
-  const missing = (value) => value === null || value === undefined;
   const money = (v) => (missing(v) ? "–" : Number(v).toLocaleString("en-US",
     { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
   const pct = (v) => (missing(v) ? "–" : `${(Number(v) * 100).toFixed(1)}%`);
   const signedPct = (v) => (missing(v) ? "–" : `${v > 0 ? "+" : ""}${(Number(v) * 100).toFixed(2)}%`);
   const fixed = (v) => (missing(v) ? "–" : Number(v).toFixed(2));
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
-
-  class ApiError extends Error {
-    constructor(status, body) {
-      super((body && body.message) || `The server answered ${status}.`);
-      this.status = status;
-      this.fields = (body && body.fields) || {};
-    }
-  }
-
-  async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(`/api/${path}`, {
-      method, headers, credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (response.status === 401) {
-      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
-    }
-    const data = response.status === 204 ? null : await response.json().catch(() => null);
-    if (!response.ok) throw new ApiError(response.status, data);
-    return data;
-  }
-
-  async function apiList(path) {
-    const items = [];
-    for (let next = path; next;) {
-      const page = await api("GET", next);
-      items.push(...page.results);
-      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
-    }
-    return items;
-  }
 
   // --- The list ---------------------------------------------------------------------------
 
@@ -296,6 +245,49 @@
     picker.replaceChildren(...report.rules.map((rule) => h("option", { value: rule.key, text: rule.label,
       selected: rule.key === chosen })));
     renderTrades();
+    renderEvaluation();
+  }
+
+  function table(selector, headings, rows) {
+    const head = h("tr", {}, ...headings.map((text) => h("th", { text })));
+    const body = rows.map((cells) => h("tr", {}, ...cells.map((text) => h("td", { text }))));
+    $(selector).replaceChildren(h("thead", {}, head), h("tbody", {}, body));
+  }
+
+  // The outcome reviews of the backtest's decisions: the debate-effect ledger, each
+  // voter's accuracy and calibration, the monitors' warnings and the leakage flag.
+  function renderEvaluation() {
+    const b = state.backtest;
+    const report = b.report;
+    const ledger = report.ledger;
+    $("#evaluation").hidden = !ledger;
+    if (!ledger) return;
+    const leakage = report.leakage || { contaminated: false, models: [] };
+    $("#leakage").hidden = !leakage.contaminated;
+    $("#leakage").textContent = leakage.contaminated
+      ? "Contaminated: the window starts before the training cutoff of "
+        + leakage.models.map((m) => `${m.name} (${m.training_cutoff})`).join(", ")
+        + ". Its results may reflect the model's memory of that period."
+      : "";
+    const warnings = (report.monitors && report.monitors.warnings) || [];
+    $("#monitor-warnings").hidden = !warnings.length;
+    $("#monitor-warnings").replaceChildren(...warnings.map((text) => h("li", { text })));
+    const count = (n) => (missing(n) ? "–" : String(n));
+    table("#ledger", ["Reviewed decisions", "Flips", "Flip rate", "Flip accuracy", "Useful / harmful flips",
+      "Round-1 majority accuracy", "Final consensus accuracy", "Tokens of rounds 2..N per useful flip"], [[
+      count(ledger.decisions), count(ledger.flips), pct(ledger.flip_rate), pct(ledger.flip_accuracy),
+      `${ledger.useful_flips} / ${ledger.harmful_flips}`, pct(ledger.round1_accuracy),
+      pct(ledger.final_accuracy),
+      missing(ledger.tokens_per_useful_flip) ? "–" : Math.round(ledger.tokens_per_useful_flip).toLocaleString("en-US"),
+    ]]);
+    table("#voter-accuracy", ["Voter", "Votes", "Right", "Wrong", "Accuracy alone"],
+      Object.values(ledger.participants).map((p) => [`${p.ai_model_name} as ${p.personality}`,
+        count(p.votes), count(p.right), count(p.wrong), pct(p.accuracy)]));
+    table("#calibration", ["Voter", "Judged votes", "Hit rate", "Base rate", "Skill", "Brier"],
+      (report.calibration || []).map((v) => [`${v.ai_model_name} as ${v.personality}`, count(v.samples),
+        pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${(v.skill * 100).toFixed(1)} pts`,
+        missing(v.brier) ? "–" : Number(v.brier).toFixed(3)]));
+    $("#reliability-chart").src = `/backtests/${b.id}/reliability.svg?at=${encodeURIComponent(b.finished_at || "")}`;
   }
 
   function renderTrades() {

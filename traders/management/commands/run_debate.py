@@ -22,9 +22,11 @@ from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.types import EXECUTABLE_ACTIONS
 from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
+from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
 from debates.services.lifecycle import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
+from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
 from traders.models import Execution, Trader
@@ -55,12 +57,13 @@ LOCAL_MODEL = {
 }
 
 
-def problem(error: dict | None) -> str:
+def problem(error: dict | None, *, markup: bool = True) -> str:
     """Return a stored error (a failed step's, or a debate's with the step that failed) as
-    escaped text: ``step: code: message``."""
+    ``step: code: message``, escaped for the console's markup unless ``markup`` is off."""
     error = error or {}
     parts = (error.get(key) for key in ("step", "code", "message"))
-    return escape(": ".join(str(part) for part in parts if part))
+    text = ": ".join(str(part) for part in parts if part)
+    return escape(text) if markup else text
 
 
 def parse_instant(value: str) -> datetime:
@@ -195,7 +198,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
         # The transcript is the output; task bookkeeping would only bury it.
-        for name in ("celery", "debates.providers"):
+        for name in ("celery", "debates.providers", "debates.step_log"):
             logging.getLogger(name).setLevel(logging.WARNING)
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
@@ -241,7 +244,8 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
-            raise CommandError(f"debate {final.pk} ended {final.status}: {problem(final.error)}")
+            reason = problem(final.error, markup=False)
+            raise CommandError(f"debate {final.pk} ended {final.status}: {reason}")
 
     def _interrupted(self, console: Console, debate_id: int) -> None:
         """Cancel the debate Ctrl-C interrupted (unless it ended meanwhile) and exit."""
@@ -312,7 +316,10 @@ class Command(BaseCommand):
                 },
             )
             return strategy
-        symbol = normalize_symbol(single_coin)
+        try:
+            symbol = normalize_symbol(single_coin)
+        except InvalidSymbolError as exc:
+            raise CommandError(f"--symbol: {exc}") from exc
         strategy, _ = Strategy.objects.update_or_create(
             owner=owner,
             name=f"Local model: {symbol} on 1h",
@@ -334,9 +341,8 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         debate = Debate.objects.get(pk=debate_id)
         labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
-        console.rule(f"[bold]{escape(debate.name)}[/]  ·  coins: {', '.join(debate.symbols)}")
-        for note in (debate.market_snapshot or {}).get("notes", []):
-            console.print(f"[dim]Coins: {escape(note)}[/]")
+        console.rule(f"[bold]{escape(debate.name)}[/]")
+        coins_shown = False
         console.print(
             "Participants: "
             + ", ".join(
@@ -346,6 +352,9 @@ class Command(BaseCommand):
         )
         while True:
             debate.refresh_from_db()
+            if debate.symbols and not coins_shown:  # the snapshot step chose them
+                self._print_coins(console, debate)
+                coins_shown = True
             for message in (
                 Message.objects.filter(debate_id=debate_id)
                 .exclude(pk__in=shown_messages)
@@ -371,6 +380,12 @@ class Command(BaseCommand):
         else:
             console.print(f"[bold red]Debate {debate.status}[/]: {problem(debate.error)}")
         return debate
+
+    def _print_coins(self, console: Console, debate: Debate) -> None:
+        """Print the coins the snapshot chose and why any were dropped."""
+        console.print(f"Coins: {', '.join(debate.symbols)}")
+        for note in (debate.market_snapshot or {}).get("notes", []):
+            console.print(f"[dim]  {escape(note)}[/]")
 
     def _print_message(self, console: Console, participant, message: Message) -> None:
         head = f"{PERSONALITIES[participant.personality].emoji} [bold]{participant.personality}[/]"
@@ -458,15 +473,22 @@ class Command(BaseCommand):
             console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
             return
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
+        coins = (debate.market_snapshot or {}).get("coins", [])
+        coin = next((c for c in coins if c.get("symbol") == execution.symbol), {})
+        decimals = price_decimals(coin)
+
+        def at(value) -> str:  # a price at the coin's own precision
+            return f"{value:.{decimals}f}"
+
         console.print(
             f"{BADGES[execution.action]} order {execution.client_order_id}: {side} "
             f"{execution.filled_quantity.normalize()} {execution.symbol} at "
-            f"{execution.average_price.normalize()} (fee {execution.fee.normalize()} USDT)"
+            f"{at(execution.average_price)} (fee {execution.fee.normalize()} USDT)"
             + (f", {execution.leverage}x" if execution.leverage else "")
         )
         if execution.stop_loss_price is not None:
             console.print(
-                f"  stop loss {execution.stop_loss_price.normalize()}, take profit "
-                f"{execution.take_profit_price.normalize()}"
+                f"  stop loss {at(execution.stop_loss_price)}, take profit "
+                f"{at(execution.take_profit_price)}"
                 + (f"  [yellow]{escape(execution.error)}[/]" if execution.error else "")
             )

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from debates.management.commands.run_debate import REASONING_CHARS, Command, problem
 from debates.models import Message, Participant, StepStatus
+from traders.management.commands.run_debate import REASONING_CHARS, Command, problem
 
 
 def _printed(message: Message) -> str:

@@ -1,0 +1,81 @@
+"""What the arena page shows of a debate beside its transcript: a "simulated" badge on
+simulated models, the market instant, prices at the coin's precision; and the form's
+market instant, sent to the API."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from tests.debates.factories import DebateFactory, DecisionFactory, ParticipantFactory
+from tests.traders.factories import ExecutionFactory, TraderFactory
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+CANDLE = {"open_time": 1722859200000, "open": 133.64, "high": 134.1, "low": 132.87, "close": 133.5}
+SNAPSHOT = {
+    "source": "dataset",
+    "as_of": "2024-08-05T12:00:00Z",
+    "coins": [
+        {
+            "symbol": "SOLUSDT",
+            "price": 133.5,
+            "timeframes": [{"timeframe": "1h", "candles": [CANDLE], "indicators": {}}],
+        }
+    ],
+    "notes": [],
+}
+
+
+def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(open_page, user):
+    # given a finished debate of a simulated model whose SOLUSDT long filled on paper
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        phase="done",
+        symbol="SOLUSDT",
+        symbols=["SOLUSDT"],
+        as_of=datetime(2024, 8, 5, 12, tzinfo=UTC),
+        market_snapshot=SNAPSHOT,
+    )
+    ParticipantFactory(debate=debate, speak_order=0)
+    decision = DecisionFactory(debate=debate, symbol="SOLUSDT", action="open_long")
+    ExecutionFactory(
+        decision=decision,
+        trader=TraderFactory(owner=user, name="Paper desk"),
+        status="filled",
+        filled_quantity=Decimal("12.159533"),
+        average_price=Decimal("133.64"),
+        stop_loss_price=Decimal("131.628718"),
+        take_profit_price=Decimal("138.652611"),
+    )
+    # when its page is opened
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    page.wait_for_selector(".execution-filled")
+    # then the model is labelled simulated, the market instant is shown, and the prices
+    # have the coin's two decimals
+    assert page.inner_text("#debate-participants .badge-simulated") == "simulated"
+    assert "market at 2024-08-05 12:00 UTC" in page.inner_text("#debate-meta")
+    execution = page.inner_text(".execution-filled")
+    assert "@ 133.64 · SL 131.63 · TP 138.65" in execution
+
+
+def test_the_form_sends_its_market_instant_and_shows_its_refusal(open_page, user):
+    # given the create form with a strategy and two simulated models
+    from tests.debates.factories import AIModelFactory
+    from tests.strategies.factories import StrategyFactory
+
+    StrategyFactory(owner=user, name="Majors")
+    AIModelFactory.create_batch(2, owner=user)
+    page = open_page("/", user=user)
+    page.click("#new-debate")
+    page.wait_for_selector("#create-form")
+    page.fill("#f-name", "Too early")
+    # when a market instant before the dataset is given
+    page.fill("#f-as-of", "2023-06-01T00:00")
+    page.click("#create-submit")
+    # then the API's refusal shows next to the field
+    error = page.wait_for_selector('[data-error-for="as_of"]:not(:empty)')
+    assert error.inner_text().startswith("Outside the dataset window of this strategy")

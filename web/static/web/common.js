@@ -1,0 +1,66 @@
+/* What the arena and backtests pages share: building elements and calling the REST API
+ * under /api/ with the session cookie and the page's CSRF token. Loaded before each
+ * page's own script, it defines window.arenaWeb and nothing else.
+ */
+(function () {
+  "use strict";
+
+  const $ = (selector, root) => (root || document).querySelector(selector);
+  const $$ = (selector, root) => [...(root || document).querySelectorAll(selector)];
+  const missing = (value) => value === null || value === undefined;
+
+  /** Build an element: h("p", {class: "x", text: "hi"}, child, [children], null). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "text") el.textContent = value;
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else el.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined && child !== false) el.append(child);
+    }
+    return el;
+  }
+
+  /** An error answer of the API: its message, HTTP status and per-field errors. */
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.message) || `The server answered ${status}.`);
+      this.status = status;
+      this.fields = (body && body.fields) || {};
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (method !== "GET") {
+      headers["X-CSRFToken"] = document.querySelector("[name=csrfmiddlewaretoken]").value;
+    }
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(`/api/${path}`, {
+      method, headers, credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (response.status === 401) {
+      window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname)}`);
+    }
+    const data = response.status === 204 ? null : await response.json().catch(() => null);
+    if (!response.ok) throw new ApiError(response.status, data);
+    return data;
+  }
+
+  /** Return every item of a paginated list. */
+  async function apiList(path) {
+    const items = [];
+    for (let next = path; next;) {
+      const page = await api("GET", next);
+      items.push(...page.results);
+      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
+    }
+    return items;
+  }
+
+  window.arenaWeb = Object.freeze({ $, $$, missing, h, ApiError, api, apiList });
+})();
