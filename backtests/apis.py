@@ -30,7 +30,7 @@ from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
 from debates.apis.debates import ParticipantInputSerializer
-from debates.models import CacheMode, Weighting
+from debates.models import CacheMode, DebateLevel, Weighting
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (
@@ -102,6 +102,11 @@ class BacktestCreateApi(JsonApi):
             choices=CacheMode.choices,
             required=False,
             help_text="The model-call cache: use (default), refresh or off.",
+        )
+        level = StrictChoiceField(
+            choices=DebateLevel.choices,
+            required=False,
+            help_text="The level of every step's debate: L2 (default), L1 or auto.",
         )
         weighting = StrictChoiceField(
             choices=Weighting.choices,

@@ -82,6 +82,7 @@ class BacktestDetailSerializer(BacktestListSerializer):
             "slippage_bps",
             "coins",
             "cache",
+            "level",
             "weighting",
             "report",
             "event_id",

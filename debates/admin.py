@@ -225,8 +225,17 @@ class DebateAdmin(admin.ModelAdmin):
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
-    # The snapshot's prompt renderings are the snapshot again, shown by ``snapshot``.
-    exclude = ("market_snapshot", "market_text", "market_summary")
+    # The snapshot is shown summarised (``snapshot``; its prompt renderings are the snapshot
+    # again); the mode's models, range and output caps are in the API's detail, and kept
+    # off this page to keep it small.
+    exclude = (
+        "market_snapshot",
+        "market_text",
+        "market_summary",
+        "mode_models",
+        "temperature_range",
+        "max_output_tokens",
+    )
     readonly_fields = (
         "status",
         "pace",
@@ -248,6 +257,14 @@ class DebateAdmin(admin.ModelAdmin):
         "judge_model",
         "judge_count",
         "weighting",
+        # What the create checked and the gate decided: shown, never edited here.
+        "level",
+        "level_used",
+        "level_reasons",
+        "forced",
+        "stopped_early",
+        "mode",
+        "role_model_map",
     )
     autocomplete_fields = ("owner", "strategy", "trader")
     inlines = (

@@ -108,6 +108,14 @@ class DebateMode(models.TextChoices):
     ADVERSARIAL = "adversarial", "Bullish seats on model A, bearish on B, the judge on C"
 
 
+class DebateLevel(models.TextChoices):
+    """How much of a debate runs (``debates.engine.gate``)."""
+
+    AUTO = "auto", "Auto: gated after the openings"
+    L1 = "L1", "L1: light, the openings are the ballots"
+    L2 = "L2", "L2: the full debate"
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -178,6 +186,21 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
+    level = models.CharField(
+        max_length=4,
+        choices=DebateLevel.choices,
+        default=DebateLevel.L2,
+        help_text="The level asked for: a debate from the API or the page is L2 unless "
+        "told otherwise, a schedule's firing auto.",
+    )
+    level_used = models.CharField(max_length=4, blank=True, help_text="L1 or L2, once known.")
+    level_reasons = models.JSONField(default=list, blank=True)
+    forced = models.BooleanField(
+        default=False, help_text="The level may not be lowered (asked for, or high impact)."
+    )
+    stopped_early = models.JSONField(
+        null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
+    )
     judge_model = models.ForeignKey(
         AIModel,
         on_delete=models.PROTECT,
@@ -702,6 +725,9 @@ class Schedule(models.Model):
     )
     run_count = models.PositiveIntegerField(default=0)
     skip_count = models.PositiveIntegerField(default=0)
+    skips_by_reason = models.JSONField(
+        default=dict, blank=True, help_text="How many firings were skipped, by the skip's code."
+    )
     last_skip_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

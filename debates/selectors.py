@@ -32,6 +32,7 @@ from debates.models import (
     JudgeScore,
     Message,
     Participant,
+    Schedule,
     Usage,
     Vote,
 )
@@ -281,3 +282,17 @@ def waiting_for_person(debate: Debate) -> str:
     what = "vote" if debate.status == DebateStatus.VOTING else f"turn, round {debate.current_round}"
     until = timezone.localtime(debate.human_due_at).strftime("%Y-%m-%d %H:%M %Z")
     return f"the person's {what}, until {until}"
+
+
+RUN_LEVELS = ("L1", "L2")
+
+
+def schedules_with_runs(*, owner: Any) -> QuerySet[Schedule]:
+    """Return the owner's schedules, each with ``runs_L1`` and ``runs_L2``: how many of
+    its debates ran at each level (a skip at L0 is in its ``skips_by_reason``)."""
+    return Schedule.objects.filter(owner=owner).annotate(
+        **{
+            f"runs_{level}": Count("debates", filter=Q(debates__level_used=level))
+            for level in RUN_LEVELS
+        }
+    )

@@ -46,6 +46,7 @@ STATE_COLUMNS = (
     "phase",
     "current_round",
     "current_speaker",
+    "level_used",
     "error",
     "max_rounds",
     "auto_execute",

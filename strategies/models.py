@@ -110,6 +110,19 @@ class Strategy(models.Model):
     )
 
     role_text = models.TextField(blank=True)
+    early_stop = models.BooleanField(
+        default=True,
+        help_text="Skip a debate's remaining rounds once no participant changes any action.",
+    )
+    quiet_atr_fraction = models.FloatField(
+        default=0.5,
+        help_text="A schedule's auto firing skips its debate (L0) while the primary coin "
+        "moved less than this fraction of its 1h ATR since the schedule's last debate.",
+    )
+    gate_min_confidence = models.FloatField(
+        default=60.0,
+        help_text="An auto debate whose openings' mean confidence is below this goes on to L2.",
+    )
     custom_prompt = models.TextField(blank=True)
     prompt_variant = models.CharField(
         max_length=12, choices=PromptVariant.choices, default=PromptVariant.BALANCED

@@ -114,3 +114,26 @@ def market_text(snapshot: dict[str, Any]) -> str:
 def market_summary(snapshot: dict[str, Any]) -> str:
     """Return the compact rendering of a stored snapshot used by vote prompts."""
     return render_summary(MarketSnapshot.from_dict(snapshot))
+
+
+def primary_move(
+    strategy: Strategy, symbol: str, as_of: datetime | None
+) -> tuple[float, float | None]:
+    """Return the price of ``symbol`` at ``as_of`` (now when None) and its 1h ATR14.
+
+    Raise ``MarketDataError`` when the data cannot be had.
+    """
+    spec = SnapshotSpec(
+        coins=((symbol, "static"),),
+        timeframes=("1h",),
+        rows=1,
+        indicators=("atr",),
+        include_funding=False,
+        include_open_interest=False,
+        as_of=as_of,
+    )
+    coin = build_snapshot(spec, market_source(strategy)).coin(symbol)
+    if coin is None:
+        raise MarketDataError(f"no market data for {symbol}")
+    view = coin.timeframe("1h")
+    return coin.price, view.indicators.atr14 if view is not None else None

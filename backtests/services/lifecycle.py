@@ -34,7 +34,7 @@ from backtests.models import (
     CoinScope,
 )
 from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
-from debates.models import CacheMode, Debate, DebateStatus, Weighting
+from debates.models import CacheMode, Debate, DebateLevel, DebateStatus, Weighting
 from debates.quotas import backtest_start_check
 from debates.services import DebateInput, debate_cancel
 from debates.services.lifecycle import debate_input_clean, input_refusal
@@ -67,6 +67,7 @@ class BacktestInput:
     slippage_bps: Any = Decimal("0")
     coins: Any = CoinScope.PRIMARY
     cache: Any = CacheMode.USE
+    level: Any = DebateLevel.L2
     weighting: Any = Weighting.CONFIDENCE
     errors: dict[str, list[str]] = field(default_factory=dict)
 
@@ -155,6 +156,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         max_rounds=data.max_rounds,
         prompt_variant=data.prompt_variant,
         cache=data.cache,
+        level=data.level,
         weighting=data.weighting,
     )
     cleaned = debate_input_clean(owner, template, humans=False)
@@ -175,6 +177,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "cache": cleaned["cache"],
+        "level": cleaned["level"],
         "weighting": cleaned["weighting"],
     }
     _window(data, strategy, values)

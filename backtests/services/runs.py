@@ -106,6 +106,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
             prompt_variant=backtest.prompt_variant,
             as_of=as_of,
             cache=backtest.cache,
+            level=backtest.level,
             weighting=backtest.weighting,
         )
         debate = debate_create(owner=backtest.owner, data=data)

@@ -34,6 +34,7 @@ from debates.engine.personalities import PERSONALITIES
 from debates.models import (
     MAX_HUMAN_TURN_TIMEOUT_MINUTES,
     CacheMode,
+    DebateLevel,
     DebateMode,
     DebateStatus,
     OIDuration,
@@ -170,6 +171,14 @@ class DebateCreateApi(JsonApi):
             required=False,
             help_text="The model-call cache: off (default), use (answer calls made before "
             "from it) or refresh (call again and keep the new answers).",
+        )
+        level = StrictChoiceField(
+            choices=DebateLevel.choices,
+            required=False,
+            help_text="L2 (default): the full debate; L1: the openings only, as the ballots; "
+            "auto: gated after the openings (disagreement, low confidence, high impact, a "
+            "failure or a human seat go on to L2; past the daily token budget a non-forced L2 "
+            "is lowered to L1).",
         )
         judge = JudgeInputSerializer(
             required=False,

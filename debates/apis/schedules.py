@@ -4,7 +4,7 @@ schedule's Celery beat entry in step."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,6 +26,7 @@ from arena.apis import (
 )
 from debates.apis.debates import ParticipantInputSerializer
 from debates.models import CacheMode, Schedule, Weighting
+from debates.selectors import RUN_LEVELS, schedules_with_runs
 from debates.services.schedules import (
     schedule_create,
     schedule_delete,
@@ -48,6 +49,9 @@ class ScheduleSerializer(serializers.ModelSerializer):
     trader = serializers.IntegerField(source="trader_id", allow_null=True, read_only=True)
     last_debate = serializers.IntegerField(source="last_debate_id", allow_null=True, read_only=True)
     participants = SeatSerializer(many=True, read_only=True)
+    runs_by_level = serializers.SerializerMethodField(
+        help_text="How many of its debates ran at each level, once known."
+    )
 
     class Meta:
         model = Schedule
@@ -72,11 +76,21 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "last_debate",
             "run_count",
             "skip_count",
+            "skips_by_reason",
+            "runs_by_level",
             "last_skip_reason",
             "created_at",
             "updated_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(
+        {"type": "object", "properties": {level: {"type": "integer"} for level in RUN_LEVELS}}
+    )
+    def get_runs_by_level(self, obj: Schedule) -> dict[str, int]:
+        if not hasattr(obj, "runs_L1"):
+            obj = schedules_with_runs(owner=obj.owner_id).get(pk=obj.pk)
+        return {level: getattr(obj, f"runs_{level}") for level in RUN_LEVELS}
 
 
 @extend_schema_serializer(component_name="ScheduleInput")
@@ -138,7 +152,7 @@ class ScheduleListApi(JsonApi):
         responses={200: ScheduleSerializer(many=True), **error_responses(404)},
     )
     def get(self, request: Request) -> Response:
-        schedules = Schedule.objects.filter(owner=request.user).order_by("-created_at", "-id")
+        schedules = schedules_with_runs(owner=request.user).order_by("-created_at", "-id")
         return paginated_response(
             request=request, view=self, queryset=schedules, serializer_class=ScheduleSerializer
         )
@@ -170,9 +184,7 @@ class ScheduleDetailApi(JsonApi):
         responses={200: ScheduleSerializer, **error_responses(404)},
     )
     def get(self, request: Request, schedule_id: int) -> Response:
-        schedule = owned_or_404(
-            Schedule.objects.filter(owner=request.user), schedule_id, "Schedule"
-        )
+        schedule = owned_or_404(schedules_with_runs(owner=request.user), schedule_id, "Schedule")
         return Response(ScheduleSerializer(schedule).data)
 
 

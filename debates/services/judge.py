@@ -51,6 +51,7 @@ from debates.models import (
 )
 from debates.providers.base import ModelRequest, ProviderConfig
 from debates.services import transitions
+from debates.services.budgets import JUDGE, CallScope
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -261,6 +262,7 @@ def _summarise_round(debate_id: int, round_number: int) -> None:
         still_wanted=_still(debate_id, ACTIVE_STATUSES),
         owner_id=debate.owner_id,
         cache=debate.cache,
+        scope=CallScope(debate_id=debate_id, role=JUDGE),
     )
     if outcome is None:
         return
@@ -376,6 +378,7 @@ def _ask_scores(
         still_wanted=_still(debate.pk, statuses),
         owner_id=debate.owner_id,
         cache=debate.cache,
+        scope=CallScope(debate_id=debate.pk, role=JUDGE),
     )
     if outcome is None:
         return None

@@ -28,6 +28,7 @@ from debates.models import (
     Ballot,
     CacheMode,
     Debate,
+    DebateLevel,
     DebateMode,
     DebatePhase,
     DebateStatus,
@@ -110,6 +111,7 @@ class DebateInput:
     oi_duration: Any = "4h"
     as_of: datetime | None = None
     cache: Any = CacheMode.OFF
+    level: Any = DebateLevel.L2
     judge: Any = None
     weighting: Any = Weighting.CONFIDENCE
     mode: Any = DebateMode.CUSTOM
@@ -323,6 +325,9 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     values["human_turn_timeout_minutes"] = _int_in(
         data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
     )
+    if data.level not in DebateLevel.values:
+        data.refuse("level", f"One of {', '.join(DebateLevel.values)}.")
+    values["level"] = data.level
     plan = seat_plan(owner, data, data.refuse)
     values.update(plan.stored)
     values["seats"] = _seats(owner, data, plan, humans=humans)

@@ -42,8 +42,9 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
-from debates.models import Debate, DebateStatus, Schedule
+from debates.models import Debate, DebateLevel, DebateStatus, Schedule
 from debates.quotas import schedule_create_check, schedule_fire_refusal
+from debates.services.levels import quiet_market
 from debates.services.lifecycle import (
     DebateInput,
     debate_create,
@@ -401,8 +402,14 @@ def _paper_clock_driven(schedule: Schedule) -> bool:
 
 def _skip(schedule: Schedule, code: str, reason: str) -> ScheduleFiring:
     message = f"{code}: {reason}"[: Schedule._meta.get_field("last_skip_reason").max_length]
+    # The schedule's row is locked by the firing: its counts by reason are read fresh.
+    by_reason = dict(schedule.skips_by_reason or {})
+    by_reason[code] = by_reason.get(code, 0) + 1
     Schedule.objects.filter(pk=schedule.pk).update(
-        skip_count=F("skip_count") + 1, last_skip_reason=message, updated_at=timezone.now()
+        skip_count=F("skip_count") + 1,
+        skips_by_reason=by_reason,
+        last_skip_reason=message,
+        updated_at=timezone.now(),
     )
     if code == "replay_finished":
         _set_enabled(schedule, False)
@@ -424,6 +431,7 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         cache=schedule.cache,
         weighting=schedule.weighting,
         schedule_id=schedule.pk,
+        level=DebateLevel.AUTO,
     )
 
 
@@ -454,6 +462,14 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
         quota = schedule_fire_refusal(owner_id=schedule.owner_id)
         if quota is not None:
             return _skip(schedule, quota.code, quota.message)
+        quiet = quiet_market(schedule=schedule)
+        if quiet is not None:
+            if schedule.replay_as_of is not None:
+                Schedule.objects.filter(pk=schedule.pk).update(
+                    replay_as_of=schedule.replay_as_of
+                    + timedelta(minutes=schedule.interval_minutes)
+                )
+            return _skip(schedule, "quiet_market", quiet)
         try:
             debate = debate_create(owner=schedule.owner, data=_debate_input(schedule))
         except ValidationError as exc:

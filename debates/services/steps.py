@@ -48,6 +48,7 @@ from debates.services.calls import (
     provider_config,
 )
 from debates.services.judge import round_summary_text
+from debates.services.levels import round_close
 from debates.services.lifecycle import debate_fail
 from debates.services.runs import run_enqueue
 from debates.state import plan_of, step_released
@@ -429,10 +430,11 @@ def turn_record(
                 **fields["error"],
             )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
-        if round_closes and not _close_round(locked, round_number, turns):
+        recorded: dict = {}
+        if round_closes and not _close_round(locked, round_number, turns, recorded):
             return message  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
-        _turn_taken(locked, seats, current, round_number, turns)
+        _turn_taken(locked, seats, current, round_number, turns, recorded)
         # Round 1 is one stage (the openings side by side), each later turn a stage.
         stage = seats if round_number == 1 else (participant,)
         if (round_closes or round_number > 1) and any(seat.is_human for seat in stage):
@@ -440,11 +442,15 @@ def turn_record(
     return message
 
 
-def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, str]]) -> bool:
+def _close_round(
+    debate: Debate, round_number: int, turns: list[tuple[int, int, str]], recorded: dict
+) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
-    move to voting after the last. Return False when the rules of SPEC 5.2 fail the
-    debate instead. Runs under the debate's row lock; updates ``debate`` in memory.
-    ``turns`` holds every stored turn of the debate as (round, participant id, status).
+    move to voting after the last, or earlier when the gate keeps the debate light or
+    the positions have settled (``levels.round_close``, whose columns go in
+    ``recorded``). Return False when the rules of SPEC 5.2 fail the debate instead.
+    Runs under the debate's row lock; updates ``debate`` in memory. ``turns`` holds
+    every stored turn of the debate as (round, participant id, status).
     """
     events.round_ended(debate.pk, round_number)
     if StepStatus.OK not in {status for r, _, status in turns if r == round_number}:
@@ -455,6 +461,9 @@ def _close_round(debate: Debate, round_number: int, turns: list[tuple[int, int, 
             message=f"Every turn of round {round_number} failed.",
         )
     if round_number < debate.max_rounds:
+        closed = round_close(debate_id=debate.pk, round_number=round_number)
+        recorded.update(closed.fields)
+    if round_number < debate.max_rounds and not closed.votes_now:
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
         events.round_started(debate.pk, debate.current_round)
         return True
@@ -476,6 +485,7 @@ def _turn_taken(
     said: dict[int, str],
     round_number: int,
     turns: list[tuple[int, int, str]],
+    recorded: dict,
 ) -> None:
     """Store where the debate is after a turn of ``round_number``, who speaks next
     included, and announce it with its plan of steps.
@@ -489,7 +499,9 @@ def _turn_taken(
     if debate.status == DebateStatus.RUNNING and debate.current_round >= 2:
         speaker_id = next((seat.pk for seat in seats if seat.pk not in said), None)
     debate.current_speaker_id = speaker_id
-    transitions.turn_taken(debate=debate, round_number=round_number, seats=seats, turns=turns)
+    transitions.turn_taken(
+        debate=debate, round_number=round_number, seats=seats, turns=turns, recorded=recorded
+    )
 
 
 def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:

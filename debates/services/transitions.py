@@ -120,9 +120,12 @@ def turn_taken(
     round_number: int,
     seats: Iterable[Participant],
     turns: Iterable[tuple[int, int, str]],
+    recorded: dict | None = None,
 ) -> bool:
     """Record where a running debate is after a turn of round ``round_number``: the next
-    speaker, the next round, or the votes after the last round.
+    speaker, the next round, or the votes after the last round or once the gate or the
+    early stop ends the rounds (``recorded``: the level and stop columns they set, also
+    applied to ``debate``).
 
     ``debate`` is the state read under the debate's row lock with the turn's changes
     applied (status, phase, current round and speaker); ``seats`` and ``turns`` (round,
@@ -137,7 +140,10 @@ def turn_taken(
         phase=debate.phase,
         current_round=debate.current_round,
         current_speaker_id=debate.current_speaker_id,
+        **(recorded or {}),
     )
+    for name, value in (recorded or {}).items():
+        setattr(debate, name, value)
     if moved:
         state_published(debate, plan_of(debate, seats=seats, turns=turns), seats)
     return moved

@@ -58,6 +58,8 @@ def test_create_a_schedule(api, user, seeded):
         "cache": "off",
         "daily_token_budget": None,
         "daily_token_cap": None,
+        "skips_by_reason": {},
+        "runs_by_level": {"L1": 0, "L2": 0},
         "weighting": "confidence",
         "last_fired_at": None,
         "last_debate": None,

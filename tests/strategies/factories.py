@@ -11,3 +11,7 @@ class StrategyFactory(factory.django.DjangoModelFactory):
     owner = factory.SubFactory(UserFactory)
     name = factory.Sequence(lambda n: f"Strategy {n}")
     static_coins = factory.LazyFunction(lambda: ["BTCUSDT", "ETHUSDT", "SOLUSDT"])
+    # Tests of the full debate see every round and every schedule firing debated; the
+    # tests of the early stop and of L0 turn them on.
+    early_stop = False
+    quiet_atr_fraction = 0.0

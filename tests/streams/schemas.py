@@ -18,6 +18,7 @@ STATE_FIELDS = (
     "pace",
     "current_round",
     "current_speaker",
+    "level_used",
     "current_step",
     "steps",
     "user_action_required",

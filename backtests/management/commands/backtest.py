@@ -20,7 +20,7 @@ from arena.exceptions import ApplicationError
 from backtests.models import Backtest, CoinScope
 from backtests.selectors import backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
-from debates.models import CacheMode
+from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
 from traders.management.commands.run_debate import Command as RunDebate
 
@@ -85,6 +85,9 @@ class Command(BaseCommand):
         parser.add_argument("--slippage-bps", default="0")
         parser.add_argument("--coins", choices=CoinScope.values, default=CoinScope.PRIMARY)
         parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
+        parser.add_argument(
+            "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
+        )
         parser.add_argument("--user", default="demo", help="owner of the backtest")
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -132,6 +135,7 @@ class Command(BaseCommand):
             slippage_bps=options["slippage_bps"],
             coins=options["coins"],
             cache=options["cache"],
+            level=options["level"],
         )
         try:
             backtest = backtest_create(owner=owner, data=data)

@@ -225,7 +225,7 @@
   /** Apply the state fields of a `status` event, or of an action's answer. */
   function applyState(fields) {
     const debate = state.debate;
-    for (const key of ["status", "phase", "current_round", "current_speaker",
+    for (const key of ["status", "phase", "current_round", "current_speaker", "level_used",
       "available_actions", "symbol", "symbols"]) {
       if (key in fields) debate[key] = fields[key];
     }
@@ -248,8 +248,11 @@
     const rounds = debate.current_round
       ? `round ${debate.current_round}/${debate.max_rounds}` : `${debate.max_rounds} rounds`;
     const strategy = debate.strategy ? debate.strategy.name : "no strategy";
+    const level = debate.level_used ? ` · ${debate.level_used}` : "";
+    const spend = debate.tokens === undefined ? ""
+      : ` · ${debate.tokens.toLocaleString("en-US")} tokens · $${debate.cost_usd}`;
     $("#debate-meta").textContent = `${strategy} · ${debate.phase} · ${rounds} · `
-      + `${debate.prompt_variant} · ${marketInstant(debate)}`;
+      + `${debate.prompt_variant} · ${marketInstant(debate)}${level}${spend}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
     $("#debate-coins").replaceChildren(...coins.map((symbol) => h("span", {
       class: `coin${symbol === debate.symbol ? " is-primary" : ""}`, text: symbol,
@@ -338,6 +341,7 @@
     if (failed) positions = h("span", { class: "badge badge-failed", text: "FAILED" });
     if (skipped) positions = h("span", { class: "badge badge-skipped", text: "SKIPPED" });
     let usage = `${message.usage.prompt_tokens} + ${message.usage.completion_tokens} tokens`
+      + ` · $${message.usage.cost_usd}`
       + ` · ${message.latency_ms} ms · parse ${message.parse_status}`;
     if (human) usage = skipped ? "Not written in time: skipped." : "Written by you.";
     const kinds = ["message", failed && "failed", skipped && "skipped", human && "human"];

@@ -1,0 +1,141 @@
+"""Selective debate over a 30-day replay: tokens at ``level: auto`` against every debate
+at L2, how often the two reach the same primary decision, and both backtests' metrics.
+
+Two backtests of the same window, 2024-08-05 to 2024-09-04 at 1h (720 debates of 3
+participants, bull, bear and analyst, over 2 rounds), run on the embedded default
+(``manage.py backtest``: SQLite, the in-process worker, the simulated model, the cache
+off), one at ``--level auto``, one at ``--level L2``, in the same run. The tokens are
+those every stored call recorded; the primary decisions are compared step by step.
+
+    python -m bench.selective [--days 30] [--every 1h] [--seats bull,bear,analyst] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench.common import ROOT, machine
+
+START = datetime(2024, 8, 5, tzinfo=UTC)
+SEATS = ("bull", "bear", "analyst")
+
+
+def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -> dict:
+    """Run one backtest at ``level``; return its report, tokens, decisions and levels."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # 720 debates start within minutes: lift the per-user starts-per-hour quota.
+    env.update(
+        DJANGO_SETTINGS_MODULE="arena.settings.local",
+        ARENA_VAR_DIR=str(var),
+        LOG_LEVEL="WARNING",
+        QUOTA_STARTS_PER_HOUR="100000",
+    )
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    end = START + timedelta(days=days)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [
+            *manage,
+            "backtest",
+            *("--from", START.isoformat(), "--to", end.isoformat(), "--every", every),
+            *("--participants", seats, "--rounds", str(rounds), "--cache", "off"),
+            *("--level", level, "--json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    with sqlite3.connect(var / "arena.sqlite3") as db:
+        tokens = sum(
+            db.execute(
+                f"SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM {table}"  # noqa: S608
+            ).fetchone()[0]
+            for table in ("debates_message", "debates_ballot")
+        )
+        calls = sum(
+            db.execute(f"SELECT COUNT(*) FROM {table} WHERE prompt_tokens > 0").fetchone()[0]  # noqa: S608
+            for table in ("debates_message", "debates_ballot")
+        )
+        decisions = dict(
+            db.execute(
+                'SELECT step."index", decision.action FROM backtests_backteststep AS step '
+                "JOIN debates_decision AS decision ON decision.debate_id = step.debate_id "
+                "WHERE decision.is_primary"
+            ).fetchall()
+        )
+        levels = collections.Counter(
+            row[0] for row in db.execute("SELECT level_used FROM debates_debate").fetchall()
+        )
+        stopped = db.execute(
+            "SELECT COUNT(*) FROM debates_debate WHERE stopped_early IS NOT NULL "
+            "AND stopped_early != 'null'"
+        ).fetchone()[0]
+    return {
+        "seconds": round(seconds, 1),
+        "report": json.loads(done.stdout),
+        "tokens": tokens,
+        "calls": calls,
+        "decisions": decisions,
+        "levels": dict(levels),
+        "stopped_early": stopped,
+    }
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--every", default="1h")
+    parser.add_argument("--seats", default=",".join(SEATS), help="personalities, in order")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    shape = (args.seats, args.rounds)
+    with tempfile.TemporaryDirectory() as auto_dir, tempfile.TemporaryDirectory() as full_dir:
+        auto = run("auto", args.days, args.every, Path(auto_dir), *shape)
+        full = run("L2", args.days, args.every, Path(full_dir), *shape)
+    steps = sorted(set(auto["decisions"]) | set(full["decisions"]))
+    same = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in steps)
+    result = {
+        "steps": len(steps),
+        "auto": {k: v for k, v in auto.items() if k not in ("report", "decisions")},
+        "always_l2": {k: v for k, v in full.items() if k not in ("report", "decisions")},
+        "token_ratio": round(auto["tokens"] / full["tokens"], 3),
+        "same_primary_decision": round(same / len(steps), 3) if steps else None,
+    }
+    print(
+        f"Selective debate, {len(steps)} steps at {args.every} over {args.days} days, "
+        f"seats {args.seats}, {args.rounds} rounds"
+    )
+    for name, figures in (("auto", auto), ("always L2", full)):
+        print(
+            f"  {name}: {figures['tokens']:,} tokens in {figures['calls']:,} calls, "
+            f"levels {figures['levels']}, stopped early {figures['stopped_early']}, "
+            f"{figures['seconds']} s"
+        )
+    print(
+        f"  tokens auto / always L2: {result['token_ratio']} (target <= 0.4); same primary "
+        f"decision at {same} of {len(steps)} steps ({result['same_primary_decision']})"
+    )
+    for rule_auto, rule_full in zip(auto["report"]["rules"], full["report"]["rules"], strict=True):
+        print(f"  {rule_auto['key']}: auto {rule_auto['metrics']}")
+        print(f"  {' ' * len(rule_auto['key'])}  L2   {rule_full['metrics']}")
+    print(f"  {machine()}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""Selective debate: L0 for a schedule's quiet firing, and at the close of a round the
+gate after the openings, the light level's ballots, and the early stop once the
+positions settle (``debates.engine.gate``).
+
+``round_close`` runs under the debate's row lock when a round that is not the last
+closes, and says whether the votes begin now; what it decided is stored with the
+debate's state, and the turns it skips are recorded as skipped steps of the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from debates import events
+from debates.engine.gate import L1, Opening, gate, settled
+from debates.engine.plan import REBUTTAL
+from debates.engine.types import CoinDecision
+from debates.models import (
+    Ballot,
+    Debate,
+    DebateStatus,
+    Message,
+    ParseStatus,
+    Participant,
+    SeatKind,
+    StepStatus,
+    TokenBudget,
+    Vote,
+)
+from debates.selectors import spend_of
+from debates.state import outcome_name
+
+
+@dataclass(frozen=True)
+class RoundClose:
+    """What closing a round decided: whether the votes begin now, and what to store."""
+
+    votes_now: bool
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def round_close(*, debate_id: int, round_number: int) -> RoundClose:
+    """Decide, under the debate's lock, whether its votes begin after ``round_number``."""
+    debate = (
+        Debate.objects.select_related("strategy", "trader", "schedule__last_debate")
+        .only(
+            "max_rounds",
+            "level",
+            "level_used",
+            "forced",
+            "symbol",
+            "symbols",
+            "auto_execute",
+            "owner_id",
+            "step_outcomes",
+            "strategy__early_stop",
+            "strategy__gate_min_confidence",
+            "trader__exchange",
+            "schedule__daily_token_budget",
+            "schedule__last_debate__status",
+        )
+        .get(pk=debate_id)
+    )
+    turns = _actions(debate_id, (round_number - 1, round_number))
+    if round_number == 1:
+        chosen = _gate(debate, turns.get(1, {}))
+        fields = {
+            "level_used": chosen.level,
+            "level_reasons": list(chosen.reasons),
+            "forced": chosen.forced,
+        }
+        if chosen.level == L1:
+            _openings_as_ballots(debate_id)
+            fields["step_outcomes"] = _skipped_after(debate, 1)
+            return RoundClose(votes_now=True, fields=fields)
+        return RoundClose(votes_now=False, fields=fields)
+    early_stop = debate.strategy.early_stop if debate.strategy is not None else True
+    if early_stop and settled(turns.get(round_number - 1, {}), turns.get(round_number, {})):
+        return RoundClose(
+            votes_now=True,
+            fields={
+                "stopped_early": {
+                    "after_round": round_number,
+                    "reason": f"no participant changed any per-coin action from round "
+                    f"{round_number - 1} to round {round_number}",
+                },
+                "step_outcomes": _skipped_after(debate, round_number),
+            },
+        )
+    return RoundClose(votes_now=False)
+
+
+def _actions(debate_id: int, rounds: tuple[int, ...]) -> dict[int, dict[int, dict[str, str]]]:
+    """Return the per-coin actions of each answered turn of ``rounds``: round -> seat ->
+    coin -> action."""
+    found: dict[int, dict[int, dict[str, str]]] = {}
+    rows = Message.objects.filter(
+        debate_id=debate_id, round__in=rounds, status=StepStatus.OK
+    ).values_list("round", "participant_id", "decisions")
+    for round_number, seat, decisions in rows:
+        found.setdefault(round_number, {})[seat] = {d["symbol"]: d["action"] for d in decisions}
+    return found
+
+
+def _gate(debate: Debate, openings: dict[int, dict[str, str]]):
+    primary = debate.symbol or (debate.symbols[0] if debate.symbols else "")
+    confidences = {
+        seat: {d["symbol"]: d.get("confidence") for d in decisions}
+        for seat, decisions in Message.objects.filter(
+            debate_id=debate.pk, round=1, status=StepStatus.OK
+        ).values_list("participant_id", "decisions")
+    }
+    seats = Participant.objects.filter(debate_id=debate.pk).values_list("pk", "kind")
+    rows = [
+        Opening(openings.get(seat, {}).get(primary), confidences.get(seat, {}).get(primary))
+        for seat, kind in seats
+        if kind == SeatKind.MODEL
+    ]
+    last = debate.schedule.last_debate if debate.schedule is not None else None
+    failure = ""
+    if last is not None and last.pk != debate.pk and last.status == DebateStatus.FAILED:
+        failure = "the schedule's previous debate failed"
+    return gate(
+        requested=debate.level,
+        openings=rows,
+        primary=primary,
+        high_impact=debate.auto_execute
+        and debate.trader is not None
+        and debate.trader.exchange != "paper",
+        failure=failure,
+        human=any(kind != SeatKind.MODEL for _, kind in seats),
+        min_confidence=(
+            debate.strategy.gate_min_confidence if debate.strategy is not None else 60.0
+        ),
+        over_budget=_over_budget(debate),
+    )
+
+
+def _over_budget(debate: Debate) -> str:
+    """Return which daily token budget the debate's owner or schedule has passed, if any."""
+    midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
+    budget = (
+        TokenBudget.objects.filter(owner_id=debate.owner_id)
+        .values_list("daily_token_budget", flat=True)
+        .first()
+    )
+    if budget is not None:
+        used = spend_of(created_at__gte=midnight, debate__owner_id=debate.owner_id).tokens
+        if used >= budget:
+            return f"the user's daily token budget is passed ({used:,} of {budget:,})"
+    schedule = debate.schedule
+    if schedule is not None and schedule.daily_token_budget is not None:
+        used = spend_of(created_at__gte=midnight, debate__schedule_id=schedule.pk).tokens
+        if used >= schedule.daily_token_budget:
+            return (
+                f"the schedule's daily token budget is passed "
+                f"({used:,} of {schedule.daily_token_budget:,})"
+            )
+    return ""
+
+
+def _skipped_after(debate: Debate, round_number: int) -> dict[str, Any]:
+    """Return the step outcomes with every turn after ``round_number`` recorded skipped."""
+    outcomes = dict(debate.step_outcomes or {})
+    seats = Participant.objects.filter(debate_id=debate.pk).values_list("pk", flat=True)
+    for later in range(round_number + 1, debate.max_rounds + 1):
+        for seat in seats:
+            outcomes[outcome_name((REBUTTAL, later, seat))] = {"status": "skipped"}
+    return outcomes
+
+
+def _openings_as_ballots(debate_id: int) -> None:
+    """Store each seat's opening as its ballot (the light level asks for no vote)."""
+    symbols = Debate.objects.values_list("symbols", flat=True).get(pk=debate_id)
+    from debates.services.steps import vote_row
+
+    for message in Message.objects.filter(debate_id=debate_id, round=1):
+        decisions = (
+            {d["symbol"]: CoinDecision.from_dict(d) for d in message.decisions}
+            if message.status == StepStatus.OK
+            else {}
+        )
+        ballot = Ballot.objects.create(
+            debate_id=debate_id,
+            participant_id=message.participant_id,
+            status=message.status,
+            content="(the opening, as the light level's ballot)",
+            parse_status=message.parse_status if decisions else ParseStatus.NONE,
+        )
+        votes = Vote.objects.bulk_create(
+            vote_row(
+                ballot, symbol, decisions.get(symbol), "no position on this coin in the opening"
+            )
+            for symbol in symbols
+        )
+        for vote in votes:
+            events.vote_stored(vote)
+
+
+def quiet_market(*, schedule: Any) -> str | None:
+    """Return why a schedule's firing needs no debate (L0), or None when it does.
+
+    L0 when the primary coin moved less than the strategy's ``quiet_atr_fraction`` of
+    its 1h ATR14 since the schedule's last debate saw it, and no position can change: a
+    schedule that executes its decisions automatically is always debated.
+    """
+    from strategies.market.exceptions import MarketDataError
+    from strategies.market.snapshot import MarketSnapshot
+    from strategies.snapshots import primary_move
+
+    last, strategy = schedule.last_debate, schedule.strategy
+    if schedule.auto_execute or strategy is None or last is None or not last.market_snapshot:
+        return None
+    seen = MarketSnapshot.from_dict(last.market_snapshot)
+    primary = schedule.symbol or (seen.symbols[0] if seen.symbols else "")
+    before = seen.coin(primary) if primary else None
+    if before is None:
+        return None
+    try:
+        price, atr = primary_move(strategy, primary, schedule.replay_as_of)
+    except (MarketDataError, ValueError):
+        return None  # the debate's own start reports what is wrong with the data
+    fraction = strategy.quiet_atr_fraction
+    move = abs(price - before.price)
+    if atr is None or move >= fraction * atr:
+        return None
+    return (
+        f"L0: {primary} moved {move:,.2f} since the last debate, less than {fraction:g} of "
+        f"its 1h ATR14 {atr:,.2f}"
+    )
