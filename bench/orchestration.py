@@ -52,7 +52,10 @@ def make_debate(owner, models, personalities, rounds, **fields):
     from debates.services import DebateInput, debate_create
     from strategies.models import Strategy
 
-    strategy = Strategy.objects.create(owner=owner, name=f"bench {uuid.uuid4().hex[:6]}")
+    # Every round runs (no early stop), as the ideal critical path counts them.
+    strategy = Strategy.objects.create(
+        owner=owner, name=f"bench {uuid.uuid4().hex[:6]}", early_stop=False
+    )
     data = DebateInput(
         name="bench",
         strategy=strategy.pk,
