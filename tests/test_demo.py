@@ -36,7 +36,9 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     detail = json.loads(result.stdout)
     assert detail["status"] == "completed"
-    assert len(detail["messages"]) == 9
+    # three seats speak in each round run: all three, or fewer once their positions settle
+    rounds = (detail["stopped_early"] or {}).get("after_round", 3)
+    assert len(detail["messages"]) == 3 * rounds
     assert len(detail["votes"]) == 9
     assert {d["symbol"] for d in detail["decisions"]} == {"BTCUSDT", "ETHUSDT", "SOLUSDT"}
     assert detail["market_snapshot"]["as_of"] == "2024-08-05T12:00:00Z"

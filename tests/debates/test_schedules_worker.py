@@ -167,9 +167,10 @@ def seconds_interval(schedule: Schedule, seconds: int) -> None:
 def test_beat_fires_a_schedule_on_a_worker_skipping_while_busy_until_it_is_paused(
     celery_worker, user, llm, tmp_path
 ):
-    # given a schedule whose debates take about 3 s (0.8 s per answer, four answers in a
-    # row) and whose beat entry fires every 2 seconds
-    llm.set_latency(0.8)
+    # given a schedule whose debates take longer than its beat entry's 2 seconds: a firing's
+    # debate is gated (level auto), and the fake models' openings agree, so it stops at L1
+    # after its openings, which answer side by side in 2.5 s
+    llm.set_latency(2.5)
     schedule = schedule_create(
         owner=user, data=schedule_template(user, models=fake_models(user, llm))
     )
