@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from bench.common import ROOT, machine, setup_django, wait_until, worker_processes
+from bench.common import (
+    embedded_backtest,
+    machine,
+    setup_django,
+    wait_until,
+    worker_processes,
+)
 
 START = datetime(2024, 8, 5, tzinfo=UTC)
 SEATS = ("bull", "bear", "analyst")
@@ -131,33 +134,21 @@ def full_stack(latency: float, days: int) -> dict:
 def embedded(days: int, settings_module: str, var: Path) -> tuple[float, dict, float]:
     """Run ``manage.py backtest`` on the embedded default; return (wall s, report,
     the seconds its model answers took)."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE=settings_module, ARENA_VAR_DIR=str(var), LOG_LEVEL="WARNING")
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     end = START + timedelta(days=days)
-    started = time.perf_counter()
-    done = subprocess.run(
+    seconds, printed = embedded_backtest(
+        var,
         [
-            *manage,
-            "backtest",
             *("--from", START.isoformat(), "--to", end.isoformat(), "--every", "4h"),
             *("--participants", ",".join(SEATS), "--rounds", "2", "--cache", "off", "--json"),
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=7200,
-        check=True,
+        DJANGO_SETTINGS_MODULE=settings_module,
     )
-    seconds = time.perf_counter() - started
     with sqlite3.connect(var / "arena.sqlite3") as db:
         answered_ms = sum(
             db.execute(f"SELECT COALESCE(SUM(latency_ms), 0) FROM {table}").fetchone()[0]  # noqa: S608
             for table in ("debates_message", "debates_ballot")
         )
-    return seconds, json.loads(done.stdout), answered_ms / 1000
+    return seconds, json.loads(printed), answered_ms / 1000
 
 
 def embedded_default(days: int) -> dict:

@@ -211,3 +211,24 @@ def web_server(
         yield f"http://127.0.0.1:{port}", process
     finally:
         stop_process(process)
+
+
+def embedded_backtest(var: Path, args: list[str], **env: str) -> tuple[float, str]:
+    """Migrate a fresh embedded default whose files are under ``var`` and run
+    ``manage.py backtest`` there with ``args``, the process environment updated with
+    ``env``; return the backtest's wall seconds and what it printed."""
+    process_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    process_env.update(ARENA_VAR_DIR=str(var), LOG_LEVEL="WARNING", **env)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=process_env, check=True)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*manage, "backtest", *args],
+        cwd=ROOT,
+        env=process_env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        check=True,
+    )
+    return time.perf_counter() - started, done.stdout

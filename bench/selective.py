@@ -15,16 +15,12 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.common import ROOT, machine
+from bench.common import embedded_backtest, machine
 
 START = datetime(2024, 8, 5, tzinfo=UTC)
 SEATS = ("bull", "bear", "analyst")
@@ -32,34 +28,18 @@ SEATS = ("bull", "bear", "analyst")
 
 def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -> dict:
     """Run one backtest at ``level``; return its report, tokens, decisions and levels."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    # 720 debates start within minutes: lift the per-user starts-per-hour quota.
-    env.update(
-        DJANGO_SETTINGS_MODULE="arena.settings.local",
-        ARENA_VAR_DIR=str(var),
-        LOG_LEVEL="WARNING",
-        QUOTA_STARTS_PER_HOUR="100000",
-    )
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     end = START + timedelta(days=days)
-    started = time.perf_counter()
-    done = subprocess.run(
+    seconds, printed = embedded_backtest(
+        var,
         [
-            *manage,
-            "backtest",
             *("--from", START.isoformat(), "--to", end.isoformat(), "--every", every),
             *("--participants", seats, "--rounds", str(rounds), "--cache", "off"),
             *("--level", level, "--json"),
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=7200,
-        check=True,
+        DJANGO_SETTINGS_MODULE="arena.settings.local",
+        # 720 debates start within minutes: lift the per-user starts-per-hour quota.
+        QUOTA_STARTS_PER_HOUR="100000",
     )
-    seconds = time.perf_counter() - started
     with sqlite3.connect(var / "arena.sqlite3") as db:
         tokens = sum(
             db.execute(
@@ -87,7 +67,7 @@ def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -
         ).fetchone()[0]
     return {
         "seconds": round(seconds, 1),
-        "report": json.loads(done.stdout),
+        "report": json.loads(printed),
         "tokens": tokens,
         "calls": calls,
         "decisions": decisions,
