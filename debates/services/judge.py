@@ -136,23 +136,18 @@ def _held(step: str, holder: str, debate_id: int, run: Callable[[], None]) -> No
 
 
 def _call_fields(outcome: CallOutcome) -> dict:
-    response, error = outcome.response, outcome.error
-    if response is None:
-        return {
-            "status": StepStatus.ERROR,
-            "attempts": error.attempts if error else 0,
-            "error": {"code": error.code, "message": error.message} if error else None,
-        }
-    return {
-        "status": StepStatus.OK,
-        "content": response.text,
-        "prompt_tokens": response.prompt_tokens,
-        "completion_tokens": response.completion_tokens,
-        "latency_ms": response.latency_ms,
-        "request_id": response.request_id[:120],
-        "attempts": response.attempts,
-        "cached": response.cached,
-    }
+    """Return the stored columns of a judge call: its usage and cost as a turn's, its
+    answer or its error."""
+    fields = outcome.usage_fields()
+    if outcome.response is None:
+        error = outcome.error
+        fields.update(
+            status=StepStatus.ERROR,
+            error={"code": error.code, "message": error.message} if error else None,
+        )
+    else:
+        fields.update(status=StepStatus.OK, content=outcome.response.text)
+    return fields
 
 
 def _store_call(

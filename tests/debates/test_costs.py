@@ -211,3 +211,30 @@ def test_a_schedules_spend_counts_only_its_own_debates(make_debate, user, api_cl
     days = api_client.get(f"/api/schedules/{schedule.pk}/spend?days=1").json()["days"]
     # then
     assert [(d["calls"], d["tokens"], d["cost_usd"]) for d in days] == [(1, 40, "0.125")]
+
+
+def test_a_judge_call_stores_its_cached_input_tokens_and_cost_as_a_turn_does() -> None:
+    # given the answer of a judge call that read 400 of its 1,000 input tokens from the
+    # provider's prompt cache, priced at 0.00123 USD
+    from debates.services.calls import CallOutcome
+    from debates.services.judge import _call_fields
+
+    response = ModelResponse(
+        text="scores",
+        prompt_tokens=1000,
+        completion_tokens=200,
+        latency_ms=5,
+        request_id="r",
+        provider="deepseek",
+        model="deepseek-v4-flash",
+        attempts=1,
+        cached_input_tokens=400,
+    )
+    outcome = CallOutcome(response=response, error=None, cost_usd=Decimal("0.00123"))
+    # when the judge call's columns are made
+    fields = _call_fields(outcome)
+    # then they hold its usage and cost like a turn's, with its answer
+    assert fields["cached_input_tokens"] == 400
+    assert fields["cost_usd"] == Decimal("0.00123")
+    assert (fields["prompt_tokens"], fields["completion_tokens"]) == (1000, 200)
+    assert (fields["status"], fields["content"]) == ("ok", "scores")
