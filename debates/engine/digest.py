@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from debates.engine.types import CoinDecision
+from debates.engine.types import OPENING_ACTIONS, CoinDecision
 
 SUMMARY_MAX_CHARS = 400
 """Cap on the reasoning summary of one earlier message."""
@@ -91,39 +91,62 @@ def neutralise_markup(text: str) -> str:
     return _FENCE.sub("`", _TAG.sub(r"[\1\2]", text))
 
 
-def digest(entry: HistoryEntry, *, positions_only: bool = False) -> str:
-    """Return the bounded digest of one earlier message; ``positions_only``: its per-coin
-    positions alone, without the reasoning summary or the per-coin reasons."""
-    header = (
+def _header(entry: HistoryEntry) -> str:
+    return (
         f"[round {entry.round}] {summarise(entry.participant, LABEL_MAX_CHARS)} "
         f"{summarise(entry.personality, LABEL_MAX_CHARS)}"
     )
+
+
+def digest(entry: HistoryEntry, *, with_reasoning: bool = True) -> str:
+    """Return the bounded digest of one earlier message: its per-coin positions, each with
+    its reason, and the summary of its reasoning unless ``with_reasoning`` is false."""
+    header = _header(entry)
     if entry.failed:
         return header + ": turn failed, no answer."
     lines = [header + ":"]
-    lines.extend("  " + _position(decision, not positions_only) for decision in entry.decisions)
+    lines.extend("  " + _position(decision) for decision in entry.decisions)
     if not entry.decisions:
         lines.append("  no usable positions")
-    summary = (
-        "" if positions_only else summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
-    )
-    if summary:
+    summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
+    if summary and with_reasoning:
         lines.append("  reasoning: " + summary)
     return clip("\n".join(lines), MESSAGE_DIGEST_MAX_CHARS, "message")
 
 
-def _position(decision: CoinDecision, with_reason: bool = True) -> str:
-    parts = [decision.symbol, decision.action.value, f"confidence {decision.confidence:g}"]
+def positions_line(entry: HistoryEntry) -> str:
+    """Return one earlier message's per-coin positions on one line, without reasons or
+    reasoning (``[round 2] P1 bull: BTCUSDT open_long conf 65 5x size 37% SL 1% TP 2%;
+    ...``): what a summarised round shows of each participant."""
+    header = _header(entry)
+    if entry.failed:
+        return header + ": turn failed, no answer."
+    shown = "; ".join(_position(d, False, short=True) for d in entry.decisions)
+    return clip(f"{header}: {shown or 'no usable positions'}", MESSAGE_DIGEST_MAX_CHARS, "message")
+
+
+def _position(decision: CoinDecision, with_reason: bool = True, *, short: bool = False) -> str:
+    """Return one per-coin position: the coin, the action, the confidence and, for an
+    action that opens a position, its sizing (a wait, hold or close opens nothing)."""
+    confidence = "conf" if short else "confidence"
+    parts = [decision.symbol, decision.action.value, f"{confidence} {decision.confidence:g}"]
+    if decision.action in OPENING_ACTIONS:
+        parts += _sizing(decision, short)
+    line = " ".join(parts)
+    reason = summarise(neutralise_markup(decision.reasoning), COIN_REASON_MAX_CHARS)
+    if reason and with_reason:
+        line += f": {reason}"
+    return summarise(line, POSITION_LINE_MAX_CHARS)
+
+
+def _sizing(decision: CoinDecision, short: bool) -> list[str]:
+    parts = []
     if decision.leverage is not None:
-        parts.append(f"leverage {decision.leverage}x")
+        parts.append(f"{decision.leverage}x" if short else f"leverage {decision.leverage}x")
     if decision.position_pct is not None:
         parts.append(f"size {decision.position_pct * 100:.3g}%")
     if decision.stop_loss is not None:
         parts.append(f"SL {decision.stop_loss * 100:.3g}%")
     if decision.take_profit is not None:
         parts.append(f"TP {decision.take_profit * 100:.3g}%")
-    line = " ".join(parts)
-    reason = summarise(neutralise_markup(decision.reasoning), COIN_REASON_MAX_CHARS)
-    if reason and with_reason:
-        line += f": {reason}"
-    return summarise(line, POSITION_LINE_MAX_CHARS)
+    return parts

@@ -37,7 +37,9 @@ import json_repair
 
 from debates.engine.contract import JSON_SCHEMA, TAGGED, check_mode
 from debates.engine.digest import (
+    COIN_REASON_MAX_CHARS,
     LABEL_MAX_CHARS,
+    SUMMARY_MAX_CHARS,
     HistoryEntry,
     clip,
     digest,
@@ -110,15 +112,15 @@ class SummaryContext:
     """What the summary of round ``round`` is built from.
 
     ``messages`` are the round's turns (failed ones included, so the judge knows who was
-    silent); ``previous`` is the summary of the round before, if there is one, so a
-    point made earlier and still open is not lost.
+    silent); ``previous`` is the judge's words of the summary of the round before, if
+    there is one (``summary_text`` without the tally), so a point made earlier and still
+    open is not lost. No market data: the judge reports what was said, adding no analysis.
     """
 
     round: int
     max_rounds: int
     symbols: tuple[str, ...]
     messages: tuple[HistoryEntry, ...]
-    market_summary: str = ""
     previous: str = ""
     output_mode: str = TAGGED
 
@@ -144,26 +146,42 @@ class RoundSummary:
 
     def text(self) -> str:
         """Return the summary as prompts show it, at most ``ROUND_SUMMARY_MAX_CHARS``."""
-        parts = [f"Points made: {self.points or 'none recorded.'}"]
-        if self.agreements:
-            parts.append(f"Agreements: {self.agreements}")
-        if self.disagreements:
-            parts.append(f"Open disagreements: {self.disagreements}")
-        parts.append("Tally of the round: " + tally_text(self.tally))
-        return clip("\n".join(parts), ROUND_SUMMARY_MAX_CHARS, "summary")
+        return summary_text(self.to_fields())
+
+    def to_fields(self) -> dict[str, Any]:
+        """Return the summary's parts as stored: the judge's three blocks and the tally."""
+        return {
+            "points": self.points,
+            "agreements": self.agreements,
+            "disagreements": self.disagreements,
+            "tally": {symbol: dict(counts) for symbol, counts in self.tally.items()},
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict (the shape stored on a judge call)."""
         return {
             "round": self.round,
-            "points": self.points,
-            "agreements": self.agreements,
-            "disagreements": self.disagreements,
-            "tally": {symbol: dict(counts) for symbol, counts in self.tally.items()},
+            **self.to_fields(),
             "status": self.status.value,
             "problems": list(self.problems),
             "text": self.text(),
         }
+
+
+def summary_text(fields: Mapping[str, Any], *, tally: bool = True) -> str:
+    """Return a round summary's text from its stored parts (``RoundSummary.to_fields``),
+    at most ``ROUND_SUMMARY_MAX_CHARS``; ``tally``: with the engine's tally of the round.
+
+    The judge's next summary reads it without the tally (it counts a round the judge no
+    longer summarises), the participants' prompts with it."""
+    parts = [f"Points made: {fields.get('points') or 'none recorded.'}"]
+    if fields.get("agreements"):
+        parts.append(f"Agreements: {fields['agreements']}")
+    if fields.get("disagreements"):
+        parts.append(f"Open disagreements: {fields['disagreements']}")
+    if tally:
+        parts.append("Tally of the round: " + tally_text(fields.get("tally") or {}))
+    return clip("\n".join(parts), ROUND_SUMMARY_MAX_CHARS, "summary")
 
 
 def round_tally(
@@ -206,8 +224,7 @@ def build_summary_prompt(ctx: SummaryContext) -> tuple[str, str]:
     messages = "\n".join(digest(entry) for entry in ctx.messages) or "No messages."
     user = _user(
         f"Round {ctx.round}/{ctx.max_rounds}. Candidate coins: {', '.join(ctx.symbols)}.",
-        ctx.market_summary,
-        (f"Your summary of round {ctx.round - 1}", ctx.previous),
+        (f"Your summary of round {ctx.round - 1}", ctx.previous, ROUND_SUMMARY_MAX_CHARS),
         f"## The messages of round {ctx.round}\n{messages}",
         f"Summarise round {ctx.round} now",
         "the three blocks" if ctx.output_mode == TAGGED else "the JSON object",
@@ -215,15 +232,13 @@ def build_summary_prompt(ctx: SummaryContext) -> tuple[str, str]:
     return system, user
 
 
-def _user(first: str, market: str, summary: tuple[str, str], body: str, ask: str, form: str) -> str:
-    """Return a judge prompt's user text: its first line, the market summary and a round
-    summary (each only when given), its ``body``, and the request for an answer."""
+def _user(first: str, section: tuple[str, str, int], body: str, ask: str, form: str) -> str:
+    """Return a judge prompt's user text: its first line, a ``(heading, text, cap)``
+    section (only when it has text), its ``body``, and the request for an answer."""
     parts = [first]
-    if market.strip():
-        parts.append("## Market summary\n" + clip(market, JUDGE_MARKET_MAX_CHARS, "market"))
-    heading, text = summary
+    heading, text, cap = section
     if text.strip():
-        parts.append(f"## {heading}\n" + clip(text, ROUND_SUMMARY_MAX_CHARS, "summary"))
+        parts.append(f"## {heading}\n" + clip(text, cap, heading.lower()))
     parts += [body, f"{ask}, as {form}."]
     return "\n\n".join(parts)
 
@@ -329,12 +344,13 @@ class JudgedSeat:
 
 @dataclass(frozen=True)
 class ScoresContext:
-    """What the scoring call is built from; ``summary`` is the latest round summary."""
+    """What the scoring call is built from: every participant's record and the market
+    summary its use of the data is checked against (no round summary: the rubric scores
+    each participant's own reasoning, answers and decisions, all in its record)."""
 
     symbols: tuple[str, ...]
     seats: tuple[JudgedSeat, ...]
     market_summary: str = ""
-    summary: str = ""
     output_mode: str = TAGGED
 
     def __post_init__(self) -> None:
@@ -399,8 +415,7 @@ def build_scores_prompt(ctx: ScoresContext) -> tuple[str, str]:
     )
     user = _user(
         f"Candidate coins: {', '.join(ctx.symbols)}.",
-        ctx.market_summary,
-        ("Summary of the debate's last summarised round", ctx.summary),
+        ("Market summary", ctx.market_summary, JUDGE_MARKET_MAX_CHARS),
         "## The participants\n" + "\n\n".join(_seat_text(seat) for seat in ctx.seats),
         "Score every participant now",
         "a <scores> block" if ctx.output_mode == TAGGED else "the JSON object",
@@ -425,12 +440,18 @@ def _seat_text(seat: JudgedSeat) -> str:
         lines.append(f"  failed turns in rounds {', '.join(failed)}")
     answered = [entry for entry in seat.messages if not entry.failed]
     if answered:
-        latest = digest(answered[-1]).replace("\n", "\n  ")
-        lines.append("  latest message: " + latest)
+        # its positions are in the lines above, the reasons for its decisions in its vote
+        latest = answered[-1]
+        reasoning = summarise(neutralise_markup(latest.reasoning), SUMMARY_MAX_CHARS)
+        lines.append(f"  latest message (round {latest.round}): {reasoning or 'no reasoning'}")
     if seat.vote:
         vote = "; ".join(
             f"{d.symbol} {d.action.value} {d.confidence:g}"
-            + (f" ({summarise(neutralise_markup(d.reasoning), 100)})" if d.reasoning else "")
+            + (
+                f" ({summarise(neutralise_markup(d.reasoning), COIN_REASON_MAX_CHARS)})"
+                if d.reasoning
+                else ""
+            )
             for d in seat.vote
         )
         lines.append("  final vote: " + vote)

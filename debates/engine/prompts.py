@@ -25,6 +25,7 @@ from debates.engine.digest import (
     clip,
     digest,
     participant_label,
+    positions_line,
     summarise,
 )
 from debates.engine.judge import ROUND_SUMMARY_MAX_CHARS
@@ -212,7 +213,7 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
             + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
             "## Latest positions of the participants\n"
             + (
-                "\n".join(digest(entry, positions_only=True) for entry in ctx.positions)
+                "\n".join(positions_line(entry) for entry in ctx.positions)
                 or "No positions were recorded."
             ),
         ]
@@ -251,7 +252,7 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
     )
     parts = [
         "## Latest positions of the participants\n"
-        + _digests(ctx.positions, "No positions were recorded."),
+        + _digests(ctx.positions, "No positions were recorded.", with_reasoning=False),
         "## Your vote\nIt is time for the final vote. "
         + _speaker(ctx.personality, ctx.participant),
         "## Your role\n" + get_personality(ctx.personality).role,
@@ -291,7 +292,7 @@ def _system(
     return "\n\n".join(parts)
 
 
-def _digests(entries: Sequence[HistoryEntry], empty: str) -> str:
+def _digests(entries: Sequence[HistoryEntry], empty: str, *, with_reasoning: bool = True) -> str:
     if not entries:
         return empty
-    return "\n".join(digest(entry) for entry in entries)
+    return "\n".join(digest(entry, with_reasoning=with_reasoning) for entry in entries)

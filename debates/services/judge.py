@@ -33,6 +33,7 @@ from debates.engine.judge import (
     judge_temperatures,
     parse_scores,
     parse_summary,
+    summary_text,
 )
 from debates.engine.plan import DONE, FAILED, StepKey
 from debates.engine.types import Action, CoinDecision
@@ -186,9 +187,10 @@ def _record(debate_id: int, step: StepKey, *, failed: bool) -> None:
 # -- the round summary ------------------------------------------------------------------
 
 
-def round_summary_text(*, debate_id: int, round_number: int) -> str:
+def round_summary_text(*, debate_id: int, round_number: int, tally: bool = True) -> str:
     """Return the judge's stored summary of round ``round_number``, or ``""`` when there
-    is none (no judge, the call failed, or its answer held nothing usable)."""
+    is none (no judge, the call failed, or its answer held nothing usable); ``tally``:
+    with the engine's tally of the round (``summary_text``)."""
     result = (
         JudgeCall.objects.filter(
             debate_id=debate_id,
@@ -202,7 +204,9 @@ def round_summary_text(*, debate_id: int, round_number: int) -> str:
         .values_list("result", flat=True)
         .first()
     )
-    return result.get("text", "") if isinstance(result, dict) else ""
+    if not isinstance(result, dict):
+        return ""
+    return result.get("text", "") if tally else summary_text(result, tally=False)
 
 
 def judge_round_run(*, debate_id: int, round_number: int, holder: str) -> None:
@@ -230,8 +234,9 @@ def _summarise_round(debate_id: int, round_number: int) -> None:
         max_rounds=debate.max_rounds,
         symbols=symbols,
         messages=tuple(entries),
-        market_summary=market_summary(debate.market_snapshot),
-        previous=round_summary_text(debate_id=debate_id, round_number=round_number - 1),
+        previous=round_summary_text(
+            debate_id=debate_id, round_number=round_number - 1, tally=False
+        ),
         output_mode=debate.judge_model.output_mode,
     )
     system, user = build_summary_prompt(context)
@@ -349,12 +354,10 @@ def _scores_context(debate: Debate, seats: list[Participant]) -> ScoresContext:
         JudgedSeat(_label(seat), seat.personality, tuple(by_seat[seat.pk]), tuple(votes[seat.pk]))
         for seat in seats
     )
-    last_summary = round_summary_text(debate_id=debate.pk, round_number=debate.max_rounds - 1)
     return ScoresContext(
         symbols=tuple(debate.symbols),
         seats=judged,
         market_summary=market_summary(debate.market_snapshot),
-        summary=last_summary,
         output_mode=debate.judge_model.output_mode,
     )
 

@@ -27,6 +27,7 @@ from debates.engine.judge import (
     round_tally,
     scores_schema,
     summary_schema,
+    summary_text,
 )
 from debates.engine.prompts import HistoryEntry
 from debates.engine.types import Action, CoinDecision
@@ -73,14 +74,15 @@ def test_the_tally_counts_each_action_per_coin_and_skips_failed_turns():
 
 def test_summary_prompt_shows_the_round_the_previous_summary_and_asks_for_three_blocks():
     # given
-    context = summary_context(round=2, previous="PREVIOUS-SUMMARY", market_summary="MKT-LINE")
+    context = summary_context(round=2, previous="PREVIOUS-SUMMARY")
     # when
     system, user = build_summary_prompt(context)
-    # then
+    # then it carries the round's messages and the previous summary, no market data
     assert "<points>" in system and "<disagreements>" in system and "take no side" in system
     assert "## Your summary of round 1\nPREVIOUS-SUMMARY" in user
-    assert "## Market summary\nMKT-LINE" in user
-    assert "[round 1] P1 analyst:\n  BTCUSDT open_long confidence 80" in user
+    assert "Market" not in system + user
+    assert "[round 1] P1 analyst:\n  BTCUSDT open_long confidence 80\n" in user
+    assert "  reasoning: msg-one RSI 61" in user
     assert "[round 1] P3 analyst: turn failed, no answer." in user
     assert user.endswith("Summarise round 2 now, as the three blocks.")
 
@@ -105,6 +107,18 @@ def test_summary_prompt_in_json_schema_mode_asks_for_the_object_only():
 def test_summary_context_refuses_invalid_input(overrides, error):
     with pytest.raises(ValueError, match=error):
         summary_context(**overrides)
+
+
+def test_the_judges_next_summary_reads_a_summary_without_its_tally():
+    # given a parsed summary, as stored
+    stored = parse_summary(TAGGED_SUMMARY, summary_context()).to_dict()
+    # when / then
+    assert summary_text(stored) == stored["text"]
+    assert summary_text(stored, tally=False) == (
+        "Points made: P1 cites RSI 61 for a long; P2 sees a bearish MACD.\n"
+        "Agreements: Both wait on ETH.\n"
+        "Open disagreements: P1 and P2 split on BTC direction."
+    )
 
 
 def test_a_tagged_summary_parses_with_the_engine_tally():
@@ -192,7 +206,7 @@ def scores_context(**overrides):
         JudgedSeat("P2", "bear", ROUND_ONE[1:2]),
         JudgedSeat("P3", "analyst", ROUND_ONE[2:]),
     )
-    values = {"symbols": SYMBOLS, "seats": seats, "summary": "LATEST-SUMMARY"}
+    values = {"symbols": SYMBOLS, "seats": seats, "market_summary": "MARKET-LINE"}
     return ScoresContext(**(values | overrides))
 
 
@@ -216,11 +230,15 @@ def test_scores_prompt_states_the_rubric_and_each_participants_record():
     for name in RUBRIC:
         assert f"- {name}: " in system
     assert "<scores>" in system
-    assert "P1 (bull):\n  BTCUSDT: r1 open_long 80\n  ETHUSDT: r1 wait 30" in user
-    assert "  final vote: BTCUSDT open_long 75" in user
+    assert "## Market summary\nMARKET-LINE" in user
+    assert (
+        "P1 (bull):\n  BTCUSDT: r1 open_long 80\n  ETHUSDT: r1 wait 30\n"
+        "  latest message (round 1): msg-one RSI 61\n"
+        "  final vote: BTCUSDT open_long 75"
+    ) in user
     assert "P2 (bear):" in user and "  final vote: none" in user
     assert "P3 (analyst):\n  failed turns in rounds 1\n  final vote: none" in user
-    assert "LATEST-SUMMARY" in user
+    assert "summary" not in user.lower().replace("market summary", "")
     assert user.endswith("Score every participant now, as a <scores> block.")
 
 

@@ -259,8 +259,8 @@ def test_every_prompt_states_exactly_one_output_contract(prompt):
 
 def test_vote_prompt_lists_coins_summary_and_positions_by_label():
     # given the latest message of two participants
-    eth = CoinDecision("ETHUSDT", Action.WAIT, 40)
-    positions = (message(1, 3, "funding too high", [eth]), message(2, 3, failed=True))
+    eth = CoinDecision("ETHUSDT", Action.WAIT, 40, 1, 0.2, 0.02, 0.04, "funding too high")
+    positions = (message(1, 3, "reasoning-marker", [eth]), message(2, 3, failed=True))
     context = VoteContext("contrarian", "aggressive", SYMBOLS, "BTC 97000 ETH 3600", positions)
     # when
     prompt = build_vote_prompt(context)
@@ -271,8 +271,7 @@ def test_vote_prompt_lists_coins_summary_and_positions_by_label():
     assert prompt.user == (
         "## Latest positions of the participants\n"
         "[round 3] P1 bull:\n"
-        "  ETHUSDT wait confidence 40\n"
-        "  reasoning: funding too high\n"
+        "  ETHUSDT wait confidence 40: funding too high\n"
         "[round 3] P2 bear: turn failed, no answer.\n\n"
         "## Your vote\nIt is time for the final vote. You are the 🔄 Contrarian.\n\n"
         f"## Your role\n{PERSONALITIES['contrarian'].role}\n\n"
@@ -372,10 +371,9 @@ def test_a_summarised_round_carries_the_summary_and_latest_positions_not_the_his
     assert "## The judge's summary of round 2\nPoints made: P1 cites the EMA cross." in prompt.user
     assert prompt.system.endswith("## Market summary\nBTCUSDT price 97,000; RSI14 4h 61")
     assert (
-        "## Latest positions of the participants\n[round 2] P1 bull:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x\n"
-        "[round 2] P2 bear:\n"
-        "  BTCUSDT open_long confidence 70 leverage 5x\n\n"
+        "## Latest positions of the participants\n"
+        "[round 2] P1 bull: BTCUSDT open_long conf 70 5x\n"
+        "[round 2] P2 bear: BTCUSDT open_long conf 70 5x\n\n"
     ) in prompt.user
     for absent in ("history-marker", "latest-marker", "FULL-MARKET-TABLE", "so far", "EMA20"):
         assert absent not in prompt.system + prompt.user
