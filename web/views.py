@@ -21,6 +21,7 @@ from django.views.static import was_modified_since
 
 from backtests.charts import equity_svg
 from backtests.models import Backtest
+from debates.models import Pace
 from evaluations.charts import reliability_svg
 from strategies.models import PromptVariant
 
@@ -30,7 +31,11 @@ from strategies.models import PromptVariant
 def arena(request: HttpRequest, debate_id: int | None = None) -> HttpResponse:
     """Render the arena page, opening debate ``debate_id`` when the URL names one."""
     config = {"debateId": debate_id}
-    context = {"config": config, "prompt_variants": PromptVariant.choices}
+    context = {
+        "config": config,
+        "prompt_variants": PromptVariant.choices,
+        "paces": Pace.choices,
+    }
     return render(request, "web/arena.html", context)
 
 

@@ -119,9 +119,11 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
         rows.nth(index).locator("[data-name=ai_model]").select_option(str(model.pk))
         rows.nth(index).locator("[data-name=personality]").select_option(personality)
     page.click("#create-submit")
-    # then the new debate is shown, pending, with its coins and participants
+    # then the new debate is shown, pending, with its coins and participants, in the
+    # automatic pace the form chose by default
     expect(page.locator("#debate-name")).to_have_text("Browser debate")
     debate = Debate.objects.get(name="Browser debate")
+    assert debate.pace == "auto"
     expect(page).to_have_url(f"{server.url}/debates/{debate.pk}/")
     expect(page.locator("#debate-status")).to_have_text("pending")
     expect(
@@ -428,23 +430,30 @@ def test_the_page_shows_the_judges_summaries_and_scores_live(
 def test_a_manual_debate_waits_on_the_page_for_continue(open_page, server, worker, user, arena):
     from playwright.sync_api import expect
 
-    # given a two-seat, two-round debate in the manual pace, open on the page
-    seats = [
-        {"ai_model": model.pk, "personality": personality}
-        for model, personality in zip(arena["models"][:2], SEATS[:2], strict=True)
+    # given the form, whose pace is automatic unless chosen
+    page = open_page("/", user=user)
+    page.click("#new-debate")
+    expect(page.locator("#f-pace")).to_have_value("auto")
+    assert page.eval_on_selector_all("#f-pace option", "os => os.map(o => o.value)") == [
+        "auto",
+        "manual",
     ]
-    debate = debate_create(
-        owner=user,
-        data=DebateInput(
-            name="Step by step",
-            strategy=arena["strategy"].pk,
-            symbol="BTCUSDT",
-            max_rounds=2,
-            participants=seats,
-            pace="manual",
-        ),
-    )
-    page = open_page(f"/debates/{debate.pk}/", user=user)
+    # when a two-seat, two-round debate is created with it in the manual pace
+    page.fill("#f-name", "Step by step")
+    page.fill("#f-symbol", "BTCUSDT")
+    page.fill("#f-rounds", "2")
+    rows = page.locator(".participant-row")
+    expect(rows).to_have_count(3)
+    rows.nth(2).locator(".remove-participant").click()
+    for index, (model, personality) in enumerate(zip(arena["models"][:2], SEATS[:2], strict=True)):
+        rows.nth(index).locator("[data-name=ai_model]").select_option(str(model.pk))
+        rows.nth(index).locator("[data-name=personality]").select_option(personality)
+    page.select_option("#f-pace", "manual")
+    page.click("#create-submit")
+    # then the debate is stored in the manual pace and shown, open on its live stream
+    expect(page.locator("#debate-name")).to_have_text("Step by step")
+    debate = Debate.objects.get(name="Step by step")
+    assert (debate.pace, debate.max_rounds, debate.participants.count()) == ("manual", 2, 2)
     expect(page.locator("#stream-state")).to_have_text("● live")
     # when it is started, then it stops after its prepare step with a Continue button
     page.click('#debate-actions [data-action="start"]')

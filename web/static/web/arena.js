@@ -877,6 +877,7 @@
       symbol: $("#f-symbol").value.trim(),
       max_rounds: numberValue($("#f-rounds")),
       prompt_variant: $("#f-variant").value,
+      pace: $("#f-pace").value,
       auto_execute: $("#f-auto").checked,
       participants: $$("#participant-rows .participant-row").map((row) => {
         const seat = $("[data-name=ai_model]", row).value;
