@@ -9,11 +9,15 @@ earlier call is counted. The baseline, measured on the same calls in the same ru
 each call's own part first (the user text, then the system text), the order in which
 nothing a seat says before its market data and rules is shared.
 
-    python -m bench.prefix
+    python -m bench.prefix [--judge]
+
+With ``--judge`` the debate has a judge (the simulated model), whose round summaries and
+scoring call are counted as calls of the debate too.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from bench.common import setup_django
@@ -35,7 +39,10 @@ def shared_share(texts: list[str]) -> tuple[int, int]:
     return shared, sum(len(text) for text in texts)
 
 
-def main() -> dict:
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--judge", action="store_true", help="give the debate a judge")
+    args = parser.parse_args(argv)
     setup_django()
     from django.contrib.auth import get_user_model
 
@@ -54,7 +61,8 @@ def main() -> dict:
         sent.append((request.system, request.user))
         return real_complete(config, request, **kwargs)
 
-    debate = make_debate(owner, [model] * 3, PERSONALITIES, 3)
+    fields = {"judge": {"ai_model": model.pk}} if args.judge else {}
+    debate = make_debate(owner, [model] * 3, PERSONALITIES, 3, **fields)
     calls.complete = recording_complete
     try:
         run_steps_in_order(debate)
@@ -63,6 +71,7 @@ def main() -> dict:
     ours = shared_share([system + user for system, user in sent])
     baseline = shared_share([user + system for system, user in sent])
     result = {
+        "judge": args.judge,
         "status": Debate.objects.get(pk=debate.pk).status,
         "calls": len(sent),
         "chars": ours[1],
@@ -71,7 +80,8 @@ def main() -> dict:
         "baseline_shared_share": round(baseline[0] / baseline[1], 3),
     }
     print(
-        f"3x3 debate ({result['status']}): {result['calls']} calls, {ours[1]:,} input chars; "
+        f"3x3 debate{' with a judge' if args.judge else ''} ({result['status']}): "
+        f"{result['calls']} calls, {ours[1]:,} input chars; "
         f"in a prefix an earlier call sent: {ours[0]:,} ({result['shared_share']:.1%}); "
         f"own part first (baseline): {baseline[0]:,} ({result['baseline_shared_share']:.1%})"
     )
