@@ -91,25 +91,21 @@ def neutralise_markup(text: str) -> str:
     return _FENCE.sub("`", _TAG.sub(r"[\1\2]", text))
 
 
-def _header(entry: HistoryEntry) -> str:
-    return (
-        f"[round {entry.round}] {summarise(entry.participant, LABEL_MAX_CHARS)} "
-        f"{summarise(entry.personality, LABEL_MAX_CHARS)}"
-    )
-
-
-def digest(entry: HistoryEntry, *, with_reasoning: bool = True) -> str:
+def digest(entry: HistoryEntry, *, with_reasons: bool = True) -> str:
     """Return the bounded digest of one earlier message: its per-coin positions, each with
-    its reason, and the summary of its reasoning unless ``with_reasoning`` is false."""
-    header = _header(entry)
+    its reason, and the summary of its reasoning. Without ``with_reasons`` the positions
+    come on the header's line, as ``positions_line`` gives them, and the reasoning after."""
     if entry.failed:
-        return header + ": turn failed, no answer."
-    lines = [header + ":"]
-    lines.extend("  " + _position(decision) for decision in entry.decisions)
-    if not entry.decisions:
-        lines.append("  no usable positions")
+        return _header(entry) + ": turn failed, no answer."
+    if not with_reasons:
+        lines = [positions_line(entry)]
+    else:
+        lines = [_header(entry) + ":"]
+        lines.extend("  " + _position(decision) for decision in entry.decisions)
+        if not entry.decisions:
+            lines.append("  no usable positions")
     summary = summarise(neutralise_markup(entry.reasoning), SUMMARY_MAX_CHARS)
-    if summary and with_reasoning:
+    if summary:
         lines.append("  reasoning: " + summary)
     return clip("\n".join(lines), MESSAGE_DIGEST_MAX_CHARS, "message")
 
@@ -117,12 +113,19 @@ def digest(entry: HistoryEntry, *, with_reasoning: bool = True) -> str:
 def positions_line(entry: HistoryEntry) -> str:
     """Return one earlier message's per-coin positions on one line, without reasons or
     reasoning (``[round 2] P1 bull: BTCUSDT open_long conf 65 5x size 37% SL 1% TP 2%;
-    ...``): what a summarised round shows of each participant."""
+    ETHUSDT wait conf 70``): what a summarised round shows of each participant."""
     header = _header(entry)
     if entry.failed:
         return header + ": turn failed, no answer."
     shown = "; ".join(_position(d, False, short=True) for d in entry.decisions)
     return clip(f"{header}: {shown or 'no usable positions'}", MESSAGE_DIGEST_MAX_CHARS, "message")
+
+
+def _header(entry: HistoryEntry) -> str:
+    return (
+        f"[round {entry.round}] {summarise(entry.participant, LABEL_MAX_CHARS)} "
+        f"{summarise(entry.personality, LABEL_MAX_CHARS)}"
+    )
 
 
 def _position(decision: CoinDecision, with_reason: bool = True, *, short: bool = False) -> str:

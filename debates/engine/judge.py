@@ -427,15 +427,15 @@ def _seat_text(seat: JudgedSeat) -> str:
     """Return a participant's record: positions round by round, its latest message, vote."""
     label = summarise(seat.label, LABEL_MAX_CHARS)
     lines = [f"{label} ({summarise(seat.personality, LABEL_MAX_CHARS)}):"]
-    by_symbol: dict[str, list[str]] = {}
+    by_symbol: dict[str, list[tuple[int, str, float]]] = {}
     for entry in seat.messages:
         for decision in entry.decisions:
             by_symbol.setdefault(decision.symbol, []).append(
-                f"r{entry.round} {decision.action.value} {decision.confidence:g}"
+                (entry.round, decision.action.value, decision.confidence)
             )
     failed = [str(entry.round) for entry in seat.messages if entry.failed]
     for symbol, steps in by_symbol.items():
-        lines.append(f"  {symbol}: " + summarise(" > ".join(steps), 200))
+        lines.append(f"  {symbol}: " + summarise(_trajectory(steps), 200))
     if failed:
         lines.append(f"  failed turns in rounds {', '.join(failed)}")
     answered = [entry for entry in seat.messages if not entry.failed]
@@ -458,6 +458,22 @@ def _seat_text(seat: JudgedSeat) -> str:
     else:
         lines.append("  final vote: none")
     return "\n".join(lines)
+
+
+def _trajectory(steps: Sequence[tuple[int, str, float]]) -> str:
+    """Return a coin's positions round by round, rounds in a row with the same action
+    written once: ``r1 open_long 64 > r2-r4 wait 70/72/75``."""
+    runs: list[list[tuple[int, str, float]]] = []
+    for step in steps:
+        if runs and runs[-1][-1][1] == step[1] and runs[-1][-1][0] + 1 == step[0]:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    shown = []
+    for run in runs:
+        rounds = f"r{run[0][0]}" + (f"-r{run[-1][0]}" if len(run) > 1 else "")
+        shown.append(f"{rounds} {run[0][1]} " + "/".join(f"{c:g}" for _, _, c in run))
+    return " > ".join(shown)
 
 
 def _scores_contract(label: str, mode: str) -> str:

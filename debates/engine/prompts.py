@@ -252,7 +252,7 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
     )
     parts = [
         "## Latest positions of the participants\n"
-        + _digests(ctx.positions, "No positions were recorded.", with_reasoning=False),
+        + _digests(ctx.positions, "No positions were recorded.", with_reasons=False),
         "## Your vote\nIt is time for the final vote. "
         + _speaker(ctx.personality, ctx.participant),
         "## Your role\n" + get_personality(ctx.personality).role,
@@ -292,7 +292,7 @@ def _system(
     return "\n\n".join(parts)
 
 
-def _digests(entries: Sequence[HistoryEntry], empty: str, *, with_reasoning: bool = True) -> str:
+def _digests(entries: Sequence[HistoryEntry], empty: str, *, with_reasons: bool = True) -> str:
     if not entries:
         return empty
-    return "\n".join(digest(entry, with_reasoning=with_reasoning) for entry in entries)
+    return "\n".join(digest(entry, with_reasons=with_reasons) for entry in entries)

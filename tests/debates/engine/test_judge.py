@@ -242,6 +242,23 @@ def test_scores_prompt_states_the_rubric_and_each_participants_record():
     assert user.endswith("Score every participant now, as a <scores> block.")
 
 
+def test_a_participants_positions_are_shown_round_by_round_with_repeats_written_once():
+    # given four rounds: a long held twice, a wait, a failed turn, a long again
+    messages = (
+        said("P1", 1, {"BTCUSDT": ("open_long", 60)}, "r1"),
+        said("P1", 2, {"BTCUSDT": ("open_long", 65)}, "r2"),
+        said("P1", 3, {"BTCUSDT": ("wait", 50)}, "r3"),
+        said("P1", 4, {}, failed=True),
+        said("P1", 5, {"BTCUSDT": ("open_long", 70)}, "r5"),
+    )
+    seat = JudgedSeat("P1", "bull", messages)
+    # when
+    _, user = build_scores_prompt(scores_context(seats=(seat,)))
+    # then the rounds in a row with one action share it; the failed round breaks the run
+    assert "  BTCUSDT: r1-r2 open_long 60/65 > r3 wait 50 > r5 open_long 70\n" in user
+    assert "  failed turns in rounds 4\n  latest message (round 5): r5\n" in user
+
+
 def test_scores_schema_requires_every_item_and_reason_for_every_participant():
     # given / when
     schema = scores_schema(LABELS)

@@ -259,8 +259,9 @@ def test_every_prompt_states_exactly_one_output_contract(prompt):
 
 def test_vote_prompt_lists_coins_summary_and_positions_by_label():
     # given the latest message of two participants
-    eth = CoinDecision("ETHUSDT", Action.WAIT, 40, 1, 0.2, 0.02, 0.04, "funding too high")
-    positions = (message(1, 3, "reasoning-marker", [eth]), message(2, 3, failed=True))
+    eth = CoinDecision("ETHUSDT", Action.WAIT, 40, 1, 0.2, 0.02, 0.04, "reason-marker")
+    btc = CoinDecision("BTCUSDT", Action.OPEN_SHORT, 65, 4, 0.3, 0.01, 0.02, "reason-marker")
+    positions = (message(1, 3, "funding too high", [btc, eth]), message(2, 3, failed=True))
     context = VoteContext("contrarian", "aggressive", SYMBOLS, "BTC 97000 ETH 3600", positions)
     # when
     prompt = build_vote_prompt(context)
@@ -270,8 +271,9 @@ def test_vote_prompt_lists_coins_summary_and_positions_by_label():
     )
     assert prompt.user == (
         "## Latest positions of the participants\n"
-        "[round 3] P1 bull:\n"
-        "  ETHUSDT wait confidence 40: funding too high\n"
+        "[round 3] P1 bull: BTCUSDT open_short conf 65 4x size 30% SL 1% TP 2%; "
+        "ETHUSDT wait conf 40\n"
+        "  reasoning: funding too high\n"
         "[round 3] P2 bear: turn failed, no answer.\n\n"
         "## Your vote\nIt is time for the final vote. You are the 🔄 Contrarian.\n\n"
         f"## Your role\n{PERSONALITIES['contrarian'].role}\n\n"
