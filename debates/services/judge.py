@@ -71,6 +71,7 @@ _DEBATE_FIELDS = (
     "max_rounds",
     "symbols",
     "market_snapshot",
+    "market_summary",
     "cache",
     "judge_count",
     "auto_execute",
@@ -357,7 +358,8 @@ def _scores_context(debate: Debate, seats: list[Participant]) -> ScoresContext:
     return ScoresContext(
         symbols=tuple(debate.symbols),
         seats=judged,
-        market_summary=market_summary(debate.market_snapshot),
+        # the rendering stored at prepare; made here only for a debate prepared before it was
+        market_summary=debate.market_summary or market_summary(debate.market_snapshot),
         output_mode=debate.judge_model.output_mode,
     )
 
