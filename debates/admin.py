@@ -50,6 +50,12 @@ SCHEDULE_FIELDS = (
     "cache",
     "daily_token_budget",
     "daily_token_cap",
+    "level",
+    "mode",
+    "mode_models",
+    "temperature_range",
+    "role_model_map",
+    "max_output_tokens",
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",
