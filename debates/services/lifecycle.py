@@ -43,7 +43,7 @@ from debates.models import (
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
 from debates.services import transitions
-from debates.services.modes import SeatPlan, model_refusal, seat_plan
+from debates.services.modes import SeatPlan, model_refusal, planned_judge, seat_plan
 from debates.services.transitions import PREPARE_KEY
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
@@ -330,6 +330,10 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     values["level"] = data.level
     plan = seat_plan(owner, data, data.refuse)
     values.update(plan.stored)
+    named = planned_judge(plan.stored)
+    if values["judge_model"] is not None and named not in (None, values["judge_model"].pk):
+        # the map's judge, or the adversarial mode's C, judges a debate that has a judge
+        values["judge_model"] = AIModel.objects.get(owner=owner, pk=named)
     values["seats"] = _seats(owner, data, plan, humans=humans)
     return values
 
