@@ -26,6 +26,7 @@ from debates.models import (
 )
 from debates.selectors import waiting_for_person
 from debates.services.schedules import (
+    SEATING_FIELDS,
     schedule_check,
     schedule_create,
     schedule_delete,
@@ -51,11 +52,7 @@ SCHEDULE_FIELDS = (
     "daily_token_budget",
     "daily_token_cap",
     "level",
-    "mode",
-    "mode_models",
-    "temperature_range",
-    "role_model_map",
-    "max_output_tokens",
+    *SEATING_FIELDS,
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",

@@ -116,6 +116,13 @@ class DebateLevel(models.TextChoices):
     L2 = "L2", "L2: the full debate"
 
 
+def level_field(default: str, help_text: str) -> models.CharField:
+    """Return the field of the level a debate asks for, or a template's debates do."""
+    return models.CharField(
+        max_length=4, choices=DebateLevel.choices, default=default, help_text=help_text
+    )
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -212,12 +219,10 @@ class Debate(Seating, models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
-    level = models.CharField(
-        max_length=4,
-        choices=DebateLevel.choices,
-        default=DebateLevel.L2,
-        help_text="The level asked for: a debate from the API or the page is L2 unless "
-        "told otherwise, a schedule's firing auto.",
+    level = level_field(
+        DebateLevel.L2,
+        "The level asked for: a debate from the API or the page is L2 unless told "
+        "otherwise, a schedule's firing auto.",
     )
     level_used = models.CharField(max_length=4, blank=True, help_text="L1 or L2, once known.")
     level_reasons = models.JSONField(default=list, blank=True)
@@ -721,11 +726,9 @@ class Schedule(Seating, models.Model):
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
     )
-    level = models.CharField(
-        max_length=4,
-        choices=DebateLevel.choices,
-        default=DebateLevel.AUTO,
-        help_text="The level each firing's debate asks for: auto (default: gated after the "
+    level = level_field(
+        DebateLevel.AUTO,
+        "The level each firing's debate asks for: auto (default: gated after the "
         "openings), L1 or L2.",
     )
     periodic_task = models.OneToOneField(

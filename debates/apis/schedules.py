@@ -27,6 +27,7 @@ from debates.apis.debates import ParticipantInputSerializer, SeatingInputSeriali
 from debates.models import CacheMode, DebateLevel, Schedule, Weighting
 from debates.selectors import RUN_LEVELS, schedules_with_runs
 from debates.services.schedules import (
+    SEATING_FIELDS,
     schedule_create,
     schedule_delete,
     schedule_pause,
@@ -74,11 +75,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "daily_token_cap",
             "weighting",
             "level",
-            "mode",
-            "mode_models",
-            "temperature_range",
-            "role_model_map",
-            "max_output_tokens",
+            *SEATING_FIELDS,
             "last_fired_at",
             "last_debate",
             "run_count",

@@ -69,6 +69,8 @@ BUSY_STATUSES = (DebateStatus.PENDING, DebateStatus.RUNNING, DebateStatus.VOTING
 # A debate is named after its schedule and its run number.
 MAX_SCHEDULE_NAME_IN_DEBATE = 180
 
+# Which model sits in each seat and each role's output cap, checked as for a debate.
+SEATING_FIELDS = ("mode", "mode_models", "temperature_range", "role_model_map", "max_output_tokens")
 FIELDS = (
     "name",
     "strategy",
@@ -86,15 +88,9 @@ FIELDS = (
     "daily_token_cap",
     "weighting",
     "level",
-    "mode",
-    "mode_models",
-    "temperature_range",
-    "role_model_map",
-    "max_output_tokens",
+    *SEATING_FIELDS,
 )
 BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
-# Which model sits in each seat and each role's output cap, checked as for a debate.
-SEATING_FIELDS = ("mode", "mode_models", "temperature_range", "role_model_map", "max_output_tokens")
 
 
 @dataclass(frozen=True)
