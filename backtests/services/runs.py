@@ -109,9 +109,10 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
             level=backtest.level,
             weighting=backtest.weighting,
         )
-        debate = debate_create(owner=backtest.owner, data=data)
+        # The backtest's own quota (running backtests) admits its steps' debates.
+        debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
-        debate_start(debate_id=debate.pk)
+        debate_start(debate_id=debate.pk, quota=False)
 
 
 def _finish(backtest: Backtest) -> None:

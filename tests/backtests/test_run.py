@@ -210,3 +210,16 @@ def test_no_debate_starts_after_a_cancel_is_committed(celery_worker, llm, make_b
     assert max(d.started_at for d in debates) < backtest.finished_at
     wait_for(lambda: not debates.filter(status__in=("pending", "running", "voting")).exists())
     assert published(backtest.pk)[-1][1]["status"] == "cancelled"
+
+
+def test_the_steps_are_admitted_by_the_backtest_quota_not_the_debate_quotas(
+    celery_worker, llm, make_backtest, settings
+):
+    # given an owner who may have 1 debate under way and start 2 an hour
+    settings.QUOTA_ACTIVE_DEBATES, settings.QUOTA_STARTS_PER_HOUR = 1, 2
+    # when their one running backtest has 6 steps
+    done = wait_until_done(
+        make_backtest(personalities=("bull", "bear"), end=START + timedelta(days=1)).pk
+    )
+    # then every step's debate ran: the running-backtests quota admitted them
+    assert (done.status, done.steps_done, done.error) == ("completed", 6, None)
