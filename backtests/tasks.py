@@ -33,6 +33,24 @@ def backtest_tick_task(self, backtest_id: int, token: str) -> None:
         raise self.retry(exc=exc, countdown=DATABASE_RETRY_S) from exc
 
 
+@shared_task(
+    name="backtests.step_ended",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=30,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def backtest_step_ended_task(self, backtest_id: int) -> None:
+    """Advance a backtest's run once a debate of it ended (the next debate starts now)."""
+    try:
+        services.backtest_step_ended(backtest_id=backtest_id)
+    except DATABASE_ERRORS as exc:
+        connection.close()
+        raise self.retry(exc=exc, countdown=DATABASE_RETRY_S) from exc
+
+
 @shared_task(name="backtests.resume_stale", soft_time_limit=60, time_limit=90)
 def backtests_resume_stale_task(older_than_s: float | None = None) -> list[int]:
     """Give a new tick chain to the active backtests whose ticks stopped (the watchdog)."""
