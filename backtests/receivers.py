@@ -11,6 +11,8 @@ from debates.signals import debate_ended
 
 
 @receiver(debate_ended, dispatch_uid="backtests.debate_ended")
-def on_debate_ended(sender: Any, debate_id: int, **kwargs: Any) -> None:
-    """Advance the backtest whose step the debate was, if any."""
-    services.debate_ended(debate_id=debate_id)
+def on_debate_ended(sender: Any, debate_id: int, as_of: Any = None, **kwargs: Any) -> None:
+    """Advance the backtest whose step the debate was, if any: a step always replays an
+    instant, so a live debate's end reads nothing."""
+    if as_of is not None:
+        services.debate_ended(debate_id=debate_id)

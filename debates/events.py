@@ -113,10 +113,8 @@ def status_changed(debate: Debate, plan: Plan | None = None) -> None:
         data.pop("error", None)
     _publish(debate.pk, "status", data)
     if debate.status in TERMINAL_STATUSES:
-        debate_id, status = debate.pk, debate.status
-        transaction.on_commit(
-            lambda: debate_ended.send(sender=Debate, debate_id=debate_id, status=status)
-        )
+        ended = {"debate_id": debate.pk, "status": debate.status, "as_of": debate.as_of}
+        transaction.on_commit(lambda: debate_ended.send(sender=Debate, **ended))
 
 
 def round_started(debate_id: int, round_number: int) -> None:
