@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
 
 from tests.debates.factories import (
     AIModelFactory,
@@ -137,6 +138,32 @@ def test_queries_do_not_grow_with_rows(api, user, other_user, name):
 def test_a_finished_debates_detail_read_again_is_served_from_its_stored_rendering(api, user):
     # given a finished debate with 50 messages whose detail was read once
     path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 50)}"
+    first = api.get(path)
+    # when it is read again
+    with CaptureQueriesContext(connection) as captured:
+        again = api.get(path)
+    # then no query serves the same bytes (the stream's version is in the cache)
+    assert len(captured.captured_queries) == 0
+    assert again.content == first.content
+
+
+def test_a_stored_detail_asked_with_a_token_takes_no_query(anon, user):
+    # given a finished debate whose detail was read once with the user's token
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 5)}"
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    first = anon.get(path)
+    # when it is read again with that token
+    with CaptureQueriesContext(connection) as captured:
+        again = anon.get(path)
+    # then neither the token nor the detail took a query
+    assert (again.status_code, len(captured.captured_queries)) == (200, 0)
+    assert again.content == first.content
+
+
+def test_without_a_shared_cache_a_stored_detail_takes_one_query(api, user, settings):
+    # given no shared cache (the embedded default), a finished debate read once
+    settings.CACHE_SHARED = False
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 5)}"
     first = api.get(path)
     # when it is read again
     with CaptureQueriesContext(connection) as captured:
