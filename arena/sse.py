@@ -181,14 +181,21 @@ def channel_version(channel: str) -> int | None:
     A channel without a version (new, or evicted) starts at a random one: a number, once
     given, is never given again to a later state of the channel.
     """
+    return channel_versions([channel])[channel]
+
+
+def channel_versions(channels: list[str]) -> dict[str, int | None]:
+    """Return the current version of each of ``channels`` (``channel_version``), read
+    together."""
     if not settings.CACHE_SHARED:
-        return None
-    key = _version_key(channel)
-    version = cache.get(key)
-    if version is None:
-        cache.add(key, secrets.randbits(62), VERSION_TTL_S)
-        version = cache.get(key)
-    return version
+        return dict.fromkeys(channels)
+    keys = {_version_key(channel): channel for channel in channels}
+    found = cache.get_many(keys)
+    if missing := [key for key in keys if key not in found]:
+        for key in missing:
+            cache.add(key, secrets.randbits(62), VERSION_TTL_S)
+        found.update(cache.get_many(missing))
+    return {channel: found.get(key) for key, channel in keys.items()}
 
 
 def channel_touch_on_commit(channel: str) -> None:

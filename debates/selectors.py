@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -21,7 +22,7 @@ from django_eventstream.utils import make_id
 from rest_framework.utils.encoders import JSONEncoder
 
 from arena.exceptions import NotFound
-from arena.sse import channel_version, debate_channel
+from arena.sse import channel_version, channel_versions, debate_channel
 from debates.engine.plan import Plan
 from debates.models import (
     ACTIVE_STATUSES,
@@ -71,16 +72,47 @@ def debate_state(*, debate_id: int) -> Debate:
 
 
 def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
-    """Return the owner's debates, newest first, optionally of one status, with their
-    seats and decisions (``debate_plans`` reads their turns and ballots)."""
-    queryset = (
-        Debate.objects.filter(owner=owner)
-        .defer(*_LIST_DEFERRED)
-        .prefetch_related(_SEATS, _DECISIONS)
-    )
+    """Return the owner's debates, newest first, optionally of one status: their ids
+    (``debate_rows`` serves what a page shows of them)."""
+    queryset = Debate.objects.filter(owner=owner).only("id")
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-id")
+
+
+def debate_rows(ids: list[int], render: Callable[[Debate, Plan], dict]) -> list[dict]:
+    """Return the list rows of the debates ``ids``, in order.
+
+    A finished debate's row is stored (the cache) under its stream's version, as its
+    detail is, and served from there. The others are read with their seats, decisions,
+    turns and ballots (five queries whatever their number; none when every row is
+    stored) after the versions, and rendered by ``render`` from the debate and its plan.
+    """
+    channels = {pk: debate_channel(pk) for pk in ids}
+    versions = channel_versions(list(channels.values()))
+    keys = {
+        pk: f"debate-row:{pk}:v{versions[channel]}"
+        for pk, channel in channels.items()
+        if versions[channel] is not None
+    }
+    stored = cache.get_many(keys.values()) if keys else {}
+    rows = {pk: stored[key] for pk, key in keys.items() if key in stored}
+    if missing := [pk for pk in ids if pk not in rows]:
+        debates = list(
+            Debate.objects.filter(pk__in=missing)
+            .defer(*_LIST_DEFERRED)
+            .prefetch_related(_SEATS, _DECISIONS)
+        )
+        plans = debate_plans(debates)
+        fresh = {debate.pk: render(debate, plans[debate.pk]) for debate in debates}
+        finished = {
+            keys[pk]: row
+            for pk, row in fresh.items()
+            if pk in keys and row["status"] in TERMINAL_STATUSES
+        }
+        cache.set_many(finished, DETAIL_CACHE_S)
+        rows.update(fresh)
+    return [rows[pk] for pk in ids if pk in rows]
 
 
 def debate_plans(debates: list[Debate]) -> dict[int, Plan]:
@@ -178,7 +210,8 @@ def _json(data: dict[str, Any]) -> bytes:
 
 _ENCODER = JSONEncoder()
 
-# How long a finished debate's stored rendering is kept after it was last stored.
+# How long a finished debate's stored rendering (its detail, its list row) is kept after it
+# was last stored.
 DETAIL_CACHE_S = 24 * 3600
 
 

@@ -29,7 +29,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.pricing import usd_text
-from debates.selectors import Spend, debate_plans, debate_spend
+from debates.selectors import Spend, debate_rows, debate_spend
 from debates.state import available_actions, debate_plan
 
 
@@ -388,13 +388,13 @@ class PlannedDebate:
 
 
 class DebatePageSerializer(serializers.ListSerializer):
-    """Debates of a list, their plans of steps read together (``debate_plans``: two
-    queries, their seats and decisions prefetched)."""
+    """A page of the list: ``debate_rows`` serves each row, stored or rendered here."""
 
     def to_representation(self, data: Any) -> list[dict[str, Any]]:
-        debates = list(data)
-        plans = debate_plans(debates)
-        return [self.child.to_representation(PlannedDebate(d, plans[d.pk])) for d in debates]
+        return debate_rows(
+            [debate.pk for debate in data],
+            lambda debate, plan: self.child.to_representation(PlannedDebate(debate, plan)),
+        )
 
 
 class DebateListSerializer(StateSerializer):
