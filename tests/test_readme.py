@@ -21,6 +21,8 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from bench.common import stop_process
+
 pytestmark = pytest.mark.slow
 
 BASE = settings.BASE_DIR
@@ -197,13 +199,7 @@ def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
         yield
     finally:
         # honcho stops its processes on SIGTERM; whatever outlives it is killed by id.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(serve.pid, signal.SIGTERM)
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
-            serve.wait()
+        stop_process(serve)
         marker = f"DATABASE_URL={env['DATABASE_URL']}"
         deadline = time.monotonic() + 10
         while (left := processes_with(marker)) and time.monotonic() < deadline:
