@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from debates.models import CacheMode, DebateLevel, Weighting
+from debates.models import CacheMode, DebateLevel, Weighting, level_field
 from strategies.models import PromptVariant
 
 
@@ -62,11 +62,8 @@ class Backtest(models.Model):
     slippage_bps = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
     coins = models.CharField(max_length=7, choices=CoinScope.choices, default=CoinScope.PRIMARY)
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.USE)
-    level = models.CharField(
-        max_length=4,
-        choices=DebateLevel.choices,
-        default=DebateLevel.L2,
-        help_text="The level of every step's debate: L2 (the full debate), L1 or auto.",
+    level = level_field(
+        DebateLevel.L2, "The level of every step's debate: L2 (the full debate), L1 or auto."
     )
     weighting = models.CharField(
         max_length=12,

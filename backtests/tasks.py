@@ -2,35 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db import connection
 
 from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from backtests import services
-from debates.tasks import DATABASE_ERRORS, DATABASE_RETRY_S
+from debates.tasks import DATABASE_ERRORS, retry_on_fresh_connection
+
+# A run's tasks: short, and retried only on a lost database connection.
+RUN_TASK_OPTIONS = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": 30,
+    "soft_time_limit": 120,
+    "time_limit": 150,
+}
 
 
-@shared_task(
-    name="backtests.tick",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=30,
-    soft_time_limit=120,
-    time_limit=150,
-)
+def _on_fresh_connection(task, run: Callable[[], None]) -> None:
+    """Run ``run``; on a lost database connection (a restart, a dropped socket), retry
+    ``task`` on a fresh one."""
+    try:
+        run()
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(task, exc) from exc
+
+
+@shared_task(name="backtests.tick", **RUN_TASK_OPTIONS)
 def backtest_tick_task(self, backtest_id: int, token: str) -> None:
     """Advance a backtest's run once; the service sends the next tick."""
-    try:
-        services.backtest_tick(backtest_id=backtest_id, token=token)
-    except DATABASE_ERRORS as exc:
-        # A lost database connection (a restart, a dropped socket): again on a fresh one.
-        connection.close()
-        raise self.retry(exc=exc, countdown=DATABASE_RETRY_S) from exc
+    _on_fresh_connection(self, lambda: services.backtest_tick(backtest_id=backtest_id, token=token))
+
+
+@shared_task(name="backtests.step_ended", **RUN_TASK_OPTIONS)
+def backtest_step_ended_task(self, backtest_id: int) -> None:
+    """Advance a backtest's run once a debate of it ended (the next debate starts now)."""
+    _on_fresh_connection(self, lambda: services.backtest_step_ended(backtest_id=backtest_id))
 
 
 @shared_task(name="backtests.resume_stale", soft_time_limit=60, time_limit=90)

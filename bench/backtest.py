@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sqlite3
 import tempfile
@@ -44,8 +45,65 @@ START = datetime(2024, 8, 5, tzinfo=UTC)
 SEATS = ("bull", "bear", "analyst")
 
 
-def run_backtest(owner, strategy, models, *, days: int, cache: str, timeout: float) -> tuple:
-    """Create a backtest, wait for its end; return (seconds, backtest)."""
+def _cpu_ticks(stat: str) -> tuple[int, int]:
+    """Return (session id, CPU ticks used, its reaped children's included) of a
+    ``/proc/<pid>/stat`` line."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[3]), sum(int(f) for f in fields[11:15])
+
+
+def cpu_seconds(sessions: set[int], pids: set[int]) -> dict[int, float]:
+    """Return the CPU seconds used so far by each process of ``sessions`` (a worker and
+    its pool's children) and each of ``pids``."""
+    used = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            session, ticks = _cpu_ticks((entry / "stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        if session in sessions or int(entry.name) in pids:
+            used[int(entry.name)] = ticks / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+class CpuMeter:
+    """The CPU time the worker processes and the PostgreSQL backends of the benchmark's
+    database use between ``start()`` and ``stop()`` (a backend that ends meanwhile is
+    missed: the workers keep their connections)."""
+
+    def __init__(self, workers: list) -> None:
+        self.sessions = {process.pid for process in workers}
+
+    def _backends(self) -> set[int]:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            return {pid for (pid,) in cursor.fetchall()}
+
+    def _read(self) -> tuple[dict[int, float], set[int]]:
+        backends = self._backends()
+        return cpu_seconds(self.sessions, backends), backends
+
+    def start(self) -> None:
+        self.before, _ = self._read()
+
+    def stop(self) -> dict[str, float]:
+        after, backends = self._read()
+        spent = {pid: used - self.before.get(pid, 0.0) for pid, used in after.items()}
+        database = sum(used for pid, used in spent.items() if pid in backends)
+        return {
+            "workers_cpu_s": round(sum(spent.values()) - database, 2),
+            "postgres_cpu_s": round(database, 2),
+        }
+
+
+def run_backtest(
+    owner, strategy, models, *, days: int, cache: str, timeout: float, meter: CpuMeter
+) -> tuple:
+    """Create a backtest, wait for its end; return (seconds, backtest, CPU used)."""
     from backtests.models import Backtest
     from backtests.services import BacktestInput, backtest_create
 
@@ -62,6 +120,7 @@ def run_backtest(owner, strategy, models, *, days: int, cache: str, timeout: flo
         interval_minutes=240,
         cache=cache,
     )
+    meter.start()
     started = time.perf_counter()
     backtest = backtest_create(owner=owner, data=data)
 
@@ -70,7 +129,7 @@ def run_backtest(owner, strategy, models, *, days: int, cache: str, timeout: flo
 
     wait_until(ended, timeout=timeout, every=0.05)
     seconds = time.perf_counter() - started
-    return seconds, Backtest.objects.get(pk=backtest.pk)
+    return seconds, Backtest.objects.get(pk=backtest.pk), meter.stop()
 
 
 def full_stack(latency: float, days: int) -> dict:
@@ -105,14 +164,17 @@ def full_stack(latency: float, days: int) -> dict:
             )
             for p in SEATS
         ]
-        with worker_processes(count=2, concurrency=cap):
-            first_s, first = run_backtest(
-                owner, strategy, models, days=days, cache="refresh", timeout=3600
+        with worker_processes(count=2, concurrency=cap) as workers:
+            meter = CpuMeter(workers)
+            first_s, first, first_cpu = run_backtest(
+                owner, strategy, models, days=days, cache="refresh", timeout=3600, meter=meter
             )
             calls = len(llm.requests)
-            again_s, again = run_backtest(
-                owner, strategy, models, days=days, cache="use", timeout=3600
+            load_first = os.getloadavg()[0]
+            again_s, again, again_cpu = run_backtest(
+                owner, strategy, models, days=days, cache="use", timeout=3600, meter=meter
             )
+            load_again = os.getloadavg()[0]
             calls_again = len(llm.requests) - calls
     steps = first.steps_total
     ideal = calls * latency / cap
@@ -126,6 +188,9 @@ def full_stack(latency: float, days: int) -> dict:
         "cached_run_s": round(again_s, 3),
         "cached_run_model_calls": calls_again,
         "cached_run_share_of_first": round(again_s / first_s, 3),
+        "first_run_cpu": first_cpu,
+        "cached_run_cpu": again_cpu,
+        "load_1min_at_end": [round(load_first, 2), round(load_again, 2)],
         "reports_equal": [r["metrics"] for r in first.report["rules"]]
         == [r["metrics"] for r in again.report["rules"]],
     }
@@ -238,6 +303,14 @@ def main(argv: list[str] | None = None) -> dict:
         f"{stack['cached_run_share_of_first']:.3f} of the first run; same metrics: "
         f"{stack['reports_equal']}"
     )
+    for label, key in (("first run", "first_run_cpu"), ("cached run", "cached_run_cpu")):
+        cpu = stack[key]
+        per_debate_ms = (cpu["workers_cpu_s"] + cpu["postgres_cpu_s"]) / stack["debates"] * 1000
+        print(
+            f"  {label} CPU: workers {cpu['workers_cpu_s']:.1f} s, PostgreSQL "
+            f"{cpu['postgres_cpu_s']:.1f} s ({per_debate_ms:.0f} ms a debate)"
+        )
+    print(f"  load average (1 min) at the end of each run: {stack['load_1min_at_end']}")
     result = {"full_stack": stack}
     if not args.skip_embedded:
         emb = embedded_default(args.days)

@@ -8,6 +8,7 @@ off), one at ``--level auto``, one at ``--level L2``, in the same run. The token
 those every stored call recorded; the primary decisions are compared step by step.
 
     python -m bench.selective [--days 30] [--every 1h] [--seats bull,bear,analyst] [--rounds 2]
+        [--side-by-side]
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import sqlite3
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -61,6 +64,12 @@ def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -
         levels = collections.Counter(
             row[0] for row in db.execute("SELECT level_used FROM debates_debate").fetchall()
         )
+        # Each reason's kind (its words before a colon or a figure): why the gate chose a level.
+        reasons = collections.Counter(
+            f"{level}: {re.split(r':| at mean confidence', reason, maxsplit=1)[0]}"
+            for level, found in db.execute("SELECT level_used, level_reasons FROM debates_debate")
+            for reason in json.loads(found or "[]")
+        )
         stopped = db.execute(
             "SELECT COUNT(*) FROM debates_debate WHERE stopped_early IS NOT NULL "
             "AND stopped_early != 'null'"
@@ -72,6 +81,7 @@ def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -
         "calls": calls,
         "decisions": decisions,
         "levels": dict(levels),
+        "reasons": dict(sorted(reasons.items())),
         "stopped_early": stopped,
     }
 
@@ -82,11 +92,22 @@ def main() -> dict:
     parser.add_argument("--every", default="1h")
     parser.add_argument("--seats", default=",".join(SEATS), help="personalities, in order")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="run the two backtests at once (the tokens are the same; each one's seconds "
+        "then include the other's load)",
+    )
     args = parser.parse_args()
     shape = (args.seats, args.rounds)
     with tempfile.TemporaryDirectory() as auto_dir, tempfile.TemporaryDirectory() as full_dir:
-        auto = run("auto", args.days, args.every, Path(auto_dir), *shape)
-        full = run("L2", args.days, args.every, Path(full_dir), *shape)
+        jobs = (("auto", auto_dir), ("L2", full_dir))
+        with ThreadPoolExecutor(max_workers=2 if args.side_by_side else 1) as pool:
+            runs = [
+                pool.submit(run, level, args.days, args.every, Path(var), *shape)
+                for level, var in jobs
+            ]
+            auto, full = (job.result() for job in runs)
     steps = sorted(set(auto["decisions"]) | set(full["decisions"]))
     same = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in steps)
     result = {
@@ -99,6 +120,7 @@ def main() -> dict:
     print(
         f"Selective debate, {len(steps)} steps at {args.every} over {args.days} days, "
         f"seats {args.seats}, {args.rounds} rounds"
+        + (", the two runs side by side" if args.side_by_side else "")
     )
     for name, figures in (("auto", auto), ("always L2", full)):
         print(
@@ -106,6 +128,8 @@ def main() -> dict:
             f"levels {figures['levels']}, stopped early {figures['stopped_early']}, "
             f"{figures['seconds']} s"
         )
+        if name == "auto":
+            print(f"    gate reasons: {figures['reasons']}")
     print(
         f"  tokens auto / always L2: {result['token_ratio']} (target <= 0.4); same primary "
         f"decision at {same} of {len(steps)} steps ({result['same_primary_decision']})"

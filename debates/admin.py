@@ -26,6 +26,7 @@ from debates.models import (
 )
 from debates.selectors import waiting_for_person
 from debates.services.schedules import (
+    SEATING_FIELDS,
     schedule_check,
     schedule_create,
     schedule_delete,
@@ -50,6 +51,8 @@ SCHEDULE_FIELDS = (
     "cache",
     "daily_token_budget",
     "daily_token_cap",
+    "level",
+    *SEATING_FIELDS,
 )
 SCHEDULE_READONLY_FIELDS = (
     "periodic_task",

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from django.db import transaction
+
 from arena.sse import (
     channel_touch_on_commit,
     debate_channel,
@@ -19,7 +21,15 @@ from arena.sse import (
     publish_on_commit,
 )
 from debates.engine.plan import Plan
-from debates.models import Debate, Decision, JudgeCall, JudgeScore, Message, Vote
+from debates.models import (
+    TERMINAL_STATUSES,
+    Debate,
+    Decision,
+    JudgeCall,
+    JudgeScore,
+    Message,
+    Vote,
+)
 from debates.serializers import (
     DecisionSerializer,
     JudgeCallSerializer,
@@ -30,6 +40,7 @@ from debates.serializers import (
     StateSerializer,
     VoteSerializer,
 )
+from debates.signals import debate_ended
 
 # One serializer of each kind, reused for every event: building a serializer's fields
 # costs about forty times what representing an object with them does (a turn's
@@ -107,11 +118,15 @@ def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:
 
 def status_changed(debate: Debate, plan: Plan | None = None) -> None:
     """Announce the debate's state fields with its plan of steps (computed from the
-    debate unless given)."""
+    debate unless given); a terminal state also sends ``debates.signals.debate_ended``
+    once it commits."""
     data = dict(_STATE.to_representation(PlannedDebate(debate, plan)))
     if not data.get("error"):
         data.pop("error", None)
     _publish(debate.pk, "status", data)
+    if debate.status in TERMINAL_STATUSES:
+        ended = {"debate_id": debate.pk, "status": debate.status, "as_of": debate.as_of}
+        transaction.on_commit(lambda: debate_ended.send(sender=Debate, **ended))
 
 
 def round_started(debate_id: int, round_number: int) -> None:

@@ -116,6 +116,13 @@ class DebateLevel(models.TextChoices):
     L2 = "L2", "L2: the full debate"
 
 
+def level_field(default: str, help_text: str) -> models.CharField:
+    """Return the field of the level a debate asks for, or a template's debates do."""
+    return models.CharField(
+        max_length=4, choices=DebateLevel.choices, default=default, help_text=help_text
+    )
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -158,7 +165,33 @@ class Weighting(models.TextChoices):
     CALIBRATED = "calibrated", "By confidence times the voter's shrunk hit rate"
 
 
-class Debate(models.Model):
+class Seating(models.Model):
+    """Which model sits in each seat and how much each role may write
+    (``debates.services.modes``): a debate's settings, and a schedule's for its firings."""
+
+    mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
+    mode_models = models.JSONField(
+        default=list, blank=True, help_text="The AI model ids the mode seats: [A], or [A, B, C]."
+    )
+    temperature_range = models.JSONField(
+        default=list, blank=True, help_text="[lowest, highest] of the temperature mode."
+    )
+    role_model_map = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{personality or "judge": ai_model id}, over the seats the mode gives.',
+    )
+    max_output_tokens = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Output caps per role: {"participants": n, "judge": n}, under each model\'s.',
+    )
+
+    class Meta:
+        abstract = True
+
+
+class Debate(Seating, models.Model):
     """One debate session: its settings, its state, and the market snapshot it saw."""
 
     owner = models.ForeignKey(
@@ -186,12 +219,10 @@ class Debate(models.Model):
         null=True, blank=True, help_text="Replay instant for the dataset market source."
     )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.OFF)
-    level = models.CharField(
-        max_length=4,
-        choices=DebateLevel.choices,
-        default=DebateLevel.L2,
-        help_text="The level asked for: a debate from the API or the page is L2 unless "
-        "told otherwise, a schedule's firing auto.",
+    level = level_field(
+        DebateLevel.L2,
+        "The level asked for: a debate from the API or the page is L2 unless told "
+        "otherwise, a schedule's firing auto.",
     )
     level_used = models.CharField(max_length=4, blank=True, help_text="L1 or L2, once known.")
     level_reasons = models.JSONField(default=list, blank=True)
@@ -215,23 +246,6 @@ class Debate(models.Model):
     )
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
-    )
-    mode = models.CharField(max_length=12, choices=DebateMode.choices, default=DebateMode.CUSTOM)
-    mode_models = models.JSONField(
-        default=list, blank=True, help_text="The AI model ids the mode seats: [A], or [A, B, C]."
-    )
-    temperature_range = models.JSONField(
-        default=list, blank=True, help_text="[lowest, highest] of the temperature mode."
-    )
-    role_model_map = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='{personality or "judge": ai_model id}, over the seats the mode gives.',
-    )
-    max_output_tokens = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='Output caps per role: {"participants": n, "judge": n}, under each model\'s.',
     )
     human_turn_timeout_minutes = models.PositiveSmallIntegerField(
         default=DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -669,7 +683,7 @@ class Decision(models.Model):
         return f"{self.symbol}: {self.action} ({self.confidence:.0f})"
 
 
-class Schedule(models.Model):
+class Schedule(Seating, models.Model):
     """A recurring debate: a template fired by Celery beat every ``interval_minutes``."""
 
     owner = models.ForeignKey(
@@ -711,6 +725,11 @@ class Schedule(models.Model):
     )
     weighting = models.CharField(
         max_length=12, choices=Weighting.choices, default=Weighting.CONFIDENCE
+    )
+    level = level_field(
+        DebateLevel.AUTO,
+        "The level each firing's debate asks for: auto (default: gated after the "
+        "openings), L1 or L2.",
     )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",

@@ -40,7 +40,8 @@ from debates.models import (
 )
 
 # The columns of a debate's state: all that a ``status`` event and ``available_actions``
-# read of a debate (besides its stored steps and decisions).
+# read of a debate (besides its stored steps and decisions), and its replayed instant,
+# which ``debates.signals.debate_ended`` carries.
 STATE_COLUMNS = (
     "status",
     "phase",
@@ -56,6 +57,7 @@ STATE_COLUMNS = (
     "judge_model",
     "human_due_at",
     "human_turn_timeout_minutes",
+    "as_of",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on

@@ -45,9 +45,9 @@ def _step_ended(
     state: str | None = None,
     **_: Any,
 ) -> None:
-    if task is None or task.name not in STEPS:
-        return
     began = _started.pop(task_id, None)
+    if task is None or task.name not in STEPS or not logger.isEnabledFor(logging.INFO):
+        return  # no line is written: nothing is read for it (a query a step)
     try:
         fields = step_fields(task, args, kwargs or {}, state)
     except Exception:  # a log line never fails a step

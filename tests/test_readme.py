@@ -1,6 +1,7 @@
 """The README's "Using the API" session runs as written, on a fresh database and after
-`make demo`, and prints what the README shows; so does its judge session, on a fresh
-database; and its full-stack session, on `make serve` from nothing."""
+`make demo`, and prints what the README shows; so do its judge session and its "Modes,
+budgets and costs" session, on a fresh database; and its full-stack session, on `make
+serve` from nothing."""
 
 from __future__ import annotations
 
@@ -109,10 +110,17 @@ def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
             assert output == expected, command
 
 
-def test_the_judge_session_runs_as_written(tmp_path):
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "A session on a fresh embedded default with the simulated model as judge",
+        "A session on a fresh embedded default with two simulated models",
+    ],
+    ids=["judge", "modes-budgets-and-costs"],
+)
+def test_a_session_on_a_fresh_embedded_default_runs_as_written(tmp_path, opening):
     # given a fresh clone's embedded default, the web server on a free port
     env, port, readme = embedded_default(tmp_path)
-    opening = "A session on a fresh embedded default with the simulated model as judge"
     steps = [
         (command.replace("8000", port), output)
         for command, output in console_session(readme, opening)

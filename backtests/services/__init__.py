@@ -6,13 +6,20 @@ from backtests.services.lifecycle import (
     backtest_create,
     backtest_delete,
 )
-from backtests.services.runs import backtest_tick, backtests_resume_stale
+from backtests.services.runs import (
+    backtest_step_ended,
+    backtest_tick,
+    backtests_resume_stale,
+    debate_ended,
+)
 
 __all__ = [
     "BacktestInput",
     "backtest_cancel",
     "backtest_create",
     "backtest_delete",
+    "backtest_step_ended",
     "backtest_tick",
     "backtests_resume_stale",
+    "debate_ended",
 ]

@@ -5,10 +5,13 @@ under the backtest's row lock: moves a pending backtest to running; counts the s
 whose debates have ended (progress); creates and starts, through the debate services,
 the debates of the next steps while fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` are
 running; once every step's debate has ended, simulates the portfolio and stores the
-report. It then sends the next tick, ``BACKTEST_TICK_S`` later. Debates of one backtest
-are independent (no prompt holds the account), so they run side by side, within the
-model-call cap like every debate; each learns nothing of the backtest, which reads
-their stored status.
+report. It then sends the next tick, ``BACKTEST_TICK_S`` later. The end of a step's
+debate advances the run the same way at once (``backtest_step_ended``, sent on
+``debates.signals.debate_ended``), so the next step's debate starts without waiting
+for a tick; the ticks stay the run's clock and catch an end whose message was lost.
+Debates of one backtest are independent (no prompt holds the account), so they run
+side by side, within the model-call cap like every debate; each learns nothing of the
+backtest, which reads their stored status.
 
 Each step has one debate, whatever happens: its ``BacktestStep`` row is unique per
 step index and made with the debate in one transaction. A tick carries the run's token;
@@ -49,46 +52,85 @@ def _send_tick(backtest: Backtest, *, countdown: float) -> None:
 
 
 def backtest_tick(*, backtest_id: int, token: str) -> None:
-    """Advance a backtest's run once (see the module docstring); idempotent."""
+    """Advance a backtest's run once (see the module docstring) and send the next tick;
+    idempotent."""
     with transaction.atomic():
-        backtest = (
-            Backtest.objects.select_for_update(of=("self",))
-            .select_related("strategy")
-            .filter(pk=backtest_id)
-            .first()
-        )
+        backtest = _locked(backtest_id)
         if backtest is None or backtest.tick_token != token:
             return
-        if backtest.status not in ACTIVE_STATUSES:
-            return
-        now = timezone.now()
-        if backtest.status == BacktestStatus.PENDING:
-            backtest.status, backtest.started_at = BacktestStatus.RUNNING, now
-            Backtest.objects.filter(pk=backtest_id).update(status=backtest.status, started_at=now)
-            events.status_changed(backtest)
-        steps = list(
-            BacktestStep.objects.filter(backtest=backtest).values_list("index", "debate__status")
-        )
-        ended = sum(1 for _, status in steps if status is None or status in DEBATE_TERMINAL)
-        running = len(steps) - ended
-        if ended != backtest.steps_done:
-            backtest.steps_done = ended
-            Backtest.objects.filter(pk=backtest_id).update(steps_done=ended)
-            events.progress(backtest)
-        if ended == backtest.steps_total:
-            _finish(backtest)
-            return
-        room = settings.BACKTEST_DEBATES_IN_FLIGHT - running
-        if room > 0:
-            try:
-                _start_steps(backtest, first=len(steps), count=room)
-            except ApplicationError as exc:
-                # The template no longer makes a debate (a model disabled, the strategy
-                # deleted): the run cannot go on.
-                _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
-                return
-        Backtest.objects.filter(pk=backtest_id).update(ticked_at=now)
-        _send_tick(backtest, countdown=settings.BACKTEST_TICK_S)
+        if _advance(backtest):
+            Backtest.objects.filter(pk=backtest_id).update(ticked_at=timezone.now())
+            _send_tick(backtest, countdown=settings.BACKTEST_TICK_S)
+
+
+def backtest_step_ended(*, backtest_id: int) -> None:
+    """Advance a backtest's run once a debate of it ended, without waiting for the next
+    tick: the next step's debate starts at once. The tick chain goes on as it was (it
+    also catches an end whose message was lost); idempotent."""
+    with transaction.atomic():
+        backtest = _locked(backtest_id)
+        if backtest is not None:
+            _advance(backtest)
+
+
+def _locked(backtest_id: int) -> Backtest | None:
+    """Return the backtest, its row locked for the transaction, or None when it is gone."""
+    return (
+        Backtest.objects.select_for_update(of=("self",))
+        .select_related("strategy")
+        .filter(pk=backtest_id)
+        .first()
+    )
+
+
+def _advance(backtest: Backtest) -> bool:
+    """Under the backtest's row lock: start a pending backtest, count the steps whose
+    debates have ended (progress), start the next steps' debates while fewer than
+    ``BACKTEST_DEBATES_IN_FLIGHT`` run, and finish the run once every step has ended.
+    Return whether the run goes on (it is still active)."""
+    if backtest.status not in ACTIVE_STATUSES:
+        return False
+    now = timezone.now()
+    if backtest.status == BacktestStatus.PENDING:
+        backtest.status, backtest.started_at = BacktestStatus.RUNNING, now
+        Backtest.objects.filter(pk=backtest.pk).update(status=backtest.status, started_at=now)
+        events.status_changed(backtest)
+    steps = list(
+        BacktestStep.objects.filter(backtest=backtest).values_list("index", "debate__status")
+    )
+    ended = sum(1 for _, status in steps if status is None or status in DEBATE_TERMINAL)
+    running = len(steps) - ended
+    if ended != backtest.steps_done:
+        backtest.steps_done = ended
+        Backtest.objects.filter(pk=backtest.pk).update(steps_done=ended)
+        events.progress(backtest)
+    if ended == backtest.steps_total:
+        _finish(backtest)
+        return False
+    room = settings.BACKTEST_DEBATES_IN_FLIGHT - running
+    if room > 0:
+        try:
+            _start_steps(backtest, first=len(steps), count=room)
+        except ApplicationError as exc:
+            # The template no longer makes a debate (a model disabled, the strategy
+            # deleted): the run cannot go on.
+            _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
+            return False
+    return True
+
+
+def debate_ended(*, debate_id: int) -> None:
+    """Tell the active backtest whose step ``debate_id`` is, if any, that it ended
+    (``backtests.step_ended``, on commit)."""
+    from backtests.tasks import backtest_step_ended_task
+
+    backtest_id = (
+        BacktestStep.objects.filter(debate_id=debate_id, backtest__status__in=ACTIVE_STATUSES)
+        .values_list("backtest_id", flat=True)
+        .first()
+    )
+    if backtest_id is not None:
+        send_on_commit(backtest_step_ended_task.si(backtest_id))
 
 
 def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
@@ -109,9 +151,10 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
             level=backtest.level,
             weighting=backtest.weighting,
         )
-        debate = debate_create(owner=backtest.owner, data=data)
+        # The backtest's own quota (running backtests) admits its steps' debates.
+        debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
-        debate_start(debate_id=debate.pk)
+        debate_start(debate_id=debate.pk, quota=False)
 
 
 def _finish(backtest: Backtest) -> None:

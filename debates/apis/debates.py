@@ -133,11 +133,45 @@ class MaxOutputTokensSerializer(StrictSerializer):
     )
 
 
+# The seating fields of a debate's input, the same for a schedule's: which model sits in
+# each seat (debates.services.modes) and each role's output cap.
+class SeatingInputSerializer(StrictSerializer):
+    mode = StrictChoiceField(
+        choices=DebateMode.choices,
+        required=False,
+        help_text="custom (default: each seat its own model), homogeneous (one model in "
+        "every seat), temperature (one model, the seats at temperatures over "
+        "temperature_range), adversarial (bull and contrarian on mode_models[0], bear "
+        "and risk_manager on [1], the judge on [2]).",
+    )
+    mode_models = serializers.ListField(
+        child=IdField(),
+        required=False,
+        max_length=3,
+        help_text="The AI models the mode seats: [A] or [A, B, C].",
+    )
+    temperature_range = serializers.ListField(
+        child=StrictFloatField(min_value=0, max_value=2),
+        required=False,
+        min_length=2,
+        max_length=2,
+        allow_null=True,
+        help_text="[lowest, highest] temperature of the temperature mode (0.2 to 1.0); "
+        "null: none given.",
+    )
+    role_model_map = serializers.DictField(
+        child=IdField(),
+        required=False,
+        help_text='{personality or "judge": ai_model}: that model in every such seat.',
+    )
+    max_output_tokens = MaxOutputTokensSerializer(required=False)
+
+
 class DebateCreateApi(JsonApi):
     """Create a pending debate (SPEC 5.1); nothing is written when any field is bad."""
 
     @extend_schema_serializer(component_name="DebateCreateInput")
-    class InputSerializer(StrictSerializer):
+    class InputSerializer(SeatingInputSerializer):
         schema_rules = (requires_when("auto_execute", [True], "trader", default=False),)
 
         name = StrictCharField(max_length=200)
@@ -193,33 +227,6 @@ class DebateCreateApi(JsonApi):
             "(confidence times the judge's score of the voter; needs a judge) or calibrated "
             "(confidence times the voter's shrunk hit rate from earlier reviews).",
         )
-        mode = StrictChoiceField(
-            choices=DebateMode.choices,
-            required=False,
-            help_text="custom (default: each seat its own model), homogeneous (one model in "
-            "every seat), temperature (one model, the seats at temperatures over "
-            "temperature_range), adversarial (bull and contrarian on mode_models[0], bear "
-            "and risk_manager on [1], the judge on [2]).",
-        )
-        mode_models = serializers.ListField(
-            child=IdField(),
-            required=False,
-            max_length=3,
-            help_text="The AI models the mode seats: [A] or [A, B, C].",
-        )
-        temperature_range = serializers.ListField(
-            child=StrictFloatField(min_value=0, max_value=2),
-            required=False,
-            min_length=2,
-            max_length=2,
-            help_text="[lowest, highest] temperature of the temperature mode (0.2 to 1.0).",
-        )
-        role_model_map = serializers.DictField(
-            child=IdField(),
-            required=False,
-            help_text='{personality or "judge": ai_model}: that model in every such seat.',
-        )
-        max_output_tokens = MaxOutputTokensSerializer(required=False)
         human_turn_timeout_minutes = StrictIntegerField(
             required=False,
             min_value=1,

@@ -17,17 +17,17 @@ from arena.apis import (
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
-    StrictSerializer,
     error_responses,
     owned_or_404,
     paginated_response,
     requires_when,
     validate,
 )
-from debates.apis.debates import ParticipantInputSerializer
-from debates.models import CacheMode, Schedule, Weighting
+from debates.apis.debates import ParticipantInputSerializer, SeatingInputSerializer
+from debates.models import CacheMode, DebateLevel, Schedule, Weighting
 from debates.selectors import RUN_LEVELS, schedules_with_runs
 from debates.services.schedules import (
+    SEATING_FIELDS,
     schedule_create,
     schedule_delete,
     schedule_pause,
@@ -40,7 +40,9 @@ TAGS = ["schedules"]
 
 
 class SeatSerializer(serializers.Serializer):
-    ai_model = serializers.IntegerField()
+    ai_model = serializers.IntegerField(
+        allow_null=True, help_text="None where the mode or the role_model_map seats the model."
+    )
     personality = serializers.CharField()
 
 
@@ -72,6 +74,8 @@ class ScheduleSerializer(serializers.ModelSerializer):
             "daily_token_budget",
             "daily_token_cap",
             "weighting",
+            "level",
+            *SEATING_FIELDS,
             "last_fired_at",
             "last_debate",
             "run_count",
@@ -94,7 +98,7 @@ class ScheduleSerializer(serializers.ModelSerializer):
 
 
 @extend_schema_serializer(component_name="ScheduleInput")
-class ScheduleInputSerializer(StrictSerializer):
+class ScheduleInputSerializer(SeatingInputSerializer):
     schema_rules = (requires_when("auto_execute", [True], "trader", default=False),)
 
     name = StrictCharField(max_length=200)
@@ -138,6 +142,12 @@ class ScheduleInputSerializer(StrictSerializer):
         required=False,
         help_text="How votes weigh in the consensus: confidence (default) or calibrated "
         "(confidence x the voter's shrunk hit rate from earlier reviews).",
+    )
+    level = StrictChoiceField(
+        choices=DebateLevel.choices,
+        required=False,
+        help_text="The level each firing's debate asks for: auto (default: gated after the "
+        "openings, L2 on disagreement, low confidence, high impact or a failure), L1 or L2.",
     )
 
 

@@ -168,16 +168,22 @@ def ai_model_update(
     return model
 
 
+def _seated_by(schedule: Schedule) -> set[int]:
+    """Return the ids of the AI models a schedule seats: its seats' own, its mode's and
+    its role-to-model map's."""
+    own = {seat.get("ai_model") for seat in schedule.participants if isinstance(seat, dict)}
+    return {*own, *schedule.mode_models, *schedule.role_model_map.values()} - {None}
+
+
 def ai_model_delete(*, owner: AbstractBaseUser, ai_model_id: int) -> None:
     """Delete an AI model unless a debate or a schedule seats it (409 ``conflict``)."""
     model = _owned(owner, ai_model_id)
     scheduled = [
         schedule.name
-        for schedule in Schedule.objects.filter(owner=owner).only("name", "participants")
-        if any(
-            isinstance(seat, dict) and seat.get("ai_model") == model.pk
-            for seat in schedule.participants
+        for schedule in Schedule.objects.filter(owner=owner).only(
+            "name", "participants", "mode_models", "role_model_map"
         )
+        if model.pk in _seated_by(schedule)
     ]
     if scheduled:
         raise Conflict(

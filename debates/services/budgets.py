@@ -69,9 +69,16 @@ class BudgetExhausted(Exception):
 
 def call_limits(scope: CallScope) -> CallLimits | None:
     """Return the limits of ``scope``'s next call, or None when the debate is gone."""
-    seat = Participant.objects.filter(pk=scope.participant_id or 0).values("temperature")[:1]
+    # Unordered: the models' default orderings would join the debate into the subquery
+    # and sort both by its creation time, for one row each (3 to 4 times the query).
+    seat = (
+        Participant.objects.filter(pk=scope.participant_id or 0)
+        .order_by()
+        .values("temperature")[:1]
+    )
     row = (
         Debate.objects.filter(pk=scope.debate_id)
+        .order_by()
         .annotate(seat_temperature=Subquery(seat))
         .values(
             "owner_id",

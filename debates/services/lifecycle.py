@@ -43,7 +43,7 @@ from debates.models import (
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state
 from debates.services import transitions
-from debates.services.modes import SeatPlan, model_refusal, seat_plan
+from debates.services.modes import SeatPlan, model_refusal, planned_judge, seat_plan
 from debates.services.transitions import PREPARE_KEY
 from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
@@ -330,18 +330,27 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     values["level"] = data.level
     plan = seat_plan(owner, data, data.refuse)
     values.update(plan.stored)
+    named = planned_judge(plan.stored)
+    if values["judge_model"] is not None and named not in (None, values["judge_model"].pk):
+        # the map's judge, or the adversarial mode's C, judges a debate that has a judge
+        values["judge_model"] = AIModel.objects.get(owner=owner, pk=named)
     values["seats"] = _seats(owner, data, plan, humans=humans)
     return values
 
 
-def debate_create(*, owner: Any, data: DebateInput) -> Debate:
-    """Create a pending debate and its participants; refuse bad input, writing nothing."""
+def debate_create(*, owner: Any, data: DebateInput, quota: bool = True) -> Debate:
+    """Create a pending debate and its participants; refuse bad input, writing nothing.
+
+    ``quota`` False: the debate is admitted by its caller's own quota instead of the
+    owner's debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``).
+    """
     values = debate_input_clean(owner, data)
     if data.errors:
         raise input_refusal(data)
     seats = values.pop("seats")
     with transaction.atomic():
-        debate_create_check(owner_id=owner.pk)
+        if quota:
+            debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
         Participant.objects.bulk_create(
             Participant(
@@ -388,17 +397,19 @@ def _go_on(debate: Debate, state: Debate | None, action: str) -> None:
     run_enqueue(debate_id=debate.pk, state=state)
 
 
-def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
+def debate_start(*, debate_id: int, owner: Any | None = None, quota: bool = True) -> Debate:
     """Start a pending debate and send its plan of steps to the workers.
 
     The start is one short transaction: the market snapshot is the plan's first step
     (``prepare``), built by a worker, so a web request never waits on market data.
+    ``quota`` as for ``debate_create``.
     """
     debate = _get_owned(debate_id, owner)
     if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
     with transaction.atomic():
-        debate_start_check(owner_id=debate.owner_id)
+        if quota:
+            debate_start_check(owner_id=debate.owner_id)
         # The run is sent first when the transaction commits, then the events delivered:
         # the workers start on the plan a Redis round trip sooner.
         with events.together(debate_id):

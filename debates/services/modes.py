@@ -7,8 +7,9 @@ seat, the seats at temperatures spread evenly over ``temperature_range`` (defaul
 model A, the bearish ones (bear, risk_manager) on model B, the judge on model C
 (``mode_models`` [A, B] or [A, B, C]); the analyst, on neither side, sits on C when it is
 given, else on A. A ``role_model_map`` ``{personality or "judge": ai_model}`` then puts
-its model in every seat of that personality, and is the judge's model, whatever the
-mode. Every field is checked at create and named when refused.
+its model in every seat of that personality, and its ``judge`` (else the adversarial
+mode's C) is the model of the debate's judge when the debate has one, whatever the mode.
+Every field is checked at create and named when refused.
 """
 
 from __future__ import annotations
@@ -107,13 +108,21 @@ def seat_plan(owner: Any, data: Any, refuse: Any) -> SeatPlan:
     return SeatPlan(models=models, temperatures=temperatures, stored=stored)
 
 
+def planned_judge(stored: dict[str, Any]) -> int | None:
+    """Return the id of the AI model a seat plan's stored values (``SeatPlan.stored``)
+    give the judge: the map's ``judge``, else the adversarial mode's C, else None."""
+    if JUDGE in stored["role_model_map"]:
+        return stored["role_model_map"][JUDGE]
+    if stored["mode"] == DebateMode.ADVERSARIAL and len(stored["mode_models"]) == 3:
+        return stored["mode_models"][2]
+    return None
+
+
 def judge_model_id(debate: Any) -> int | None:
     """Return the id of the AI model the mode and the map give a debate's judge, or None."""
-    if JUDGE in debate.role_model_map:
-        return debate.role_model_map[JUDGE]
-    if debate.mode == DebateMode.ADVERSARIAL and len(debate.mode_models) == 3:
-        return debate.mode_models[2]
-    return None
+    return planned_judge(
+        {name: getattr(debate, name) for name in ("mode", "mode_models", "role_model_map")}
+    )
 
 
 def _mode_model(mode: str, mode_models: list[int], first: Any, personality: Any) -> Any:

@@ -2,7 +2,11 @@
 
 A schedule holds what each of its debates is created from, so it is checked by the
 same rules as a debate (SPEC 5.1): an owned strategy, 2 to 6 participants seating the
-owner's enabled models, rounds 2..5, an owned trader when it executes automatically.
+owner's enabled models, rounds 2..5, an owned trader when it executes automatically,
+and the selective settings each firing's debate carries: its ``level`` (``auto`` unless
+told otherwise), its ``mode`` with ``mode_models``, ``temperature_range`` and
+``role_model_map``, and ``max_output_tokens`` per role; the schedule's own daily token
+budget and cap apply to all its debates' calls.
 
 Beat is kept in step here and nowhere else: every service that creates, changes,
 pauses, resumes or deletes a schedule writes its ``django_celery_beat`` periodic task
@@ -42,7 +46,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
-from debates.models import Debate, DebateLevel, DebateStatus, Schedule
+from debates.models import Debate, DebateStatus, Schedule
 from debates.quotas import schedule_create_check, schedule_fire_refusal
 from debates.services.levels import quiet_market
 from debates.services.lifecycle import (
@@ -65,6 +69,8 @@ BUSY_STATUSES = (DebateStatus.PENDING, DebateStatus.RUNNING, DebateStatus.VOTING
 # A debate is named after its schedule and its run number.
 MAX_SCHEDULE_NAME_IN_DEBATE = 180
 
+# Which model sits in each seat and each role's output cap, checked as for a debate.
+SEATING_FIELDS = ("mode", "mode_models", "temperature_range", "role_model_map", "max_output_tokens")
 FIELDS = (
     "name",
     "strategy",
@@ -81,6 +87,8 @@ FIELDS = (
     "daily_token_budget",
     "daily_token_cap",
     "weighting",
+    "level",
+    *SEATING_FIELDS,
 )
 BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
@@ -134,6 +142,8 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         as_of=values["replay_as_of"],
         cache=values["cache"],
         weighting=values["weighting"],
+        level=values["level"],
+        **_seating(values),
     )
     cleaned = debate_input_clean(owner, data, humans=False)
     errors = dict(data.errors)
@@ -159,7 +169,7 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "name": cleaned["name"],
         "strategy": cleaned["strategy"],
         "symbol": cleaned["symbol"],
-        "participants": [seat.as_template() for seat in cleaned["seats"]],
+        "participants": _seats_as_given(values["participants"]),
         "max_rounds": cleaned["max_rounds"],
         "prompt_variant": cleaned["prompt_variant"],
         "auto_execute": cleaned["auto_execute"],
@@ -170,7 +180,28 @@ def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
         "cache": cleaned["cache"],
         **{name: values[name] for name in BUDGET_FIELDS},
         "weighting": cleaned["weighting"],
+        "level": cleaned["level"],
+        **{name: cleaned[name] for name in SEATING_FIELDS},
     }
+
+
+def _seating(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the seating fields of a schedule as a debate's input takes them.
+
+    A stored empty ``temperature_range`` (the mode is not ``temperature``) is none given.
+    """
+    seating = {name: values[name] for name in SEATING_FIELDS}
+    seating["temperature_range"] = seating["temperature_range"] or None
+    return seating
+
+
+def _seats_as_given(seats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return checked seats as the template keeps them: each seat's own model (None where
+    the mode or the role-to-model map seats one) and personality. Each firing's debate
+    seats the models again from the mode and the map, as a debate created with them would."""
+    return [
+        {"ai_model": seat.get("ai_model"), "personality": seat["personality"]} for seat in seats
+    ]
 
 
 def _unknown(data: Mapping[str, Any]) -> None:
@@ -431,7 +462,8 @@ def _debate_input(schedule: Schedule) -> DebateInput:
         cache=schedule.cache,
         weighting=schedule.weighting,
         schedule_id=schedule.pk,
-        level=DebateLevel.AUTO,
+        level=schedule.level,
+        **_seating({name: getattr(schedule, name) for name in SEATING_FIELDS}),
     )
 
 

@@ -3,6 +3,7 @@ report matches an independent computation from the bundled candles."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -210,3 +211,35 @@ def test_no_debate_starts_after_a_cancel_is_committed(celery_worker, llm, make_b
     assert max(d.started_at for d in debates) < backtest.finished_at
     wait_for(lambda: not debates.filter(status__in=("pending", "running", "voting")).exists())
     assert published(backtest.pk)[-1][1]["status"] == "cancelled"
+
+
+def test_the_steps_are_admitted_by_the_backtest_quota_not_the_debate_quotas(
+    celery_worker, llm, make_backtest, settings
+):
+    # given an owner who may have 1 debate under way and start 2 an hour
+    settings.QUOTA_ACTIVE_DEBATES, settings.QUOTA_STARTS_PER_HOUR = 1, 2
+    # when their one running backtest has 6 steps
+    done = wait_until_done(
+        make_backtest(personalities=("bull", "bear"), end=START + timedelta(days=1)).pk
+    )
+    # then every step's debate ran: the running-backtests quota admitted them
+    assert (done.status, done.steps_done, done.error) == ("completed", 6, None)
+
+
+def test_the_next_step_starts_when_a_debate_ends_not_at_the_next_tick(
+    celery_worker, llm, make_backtest, settings
+):
+    # given ticks a minute apart and one debate at a time
+    settings.BACKTEST_TICK_S, settings.BACKTEST_DEBATES_IN_FLIGHT = 60, 1
+    # when a 4-step backtest runs (its first tick is sent at once)
+    began = time.monotonic()
+    done = wait_until_done(
+        make_backtest(personalities=("bull", "bear"), end=START + timedelta(hours=16)).pk,
+        timeout=50,
+    )
+    # then each step started as the one before it ended: the run took no tick's wait
+    assert (done.status, done.steps_done) == ("completed", 4)
+    assert time.monotonic() - began < 50
+    steps = BacktestStep.objects.filter(backtest=done).order_by("index").select_related("debate")
+    for before, after in itertools.pairwise(steps):
+        assert after.debate.created_at >= before.debate.finished_at

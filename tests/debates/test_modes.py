@@ -199,3 +199,42 @@ def test_calls_go_out_at_the_seats_temperature_and_under_the_roles_output_cap(
     }
     assert sent == {(0.3, 321, True), (0.9, 321, False)}
     assert len(llm.requests) == 6
+
+
+@pytest.mark.parametrize(
+    ("fields", "judge"),
+    [
+        (lambda m: {"role_model_map": {"judge": m["C"].pk}}, "C"),
+        (lambda m: {"mode": "adversarial", "mode_models": [m[n].pk for n in "ABC"]}, "C"),
+        (lambda m: {"mode": "adversarial", "mode_models": [m["A"].pk, m["B"].pk]}, "D"),
+        (lambda m: {}, "D"),
+    ],
+    ids=["map", "adversarial-c", "adversarial-two-models", "custom"],
+)
+def test_the_map_or_the_adversarial_c_is_the_model_of_a_debates_judge(
+    api_client, user, models, fields, judge
+):
+    # a debate with a judge asked for on D: the map's judge, or C of the adversarial
+    # mode, is the model the judge's calls go to (the debate's judge_model)
+    given = fields(models)
+    if given.get("mode") == "adversarial":
+        seats = [{"personality": p} for p in SEATS[:2]]
+    else:
+        seats = [
+            {"ai_model": models[m].pk, "personality": p}
+            for m, p in zip("AB", SEATS[:2], strict=True)
+        ]
+    response = create(api_client, user, seats, judge={"ai_model": models["D"].pk}, **given)
+    assert response.status_code == 201, response.json()
+    debate = Debate.objects.select_related("judge_model").get(pk=response.json()["id"])
+    assert debate.judge_model.name == judge
+    assert response.json()["judge"]["ai_model"] == models[judge].pk
+
+
+def test_a_debate_without_a_judge_gets_none_from_the_map(api_client, user, models):
+    seats = [
+        {"ai_model": models[m].pk, "personality": p} for m, p in zip("AB", SEATS[:2], strict=True)
+    ]
+    response = create(api_client, user, seats, role_model_map={"judge": models["C"].pk})
+    assert response.status_code == 201, response.json()
+    assert Debate.objects.get(pk=response.json()["id"]).judge_model is None

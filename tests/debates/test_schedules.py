@@ -579,6 +579,8 @@ def admin_form(user, **fields: Any) -> dict[str, Any]:
         "replay_as_of_0": "",
         "replay_as_of_1": "",
         "cache": "off",
+        "level": "auto",
+        "mode": "custom",
     }
     body.update(fields)
     return body

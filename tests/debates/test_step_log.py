@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
+from types import SimpleNamespace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from debates import step_log
 from debates.services import debate_start
 from tests.debates.conftest import wait_until_finished
 
@@ -37,3 +41,18 @@ def test_each_step_of_a_debate_leaves_one_line(celery_worker, make_debate, caplo
     # with what was stored and how long it took
     assert all(f["outcome"] == "ok" and int(f["latency_ms"]) >= 0 for f in fields)
     assert all(f["attempts"] == "1" and f["model_ms"].isdigit() for f in turns + votes)
+
+
+def test_no_line_is_made_when_the_step_log_is_off(make_debate, caplog):
+    # given the step log above INFO, and a stored turn
+    caplog.set_level(logging.WARNING, logger="debates.step_log")
+    debate = make_debate()
+    task = SimpleNamespace(
+        name="debates.turn_run",
+        run=lambda debate_id, round_number, participant_id, holder: None,
+    )
+    args = (debate.pk, 1, debate.participants.first().pk, "holder")
+    # when a turn's task ends, then nothing is read for its line and no line is written
+    with CaptureQueriesContext(connection) as queries:
+        step_log._step_ended(task_id="t", task=task, args=args, state="SUCCESS")
+    assert (len(queries), caplog.records) == (0, [])
