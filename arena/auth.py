@@ -3,6 +3,12 @@
 - API tokens (DRF's ``Token``) expire ``API_TOKEN_MAX_AGE_S`` after they were issued (30
   days by default): ``ExpiringTokenAuthentication`` refuses an older one with a 401, and
   ``token_issue`` replaces it. ``token_revoke`` deletes a user's token.
+- With a shared cache (``CACHE_SHARED``), a token read from the database is kept there
+  with its user for ``TOKEN_CACHE_S``: a request authenticates with no query. When a
+  token is deleted (revoked, replaced, its user deleted) or its user saved, its entry is
+  replaced at once and on commit by a mark that sends every request with it to the
+  database for ``TOKEN_CACHE_S``; an entry is only ever added where none is
+  (``cache.add``), so a read that raced the change cannot bring the old token back.
 - Logins are throttled by django-axes on every door that checks a password (the token
   endpoint, the arena's ``/login/`` and the admin's): ``AXES_FAILURE_LIMIT`` failures for
   one user name from one address within ``AXES_COOLOFF_TIME`` lock that pair out, and
@@ -15,6 +21,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -23,7 +30,10 @@ from typing import Any
 
 from axes.helpers import get_cool_off
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -61,16 +71,65 @@ def token_revoke(*, user: Any) -> bool:
     return deleted > 0
 
 
+# How long a token read from the database is kept in the shared cache, and how long a
+# change to it or its user sends the requests with it to the database.
+TOKEN_CACHE_S = 300
+_CHANGED = "changed"
+
+
+def _token_cache_key(key: str) -> str:
+    # Named by its digest: a listing of the cache's keys shows no token.
+    return "api-token:" + hashlib.sha256(key.encode()).hexdigest()
+
+
 class ExpiringTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication, refusing tokens older than ``API_TOKEN_MAX_AGE_S``."""
+    """DRF's token authentication, refusing tokens older than ``API_TOKEN_MAX_AGE_S``,
+    through the shared cache when there is one (see the module docstring)."""
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Token]:
-        user, token = super().authenticate_credentials(key)
+        user, token = self._stored_credentials(key)
         if token_expires_at(token) <= timezone.now():
             raise exceptions.AuthenticationFailed(
                 "The token has expired; ask POST /api/auth/token for a new one."
             )
         return user, token
+
+    def _stored_credentials(self, key: str) -> tuple[Any, Token]:
+        if not settings.CACHE_SHARED:
+            return super().authenticate_credentials(key)
+        cache_key = _token_cache_key(key)
+        stored = cache.get(cache_key)
+        if isinstance(stored, Token):
+            return stored.user, stored
+        user, token = super().authenticate_credentials(key)
+        if stored is None:  # not while a change's mark is there
+            cache.add(cache_key, token, TOKEN_CACHE_S)
+        return user, token
+
+
+def _mark_changed(keys: list[str]) -> None:
+    """Replace the cache entries of the tokens ``keys`` by the mark of a change, now and
+    again on commit (a mark only sends requests to the database: one left by a change
+    rolled back costs nothing but queries)."""
+    if settings.CACHE_SHARED and keys:
+        marks = {_token_cache_key(key): _CHANGED for key in keys}
+        cache.set_many(marks, TOKEN_CACHE_S)
+        transaction.on_commit(lambda: cache.set_many(marks, TOKEN_CACHE_S))
+
+
+def _token_deleted(sender: Any, instance: Token, **kwargs: Any) -> None:
+    _mark_changed([instance.key])
+
+
+def _user_saved(sender: Any, instance: Any, created: bool = False, **kwargs: Any) -> None:
+    if settings.CACHE_SHARED and not created:
+        _mark_changed(list(Token.objects.filter(user_id=instance.pk).values_list("key", flat=True)))
+
+
+def connect_token_signals() -> None:
+    """Keep the cached tokens current: called once, when the apps are ready."""
+    post_delete.connect(_token_deleted, sender=Token, dispatch_uid="arena.auth.token_deleted")
+    post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="arena.auth.user_saved")
 
 
 def retry_after_s(request: HttpRequest) -> int:

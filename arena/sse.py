@@ -27,6 +27,11 @@ database connection for the life of each stream:
   on without it hearing (a publisher killed between storing an event and publishing it).
   It queues up to ``QUEUE_LIMIT`` events per stream (the library, 10).
 - one timer per event loop sends the keep-alives of all its streams.
+
+Versions: each channel has a version in the shared cache (``channel_version``) that
+changes when a publish to it commits, before the event is delivered, and when a change
+its events do not announce commits (``channel_touch_on_commit``). What is stored under
+a channel's version is current while that version is: reading it costs no query.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import contextlib
 import functools
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -45,6 +51,7 @@ from urllib.parse import unquote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.cache import cache
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections, transaction
 from django_eventstream.event import Event
@@ -108,6 +115,7 @@ def publish_all_on_commit(channel: str, items: list[tuple[str, dict[str, Any]]])
 
 def _deliver(events: list[Event]) -> None:
     try:
+        _touch(events[0].channel)
         config = getattr(settings, "EVENTSTREAM_REDIS", None)
         if config is None:
             for event in events:
@@ -153,6 +161,53 @@ def queue_to_streams(event: Event) -> None:
                 listener.overflow = True
     for listener in listeners:
         listener.wake_threadsafe()
+
+
+# --- Channel versions ---------------------------------------------------------------------
+
+# How long a channel's version is kept after it was first given (then a new one starts).
+VERSION_TTL_S = 30 * 24 * 3600
+
+
+def _version_key(channel: str) -> str:
+    return f"sse-version:{channel}"
+
+
+def channel_version(channel: str) -> int | None:
+    """Return the current version of ``channel``: a number that changes once each change
+    announced on it (or touched) has committed; ``None`` without a shared cache
+    (``CACHE_SHARED``), where versions are not kept.
+
+    A channel without a version (new, or evicted) starts at a random one: a number, once
+    given, is never given again to a later state of the channel.
+    """
+    return channel_versions([channel])[channel]
+
+
+def channel_versions(channels: list[str]) -> dict[str, int | None]:
+    """Return the current version of each of ``channels`` (``channel_version``), read
+    together."""
+    if not settings.CACHE_SHARED:
+        return dict.fromkeys(channels)
+    keys = {_version_key(channel): channel for channel in channels}
+    found = cache.get_many(keys)
+    if missing := [key for key in keys if key not in found]:
+        for key in missing:
+            cache.add(key, secrets.randbits(62), VERSION_TTL_S)
+        found.update(cache.get_many(missing))
+    return {channel: found.get(key) for key, channel in keys.items()}
+
+
+def channel_touch_on_commit(channel: str) -> None:
+    """Change ``channel``'s version when the current transaction commits (at once outside
+    one), for a change its events do not announce (what it belongs to was deleted)."""
+    transaction.on_commit(functools.partial(_touch, channel))
+
+
+def _touch(channel: str) -> None:
+    if settings.CACHE_SHARED:
+        with contextlib.suppress(ValueError):  # no version yet: the next reader starts one
+            cache.incr(_version_key(channel))
 
 
 # --- Event ids ----------------------------------------------------------------------------

@@ -13,7 +13,13 @@ from typing import Any
 
 from django.db import transaction
 
-from arena.sse import debate_channel, open_channel, publish_all_on_commit, publish_on_commit
+from arena.sse import (
+    channel_touch_on_commit,
+    debate_channel,
+    open_channel,
+    publish_all_on_commit,
+    publish_on_commit,
+)
 from debates.engine.plan import Plan
 from debates.models import (
     TERMINAL_STATUSES,
@@ -94,6 +100,12 @@ def together(debate_id: int) -> Iterator[None]:
 def stream_opened(debate_id: int) -> None:
     """Open a new debate's stream, so that starting it publishes with one statement."""
     open_channel(debate_channel(debate_id))
+
+
+def debate_deleted(debate_id: int) -> None:
+    """Change the debate's stream version on commit, though no event announces the
+    deletion: what was stored under the version (its detail) is served no more."""
+    channel_touch_on_commit(debate_channel(debate_id))
 
 
 def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -20,7 +22,8 @@ from django_eventstream.utils import make_id
 from rest_framework.utils.encoders import JSONEncoder
 
 from arena.exceptions import NotFound
-from arena.sse import debate_channel
+from arena.sse import channel_version, channel_versions, debate_channel
+from debates.engine.plan import Plan
 from debates.models import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -37,11 +40,14 @@ from debates.models import (
     Vote,
 )
 from debates.providers.pricing import usd_text
-from debates.state import STATE_COLUMNS
+from debates.state import STATE_COLUMNS, plan_of
 
-# What the plan of steps reads of a debate's turns and ballots (``debates.state``).
+# What the plan of steps and the actions read of a debate's seats, turns, ballots and
+# decisions (``debates.state``).
+_SEATS = Prefetch("participants", queryset=Participant.objects.order_by("speak_order"))
+_DECISIONS = Prefetch("decisions", queryset=Decision.objects.select_related("execution"))
 _STEP_RECORDS = (
-    Prefetch("participants", queryset=Participant.objects.order_by("speak_order")),
+    _SEATS,
     Prefetch(
         "messages",
         queryset=Message.objects.order_by().only(
@@ -52,8 +58,11 @@ _STEP_RECORDS = (
         "ballots",
         queryset=Ballot.objects.order_by().only("id", "debate_id", "participant_id", "status"),
     ),
-    Prefetch("decisions", queryset=Decision.objects.select_related("execution")),
+    _DECISIONS,
 )
+# What a row of the list never shows: the market snapshot and its texts (17 KB of JSON
+# for a debate of three coins).
+_LIST_DEFERRED = ("market_snapshot", "market_summary", "market_text")
 
 
 def debate_state(*, debate_id: int) -> Debate:
@@ -63,11 +72,65 @@ def debate_state(*, debate_id: int) -> Debate:
 
 
 def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
-    """Return the owner's debates, newest first, optionally of one status."""
-    queryset = Debate.objects.filter(owner=owner).prefetch_related(*_STEP_RECORDS)
+    """Return the owner's debates, newest first, optionally of one status: their ids
+    (``debate_rows`` serves what a page shows of them)."""
+    queryset = Debate.objects.filter(owner=owner).only("id")
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-id")
+
+
+def debate_rows(ids: list[int], render: Callable[[Debate, Plan], dict]) -> list[dict]:
+    """Return the list rows of the debates ``ids``, in order.
+
+    A finished debate's row is stored (the cache) under its stream's version, as its
+    detail is, and served from there. The others are read with their seats, decisions,
+    turns and ballots (five queries whatever their number; none when every row is
+    stored) after the versions, and rendered by ``render`` from the debate and its plan.
+    """
+    channels = {pk: debate_channel(pk) for pk in ids}
+    versions = channel_versions(list(channels.values()))
+    keys = {
+        pk: f"debate-row:{pk}:v{versions[channel]}"
+        for pk, channel in channels.items()
+        if versions[channel] is not None
+    }
+    stored = cache.get_many(keys.values()) if keys else {}
+    rows = {pk: stored[key] for pk, key in keys.items() if key in stored}
+    if missing := [pk for pk in ids if pk not in rows]:
+        debates = list(
+            Debate.objects.filter(pk__in=missing)
+            .defer(*_LIST_DEFERRED)
+            .prefetch_related(_SEATS, _DECISIONS)
+        )
+        plans = debate_plans(debates)
+        fresh = {debate.pk: render(debate, plans[debate.pk]) for debate in debates}
+        finished = {
+            keys[pk]: row
+            for pk, row in fresh.items()
+            if pk in keys and row["status"] in TERMINAL_STATUSES
+        }
+        cache.set_many(finished, DETAIL_CACHE_S)
+        rows.update(fresh)
+    return [rows[pk] for pk in ids if pk in rows]
+
+
+def debate_plans(debates: list[Debate]) -> dict[int, Plan]:
+    """Return the plan of steps of each of ``debates`` (their seats prefetched), their
+    turns and ballots read as rows of values: two queries, whatever their number."""
+    ids = [debate.pk for debate in debates]
+    turns: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    ballots: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    rows = Message.objects.filter(debate_id__in=ids).order_by()
+    for debate_id, *turn in rows.values_list("debate_id", "round", "participant_id", "status"):
+        turns[debate_id].append(tuple(turn))
+    rows = Ballot.objects.filter(debate_id__in=ids).order_by()
+    for debate_id, *ballot in rows.values_list("debate_id", "participant_id", "status"):
+        ballots[debate_id].append(tuple(ballot))
+    return {
+        d.pk: plan_of(d, seats=d.participants.all(), turns=turns[d.pk], ballots=ballots[d.pk])
+        for d in debates
+    }
 
 
 def debate_detail_queryset() -> QuerySet[Debate]:
@@ -147,7 +210,8 @@ def _json(data: dict[str, Any]) -> bytes:
 
 _ENCODER = JSONEncoder()
 
-# How long a finished debate's stored rendering is kept after it was last stored.
+# How long a finished debate's stored rendering (its detail, its list row) is kept after it
+# was last stored.
 DETAIL_CACHE_S = 24 * 3600
 
 
@@ -156,12 +220,20 @@ def debate_detail_rendered(
 ) -> RenderedDetail:
     """Return the detail of one of ``owner``'s debates as JSON bytes (orjson) with an ETag.
 
-    A finished debate changes only through an event on its stream (an execution), so its
-    rendering is stored (the cache) under the debate's latest event id and served from
-    there: one small query when stored, and the same ETag while nothing was published.
-    An active debate is rendered each time; its ETag is a digest of the bytes.
+    A finished debate changes only through an event on its stream (an execution) or its
+    deletion, so its rendering is stored (the cache, with its owner) and served from
+    there, the same ETag while nothing changed. It is stored under its stream's version
+    (``arena.sse.channel_version``, changed once each publish commits): a stored
+    rendering is served with no query. Without a shared cache (no version), it is stored
+    under the stream's latest event id, read with the debate's status in one query. An
+    active debate is rendered each time; its ETag is a digest of the bytes.
     """
     channel = debate_channel(debate_id)
+    variant = "full" if include_snapshot else "summary"
+    version = channel_version(channel)
+    key = f"debate-detail:{debate_id}:v{version}:{variant}"
+    if version is not None and (stored := _stored_detail(key, owner)) is not None:
+        return stored
     # One query reads the debate's status and its stream's latest event id (as
     # ``debate_event_id`` does), in the same snapshot of the database.
     latest = EventCounter.objects.filter(name=channel).values("value")
@@ -175,19 +247,33 @@ def debate_detail_rendered(
         raise NotFound("Debate not found.")
     status, created_at, latest_event = row
     event_id = make_id({channel: str(latest_event)})
-    variant = "full" if include_snapshot else "summary"
     if status not in TERMINAL_STATUSES:
         body = _json(_render(debate_id, owner, event_id, include_snapshot))
         return RenderedDetail(body, f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"')
-    # The creation instant keeps a rendering of a deleted debate from serving a new one
-    # that got its id (a database made again).
-    key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{variant}"
-    etag = f'"{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}"'
-    body = cache.get(key)
-    if body is None:
-        body = _json(_render(debate_id, owner, event_id, include_snapshot))
-        cache.set(key, body, DETAIL_CACHE_S)
-    return RenderedDetail(body, etag)
+    if version is None:
+        # The creation instant keeps a rendering of a deleted debate from serving a new
+        # one that got its id (a database made again).
+        key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{variant}"
+        if (stored := _stored_detail(key, owner)) is not None:
+            return stored
+    body = _json(_render(debate_id, owner, event_id, include_snapshot))
+    cache.set(key, (owner.pk, body), DETAIL_CACHE_S)
+    return RenderedDetail(body, _key_etag(key))
+
+
+def _stored_detail(key: str, owner: Any) -> RenderedDetail | None:
+    """Return the rendering stored under ``key``, if any; another owner's is not found."""
+    stored = cache.get(key)
+    if stored is None:
+        return None
+    owner_id, body = stored
+    if owner_id != owner.pk:
+        raise NotFound("Debate not found.")
+    return RenderedDetail(body, _key_etag(key))
+
+
+def _key_etag(key: str) -> str:
+    return f'"{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}"'
 
 
 @dataclass(frozen=True)

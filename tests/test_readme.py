@@ -1,17 +1,28 @@
 """The README's "Using the API" session runs as written, on a fresh database and after
 `make demo`, and prints what the README shows; so do its judge session and its "Modes,
-budgets and costs" session, on a fresh database."""
+budgets and costs" session, on a fresh database; and its full-stack session, on `make
+serve` from nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
+import signal
 import socket
 import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 from django.conf import settings
+
+from bench.common import stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +47,9 @@ def console_session(text: str, opening: str) -> list[tuple[str, list[str]]]:
     return steps
 
 
-def run_session(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> list[list[str]]:
+def run_session(
+    steps: list[tuple[str, list[str]]], env: dict[str, str], timeout: float = 240
+) -> list[list[str]]:
     """Run the commands in one bash, in order; return each one's output lines."""
     script = "".join(
         f"printf '\\n{MARK}{i}\\n'\n{command}\n" for i, (command, _) in enumerate(steps)
@@ -47,7 +60,7 @@ def run_session(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> list
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     outputs: list[list[str]] = []
@@ -125,3 +138,119 @@ def shape(line: str) -> tuple:
     its coin and its status."""
     value = json.loads(line)
     return (list(value), value.get("symbol"), value.get("status"))
+
+
+# --- The full stack: make serve on PostgreSQL and Redis -----------------------------------
+
+FULL_STACK = "A session on PostgreSQL and Redis from nothing"
+# The database the README's session names, and its server.
+README_DATABASE = "postgres://postgres@127.0.0.1:5432/arena"
+
+
+def stack_redis_url() -> str:
+    """Return the Redis database of the full stack: ``README_STACK_REDIS_URL``, else the
+    one after the tests' own (its Celery worker must be the only one on it, or it would
+    take another suite's tasks, and they its)."""
+    if os.environ.get("README_STACK_REDIS_URL"):
+        return os.environ["README_STACK_REDIS_URL"]
+    server, number = settings.REDIS_URL.rsplit("/", 1)
+    return f"{server}/{(int(number) + 1) % 16}"
+
+
+@contextlib.contextmanager
+def fresh_database(name: str) -> Iterator[str]:
+    """Yield the URL of a database ``name`` that does not exist yet (``make serve``
+    creates it), on the tests' server; drop it afterwards."""
+    url = urlsplit(os.environ.get("DATABASE_URL", README_DATABASE))
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def processes_with(marker: str) -> list[int]:
+    """Return the ids of the processes whose environment holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
+    """Run ``make serve`` (migrate, then honcho: uvicorn, a Celery worker and beat) with
+    ``env`` until its web server answers; stop every process of it afterwards."""
+    with log.open("w") as out:
+        serve = subprocess.Popen(
+            ["make", "-s", "serve"],
+            cwd=BASE,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            assert serve.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        yield
+    finally:
+        # honcho stops its processes on SIGTERM; whatever outlives it is killed by id.
+        stop_process(serve)
+        marker = f"DATABASE_URL={env['DATABASE_URL']}"
+        deadline = time.monotonic() + 10
+        while (left := processes_with(marker)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert not left, f"processes outlived make serve: {left}"
+
+
+def test_the_full_stack_session_runs_as_written(tmp_path):
+    # given `make serve` on a database of its own made from nothing, a Redis database of
+    # its own (emptied) and a free port
+    import redis
+
+    readme = (BASE / "README.md").read_text()
+    port = free_port()
+    redis_url = stack_redis_url()
+    redis.Redis.from_url(redis_url).flushdb()
+    name = f"readme_stack_{os.getpid()}_{secrets.token_hex(3)}"
+    with fresh_database(name) as database_url:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in {"DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME", "PORT"}
+        }
+        env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PORT=str(port))
+        steps = [
+            (
+                command.replace("localhost:8000", f"localhost:{port}").replace(
+                    README_DATABASE, database_url
+                ),
+                output,
+            )
+            for command, output in console_session(readme, FULL_STACK)
+        ]
+        try:
+            with make_serve(env, port, tmp_path / "serve.log"):
+                # when the session's commands run in order in one shell
+                outputs = run_session(steps, env, timeout=600)
+        finally:
+            redis.Redis.from_url(redis_url).flushdb()
+    # then each prints what the README shows under it
+    assert len(outputs) == len(steps)
+    for (command, expected), output in zip(steps, outputs, strict=True):
+        assert output == expected, command

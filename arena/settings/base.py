@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_eventstream",
     "axes",
+    "arena",
     "strategies",
     "traders",
     "debates",
@@ -151,6 +152,10 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+# Whether every process reads what another wrote to the cache at once (Redis): only then
+# are channel versions (arena.sse) and API tokens (arena.auth) kept there. Without Redis
+# the cache is each process's own and they are read from the database.
+CACHE_SHARED = bool(REDIS_URL)
 
 # --- Celery -------------------------------------------------------------------------------
 # The in-memory broker has no host; naming one keeps kombu from warning that none was given.

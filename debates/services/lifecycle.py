@@ -606,3 +606,4 @@ def debate_delete(*, debate_id: int, owner: Any | None = None) -> None:
     deleted, _ = Debate.objects.filter(pk=debate_id, status__in=ACTION_SOURCES["delete"]).delete()
     if not deleted:
         raise _refuse_state(debate, "delete")
+    events.debate_deleted(debate_id)

@@ -5,8 +5,12 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis
 import time_machine
+from django.conf import settings
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
 from arena.auth import RedactQueryTokens
@@ -284,6 +288,58 @@ def test_revoke_needs_authentication(anon, user):
     response = anon.post("/api/auth/token/revoke")
     assert response.status_code == 401
     assert Token.objects.count() == 1
+
+
+def _queries_of(client, path: str) -> tuple[int, int]:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(path)
+    return response.status_code, len(captured.captured_queries)
+
+
+def test_a_token_read_once_authenticates_from_the_cache(anon, user):
+    # given a token that opened the API once
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon.get("/api/debates/personalities").status_code == 200
+    # when it is used again, then it takes no query
+    assert _queries_of(anon, "/api/debates/personalities") == (200, 0)
+
+
+def test_a_cached_token_of_a_user_deactivated_is_refused_at_once(anon, user):
+    # given a token that opened the API once (now in the cache)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    assert anon.get("/api/debates").status_code == 200
+    # when its user is deactivated
+    user.is_active = False
+    user.save()
+    # then the token opens nothing any more
+    assert anon.get("/api/debates").status_code == 401
+
+
+def test_a_deleted_users_cached_token_is_refused_at_once(anon, user):
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    assert anon.get("/api/debates").status_code == 200
+    user.delete()
+    assert anon.get("/api/debates").status_code == 401
+
+
+def test_after_a_change_a_token_is_read_from_the_database_not_kept(anon, user):
+    # given a cached token whose user was then saved (the mark of a change)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    assert anon.get("/api/debates/personalities").status_code == 200
+    user.save()
+    # when it is used twice, then each use reads it from the database: a read that
+    # raced the change does not store what it read
+    path = "/api/debates/personalities"
+    assert [_queries_of(anon, path), _queries_of(anon, path)] == [(200, 1), (200, 1)]
+
+
+def test_no_cache_key_names_a_token(anon, user):
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon.get("/api/debates/personalities").status_code == 200
+    keys = redis.Redis.from_url(settings.REDIS_URL).keys("*")
+    assert keys and not [key for key in keys if token.key.encode() in key]
 
 
 # --- Stream tokens out of access logs ----------------------------------------------------

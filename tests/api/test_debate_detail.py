@@ -107,3 +107,32 @@ def test_another_users_debate_is_a_404_even_with_a_stored_rendering(api, user, o
     # when the user asks for it, then it is not found
     response = api.get(f"/api/debates/{debate.pk}")
     assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_a_deleted_debate_is_a_404_at_once_though_its_rendering_was_stored(
+    api, user, django_capture_on_commit_callbacks
+):
+    # given a finished debate whose detail is stored
+    debate = DebateFactory(owner=user, status="completed", phase="done")
+    assert api.get(f"/api/debates/{debate.pk}").status_code == 200
+    # when it is deleted
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"/api/debates/{debate.pk}").status_code == 204
+    # then its detail is not found any more
+    response = api.get(f"/api/debates/{debate.pk}")
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_a_failed_debate_retried_shows_its_new_state_at_once(
+    api, user, django_capture_on_commit_callbacks
+):
+    # given a failed debate whose detail is stored
+    debate = DebateFactory(owner=user, status="failed", phase="rounds", max_rounds=2)
+    ParticipantFactory(debate=debate)
+    assert api.get(f"/api/debates/{debate.pk}").json()["status"] == "failed"
+    # when it is retried (a status event is published)
+    with django_capture_on_commit_callbacks(execute=True):
+        retried = api.post(f"/api/debates/{debate.pk}/retry")
+    # then the detail shows the debate running again
+    assert retried.status_code == 200, retried.json()
+    assert api.get(f"/api/debates/{debate.pk}").json()["status"] != "failed"

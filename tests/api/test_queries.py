@@ -6,7 +6,10 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
 
+from debates import events
+from debates.models import Debate
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -67,14 +70,15 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 
 
 # name: (make ``rows`` rows and return the path, queries expected). A list is a count
-# and a page, plus the trader it belongs to and any prefetch (a debate's decisions with
-# their executions, and what its plan of steps reads: its seats, turns and ballots); the
+# and a page, plus the trader it belongs to and any prefetch (the debates' page is their
+# ids, then the rows not stored yet with their decisions and executions, and what their
+# plans of steps read: their seats, turns and ballots); the
 # debate detail is the debate's status with the stream's latest event id, then (when no
 # stored rendering serves) the debate with its strategy and judge model, participants,
 # messages, votes, ballots, decisions, judge calls and judge scores, and its spend (one
 # sum for each kind of stored call: turns, ballots, judge calls).
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
-    "debates": (_debates, 6),
+    "debates": (_debates, 7),
     "ai-models": (
         lambda u, t, n: AIModelFactory.create_batch(n, owner=u) and "/api/ai-models",
         2,
@@ -137,6 +141,64 @@ def test_queries_do_not_grow_with_rows(api, user, other_user, name):
 def test_a_finished_debates_detail_read_again_is_served_from_its_stored_rendering(api, user):
     # given a finished debate with 50 messages whose detail was read once
     path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 50)}"
+    first = api.get(path)
+    # when it is read again
+    with CaptureQueriesContext(connection) as captured:
+        again = api.get(path)
+    # then no query serves the same bytes (the stream's version is in the cache)
+    assert len(captured.captured_queries) == 0
+    assert again.content == first.content
+
+
+def test_a_page_of_finished_debates_read_again_is_served_from_their_stored_rows(
+    api, user, django_capture_on_commit_callbacks
+):
+    # given a page of finished debates, one of them active, read once
+    trader = TraderFactory(owner=user)
+    _debates(user, trader, 25)
+    active = DebateFactory(owner=user, status="running", phase="rounds", name="active")
+    first = api.get("/api/debates")
+    # when it is read again
+    with CaptureQueriesContext(connection) as captured:
+        again = api.get("/api/debates")
+    # then the count and the ids, and the active debate's row with what its plan reads
+    assert len(captured.captured_queries) == 2 + 5
+    assert again.json() == first.json()
+    # and when a finished debate's stream moves on (an event published), its row shows it
+    finished = Debate.objects.filter(owner=user, status="completed").latest("created_at")
+    Debate.objects.filter(pk=finished.pk).update(name="renamed")
+    Debate.objects.filter(pk=active.pk).update(status="completed")
+    assert [r["name"] for r in api.get("/api/debates").json()["results"][:2]] == [
+        "active",
+        finished.name,
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        events.status_changed(Debate.objects.get(pk=finished.pk))
+    rows = api.get("/api/debates").json()["results"]
+    assert rows[1]["name"] == "renamed"
+    # and the active debate, now finished, is stored: two queries for the whole page
+    with CaptureQueriesContext(connection) as captured:
+        api.get("/api/debates")
+    assert len(captured.captured_queries) == 2
+
+
+def test_a_stored_detail_asked_with_a_token_takes_no_query(anon, user):
+    # given a finished debate whose detail was read once with the user's token
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 5)}"
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    first = anon.get(path)
+    # when it is read again with that token
+    with CaptureQueriesContext(connection) as captured:
+        again = anon.get(path)
+    # then neither the token nor the detail took a query
+    assert (again.status_code, len(captured.captured_queries)) == (200, 0)
+    assert again.content == first.content
+
+
+def test_without_a_shared_cache_a_stored_detail_takes_one_query(api, user, settings):
+    # given no shared cache (the embedded default), a finished debate read once
+    settings.CACHE_SHARED = False
+    path = f"/api/debates/{_debate_with_children(user, TraderFactory(owner=user), 5)}"
     first = api.get(path)
     # when it is read again
     with CaptureQueriesContext(connection) as captured:
