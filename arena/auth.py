@@ -4,7 +4,8 @@
   days by default): ``ExpiringTokenAuthentication`` refuses an older one with a 401, and
   ``token_issue`` replaces it. ``token_revoke`` deletes a user's token.
 - With a shared cache (``CACHE_SHARED``), a token read from the database is kept there
-  with its user for ``TOKEN_CACHE_S``: a request authenticates with no query. When a
+  with its user (read without the password hash) for ``TOKEN_CACHE_S``: a request
+  authenticates with no query. When a
   token is deleted (revoked, replaced, its user deleted) or its user saved, its entry is
   replaced at once and on commit by a mark that sends every request with it to the
   database for ``TOKEN_CACHE_S``; an entry is only ever added where none is
@@ -101,10 +102,16 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         stored = cache.get(cache_key)
         if isinstance(stored, Token):
             return stored.user, stored
-        user, token = super().authenticate_credentials(key)
+        # The user is read without its password hash, which the cache never holds (a
+        # save of an instance with a deferred field writes only the fields it loaded).
+        token = Token.objects.select_related("user").defer("user__password").filter(key=key).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
         if stored is None:  # not while a change's mark is there
             cache.add(cache_key, token, TOKEN_CACHE_S)
-        return user, token
+        return token.user, token
 
 
 def _mark_changed(keys: list[str]) -> None:

@@ -342,6 +342,16 @@ def test_no_cache_key_names_a_token(anon, user):
     assert keys and not [key for key in keys if token.key.encode() in key]
 
 
+def test_the_cache_holds_no_password_hash(anon, user):
+    # given a token that opened the API once (now in the cache)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    assert anon.get("/api/debates/personalities").status_code == 200
+    # then no value in the cache holds the user's password hash
+    store = redis.Redis.from_url(settings.REDIS_URL)
+    values = [store.get(key) for key in store.keys("*") if store.type(key) == b"string"]
+    assert values and not [value for value in values if user.password.encode() in value]
+
+
 # --- Stream tokens out of access logs ----------------------------------------------------
 
 
