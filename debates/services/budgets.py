@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -67,24 +68,33 @@ class BudgetExhausted(Exception):
     """The call would pass a daily hard cap; the message gives the figures."""
 
 
+# What the limits of a debate's calls read of the debate (its seat's temperature aside).
+LIMIT_FIELDS = (
+    "owner_id",
+    "schedule_id",
+    "max_output_tokens",
+    "schedule__daily_token_cap",
+    "owner__token_budget__daily_token_cap",
+)
+
+
 def call_limits(scope: CallScope) -> CallLimits | None:
     """Return the limits of ``scope``'s next call, or None when the debate is gone."""
     seat = Participant.objects.filter(pk=scope.participant_id or 0).values("temperature")[:1]
     row = (
         Debate.objects.filter(pk=scope.debate_id)
         .annotate(seat_temperature=Subquery(seat))
-        .values(
-            "owner_id",
-            "schedule_id",
-            "max_output_tokens",
-            "seat_temperature",
-            "schedule__daily_token_cap",
-            "owner__token_budget__daily_token_cap",
-        )
+        .values(*LIMIT_FIELDS, "seat_temperature")
         .first()
     )
     if row is None:
         return None
+    return limits_of(row, role=scope.role, temperature=row["seat_temperature"])
+
+
+def limits_of(row: Mapping[str, Any], *, role: str, temperature: float | None) -> CallLimits:
+    """Return the limits of a call of ``role`` at the seat's ``temperature`` from the
+    debate's ``LIMIT_FIELDS`` in ``row`` (read with what else a step reads of it)."""
     caps = []
     if row["owner__token_budget__daily_token_cap"] is not None:
         caps.append((TokenScope.USER, row["owner_id"], row["owner__token_budget__daily_token_cap"]))
@@ -93,8 +103,8 @@ def call_limits(scope: CallScope) -> CallLimits | None:
     return CallLimits(
         owner_id=row["owner_id"],
         schedule_id=row["schedule_id"],
-        temperature=row["seat_temperature"],
-        max_output_tokens=(row["max_output_tokens"] or {}).get(scope.role),
+        temperature=temperature,
+        max_output_tokens=(row["max_output_tokens"] or {}).get(role),
         caps=tuple(caps),
     )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 
 from debates import events
 from debates.claims import StepBusy, step_held
@@ -38,8 +39,9 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.providers.registry import reads_snapshot
 from debates.services import transitions
-from debates.services.budgets import CallScope
+from debates.services.budgets import LIMIT_FIELDS, PARTICIPANTS, CallLimits, CallScope, limits_of
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -118,7 +120,7 @@ def _cast(debate: dict, seats: list[Participant]) -> _Cast:
         debate["prompt_variant"],
         debate["cache"],
         debate["symbols"],
-        debate["market_snapshot"],
+        debate.get("market_snapshot"),
         seats,
         (debate["market_text"], debate["market_summary"]),
         judged=debate["judge_model_id"] is not None,
@@ -139,11 +141,12 @@ class _Said(NamedTuple):
 class _Now:
     """What a step reads right before its call: the fixed cast, and what may have
     changed since the debate started (its strategy's texts, the model's settings, the
-    turns stored so far)."""
+    call's limits, the turns stored so far)."""
 
     cast: _Cast
     participant: Participant
     config: ProviderConfig
+    limits: CallLimits
     strategy_role: str
     custom_prompt: str
     spoken: list[_Said]
@@ -155,7 +158,7 @@ class _Now:
         )
 
 
-# What a step reads of its debate and strategy before its call.
+# What a step reads of its debate and strategy before its call (its call's limits too).
 _DEBATE_FIELDS = (
     "pk",
     "status",
@@ -164,7 +167,6 @@ _DEBATE_FIELDS = (
     "prompt_variant",
     "cache",
     "symbols",
-    "market_snapshot",
     "market_text",
     "market_summary",
     "judge_model_id",
@@ -172,6 +174,7 @@ _DEBATE_FIELDS = (
     "steps_released",
     "strategy__role_text",
     "strategy__custom_prompt",
+    *LIMIT_FIELDS,
 )
 
 
@@ -180,28 +183,45 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
     no longer ``status`` (cancelled, say), is held before the step (``step_released``),
     or, for a vote, when its ballot is stored.
 
-    Reads the debate with its strategy's texts, its seats with their models, and every
-    stored turn: what the prompt needs, read right before the call, so the step asks
-    with the model and strategy as they are now.
+    Reads the seats with their models, then the debate with its strategy's texts and
+    its call's limits (and, for a vote, whether its ballot is stored), and every stored
+    turn: what the prompt needs, read right before the call, so the step asks with the
+    model and strategy as they are now. The market snapshot itself is read only for a
+    model that reads it (the simulated one); the others are sent its renderings.
     """
-    debate = Debate.objects.filter(pk=debate_id).values(*_DEBATE_FIELDS).first()
-    if debate is None or debate["status"] != status:
-        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    voter = key[0] == VOTING
-    if voter and Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
-        return None  # the ballot is stored already: a vote is never asked twice
     seats = list(
         Participant.objects.filter(debate_id=debate_id)
         .select_related("ai_model")
         .order_by("speak_order")
     )
+    participant = next((seat for seat in seats if seat.pk == participant_id), None)
+    if participant is None:
+        return None  # the debate is gone
+    model = participant.ai_model
+    fields = list(_DEBATE_FIELDS)
+    if model is not None and reads_snapshot(model.provider):
+        fields.append("market_snapshot")
+    debates = Debate.objects.filter(pk=debate_id)
+    voter = key[0] == VOTING
+    if voter:
+        stored = Ballot.objects.filter(debate_id=OuterRef("pk"), participant_id=participant_id)
+        debates = debates.annotate(ballot_stored=Exists(stored))
+        fields.append("ballot_stored")
+    debate = debates.values(*fields).first()
+    if debate is None or debate["status"] != status:
+        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    if voter and debate["ballot_stored"]:
+        return None  # the ballot is stored already: a vote is never asked twice
     if not step_released(_held_as(debate), key, seats):
         return None  # sent before the debate was held before it: it runs once released
-    cast = _cast(debate, seats)
-    participant = cast.seat(participant_id)
-    model = participant.ai_model
     if model is None:
         return None  # a person's seat: they write their step, no model is asked
+    if "market_snapshot" not in debate and not debate["market_text"]:
+        # Prepared before the renderings were stored: they are made from the snapshot.
+        debate["market_snapshot"] = (
+            Debate.objects.values_list("market_snapshot", flat=True).filter(pk=debate_id).first()
+        )
+    cast = _cast(debate, seats)
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
@@ -215,6 +235,7 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         cast=cast,
         participant=participant,
         config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
+        limits=limits_of(debate, role=PARTICIPANTS, temperature=participant.temperature),
         strategy_role=debate["strategy__role_text"] or "",
         custom_prompt=debate["strategy__custom_prompt"] or "",
         spoken=spoken,
@@ -311,6 +332,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
+        limits=now.limits,
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -431,7 +453,7 @@ def turn_record(
             )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
         recorded: dict = {}
-        if round_closes and not _close_round(locked, round_number, turns, recorded):
+        if round_closes and not _close_round(locked, round_number, turns, seats, recorded):
             return message  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
         _turn_taken(locked, seats, current, round_number, turns, recorded)
@@ -443,7 +465,11 @@ def turn_record(
 
 
 def _close_round(
-    debate: Debate, round_number: int, turns: list[tuple[int, int, str]], recorded: dict
+    debate: Debate,
+    round_number: int,
+    turns: list[tuple[int, int, str]],
+    seats: tuple[Participant, ...],
+    recorded: dict,
 ) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
     move to voting after the last, or earlier when the gate keeps the debate light or
@@ -461,7 +487,7 @@ def _close_round(
             message=f"Every turn of round {round_number} failed.",
         )
     if round_number < debate.max_rounds:
-        closed = round_close(debate_id=debate.pk, round_number=round_number)
+        closed = round_close(debate_id=debate.pk, round_number=round_number, seats=seats)
         recorded.update(closed.fields)
     if round_number < debate.max_rounds and not closed.votes_now:
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
@@ -529,6 +555,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
+        limits=now.limits,
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)

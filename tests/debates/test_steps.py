@@ -83,22 +83,25 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
-    # The context: the debate with its strategy's texts, its seats with their models, the
-    # earlier turns; the call's limits (the seat's temperature, the output cap, the
-    # budgets), and, as the process's first call, the price table. Then one transaction
-    # under the debate's row lock: its stored turns, the message, the state's
-    # compare-and-set, the events (the state and its plan are announced from what the
-    # step holds).
-    assert len(opening) == 3 + 1 + 1 + 7, "\n".join(opening)
-    assert opening[5:6] + opening[-1:] == ["BEGIN", "COMMIT"]
-    assert opening[6].endswith("FOR NO KEY UPDATE")
+    # The context: the seats with their models (and their temperatures), the debate with
+    # its strategy's texts and its call's limits (the output cap, the budgets), the
+    # earlier turns; and, as the process's first call, the price table. Then one
+    # transaction under the debate's row lock: its stored turns, the message, the
+    # state's compare-and-set, the events (the state and its plan are announced from
+    # what the step holds).
+    assert len(opening) == 3 + 1 + 7, "\n".join(opening)
+    assert opening[4:5] + opening[-1:] == ["BEGIN", "COMMIT"]
+    assert opening[5].endswith("FOR NO KEY UPDATE")
+    # Only the simulated model reads the market snapshot itself; this one is sent its
+    # rendering.
+    assert not [sql for sql in opening[:3] if '"market_snapshot"' in sql]
     for seat in seats[1:]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    assert len(rebuttal) == 3 + 1 + 7, "\n".join(rebuttal)
+    assert len(rebuttal) == 3 + 7, "\n".join(rebuttal)
     assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -107,7 +110,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 1 + 7, "\n".join(closing)
+    assert len(closing) == 3 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
@@ -237,10 +240,12 @@ def test_the_consensus_is_one_short_transaction(make_debate):
 
     finalize = statements(lambda: consensus_finalize(debate_id=debate.pk))
 
-    # Under the debate's lock: the coins and limits, the votes, the decisions, read back
-    # with their executions, the state's compare-and-set, the state with its plan, the
-    # events.
-    assert len(finalize) == 2 + 1 + 4 + 1 + 5 + 1, "\n".join(finalize)
+    # Under the debate's lock, read with its coins, its weighting and its strategy's
+    # limits: the votes, the decisions (not read back: just made, they have no
+    # execution), the state's compare-and-set, the seats, turns and ballots of its plan,
+    # the events.
+    assert len(finalize) == 2 + 1 + 2 + 1 + 3 + 1, "\n".join(finalize)
+    assert finalize[1].endswith('FOR NO KEY UPDATE OF "debates_debate"'), finalize[1]
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.COMPLETED
     # What the events say of the decisions, without reading them back, is what is stored.
     (consensus_type, consensus), (status_type, status) = published(debate.pk)[-2:]
@@ -345,14 +350,14 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    # The context: the debate with the cancel check, whether this ballot is stored, the
-    # seats, the turns; the call's limits. Then, under the debate's row lock: the ballot,
+    # The context: the seats, the debate with the cancel check, whether this ballot is
+    # stored and the call's limits, the turns. Then, under the debate's row lock: the ballot,
     # its votes, the events (in the automatic pace the vote events say it; a held debate's
     # ballot, or one beside a person's seat, reads the ballots and turns stored too, to
     # announce its state).
-    assert len(ballot) == 4 + 1 + 6, "\n".join(ballot)
-    assert ballot[5] == "BEGIN"
-    assert ballot[6].endswith("FOR NO KEY UPDATE")
+    assert len(ballot) == 3 + 6, "\n".join(ballot)
+    assert ballot[3] == "BEGIN"
+    assert ballot[4].endswith("FOR NO KEY UPDATE")
 
 
 def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):
