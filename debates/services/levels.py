@@ -9,7 +9,7 @@ debate's state, and the turns it skips are recorded as skipped steps of the plan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -43,9 +43,18 @@ class RoundClose:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def round_close(*, debate_id: int, round_number: int, seats: Sequence[Participant]) -> RoundClose:
-    """Decide, under the debate's lock, whether its votes begin after ``round_number``;
-    ``seats`` are the debate's, as the step closing the round holds them."""
+def round_close(
+    *,
+    debate_id: int,
+    round_number: int,
+    seats: Sequence[Participant],
+    answered: Mapping[tuple[int, int], list[dict]],
+) -> RoundClose:
+    """Decide, under the debate's lock, whether its votes begin after ``round_number``.
+
+    ``seats`` and ``answered`` (the decisions of every answered turn by round and
+    participant id) are the debate's, as the step closing the round holds them.
+    """
     debate = (
         Debate.objects.select_related("strategy", "trader", "schedule__last_debate")
         .annotate(owner_daily_token_budget=F("owner__token_budget__daily_token_budget"))
@@ -67,9 +76,8 @@ def round_close(*, debate_id: int, round_number: int, seats: Sequence[Participan
         )
         .get(pk=debate_id)
     )
-    answered = _answered(debate_id, (round_number - 1, round_number))
     if round_number == 1:
-        chosen = _gate(debate, answered.get(1, {}), seats)
+        chosen = _gate(debate, _of_round(answered, 1), seats)
         fields = {
             "level_used": chosen.level,
             "level_reasons": list(chosen.reasons),
@@ -81,7 +89,7 @@ def round_close(*, debate_id: int, round_number: int, seats: Sequence[Participan
             return RoundClose(votes_now=True, fields=fields)
         return RoundClose(votes_now=False, fields=fields)
     early_stop = debate.strategy.early_stop if debate.strategy is not None else True
-    before, now = (_actions(answered.get(r, {})) for r in (round_number - 1, round_number))
+    before, now = (_actions(_of_round(answered, r)) for r in (round_number - 1, round_number))
     if early_stop and settled(before, now):
         return RoundClose(
             votes_now=True,
@@ -97,16 +105,11 @@ def round_close(*, debate_id: int, round_number: int, seats: Sequence[Participan
     return RoundClose(votes_now=False)
 
 
-def _answered(debate_id: int, rounds: tuple[int, ...]) -> dict[int, dict[int, list[dict]]]:
-    """Return the decisions of each answered turn of ``rounds``: round -> seat ->
-    decisions (as stored)."""
-    found: dict[int, dict[int, list[dict]]] = {}
-    rows = Message.objects.filter(
-        debate_id=debate_id, round__in=rounds, status=StepStatus.OK
-    ).values_list("round", "participant_id", "decisions")
-    for round_number, seat, decisions in rows:
-        found.setdefault(round_number, {})[seat] = decisions
-    return found
+def _of_round(
+    answered: Mapping[tuple[int, int], list[dict]], round_number: int
+) -> dict[int, list[dict]]:
+    """Return the decisions of the answered turns of ``round_number``: seat -> decisions."""
+    return {seat: decisions for (r, seat), decisions in answered.items() if r == round_number}
 
 
 def _actions(answers: dict[int, list[dict]]) -> dict[int, dict[str, str]]:

@@ -426,12 +426,12 @@ def turn_record(
     # Read once the lock is held, in a statement of its own: a statement that took
     # the lock and read the turns together would see the turns as they were before
     # it waited for the lock, and miss those stored by the transaction it waited for.
-    turns = list(
+    stored = list(
         Message.objects.filter(debate_id=locked.pk)
         .order_by()
-        .values_list("round", "participant_id", "status")
+        .values_list("round", "participant_id", "status", "decisions")
     )
-    if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
+    if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
         return None  # another copy stored this turn first
     message = Message.objects.create(
         debate_id=locked.pk,
@@ -440,7 +440,10 @@ def turn_record(
         message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
         **fields,
     )
-    turns.append((round_number, participant.pk, message.status))
+    stored.append((round_number, participant.pk, message.status, message.decisions))
+    turns = [(r, p, status) for r, p, status, _ in stored]
+    # What closing the round reads of the answered turns: their decisions.
+    answered = {(r, p): decisions for r, p, status, decisions in stored if status == StepStatus.OK}
     said = {p: status for r, p, status in turns if r == round_number}
     with events.together(locked.pk):
         events.message_stored(message)
@@ -453,7 +456,8 @@ def turn_record(
             )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
         recorded: dict = {}
-        if round_closes and not _close_round(locked, round_number, turns, seats, recorded):
+        closing = (locked, round_number, turns, seats, answered, recorded)
+        if round_closes and not _close_round(*closing):
             return message  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
         _turn_taken(locked, seats, current, round_number, turns, recorded)
@@ -469,6 +473,7 @@ def _close_round(
     round_number: int,
     turns: list[tuple[int, int, str]],
     seats: tuple[Participant, ...],
+    answered: dict[tuple[int, int], list[dict]],
     recorded: dict,
 ) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
@@ -476,7 +481,8 @@ def _close_round(
     the positions have settled (``levels.round_close``, whose columns go in
     ``recorded``). Return False when the rules of SPEC 5.2 fail the debate instead.
     Runs under the debate's row lock; updates ``debate`` in memory. ``turns`` holds
-    every stored turn of the debate as (round, participant id, status).
+    every stored turn of the debate as (round, participant id, status), ``answered``
+    the decisions of each answered one by (round, participant id).
     """
     events.round_ended(debate.pk, round_number)
     if StepStatus.OK not in {status for r, _, status in turns if r == round_number}:
@@ -487,7 +493,9 @@ def _close_round(
             message=f"Every turn of round {round_number} failed.",
         )
     if round_number < debate.max_rounds:
-        closed = round_close(debate_id=debate.pk, round_number=round_number, seats=seats)
+        closed = round_close(
+            debate_id=debate.pk, round_number=round_number, seats=seats, answered=answered
+        )
         recorded.update(closed.fields)
     if round_number < debate.max_rounds and not closed.votes_now:
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL

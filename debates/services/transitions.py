@@ -54,13 +54,14 @@ def _moved(
     return debates.update(progressed_at=timezone.now(), **fields) == 1
 
 
-def announce(debate_id: int) -> Debate:
+def announce(debate_id: int, *, recorded: bool = True) -> Debate:
     """Publish the debate's state (its plan of steps with it) on commit; return it.
 
     The state a debate is announced in is also where its wait for a person starts and
     ends (``person_deadline``), so every transition keeps the deadline in step.
+    ``recorded=False``: the debate has stored no step yet (``debate_state``).
     """
-    debate = debate_state(debate_id=debate_id)
+    debate = debate_state(debate_id=debate_id, recorded=recorded)
     state_published(debate, debate_plan(debate), debate.participants.all())
     return debate
 
@@ -106,21 +107,21 @@ def start(*, debate_id: int, pace: str) -> Debate | None:
     """Start a pending debate: round 1 opens once its prepare step has run.
 
     In the manual pace only the prepare step is released; ``advance`` releases the rest.
+    A pending debate has stored no step (no turn, ballot or decision): its state is
+    read with its seats alone.
     """
     now = timezone.now()
-    return _announced(
-        _moved(
-            debate_id,
-            ACTION_SOURCES["start"],
-            status=DebateStatus.RUNNING,
-            phase=DebatePhase.OPENING,
-            current_round=1,
-            started_at=now,
-            steps_released=1 if pace == Pace.MANUAL else None,
-            step_outcomes={},
-        ),
+    moved = _moved(
         debate_id,
+        ACTION_SOURCES["start"],
+        status=DebateStatus.RUNNING,
+        phase=DebatePhase.OPENING,
+        current_round=1,
+        started_at=now,
+        steps_released=1 if pace == Pace.MANUAL else None,
+        step_outcomes={},
     )
+    return announce(debate_id, recorded=False) if moved else None
 
 
 def turn_taken(

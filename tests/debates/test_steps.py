@@ -95,8 +95,14 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     # Only the simulated model reads the market snapshot itself; this one is sent its
     # rendering.
     assert not [sql for sql in opening[:3] if '"market_snapshot"' in sql]
-    for seat in seats[1:]:
+    for seat in seats[1:-1]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
+    last_opening = statements(
+        lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[-1], holder="t")
+    )
+    # Closing round 1 adds one read, the debate's level settings (the gate), to the
+    # transaction: the openings' answers are those its own read of the turns holds.
+    assert len(last_opening) == 3 + 7 + 1, "\n".join(last_opening)
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
@@ -162,9 +168,11 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
 
     # The debate; then one transaction: the owner's quota (its row locked, its starts of
     # the hour counted), the compare-and-set that starts it, the state with its plan
-    # (the debate and four prefetches), the events; the canvas is built from that plan.
+    # (the debate and its seats: a pending debate has stored no turn, ballot or
+    # decision), the events; the canvas is built from that plan.
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 1 + 2 + 2 + 1 + 5 + 1 + 1, "\n".join(start)
+    assert len(start) == 1 + 2 + 2 + 1 + 2 + 1 + 1, "\n".join(start)
+    assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert not [sql for sql in start if "strategies_" in sql]
     # The run's canvas is sent first, then the events are delivered.
     senders = [getattr(callback, "func", callback).__module__ for callback in sent]
