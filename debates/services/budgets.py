@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -68,43 +67,59 @@ class BudgetExhausted(Exception):
     """The call would pass a daily hard cap; the message gives the figures."""
 
 
-# What the limits of a debate's calls read of the debate (its seat's temperature aside).
-LIMIT_FIELDS = (
-    "owner_id",
-    "schedule_id",
-    "max_output_tokens",
-    "schedule__daily_token_cap",
-    "owner__token_budget__daily_token_cap",
-)
-
-
 def call_limits(scope: CallScope) -> CallLimits | None:
     """Return the limits of ``scope``'s next call, or None when the debate is gone."""
     seat = Participant.objects.filter(pk=scope.participant_id or 0).values("temperature")[:1]
     row = (
         Debate.objects.filter(pk=scope.debate_id)
         .annotate(seat_temperature=Subquery(seat))
-        .values(*LIMIT_FIELDS, "seat_temperature")
+        .values(
+            "owner_id",
+            "schedule_id",
+            "max_output_tokens",
+            "seat_temperature",
+            "schedule__daily_token_cap",
+            "owner__token_budget__daily_token_cap",
+        )
         .first()
     )
     if row is None:
         return None
-    return limits_of(row, role=scope.role, temperature=row["seat_temperature"])
-
-
-def limits_of(row: Mapping[str, Any], *, role: str, temperature: float | None) -> CallLimits:
-    """Return the limits of a call of ``role`` at the seat's ``temperature`` from the
-    debate's ``LIMIT_FIELDS`` in ``row`` (read with what else a step reads of it)."""
-    caps = []
-    if row["owner__token_budget__daily_token_cap"] is not None:
-        caps.append((TokenScope.USER, row["owner_id"], row["owner__token_budget__daily_token_cap"]))
-    if row["schedule__daily_token_cap"] is not None:
-        caps.append((TokenScope.SCHEDULE, row["schedule_id"], row["schedule__daily_token_cap"]))
-    return CallLimits(
+    return limits_of(
         owner_id=row["owner_id"],
         schedule_id=row["schedule_id"],
+        max_output_tokens=row["max_output_tokens"],
+        owner_cap=row["owner__token_budget__daily_token_cap"],
+        schedule_cap=row["schedule__daily_token_cap"],
+        role=scope.role,
+        temperature=row["seat_temperature"],
+    )
+
+
+def limits_of(
+    *,
+    owner_id: int,
+    schedule_id: int | None,
+    max_output_tokens: dict | None,
+    owner_cap: int | None,
+    schedule_cap: int | None,
+    role: str,
+    temperature: float | None,
+) -> CallLimits:
+    """Return the limits of a call of ``role`` at the seat's ``temperature`` in a debate
+    of ``owner_id`` (and ``schedule_id``), whose per-role output caps are
+    ``max_output_tokens`` and whose owner's and schedule's daily hard caps are
+    ``owner_cap`` and ``schedule_cap`` (read with what else a step reads)."""
+    caps = []
+    if owner_cap is not None:
+        caps.append((TokenScope.USER, owner_id, owner_cap))
+    if schedule_cap is not None:
+        caps.append((TokenScope.SCHEDULE, schedule_id, schedule_cap))
+    return CallLimits(
+        owner_id=owner_id,
+        schedule_id=schedule_id,
         temperature=temperature,
-        max_output_tokens=(row["max_output_tokens"] or {}).get(role),
+        max_output_tokens=(max_output_tokens or {}).get(role),
         caps=tuple(caps),
     )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 
 from debates import events
 from debates.claims import StepBusy, step_held
@@ -41,7 +41,7 @@ from debates.models import (
 from debates.providers.base import ModelRequest, ProviderConfig
 from debates.providers.registry import reads_snapshot
 from debates.services import transitions
-from debates.services.budgets import LIMIT_FIELDS, PARTICIPANTS, CallLimits, CallScope, limits_of
+from debates.services.budgets import PARTICIPANTS, CallLimits, CallScope, limits_of
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -111,19 +111,20 @@ class _Cast:
         return self._summary or market_summary(self.snapshot)
 
 
-def _cast(debate: dict, seats: list[Participant]) -> _Cast:
-    """Return the cast of a started debate from its row (``_DEBATE_FIELDS``) and seats."""
+def _cast(debate: Debate, seats: list[Participant], snapshot: dict | None) -> _Cast:
+    """Return the cast of a started debate from its row (``_DEBATE_FIELDS``), seats and
+    market ``snapshot`` (when read)."""
     return _Cast(
-        debate["pk"],
-        debate["owner_id"],
-        debate["max_rounds"],
-        debate["prompt_variant"],
-        debate["cache"],
-        debate["symbols"],
-        debate.get("market_snapshot"),
+        debate.pk,
+        debate.owner_id,
+        debate.max_rounds,
+        debate.prompt_variant,
+        debate.cache,
+        debate.symbols,
+        snapshot,
         seats,
-        (debate["market_text"], debate["market_summary"]),
-        judged=debate["judge_model_id"] is not None,
+        (debate.market_text, debate.market_summary),
+        judged=debate.judge_model_id is not None,
     )
 
 
@@ -158,9 +159,9 @@ class _Now:
         )
 
 
-# What a step reads of its debate and strategy before its call (its call's limits too).
+# What a step reads of its seats, and of their debate and its strategy, before its call.
+_SEAT_FIELDS = ("kind", "ai_model", "personality", "speak_order", "temperature", "debate")
 _DEBATE_FIELDS = (
-    "pk",
     "status",
     "owner_id",
     "max_rounds",
@@ -172,9 +173,11 @@ _DEBATE_FIELDS = (
     "judge_model_id",
     "auto_execute",
     "steps_released",
+    "schedule_id",
+    "max_output_tokens",
+    "strategy",
     "strategy__role_text",
     "strategy__custom_prompt",
-    *LIMIT_FIELDS,
 )
 
 
@@ -183,45 +186,46 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
     no longer ``status`` (cancelled, say), is held before the step (``step_released``),
     or, for a vote, when its ballot is stored.
 
-    Reads the seats with their models, then the debate with its strategy's texts and
-    its call's limits (and, for a vote, whether its ballot is stored), and every stored
-    turn: what the prompt needs, read right before the call, so the step asks with the
-    model and strategy as they are now. The market snapshot itself is read only for a
-    model that reads it (the simulated one); the others are sent its renderings.
+    Reads the seats with their models and, in the same statement, their debate with its
+    strategy's texts and its call's limits (and, for a vote, whether its ballot is
+    stored); then every stored turn: what the prompt needs, read right before the call,
+    so the step asks with the model and strategy as they are now. The market snapshot
+    itself is read only for a model that reads it (the simulated one); the others are
+    sent its renderings.
     """
-    seats = list(
+    seats_read = (
         Participant.objects.filter(debate_id=debate_id)
-        .select_related("ai_model")
+        .select_related("ai_model", "debate__strategy")
+        .only(*_SEAT_FIELDS, *(f"debate__{name}" for name in _DEBATE_FIELDS))
+        .annotate(
+            owner_daily_token_cap=F("debate__owner__token_budget__daily_token_cap"),
+            schedule_daily_token_cap=F("debate__schedule__daily_token_cap"),
+        )
         .order_by("speak_order")
     )
-    participant = next((seat for seat in seats if seat.pk == participant_id), None)
-    if participant is None:
-        return None  # the debate is gone
-    model = participant.ai_model
-    fields = list(_DEBATE_FIELDS)
-    if model is not None and reads_snapshot(model.provider):
-        fields.append("market_snapshot")
-    debates = Debate.objects.filter(pk=debate_id)
     voter = key[0] == VOTING
     if voter:
-        stored = Ballot.objects.filter(debate_id=OuterRef("pk"), participant_id=participant_id)
-        debates = debates.annotate(ballot_stored=Exists(stored))
-        fields.append("ballot_stored")
-    debate = debates.values(*fields).first()
-    if debate is None or debate["status"] != status:
+        stored = Ballot.objects.filter(
+            debate_id=OuterRef("debate_id"), participant_id=participant_id
+        )
+        seats_read = seats_read.annotate(ballot_stored=Exists(stored))
+    seats = list(seats_read)
+    participant = next((seat for seat in seats if seat.pk == participant_id), None)
+    if participant is None or participant.debate.status != status:
         return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    if voter and debate["ballot_stored"]:
+    debate = participant.debate
+    if voter and participant.ballot_stored:
         return None  # the ballot is stored already: a vote is never asked twice
-    if not step_released(_held_as(debate), key, seats):
+    if not step_released(debate, key, seats):
         return None  # sent before the debate was held before it: it runs once released
+    model = participant.ai_model
     if model is None:
         return None  # a person's seat: they write their step, no model is asked
-    if "market_snapshot" not in debate and not debate["market_text"]:
-        # Prepared before the renderings were stored: they are made from the snapshot.
-        debate["market_snapshot"] = (
-            Debate.objects.values_list("market_snapshot", flat=True).filter(pk=debate_id).first()
-        )
-    cast = _cast(debate, seats)
+    # Left out of the read, the snapshot is read (a statement of its own) only for a
+    # model that reads it, or to render a debate prepared before its renderings were
+    # stored.
+    reads = reads_snapshot(model.provider) or not debate.market_text
+    cast = _cast(debate, seats, debate.market_snapshot if reads else None)
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
@@ -231,25 +235,24 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
+    limits = limits_of(
+        owner_id=debate.owner_id,
+        schedule_id=debate.schedule_id,
+        max_output_tokens=debate.max_output_tokens,
+        owner_cap=participant.owner_daily_token_cap,
+        schedule_cap=participant.schedule_daily_token_cap,
+        role=PARTICIPANTS,
+        temperature=participant.temperature,
+    )
+    strategy = debate.strategy
     return _Now(
         cast=cast,
         participant=participant,
         config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
-        limits=limits_of(debate, role=PARTICIPANTS, temperature=participant.temperature),
-        strategy_role=debate["strategy__role_text"] or "",
-        custom_prompt=debate["strategy__custom_prompt"] or "",
+        limits=limits,
+        strategy_role=(strategy.role_text if strategy else "") or "",
+        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
         spoken=spoken,
-    )
-
-
-def _held_as(debate: dict) -> Debate:
-    """Return the part of a debate's row (``_DEBATE_FIELDS``) that decides its plan."""
-    return Debate(
-        pk=debate["pk"],
-        max_rounds=debate["max_rounds"],
-        auto_execute=debate["auto_execute"],
-        judge_model_id=debate["judge_model_id"],
-        steps_released=debate["steps_released"],
     )
 
 

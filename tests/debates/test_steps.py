@@ -83,18 +83,18 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
-    # The context: the seats with their models (and their temperatures), the debate with
-    # its strategy's texts and its call's limits (the output cap, the budgets), the
-    # earlier turns; and, as the process's first call, the price table. Then one
-    # transaction under the debate's row lock: its stored turns, the message, the
+    # The context: the seats with their models (and their temperatures) read with their
+    # debate, its strategy's texts and its call's limits (the output cap, the budgets),
+    # then the earlier turns; and, as the process's first call, the price table. Then
+    # one transaction under the debate's row lock: its stored turns, the message, the
     # state's compare-and-set, the events (the state and its plan are announced from
     # what the step holds).
-    assert len(opening) == 3 + 1 + 7, "\n".join(opening)
-    assert opening[4:5] + opening[-1:] == ["BEGIN", "COMMIT"]
-    assert opening[5].endswith("FOR NO KEY UPDATE")
+    assert len(opening) == 2 + 1 + 7, "\n".join(opening)
+    assert opening[3:4] + opening[-1:] == ["BEGIN", "COMMIT"]
+    assert opening[4].endswith("FOR NO KEY UPDATE")
     # Only the simulated model reads the market snapshot itself; this one is sent its
     # rendering.
-    assert not [sql for sql in opening[:3] if '"market_snapshot"' in sql]
+    assert not [sql for sql in opening[:2] if '"market_snapshot"' in sql]
     for seat in seats[1:-1]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
     last_opening = statements(
@@ -102,12 +102,12 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     )
     # Closing round 1 adds one read, the debate's level settings (the gate), to the
     # transaction: the openings' answers are those its own read of the turns holds.
-    assert len(last_opening) == 3 + 7 + 1, "\n".join(last_opening)
+    assert len(last_opening) == 2 + 7 + 1, "\n".join(last_opening)
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    assert len(rebuttal) == 3 + 7, "\n".join(rebuttal)
+    assert len(rebuttal) == 2 + 7, "\n".join(rebuttal)
     assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -116,7 +116,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 7, "\n".join(closing)
+    assert len(closing) == 2 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
@@ -132,7 +132,7 @@ def test_a_stored_turn_is_not_asked_again_and_costs_its_context_reads(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
 
-    assert len(again) == 3, "\n".join(again)
+    assert len(again) == 2, "\n".join(again)
     assert len(llm.requests) == asked
 
 
@@ -358,17 +358,18 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    # The context: the seats, the debate with the cancel check, whether this ballot is
-    # stored and the call's limits, the turns. Then, under the debate's row lock: the ballot,
+    # The context: the seats read with their debate (the cancel check), whether this
+    # ballot is stored and the call's limits; the turns. Then, under the debate's row
+    # lock: the ballot,
     # its votes, the events (in the automatic pace the vote events say it; a held debate's
     # ballot, or one beside a person's seat, reads the ballots and turns stored too, to
     # announce its state).
-    assert len(ballot) == 3 + 6, "\n".join(ballot)
-    assert ballot[3] == "BEGIN"
-    assert ballot[4].endswith("FOR NO KEY UPDATE")
+    assert len(ballot) == 2 + 6, "\n".join(ballot)
+    assert ballot[2] == "BEGIN"
+    assert ballot[3].endswith("FOR NO KEY UPDATE")
 
 
-def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):
+def test_a_stored_ballot_is_not_asked_again_and_costs_one_read(make_debate, llm):
     debate = make_debate(rounds=2)
     seats = voting(debate)
     vote_run(debate_id=debate.pk, participant_id=seats[0], holder="test")
@@ -376,7 +377,7 @@ def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm
 
     again = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    assert len(again) == 2, "\n".join(again)
+    assert len(again) == 1, "\n".join(again)
     assert len(llm.requests) == asked
     assert Ballot.objects.filter(debate=debate).count() == 1
 
