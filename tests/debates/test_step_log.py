@@ -37,3 +37,26 @@ def test_each_step_of_a_debate_leaves_one_line(celery_worker, make_debate, caplo
     # with what was stored and how long it took
     assert all(f["outcome"] == "ok" and int(f["latency_ms"]) >= 0 for f in fields)
     assert all(f["attempts"] == "1" and f["model_ms"].isdigit() for f in turns + votes)
+
+
+@pytest.mark.django_db
+def test_below_info_a_step_leaves_no_line_and_reads_nothing(caplog):
+    # given the step log below INFO (LOG_LEVEL=WARNING)
+    from types import SimpleNamespace
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from debates.step_log import _step_ended, _step_started
+
+    caplog.set_level(logging.WARNING, logger="debates.step_log")
+    task = SimpleNamespace(
+        name="debates.turn_run", run=lambda debate_id, round_number, participant_id: None
+    )
+    _step_started(task_id="t1", task=task)
+    # when a turn's task ends
+    with CaptureQueriesContext(connection) as captured:
+        _step_ended(task_id="t1", task=task, args=(1, 2, 3), state="SUCCESS")
+    # then nothing is read back for a line nobody writes
+    assert captured.captured_queries == []
+    assert not [r for r in caplog.records if r.name == "debates.step_log"]
