@@ -34,6 +34,7 @@ from debates.serializers import (
     DecisionSerializer,
     JudgeCallSerializer,
     JudgeScoreSerializer,
+    MadeDecisionSerializer,
     MessageSerializer,
     PlannedDebate,
     RoundSummarySerializer,
@@ -41,6 +42,7 @@ from debates.serializers import (
     VoteSerializer,
 )
 from debates.signals import debate_ended
+from debates.state import DecisionFacts
 
 # One serializer of each kind, reused for every event: building a serializer's fields
 # costs about forty times what representing an object with them does (a turn's
@@ -49,6 +51,7 @@ _STATE = StateSerializer()
 _MESSAGE = MessageSerializer()
 _VOTE = VoteSerializer()
 _DECISION = DecisionSerializer()
+_MADE_DECISION = MadeDecisionSerializer()
 _JUDGE_CALL = JudgeCallSerializer()
 _JUDGE_SCORE = JudgeScoreSerializer()
 _SUMMARY = RoundSummarySerializer()
@@ -116,11 +119,14 @@ def _publish(debate_id: int, event_type: str, data: dict[str, Any]) -> None:
         publish_on_commit(debate_channel(debate_id), event_type, data)
 
 
-def status_changed(debate: Debate, plan: Plan | None = None) -> None:
+def status_changed(
+    debate: Debate, plan: Plan | None = None, decisions: Iterable[DecisionFacts] | None = None
+) -> None:
     """Announce the debate's state fields with its plan of steps (computed from the
-    debate unless given); a terminal state also sends ``debates.signals.debate_ended``
-    once it commits."""
-    data = dict(_STATE.to_representation(PlannedDebate(debate, plan)))
+    debate unless given) and the actions it allows (from its ``decisions`` when given,
+    see ``debates.state.available_actions``); a terminal state also sends
+    ``debates.signals.debate_ended`` once it commits."""
+    data = dict(_STATE.to_representation(PlannedDebate(debate, plan, decisions)))
     if not data.get("error"):
         data.pop("error", None)
     _publish(debate.pk, "status", data)
@@ -149,13 +155,17 @@ def vote_stored(vote: Vote) -> None:
     _publish(vote.debate_id, "vote", dict(_VOTE.to_representation(vote)))
 
 
-def consensus_reached(debate_id: int, decisions: Iterable[Decision]) -> None:
-    """Announce every per-coin decision, the primary one first."""
+def consensus_reached(
+    debate_id: int, decisions: Iterable[Decision], *, made_now: bool = False
+) -> None:
+    """Announce every per-coin decision, the primary one first; ``made_now``: the
+    consensus has just stored them, so none has an execution to read."""
     ordered = sorted(decisions, key=lambda d: (not d.is_primary, d.symbol))
+    serializer = _MADE_DECISION if made_now else _DECISION
     _publish(
         debate_id,
         "consensus",
-        {"decisions": [dict(_DECISION.to_representation(d)) for d in ordered]},
+        {"decisions": [dict(serializer.to_representation(d)) for d in ordered]},
     )
 
 

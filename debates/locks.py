@@ -12,14 +12,23 @@ from debates.models import Debate
 from debates.state import STATE_COLUMNS
 
 
-def lock_debate(*, debate_id: int, status: str | None = None) -> Debate | None:
+def lock_debate(
+    *, debate_id: int, status: str | None = None, also: tuple[str, ...] = ()
+) -> Debate | None:
     """Lock a debate's row for the transaction and return its state (``STATE_COLUMNS``),
-    or None when it is gone, or is not ``status`` when one is given.
+    with the columns ``also`` (``strategy__...`` ones read from its strategy, whose row
+    is not locked), or None when it is gone, or is not ``status`` when one is given.
 
     The lock is ``FOR NO KEY UPDATE``: it keeps out every other step and transition of
     the debate, not the inserts of rows that refer to it.
     """
-    debates = Debate.objects.select_for_update(no_key=True).only(*STATE_COLUMNS)
+    related = sorted({name.split("__")[0] for name in also if "__" in name})
+    if related:
+        debates = Debate.objects.select_for_update(no_key=True, of=("self",))
+        debates = debates.select_related(*related)
+    else:
+        debates = Debate.objects.select_for_update(no_key=True)
+    debates = debates.only(*STATE_COLUMNS, *also)
     if status is not None:
         debates = debates.filter(status=status)
     return debates.filter(pk=debate_id).first()

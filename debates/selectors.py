@@ -65,10 +65,25 @@ _STEP_RECORDS = (
 _LIST_DEFERRED = ("market_snapshot", "market_summary", "market_text")
 
 
-def debate_state(*, debate_id: int) -> Debate:
+# What a debate that has stored no step has of them: its seats alone.
+_NO_RECORDS = (
+    _STEP_RECORDS[0],
+    Prefetch("messages", queryset=Message.objects.none()),
+    Prefetch("ballots", queryset=Ballot.objects.none()),
+    Prefetch("decisions", queryset=Decision.objects.none()),
+)
+
+
+def debate_state(*, debate_id: int, recorded: bool = True) -> Debate:
     """Return a debate's state columns with what its plan and actions read, prefetched
-    (a ``status`` event's payload); five short queries."""
-    return Debate.objects.only(*STATE_COLUMNS).prefetch_related(*_STEP_RECORDS).get(pk=debate_id)
+    (a ``status`` event's payload); five short queries.
+
+    ``recorded=False`` for a debate that has stored no step yet (one just started from
+    pending): its seats are read, and its turns, ballots and decisions taken as none;
+    two queries.
+    """
+    records = _STEP_RECORDS if recorded else _NO_RECORDS
+    return Debate.objects.only(*STATE_COLUMNS).prefetch_related(*records).get(pk=debate_id)
 
 
 def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:

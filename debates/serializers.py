@@ -7,7 +7,7 @@ prefetch everything they touch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -30,7 +30,7 @@ from debates.models import (
 )
 from debates.providers.pricing import usd_text
 from debates.selectors import Spend, debate_rows, debate_spend
-from debates.state import available_actions, debate_plan
+from debates.state import DecisionFacts, available_actions, debate_plan
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -210,6 +210,14 @@ class DecisionSerializer(serializers.ModelSerializer):
         return _execution_representation(execution)
 
 
+class MadeDecisionSerializer(DecisionSerializer):
+    """A decision the consensus has just stored: it has no execution yet, and none is
+    read."""
+
+    def get_execution(self, obj: Decision) -> None:
+        return None
+
+
 # A decision's execution is trading's (``traders``): its representation is registered
 # by that app once it is ready, so that this app imports nothing of trading.
 _execution_representation: Callable[[Any], dict[str, Any]] | None = None
@@ -372,16 +380,21 @@ class StateSerializer(serializers.ModelSerializer):
 
 class PlannedDebate:
     """A debate with its plan of steps (computed once, unless given), read as the
-    debate's attributes."""
+    debate's attributes; ``decisions`` as ``debates.state.available_actions`` takes them."""
 
-    def __init__(self, debate: Debate, plan: Plan | None = None) -> None:
+    def __init__(
+        self,
+        debate: Debate,
+        plan: Plan | None = None,
+        decisions: Iterable[DecisionFacts] | None = None,
+    ) -> None:
         plan = debate_plan(debate) if plan is None else plan
         self._debate = debate
         self.current_step = plan.current_step
         self.steps = [step.to_dict() for step in plan.steps]
         self.user_action_required = plan.user_action_required
         self.can_advance = plan.can_advance
-        self.available_actions = available_actions(debate, plan)
+        self.available_actions = available_actions(debate, plan, decisions)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._debate, name)

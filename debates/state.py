@@ -8,6 +8,7 @@ API, the live events and the admin compute what a client may do in one place.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from debates.engine.judge import JUDGE_OPTION
 from debates.engine.plan import (
@@ -197,13 +198,32 @@ def retry_step_target(debate: Debate, plan: Plan) -> Step | None:
     return None
 
 
-def available_actions(debate: Debate, plan: Plan | None = None) -> list[str]:
+class DecisionFacts(NamedTuple):
+    """What the actions of a debate read of one of its decisions."""
+
+    action: str
+    executed: bool
+
+
+def decision_facts(debate: Debate) -> list[DecisionFacts]:
+    """Return the facts of ``debate``'s decisions (prefetched by the detail and list
+    selectors, read by a query otherwise)."""
+    return [
+        DecisionFacts(decision.action, hasattr(decision, "execution"))
+        for decision in debate.decisions.all()
+    ]
+
+
+def available_actions(
+    debate: Debate, plan: Plan | None = None, decisions: Iterable[DecisionFacts] | None = None
+) -> list[str]:
     """Return the actions a client may take now, in a stable order.
 
     ``advance`` is offered when the debate is held before its next step; ``retry_step``
     when it has a failed step to run again (``retry_step_target``); ``submit_turn`` and
     ``skip_turn`` while a step waits for a person; ``execute`` when the debate is
-    completed and one of its decisions is executable and not executed yet.
+    completed and one of its decisions is executable and not executed yet (its
+    ``decisions`` as a step holds them, else read from the debate).
     """
     if plan is None:
         plan = debate_plan(debate)
@@ -212,17 +232,13 @@ def available_actions(debate: Debate, plan: Plan | None = None) -> list[str]:
         "retry_step": lambda: retry_step_target(debate, plan) is not None,
         "submit_turn": lambda: plan.user_action_required,
         "skip_turn": lambda: plan.user_action_required,
-        "execute": lambda: _has_unexecuted_executable_decision(debate),
+        "execute": lambda: any(
+            fact.action in EXECUTABLE_ACTIONS and not fact.executed
+            for fact in (decision_facts(debate) if decisions is None else decisions)
+        ),
     }
     return [
         name
         for name, sources in ACTION_SOURCES.items()
         if debate.status in sources and conditions.get(name, lambda: True)()
     ]
-
-
-def _has_unexecuted_executable_decision(debate: Debate) -> bool:
-    for decision in debate.decisions.all():
-        if decision.action in EXECUTABLE_ACTIONS and not hasattr(decision, "execution"):
-            return True
-    return False

@@ -9,6 +9,8 @@ stay free of logging: each turn, vote and consensus task ends with a line such a
 ``outcome`` is what was stored (``ok``, ``error`` for a failed model call, ``none`` when
 nothing was: a cancelled debate, a step another worker holds) or, for a task that raised,
 Celery's state (``retry``, ``failure``). The line never holds a prompt, an answer or a key.
+Below INFO (``LOG_LEVEL=WARNING``) no line is written, and what a step stored is not
+read back for one.
 """
 
 from __future__ import annotations

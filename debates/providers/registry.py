@@ -40,6 +40,13 @@ _WIRES = {
 }
 
 
+def reads_snapshot(provider: str) -> bool:
+    """Say whether a model of ``provider`` reads a call's structured market snapshot
+    (``ModelRequest.snapshot``); the others read the prompt's text alone."""
+    info = PROVIDERS.get(provider)
+    return info is not None and info.wire == WIRE_SIMULATED
+
+
 def call_deadline(config: ProviderConfig, deadline: float | None = None) -> float:
     """Return the monotonic instant a call under ``config`` must end by."""
     own = time.monotonic() + config.timeout_s

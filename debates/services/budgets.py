@@ -92,16 +92,41 @@ def call_limits(scope: CallScope) -> CallLimits | None:
     )
     if row is None:
         return None
-    caps = []
-    if row["owner__token_budget__daily_token_cap"] is not None:
-        caps.append((TokenScope.USER, row["owner_id"], row["owner__token_budget__daily_token_cap"]))
-    if row["schedule__daily_token_cap"] is not None:
-        caps.append((TokenScope.SCHEDULE, row["schedule_id"], row["schedule__daily_token_cap"]))
-    return CallLimits(
+    return limits_of(
         owner_id=row["owner_id"],
         schedule_id=row["schedule_id"],
+        max_output_tokens=row["max_output_tokens"],
+        owner_cap=row["owner__token_budget__daily_token_cap"],
+        schedule_cap=row["schedule__daily_token_cap"],
+        role=scope.role,
         temperature=row["seat_temperature"],
-        max_output_tokens=(row["max_output_tokens"] or {}).get(scope.role),
+    )
+
+
+def limits_of(
+    *,
+    owner_id: int,
+    schedule_id: int | None,
+    max_output_tokens: dict | None,
+    owner_cap: int | None,
+    schedule_cap: int | None,
+    role: str,
+    temperature: float | None,
+) -> CallLimits:
+    """Return the limits of a call of ``role`` at the seat's ``temperature`` in a debate
+    of ``owner_id`` (and ``schedule_id``), whose per-role output caps are
+    ``max_output_tokens`` and whose owner's and schedule's daily hard caps are
+    ``owner_cap`` and ``schedule_cap`` (read with what else a step reads)."""
+    caps = []
+    if owner_cap is not None:
+        caps.append((TokenScope.USER, owner_id, owner_cap))
+    if schedule_cap is not None:
+        caps.append((TokenScope.SCHEDULE, schedule_id, schedule_cap))
+    return CallLimits(
+        owner_id=owner_id,
+        schedule_id=schedule_id,
+        temperature=temperature,
+        max_output_tokens=(max_output_tokens or {}).get(role),
         caps=tuple(caps),
     )
 

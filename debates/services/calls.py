@@ -16,6 +16,7 @@ from debates.services.answers import answer_cached, answer_store, call_fingerpri
 from debates.services.budgets import (
     JUDGE,
     BudgetExhausted,
+    CallLimits,
     CallScope,
     budget_reserve,
     budget_settle,
@@ -100,6 +101,7 @@ def call_model(
     owner_id: int | None = None,
     cache: str = CacheMode.OFF,
     scope: CallScope | None = None,
+    limits: CallLimits | None = None,
 ) -> CallOutcome | None:
     """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
     as a call of user ``owner_id``, who gets a fair share of the cap while others wait
@@ -108,7 +110,8 @@ def call_model(
     A call of a debate's ``scope`` goes out at its seat's temperature, under its role's
     output cap, and only within the daily token caps of the debate's owner and schedule
     (``debates.services.budgets``): past one, the debate fails with ``budget_exhausted``
-    and ``None`` comes back, no call made.
+    and ``None`` comes back, no call made. A step that has read them with its context
+    gives them as ``limits``; otherwise they are read here.
 
     With ``cache`` ``use``, a call made before is answered from the model-call cache
     (``debates.services.answers``) without a model call or a slot; with ``use`` or
@@ -121,7 +124,8 @@ def call_model(
     the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
     deadline.
     """
-    limits = call_limits(scope) if scope is not None else None
+    if limits is None and scope is not None:
+        limits = call_limits(scope)
     if limits is not None:
         config = limited_config(config, limits)
     fingerprint = call_fingerprint(config, request) if cache != CacheMode.OFF else ""

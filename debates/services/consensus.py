@@ -22,25 +22,23 @@ _TRADE = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_lo
 _LIMITS = ("max_leverage_major", "max_leverage_other", "min_confidence")
 
 
-def _coins_and_limits(debate_id: int) -> tuple[str, list[str], str, ConsensusLimits]:
-    """Return a debate's primary coin, its candidate coins, its weighting and its
-    strategy's limits."""
-    row = (
-        Debate.objects.filter(pk=debate_id)
-        .values(
-            "symbol",
-            "symbols",
-            "weighting",
-            "strategy_id",
-            *(f"strategy__{name}" for name in _LIMITS),
-        )
-        .get()
-    )
-    if row["strategy_id"] is None:
-        return row["symbol"], row["symbols"], row["weighting"], ConsensusLimits()
-    major, others, min_confidence = (row[f"strategy__{name}"] for name in _LIMITS)
-    limits = ConsensusLimits.by_major(major=major, others=others, min_confidence=min_confidence)
-    return row["symbol"], row["symbols"], row["weighting"], limits
+# What the consensus reads of the voting debate, with its row lock.
+_CONSENSUS_COLUMNS = (
+    "symbol",
+    "symbols",
+    "weighting",
+    "strategy",
+    *(f"strategy__{name}" for name in _LIMITS),
+)
+
+
+def _limits(debate: Debate) -> ConsensusLimits:
+    """Return the consensus limits of ``debate``'s strategy (read with ``_CONSENSUS_COLUMNS``)."""
+    strategy = debate.strategy
+    if strategy is None:
+        return ConsensusLimits()
+    major, others, min_confidence = (getattr(strategy, name) for name in _LIMITS)
+    return ConsensusLimits.by_major(major=major, others=others, min_confidence=min_confidence)
 
 
 def _ballots(debate_id: int) -> list[Ballot]:
@@ -79,13 +77,16 @@ def consensus_finalize(*, debate_id: int) -> None:
     trading: an automatic execution is the plan's next step.
     """
     with transaction.atomic():
-        locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+        locked = lock_debate(
+            debate_id=debate_id, status=DebateStatus.VOTING, also=_CONSENSUS_COLUMNS
+        )
         if locked is None or not step_released(locked, (CONSENSUS, None, None)):
             return  # not voting, or held before the consensus (it runs once released)
-        symbol, symbols, weighting, limits = _coins_and_limits(debate_id)
-        weights = voter_weights(debate_id=debate_id, weighting=weighting)
-        results = decide(_ballots(debate_id), symbols, limits, voter_weights=weights)
-        Decision.objects.bulk_create(
+        weights = voter_weights(debate_id=debate_id, weighting=locked.weighting)
+        results = decide(
+            _ballots(debate_id), locked.symbols, _limits(locked), voter_weights=weights
+        )
+        decisions = Decision.objects.bulk_create(
             Decision(
                 debate_id=debate_id,
                 symbol=result.symbol,
@@ -101,11 +102,11 @@ def consensus_finalize(*, debate_id: int) -> None:
                 reason=result.reason[:300],
                 supporters=result.supporters,
                 voters=result.voters,
-                is_primary=result.symbol == symbol,
+                is_primary=result.symbol == locked.symbol,
             )
             for result in results
         )
-        decisions = Decision.objects.filter(debate_id=debate_id).select_related("execution")
+        # Just made, so not executed: they are announced as they are, not read back.
         with events.together(debate_id):
-            events.consensus_reached(debate_id, decisions)
-            transitions.complete(debate_id=debate_id)
+            events.consensus_reached(debate_id, decisions, made_now=True)
+            transitions.complete(debate=locked, decisions=decisions)

@@ -9,9 +9,12 @@ debate's state, and the turns it skips are recorded as skipped steps of the plan
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from django.db.models import F
 
 from debates import events
 from debates.engine.gate import L1, Opening, gate, settled
@@ -26,7 +29,6 @@ from debates.models import (
     Participant,
     SeatKind,
     StepStatus,
-    TokenBudget,
     Vote,
 )
 from debates.selectors import spend_of
@@ -41,10 +43,21 @@ class RoundClose:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def round_close(*, debate_id: int, round_number: int) -> RoundClose:
-    """Decide, under the debate's lock, whether its votes begin after ``round_number``."""
+def round_close(
+    *,
+    debate_id: int,
+    round_number: int,
+    seats: Sequence[Participant],
+    answered: Mapping[tuple[int, int], list[dict]],
+) -> RoundClose:
+    """Decide, under the debate's lock, whether its votes begin after ``round_number``.
+
+    ``seats`` and ``answered`` (the decisions of every answered turn by round and
+    participant id) are the debate's, as the step closing the round holds them.
+    """
     debate = (
         Debate.objects.select_related("strategy", "trader", "schedule__last_debate")
+        .annotate(owner_daily_token_budget=F("owner__token_budget__daily_token_budget"))
         .only(
             "max_rounds",
             "level",
@@ -63,9 +76,8 @@ def round_close(*, debate_id: int, round_number: int) -> RoundClose:
         )
         .get(pk=debate_id)
     )
-    turns = _actions(debate_id, (round_number - 1, round_number))
     if round_number == 1:
-        chosen = _gate(debate, turns.get(1, {}))
+        chosen = _gate(debate, _of_round(answered, 1), seats)
         fields = {
             "level_used": chosen.level,
             "level_reasons": list(chosen.reasons),
@@ -73,11 +85,12 @@ def round_close(*, debate_id: int, round_number: int) -> RoundClose:
         }
         if chosen.level == L1:
             _openings_as_ballots(debate_id)
-            fields["step_outcomes"] = _skipped_after(debate, 1)
+            fields["step_outcomes"] = _skipped_after(debate, 1, seats)
             return RoundClose(votes_now=True, fields=fields)
         return RoundClose(votes_now=False, fields=fields)
     early_stop = debate.strategy.early_stop if debate.strategy is not None else True
-    if early_stop and settled(turns.get(round_number - 1, {}), turns.get(round_number, {})):
+    before, now = (_actions(_of_round(answered, r)) for r in (round_number - 1, round_number))
+    if early_stop and settled(before, now):
         return RoundClose(
             votes_now=True,
             fields={
@@ -86,37 +99,38 @@ def round_close(*, debate_id: int, round_number: int) -> RoundClose:
                     "reason": f"no participant changed any per-coin action from round "
                     f"{round_number - 1} to round {round_number}",
                 },
-                "step_outcomes": _skipped_after(debate, round_number),
+                "step_outcomes": _skipped_after(debate, round_number, seats),
             },
         )
     return RoundClose(votes_now=False)
 
 
-def _actions(debate_id: int, rounds: tuple[int, ...]) -> dict[int, dict[int, dict[str, str]]]:
-    """Return the per-coin actions of each answered turn of ``rounds``: round -> seat ->
-    coin -> action."""
-    found: dict[int, dict[int, dict[str, str]]] = {}
-    rows = Message.objects.filter(
-        debate_id=debate_id, round__in=rounds, status=StepStatus.OK
-    ).values_list("round", "participant_id", "decisions")
-    for round_number, seat, decisions in rows:
-        found.setdefault(round_number, {})[seat] = {d["symbol"]: d["action"] for d in decisions}
-    return found
+def _of_round(
+    answered: Mapping[tuple[int, int], list[dict]], round_number: int
+) -> dict[int, list[dict]]:
+    """Return the decisions of the answered turns of ``round_number``: seat -> decisions."""
+    return {seat: decisions for (r, seat), decisions in answered.items() if r == round_number}
 
 
-def _gate(debate: Debate, openings: dict[int, dict[str, str]]):
-    primary = debate.symbol or (debate.symbols[0] if debate.symbols else "")
-    confidences = {
-        seat: {d["symbol"]: d.get("confidence") for d in decisions}
-        for seat, decisions in Message.objects.filter(
-            debate_id=debate.pk, round=1, status=StepStatus.OK
-        ).values_list("participant_id", "decisions")
+def _actions(answers: dict[int, list[dict]]) -> dict[int, dict[str, str]]:
+    """Return the per-coin actions of a round's answered turns: seat -> coin -> action."""
+    return {
+        seat: {d["symbol"]: d["action"] for d in decisions} for seat, decisions in answers.items()
     }
-    seats = Participant.objects.filter(debate_id=debate.pk).values_list("pk", "kind")
+
+
+def _gate(debate: Debate, openings: dict[int, list[dict]], seats: Sequence[Participant]):
+    primary = debate.symbol or (debate.symbols[0] if debate.symbols else "")
+    on_primary = {
+        seat: {d["symbol"]: d for d in decisions}.get(primary, {})
+        for seat, decisions in openings.items()
+    }
     rows = [
-        Opening(openings.get(seat, {}).get(primary), confidences.get(seat, {}).get(primary))
-        for seat, kind in seats
-        if kind == SeatKind.MODEL
+        Opening(
+            on_primary.get(seat.pk, {}).get("action"), on_primary.get(seat.pk, {}).get("confidence")
+        )
+        for seat in seats
+        if seat.kind == SeatKind.MODEL
     ]
     last = debate.schedule.last_debate if debate.schedule is not None else None
     failure = ""
@@ -130,7 +144,7 @@ def _gate(debate: Debate, openings: dict[int, dict[str, str]]):
         and debate.trader is not None
         and debate.trader.exchange != "paper",
         failure=failure,
-        human=any(kind != SeatKind.MODEL for _, kind in seats),
+        human=any(seat.kind != SeatKind.MODEL for seat in seats),
         min_confidence=(
             debate.strategy.gate_min_confidence if debate.strategy is not None else 60.0
         ),
@@ -141,11 +155,7 @@ def _gate(debate: Debate, openings: dict[int, dict[str, str]]):
 def _over_budget(debate: Debate) -> str:
     """Return which daily token budget the debate's owner or schedule has passed, if any."""
     midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
-    budget = (
-        TokenBudget.objects.filter(owner_id=debate.owner_id)
-        .values_list("daily_token_budget", flat=True)
-        .first()
-    )
+    budget = debate.owner_daily_token_budget  # read with the debate (``round_close``)
     if budget is not None:
         used = spend_of(created_at__gte=midnight, debate__owner_id=debate.owner_id).tokens
         if used >= budget:
@@ -161,13 +171,14 @@ def _over_budget(debate: Debate) -> str:
     return ""
 
 
-def _skipped_after(debate: Debate, round_number: int) -> dict[str, Any]:
+def _skipped_after(
+    debate: Debate, round_number: int, seats: Sequence[Participant]
+) -> dict[str, Any]:
     """Return the step outcomes with every turn after ``round_number`` recorded skipped."""
     outcomes = dict(debate.step_outcomes or {})
-    seats = Participant.objects.filter(debate_id=debate.pk).values_list("pk", flat=True)
     for later in range(round_number + 1, debate.max_rounds + 1):
         for seat in seats:
-            outcomes[outcome_name((REBUTTAL, later, seat))] = {"status": "skipped"}
+            outcomes[outcome_name((REBUTTAL, later, seat.pk))] = {"status": "skipped"}
     return outcomes
 
 

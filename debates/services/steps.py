@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef
 
 from debates import events
 from debates.claims import StepBusy, step_held
@@ -38,8 +39,9 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.providers.registry import reads_snapshot
 from debates.services import transitions
-from debates.services.budgets import CallScope
+from debates.services.budgets import PARTICIPANTS, CallLimits, CallScope, limits_of
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
@@ -109,19 +111,20 @@ class _Cast:
         return self._summary or market_summary(self.snapshot)
 
 
-def _cast(debate: dict, seats: list[Participant]) -> _Cast:
-    """Return the cast of a started debate from its row (``_DEBATE_FIELDS``) and seats."""
+def _cast(debate: Debate, seats: list[Participant], snapshot: dict | None) -> _Cast:
+    """Return the cast of a started debate from its row (``_DEBATE_FIELDS``), seats and
+    market ``snapshot`` (when read)."""
     return _Cast(
-        debate["pk"],
-        debate["owner_id"],
-        debate["max_rounds"],
-        debate["prompt_variant"],
-        debate["cache"],
-        debate["symbols"],
-        debate["market_snapshot"],
+        debate.pk,
+        debate.owner_id,
+        debate.max_rounds,
+        debate.prompt_variant,
+        debate.cache,
+        debate.symbols,
+        snapshot,
         seats,
-        (debate["market_text"], debate["market_summary"]),
-        judged=debate["judge_model_id"] is not None,
+        (debate.market_text, debate.market_summary),
+        judged=debate.judge_model_id is not None,
     )
 
 
@@ -139,11 +142,12 @@ class _Said(NamedTuple):
 class _Now:
     """What a step reads right before its call: the fixed cast, and what may have
     changed since the debate started (its strategy's texts, the model's settings, the
-    turns stored so far)."""
+    call's limits, the turns stored so far)."""
 
     cast: _Cast
     participant: Participant
     config: ProviderConfig
+    limits: CallLimits
     strategy_role: str
     custom_prompt: str
     spoken: list[_Said]
@@ -155,21 +159,23 @@ class _Now:
         )
 
 
-# What a step reads of its debate and strategy before its call.
+# What a step reads of its seats, and of their debate and its strategy, before its call.
+_SEAT_FIELDS = ("kind", "ai_model", "personality", "speak_order", "temperature", "debate")
 _DEBATE_FIELDS = (
-    "pk",
     "status",
     "owner_id",
     "max_rounds",
     "prompt_variant",
     "cache",
     "symbols",
-    "market_snapshot",
     "market_text",
     "market_summary",
     "judge_model_id",
     "auto_execute",
     "steps_released",
+    "schedule_id",
+    "max_output_tokens",
+    "strategy",
     "strategy__role_text",
     "strategy__custom_prompt",
 )
@@ -180,28 +186,46 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
     no longer ``status`` (cancelled, say), is held before the step (``step_released``),
     or, for a vote, when its ballot is stored.
 
-    Reads the debate with its strategy's texts, its seats with their models, and every
-    stored turn: what the prompt needs, read right before the call, so the step asks
-    with the model and strategy as they are now.
+    Reads the seats with their models and, in the same statement, their debate with its
+    strategy's texts and its call's limits (and, for a vote, whether its ballot is
+    stored); then every stored turn: what the prompt needs, read right before the call,
+    so the step asks with the model and strategy as they are now. The market snapshot
+    itself is read only for a model that reads it (the simulated one); the others are
+    sent its renderings.
     """
-    debate = Debate.objects.filter(pk=debate_id).values(*_DEBATE_FIELDS).first()
-    if debate is None or debate["status"] != status:
-        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    voter = key[0] == VOTING
-    if voter and Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id).exists():
-        return None  # the ballot is stored already: a vote is never asked twice
-    seats = list(
+    seats_read = (
         Participant.objects.filter(debate_id=debate_id)
-        .select_related("ai_model")
+        .select_related("ai_model", "debate__strategy")
+        .only(*_SEAT_FIELDS, *(f"debate__{name}" for name in _DEBATE_FIELDS))
+        .annotate(
+            owner_daily_token_cap=F("debate__owner__token_budget__daily_token_cap"),
+            schedule_daily_token_cap=F("debate__schedule__daily_token_cap"),
+        )
         .order_by("speak_order")
     )
-    if not step_released(_held_as(debate), key, seats):
+    voter = key[0] == VOTING
+    if voter:
+        stored = Ballot.objects.filter(
+            debate_id=OuterRef("debate_id"), participant_id=participant_id
+        )
+        seats_read = seats_read.annotate(ballot_stored=Exists(stored))
+    seats = list(seats_read)
+    participant = next((seat for seat in seats if seat.pk == participant_id), None)
+    if participant is None or participant.debate.status != status:
+        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    debate = participant.debate
+    if voter and participant.ballot_stored:
+        return None  # the ballot is stored already: a vote is never asked twice
+    if not step_released(debate, key, seats):
         return None  # sent before the debate was held before it: it runs once released
-    cast = _cast(debate, seats)
-    participant = cast.seat(participant_id)
     model = participant.ai_model
     if model is None:
         return None  # a person's seat: they write their step, no model is asked
+    # Left out of the read, the snapshot is read (a statement of its own) only for a
+    # model that reads it, or to render a debate prepared before its renderings were
+    # stored.
+    reads = reads_snapshot(model.provider) or not debate.market_text
+    cast = _cast(debate, seats, debate.market_snapshot if reads else None)
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
@@ -211,24 +235,24 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
+    limits = limits_of(
+        owner_id=debate.owner_id,
+        schedule_id=debate.schedule_id,
+        max_output_tokens=debate.max_output_tokens,
+        owner_cap=participant.owner_daily_token_cap,
+        schedule_cap=participant.schedule_daily_token_cap,
+        role=PARTICIPANTS,
+        temperature=participant.temperature,
+    )
+    strategy = debate.strategy
     return _Now(
         cast=cast,
         participant=participant,
         config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
-        strategy_role=debate["strategy__role_text"] or "",
-        custom_prompt=debate["strategy__custom_prompt"] or "",
+        limits=limits,
+        strategy_role=(strategy.role_text if strategy else "") or "",
+        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
         spoken=spoken,
-    )
-
-
-def _held_as(debate: dict) -> Debate:
-    """Return the part of a debate's row (``_DEBATE_FIELDS``) that decides its plan."""
-    return Debate(
-        pk=debate["pk"],
-        max_rounds=debate["max_rounds"],
-        auto_execute=debate["auto_execute"],
-        judge_model_id=debate["judge_model_id"],
-        steps_released=debate["steps_released"],
     )
 
 
@@ -311,6 +335,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
+        limits=now.limits,
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -404,12 +429,12 @@ def turn_record(
     # Read once the lock is held, in a statement of its own: a statement that took
     # the lock and read the turns together would see the turns as they were before
     # it waited for the lock, and miss those stored by the transaction it waited for.
-    turns = list(
+    stored = list(
         Message.objects.filter(debate_id=locked.pk)
         .order_by()
-        .values_list("round", "participant_id", "status")
+        .values_list("round", "participant_id", "status", "decisions")
     )
-    if (round_number, participant.pk) in {(r, p) for r, p, _ in turns}:
+    if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
         return None  # another copy stored this turn first
     message = Message.objects.create(
         debate_id=locked.pk,
@@ -418,7 +443,10 @@ def turn_record(
         message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
         **fields,
     )
-    turns.append((round_number, participant.pk, message.status))
+    stored.append((round_number, participant.pk, message.status, message.decisions))
+    turns = [(r, p, status) for r, p, status, _ in stored]
+    # What closing the round reads of the answered turns: their decisions.
+    answered = {(r, p): decisions for r, p, status, decisions in stored if status == StepStatus.OK}
     said = {p: status for r, p, status in turns if r == round_number}
     with events.together(locked.pk):
         events.message_stored(message)
@@ -431,7 +459,8 @@ def turn_record(
             )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
         recorded: dict = {}
-        if round_closes and not _close_round(locked, round_number, turns, recorded):
+        closing = (locked, round_number, turns, seats, answered, recorded)
+        if round_closes and not _close_round(*closing):
             return message  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
         _turn_taken(locked, seats, current, round_number, turns, recorded)
@@ -443,14 +472,20 @@ def turn_record(
 
 
 def _close_round(
-    debate: Debate, round_number: int, turns: list[tuple[int, int, str]], recorded: dict
+    debate: Debate,
+    round_number: int,
+    turns: list[tuple[int, int, str]],
+    seats: tuple[Participant, ...],
+    answered: dict[tuple[int, int], list[dict]],
+    recorded: dict,
 ) -> bool:
     """Close round ``round_number``, whose every turn is stored: open the next round, or
     move to voting after the last, or earlier when the gate keeps the debate light or
     the positions have settled (``levels.round_close``, whose columns go in
     ``recorded``). Return False when the rules of SPEC 5.2 fail the debate instead.
     Runs under the debate's row lock; updates ``debate`` in memory. ``turns`` holds
-    every stored turn of the debate as (round, participant id, status).
+    every stored turn of the debate as (round, participant id, status), ``answered``
+    the decisions of each answered one by (round, participant id).
     """
     events.round_ended(debate.pk, round_number)
     if StepStatus.OK not in {status for r, _, status in turns if r == round_number}:
@@ -461,7 +496,9 @@ def _close_round(
             message=f"Every turn of round {round_number} failed.",
         )
     if round_number < debate.max_rounds:
-        closed = round_close(debate_id=debate.pk, round_number=round_number)
+        closed = round_close(
+            debate_id=debate.pk, round_number=round_number, seats=seats, answered=answered
+        )
         recorded.update(closed.fields)
     if round_number < debate.max_rounds and not closed.votes_now:
         debate.current_round, debate.phase = round_number + 1, DebatePhase.REBUTTAL
@@ -529,6 +566,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
+        limits=now.limits,
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)

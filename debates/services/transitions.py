@@ -25,15 +25,18 @@ from debates.engine.plan import DONE, PREPARE, Plan
 from debates.locks import lock_debate
 from debates.models import (
     ACTIVE_STATUSES,
+    Ballot,
     Debate,
     DebatePhase,
     DebateStatus,
+    Decision,
+    Message,
     Pace,
     Participant,
     SeatKind,
 )
 from debates.selectors import debate_state
-from debates.state import ACTION_SOURCES, debate_plan, outcome_name, plan_of
+from debates.state import ACTION_SOURCES, DecisionFacts, debate_plan, outcome_name, plan_of
 
 logger = logging.getLogger(__name__)
 
@@ -51,23 +54,30 @@ def _moved(
     return debates.update(progressed_at=timezone.now(), **fields) == 1
 
 
-def announce(debate_id: int) -> Debate:
+def announce(debate_id: int, *, recorded: bool = True) -> Debate:
     """Publish the debate's state (its plan of steps with it) on commit; return it.
 
     The state a debate is announced in is also where its wait for a person starts and
     ends (``person_deadline``), so every transition keeps the deadline in step.
+    ``recorded=False``: the debate has stored no step yet (``debate_state``).
     """
-    debate = debate_state(debate_id=debate_id)
+    debate = debate_state(debate_id=debate_id, recorded=recorded)
     state_published(debate, debate_plan(debate), debate.participants.all())
     return debate
 
 
-def state_published(debate: Debate, plan: Plan, seats: Iterable[Participant]) -> None:
+def state_published(
+    debate: Debate,
+    plan: Plan,
+    seats: Iterable[Participant],
+    decisions: Iterable[DecisionFacts] | None = None,
+) -> None:
     """Publish ``debate``'s state with its ``plan`` on commit, and keep the debate's wait
-    for the person in its human seat, if it has one among ``seats``, in step with it."""
+    for the person in its human seat, if it has one among ``seats``, in step with it.
+    ``decisions``: the debate's, as the caller holds them (else read when they count)."""
     if debate.human_due_at is not None or any(seat.kind == SeatKind.HUMAN for seat in seats):
         person_deadline(debate, plan)
-    events.status_changed(debate, plan)
+    events.status_changed(debate, plan, decisions)
 
 
 def person_deadline(debate: Debate, plan: Plan) -> None:
@@ -97,21 +107,21 @@ def start(*, debate_id: int, pace: str) -> Debate | None:
     """Start a pending debate: round 1 opens once its prepare step has run.
 
     In the manual pace only the prepare step is released; ``advance`` releases the rest.
+    A pending debate has stored no step (no turn, ballot or decision): its state is
+    read with its seats alone.
     """
     now = timezone.now()
-    return _announced(
-        _moved(
-            debate_id,
-            ACTION_SOURCES["start"],
-            status=DebateStatus.RUNNING,
-            phase=DebatePhase.OPENING,
-            current_round=1,
-            started_at=now,
-            steps_released=1 if pace == Pace.MANUAL else None,
-            step_outcomes={},
-        ),
+    moved = _moved(
         debate_id,
+        ACTION_SOURCES["start"],
+        status=DebateStatus.RUNNING,
+        phase=DebatePhase.OPENING,
+        current_round=1,
+        started_at=now,
+        steps_released=1 if pace == Pace.MANUAL else None,
+        step_outcomes={},
     )
+    return announce(debate_id, recorded=False) if moved else None
 
 
 def turn_taken(
@@ -149,20 +159,35 @@ def turn_taken(
     return moved
 
 
-def complete(*, debate_id: int) -> Debate | None:
-    """Complete a voting debate whose consensus is stored."""
-    now = timezone.now()
-    return _announced(
-        _moved(
-            debate_id,
-            (DebateStatus.VOTING,),
-            status=DebateStatus.COMPLETED,
-            phase=DebatePhase.DONE,
-            current_speaker=None,
-            finished_at=now,
-        ),
-        debate_id,
-    )
+def complete(*, debate: Debate, decisions: Iterable[Decision]) -> bool:
+    """Complete a voting debate whose consensus is stored; say whether it moved.
+
+    ``debate`` is its state as read under its row lock, ``decisions`` the ones the
+    consensus has just stored (none executed yet): the state is announced from them,
+    its plan from the seats, turns and ballots (read here), without reading it back.
+    """
+    fields = {
+        "status": DebateStatus.COMPLETED,
+        "phase": DebatePhase.DONE,
+        "current_speaker": None,
+        "finished_at": timezone.now(),
+    }
+    moved = _moved(debate.pk, (DebateStatus.VOTING,), **fields)
+    if moved:
+        for name, value in fields.items():
+            setattr(debate, name, value)
+        seats = list(Participant.objects.filter(debate_id=debate.pk).order_by("speak_order"))
+        turns = Message.objects.filter(debate_id=debate.pk).order_by()
+        ballots = Ballot.objects.filter(debate_id=debate.pk).order_by()
+        plan = plan_of(
+            debate,
+            seats=seats,
+            turns=turns.values_list("round", "participant_id", "status"),
+            ballots=ballots.values_list("participant_id", "status"),
+        )
+        made = [DecisionFacts(decision.action, executed=False) for decision in decisions]
+        state_published(debate, plan, seats, made)
+    return moved
 
 
 def fail(*, debate_id: int, step: str, code: str, message: str) -> bool:

@@ -83,22 +83,31 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     opening = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
-    # The context: the debate with its strategy's texts, its seats with their models, the
-    # earlier turns; the call's limits (the seat's temperature, the output cap, the
-    # budgets), and, as the process's first call, the price table. Then one transaction
-    # under the debate's row lock: its stored turns, the message, the state's
-    # compare-and-set, the events (the state and its plan are announced from what the
-    # step holds).
-    assert len(opening) == 3 + 1 + 1 + 7, "\n".join(opening)
-    assert opening[5:6] + opening[-1:] == ["BEGIN", "COMMIT"]
-    assert opening[6].endswith("FOR NO KEY UPDATE")
-    for seat in seats[1:]:
+    # The context: the seats with their models (and their temperatures) read with their
+    # debate, its strategy's texts and its call's limits (the output cap, the budgets),
+    # then the earlier turns; and, as the process's first call, the price table. Then
+    # one transaction under the debate's row lock: its stored turns, the message, the
+    # state's compare-and-set, the events (the state and its plan are announced from
+    # what the step holds).
+    assert len(opening) == 2 + 1 + 7, "\n".join(opening)
+    assert opening[3:4] + opening[-1:] == ["BEGIN", "COMMIT"]
+    assert opening[4].endswith("FOR NO KEY UPDATE")
+    # Only the simulated model reads the market snapshot itself; this one is sent its
+    # rendering.
+    assert not [sql for sql in opening[:2] if '"market_snapshot"' in sql]
+    for seat in seats[1:-1]:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
+    last_opening = statements(
+        lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[-1], holder="t")
+    )
+    # Closing round 1 adds one read, the debate's level settings (the gate), to the
+    # transaction: the openings' answers are those its own read of the turns holds.
+    assert len(last_opening) == 2 + 7 + 1, "\n".join(last_opening)
 
     rebuttal = statements(
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[0], holder="t")
     )
-    assert len(rebuttal) == 3 + 1 + 7, "\n".join(rebuttal)
+    assert len(rebuttal) == 2 + 7, "\n".join(rebuttal)
     assert sum("FOR NO KEY UPDATE" in sql for sql in rebuttal) == 1
 
     for seat in seats[1:-1]:
@@ -107,7 +116,7 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=2, participant_id=seats[-1], holder="t")
     )
     # The last turn of the last round moves the debate to voting with no extra statement.
-    assert len(closing) == 3 + 1 + 7, "\n".join(closing)
+    assert len(closing) == 2 + 7, "\n".join(closing)
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
@@ -123,7 +132,7 @@ def test_a_stored_turn_is_not_asked_again_and_costs_its_context_reads(make_debat
         lambda: turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
     )
 
-    assert len(again) == 3, "\n".join(again)
+    assert len(again) == 2, "\n".join(again)
     assert len(llm.requests) == asked
 
 
@@ -159,9 +168,11 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
 
     # The debate; then one transaction: the owner's quota (its row locked, its starts of
     # the hour counted), the compare-and-set that starts it, the state with its plan
-    # (the debate and four prefetches), the events; the canvas is built from that plan.
+    # (the debate and its seats: a pending debate has stored no turn, ballot or
+    # decision), the events; the canvas is built from that plan.
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 1 + 2 + 2 + 1 + 5 + 1 + 1, "\n".join(start)
+    assert len(start) == 1 + 2 + 2 + 1 + 2 + 1 + 1, "\n".join(start)
+    assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert not [sql for sql in start if "strategies_" in sql]
     # The run's canvas is sent first, then the events are delivered.
     senders = [getattr(callback, "func", callback).__module__ for callback in sent]
@@ -237,10 +248,12 @@ def test_the_consensus_is_one_short_transaction(make_debate):
 
     finalize = statements(lambda: consensus_finalize(debate_id=debate.pk))
 
-    # Under the debate's lock: the coins and limits, the votes, the decisions, read back
-    # with their executions, the state's compare-and-set, the state with its plan, the
-    # events.
-    assert len(finalize) == 2 + 1 + 4 + 1 + 5 + 1, "\n".join(finalize)
+    # Under the debate's lock, read with its coins, its weighting and its strategy's
+    # limits: the votes, the decisions (not read back: just made, they have no
+    # execution), the state's compare-and-set, the seats, turns and ballots of its plan,
+    # the events.
+    assert len(finalize) == 2 + 1 + 2 + 1 + 3 + 1, "\n".join(finalize)
+    assert finalize[1].endswith('FOR NO KEY UPDATE OF "debates_debate"'), finalize[1]
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.COMPLETED
     # What the events say of the decisions, without reading them back, is what is stored.
     (consensus_type, consensus), (status_type, status) = published(debate.pk)[-2:]
@@ -345,17 +358,18 @@ def test_a_ballot_is_stored_in_one_short_transaction(make_debate):
 
     ballot = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    # The context: the debate with the cancel check, whether this ballot is stored, the
-    # seats, the turns; the call's limits. Then, under the debate's row lock: the ballot,
+    # The context: the seats read with their debate (the cancel check), whether this
+    # ballot is stored and the call's limits; the turns. Then, under the debate's row
+    # lock: the ballot,
     # its votes, the events (in the automatic pace the vote events say it; a held debate's
     # ballot, or one beside a person's seat, reads the ballots and turns stored too, to
     # announce its state).
-    assert len(ballot) == 4 + 1 + 6, "\n".join(ballot)
-    assert ballot[5] == "BEGIN"
-    assert ballot[6].endswith("FOR NO KEY UPDATE")
+    assert len(ballot) == 2 + 6, "\n".join(ballot)
+    assert ballot[2] == "BEGIN"
+    assert ballot[3].endswith("FOR NO KEY UPDATE")
 
 
-def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm):
+def test_a_stored_ballot_is_not_asked_again_and_costs_one_read(make_debate, llm):
     debate = make_debate(rounds=2)
     seats = voting(debate)
     vote_run(debate_id=debate.pk, participant_id=seats[0], holder="test")
@@ -363,7 +377,7 @@ def test_a_stored_ballot_is_not_asked_again_and_costs_two_reads(make_debate, llm
 
     again = statements(lambda: vote_run(debate_id=debate.pk, participant_id=seats[0], holder="t"))
 
-    assert len(again) == 2, "\n".join(again)
+    assert len(again) == 1, "\n".join(again)
     assert len(llm.requests) == asked
     assert Ballot.objects.filter(debate=debate).count() == 1
 
