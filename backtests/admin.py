@@ -20,7 +20,7 @@ def _metric(backtest: Backtest, rule: str, name: str) -> float | None:
 
 class StepInline(admin.TabularInline):
     model = BacktestStep
-    fields = ("index", "as_of", "debate")
+    fields = ("index", "as_of", "level", "skip_reason", "debate")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -28,6 +28,9 @@ class StepInline(admin.TabularInline):
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("debate")
 
 
 @admin.register(Backtest)

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from debates.engine.gate import L0
 from debates.models import CacheMode, DebateLevel, Weighting, level_field
 from strategies.models import PromptVariant
 
@@ -111,8 +112,13 @@ class Backtest(models.Model):
         return self.name
 
 
+class StepSkip(models.TextChoices):
+    QUIET_MARKET = "quiet_market", "Quiet market (L0)"
+
+
 class BacktestStep(models.Model):
-    """One step of a backtest: its instant and the debate that decided there."""
+    """One step of a backtest: its instant and the debate that decided there, or, at
+    ``level: auto``, why no debate was needed (L0: no debate, no model call)."""
 
     backtest = models.ForeignKey(Backtest, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
@@ -124,6 +130,13 @@ class BacktestStep(models.Model):
         blank=True,
         related_name="backtest_step",
     )
+    skipped = models.CharField(
+        max_length=16,
+        choices=StepSkip.choices,
+        blank=True,
+        help_text="Why the step started no debate (L0); empty for a debated step.",
+    )
+    skip_reason = models.TextField(blank=True, help_text="The L0 rule's figures at the step.")
 
     class Meta:
         ordering = ["backtest", "index"]
@@ -133,3 +146,10 @@ class BacktestStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.backtest_id} step {self.index}"
+
+    @property
+    def level(self) -> str:
+        """The level the step ran at: L0 when skipped, else its debate's level used."""
+        if self.skipped:
+            return L0
+        return self.debate.level_used if self.debate is not None else ""

@@ -74,13 +74,18 @@ def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -
             "SELECT COUNT(*) FROM debates_debate WHERE stopped_early IS NOT NULL "
             "AND stopped_early != 'null'"
         ).fetchone()[0]
+    report = json.loads(printed)
+    skipped = report.get("skipped", {"count": 0, "by_reason": {}})
+    reasons.update({f"L0: {code}": n for code, n in skipped["by_reason"].items()})
     return {
         "seconds": round(seconds, 1),
-        "report": json.loads(printed),
+        "report": report,
         "tokens": tokens,
         "calls": calls,
         "decisions": decisions,
-        "levels": dict(levels),
+        # The report's count: the skipped steps (L0) have no debate row.
+        "levels": report.get("levels", dict(levels)),
+        "skipped_steps": sorted(step["index"] for step in skipped.get("steps", [])),
         "reasons": dict(sorted(reasons.items())),
         "stopped_early": stopped,
     }
@@ -110,12 +115,24 @@ def main() -> dict:
             auto, full = (job.result() for job in runs)
     steps = sorted(set(auto["decisions"]) | set(full["decisions"]))
     same = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in steps)
+    # A step skipped at L0 decides nothing new (an open position stays open): it counts as
+    # a different decision above; what always-L2 decided at those steps is counted apart.
+    quiet = auto["skipped_steps"]
+    debated = [i for i in steps if i not in set(quiet)]
+    same_debated = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in debated)
+    l2_at_quiet = collections.Counter(full["decisions"].get(i, "none") for i in quiet)
     result = {
         "steps": len(steps),
-        "auto": {k: v for k, v in auto.items() if k not in ("report", "decisions")},
-        "always_l2": {k: v for k, v in full.items() if k not in ("report", "decisions")},
+        "auto": {
+            k: v for k, v in auto.items() if k not in ("report", "decisions", "skipped_steps")
+        },
+        "always_l2": {
+            k: v for k, v in full.items() if k not in ("report", "decisions", "skipped_steps")
+        },
         "token_ratio": round(auto["tokens"] / full["tokens"], 3),
         "same_primary_decision": round(same / len(steps), 3) if steps else None,
+        "same_at_debated_steps": f"{same_debated} of {len(debated)}",
+        "always_l2_at_l0_steps": dict(l2_at_quiet.most_common()),
     }
     print(
         f"Selective debate, {len(steps)} steps at {args.every} over {args.days} days, "
@@ -134,6 +151,12 @@ def main() -> dict:
         f"  tokens auto / always L2: {result['token_ratio']} (target <= 0.4); same primary "
         f"decision at {same} of {len(steps)} steps ({result['same_primary_decision']})"
     )
+    if quiet:
+        print(
+            f"  of those, at the {len(debated)} steps auto debated: {same_debated}; at its "
+            f"{len(quiet)} L0 steps (no new decision) always L2 decided "
+            f"{result['always_l2_at_l0_steps']}"
+        )
     for rule_auto, rule_full in zip(auto["report"]["rules"], full["report"]["rules"], strict=True):
         print(f"  {rule_auto['key']}: auto {rule_auto['metrics']}")
         print(f"  {' ' * len(rule_auto['key'])}  L2   {rule_full['metrics']}")

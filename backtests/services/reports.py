@@ -4,8 +4,10 @@ It reads each step's debate once (decisions, round-1 openings, final votes), bui
 price tapes of the coins traded from the bundled dataset, runs every rule through the
 same simulated account (``backtests.engine``), and returns the JSON stored on the
 backtest: per rule its metrics, equity curve (a point per step, then the end) and
-trades; the granularity of each stretch of the window; the model calls, tokens and
-time the run spent.
+trades; the granularity of each stretch of the window; the steps at each level, those
+skipped (L0) and why; the model calls, tokens and time the run spent. A skipped step
+decides nothing new, for every rule: an open position stays open, its stop and target
+checked on every candle.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from backtests.engine.tape import Tape
 from backtests.models import Backtest, BacktestStep
 from debates.engine.consensus import ConsensusLimits, calibrated_weight
 from debates.engine.digest import participant_label
+from debates.engine.gate import L0
 from debates.engine.types import Action, CoinDecision
-from debates.models import DebateStatus, Decision, Message, StepStatus, Vote
+from debates.models import Debate, DebateStatus, Decision, Message, StepStatus, Vote
 from debates.providers.pricing import usd_text
 from debates.selectors import spend_of
 from evaluations import selectors
@@ -194,6 +197,13 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         for order, seat in enumerate(backtest.participants)
     ]
     completed = [step for step in steps if step.completed]
+    skips = list(
+        BacktestStep.objects.filter(backtest=backtest)
+        .exclude(skipped="")
+        .order_by("index")
+        .values_list("index", "as_of", "skipped", "skip_reason")
+    )
+    skipped = {index for index, *_ in skips}
     runs = (
         run_rules(
             steps,
@@ -223,8 +233,19 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         "steps": len(steps),
         "completed_steps": len(completed),
         "unfinished_steps": [
-            {"index": step.index, "at": _iso(step.at_ms)} for step in steps if not step.completed
+            {"index": step.index, "at": _iso(step.at_ms)}
+            for step in steps
+            if not step.completed and step.index not in skipped
         ],
+        "levels": _levels(backtest, len(skips)),
+        "skipped": {
+            "count": len(skips),
+            "by_reason": dict(Counter(code for _, _, code, _ in skips)),
+            "steps": [
+                {"index": index, "at": _iso(to_ms(as_of)), "level": L0, "reason": reason}
+                for index, as_of, _, reason in skips
+            ],
+        },
         "usage": _usage(backtest, finished_at),
         "ledger": selectors.ledger(_scope(backtest)).to_dict(),
         "calibration": selectors.calibration(_scope(backtest)),
@@ -234,6 +255,16 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
             ai_model_ids=[seat["ai_model"] for seat in backtest.participants],
         ),
     }
+
+
+def _levels(backtest: Backtest, skipped: int) -> dict[str, int]:
+    """Return how many steps ran at each level: L0 (skipped), then each debate's level."""
+    used = Counter(
+        Debate.objects.filter(backtest_step__backtest=backtest).values_list("level_used", flat=True)
+    )
+    found = {L0: skipped} if skipped else {}
+    found.update(sorted((level or "unknown", n) for level, n in used.items()))
+    return found
 
 
 def _scope(backtest: Backtest) -> selectors.Scope:

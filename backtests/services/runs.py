@@ -13,9 +13,13 @@ Debates of one backtest are independent (no prompt holds the account), so they r
 side by side, within the model-call cap like every debate; each learns nothing of the
 backtest, which reads their stored status.
 
-Each step has one debate, whatever happens: its ``BacktestStep`` row is unique per
-step index and made with the debate in one transaction. A tick carries the run's token;
-a tick whose token is no longer the backtest's does nothing, so when the watchdog
+At ``level: auto`` a tick first asks of each next step whether it is quiet (L0, the rule of
+a schedule's quiet firing): a quiet step is recorded skipped with its reason, starts no
+debate and makes no model call, and counts as done at once.
+
+Each step has one debate (or its recorded skip), whatever happens: its ``BacktestStep``
+row is unique per step index and made with the debate in one transaction. A tick carries
+the run's token; a tick whose token is no longer the backtest's does nothing, so when the watchdog
 (``backtests_resume_stale``: beat, and each worker as it starts) replaces a chain that
 stopped (its worker killed, its message lost), the old chain, if it was only late, ends
 at its next tick.
@@ -35,12 +39,16 @@ from django.utils import timezone
 from arena.exceptions import ApplicationError
 from arena.worker import send_on_commit
 from backtests import events
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep
+from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep, StepSkip
 from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
+from debates.models import DebateLevel
 from debates.services import DebateInput, debate_create, debate_start
+from debates.services.levels import quiet_move
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review
+from strategies.market.exceptions import MarketDataError
+from strategies.snapshots import primary_move
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +142,24 @@ def debate_ended(*, debate_id: int) -> None:
 
 
 def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
-    """Create and start the debates of steps ``first``.. (at most ``count``)."""
+    """Create and start the debates of steps ``first``.. (at most ``count``); at ``level:
+    auto`` record a quiet step as skipped (L0) instead, which takes no room."""
     instants = step_instants(backtest.start, backtest.end, backtest.interval_minutes)
-    for index in range(first, min(first + count, backtest.steps_total)):
+    quiet = _QuietSteps(backtest, first) if backtest.level == DebateLevel.AUTO else None
+    index, started = first, 0
+    while started < count and index < backtest.steps_total:
         as_of = instants[index]
+        reason = quiet.skip(as_of) if quiet is not None else None
+        if reason is not None:
+            BacktestStep.objects.create(
+                backtest=backtest,
+                index=index,
+                as_of=as_of,
+                skipped=StepSkip.QUIET_MARKET,
+                skip_reason=reason,
+            )
+            index += 1
+            continue
         data = DebateInput(
             name=f"{backtest.name[:150]} · step {index + 1}/{backtest.steps_total} "
             f"· {as_of:%Y-%m-%d %H:%M}",
@@ -155,6 +177,55 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
         debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
         debate_start(debate_id=debate.pk, quota=False)
+        if quiet is not None:
+            quiet.debated(as_of)
+        index, started = index + 1, started + 1
+
+
+class _QuietSteps:
+    """Which steps of a backtest at ``level: auto`` are quiet, planned in time order.
+
+    A step is quiet by the schedule's L0 rule (``quiet_move``): the primary coin's price
+    at the step, against its price at the backtest's last debated step before it and its
+    1h ATR14 at the step; prices only of candles closed by the step (no look-ahead).
+    The first step, and every step of a backtest without a known primary coin (no
+    symbol and a strategy that does not name its coins), is debated.
+    """
+
+    def __init__(self, backtest: Backtest, first: int) -> None:
+        strategy = backtest.strategy
+        self.strategy = strategy
+        self.primary = backtest.symbol or (
+            strategy.static_coins[0]
+            if strategy is not None and strategy.coin_source == "static" and strategy.static_coins
+            else ""
+        )
+        self.before: float | None = None
+        last = (
+            BacktestStep.objects.filter(backtest=backtest, index__lt=first, skipped="")
+            .order_by("-index")
+            .values_list("as_of", flat=True)
+            .first()
+        )
+        if last is not None:
+            self.debated(last)
+
+    def debated(self, as_of) -> None:
+        """Note that the step at ``as_of`` is debated: later steps compare with its price."""
+        if not self.primary:
+            return
+        try:
+            self.before = primary_move(self.strategy, self.primary, as_of)[0]
+        except (MarketDataError, ValueError):
+            self.before = None
+
+    def skip(self, as_of) -> str | None:
+        """Return why the step at ``as_of`` needs no debate (L0), or None."""
+        if self.before is None:
+            return None
+        return quiet_move(
+            strategy=self.strategy, primary=self.primary, before=self.before, as_of=as_of
+        )
 
 
 def _finish(backtest: Backtest) -> None:

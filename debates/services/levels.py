@@ -1,5 +1,5 @@
-"""Selective debate: L0 for a schedule's quiet firing, and at the close of a round the
-gate after the openings, the light level's ballots, and the early stop once the
+"""Selective debate: L0 for a quiet schedule firing or backtest step, and at the close of
+a round the gate after the openings, the light level's ballots, and the early stop once the
 positions settle (``debates.engine.gate``).
 
 ``round_close`` runs under the debate's row lock when a round that is not the last
@@ -217,9 +217,7 @@ def quiet_market(*, schedule: Any) -> str | None:
     its 1h ATR14 since the schedule's last debate saw it, and no position can change: a
     schedule that executes its decisions automatically is always debated.
     """
-    from strategies.market.exceptions import MarketDataError
     from strategies.market.snapshot import MarketSnapshot
-    from strategies.snapshots import primary_move
 
     last, strategy = schedule.last_debate, schedule.strategy
     if schedule.auto_execute or strategy is None or last is None or not last.market_snapshot:
@@ -229,12 +227,29 @@ def quiet_market(*, schedule: Any) -> str | None:
     before = seen.coin(primary) if primary else None
     if before is None:
         return None
+    return quiet_move(
+        strategy=strategy, primary=primary, before=before.price, as_of=schedule.replay_as_of
+    )
+
+
+def quiet_move(*, strategy: Any, primary: str, before: float, as_of: Any) -> str | None:
+    """Return why a debate at ``as_of`` is not needed (L0), or None when it is: the rule
+    of L0 for a schedule's firing and a backtest's step alike.
+
+    Quiet when ``primary``'s price at ``as_of`` (now when None: what a debate then
+    sees) is less than the strategy's ``quiet_atr_fraction`` of its 1h ATR14 at
+    ``as_of`` away from ``before``, its price at the last debate. Never quiet without
+    an ATR, nor when the data cannot be had (the debate's own start reports why).
+    """
+    from strategies.market.exceptions import MarketDataError
+    from strategies.snapshots import primary_move
+
     try:
-        price, atr = primary_move(strategy, primary, schedule.replay_as_of)
+        price, atr = primary_move(strategy, primary, as_of)
     except (MarketDataError, ValueError):
-        return None  # the debate's own start reports what is wrong with the data
+        return None
     fraction = strategy.quiet_atr_fraction
-    move = abs(price - before.price)
+    move = abs(price - before)
     if atr is None or move >= fraction * atr:
         return None
     return (

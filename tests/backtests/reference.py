@@ -119,8 +119,10 @@ def always_long(
     take_profit: Decimal,
     balance: Decimal = Decimal("1000"),
     fee_rate: Decimal = Decimal("0.0004"),
+    decided: set[int] | None = None,
 ) -> Reference:
-    """Return what ``open_long`` on ``symbol`` at every step from ``start`` to ``end`` makes."""
+    """Return what ``open_long`` on ``symbol`` at every step from ``start`` to ``end`` makes;
+    with ``decided``, only at the steps of those instants (ms): the others decide nothing."""
     candles = path(symbol, start, end)
     settlements = [(t, r) for t, r in funding(symbol) if ms(start) < t <= ms(end)]
     result = Reference()
@@ -187,7 +189,7 @@ def always_long(
         mark = price_at(at)
         unrealised = eight((mark - held["entry"]) * held["quantity"]) if held else Decimal(0)
         result.curve.append((at, wallet + unrealised))
-        if held is None:
+        if held is None and (decided is None or at in decided):
             entry = price_at(at)
             margin = wallet * position_pct
             quantity = (margin * leverage / entry).quantize(SIX, rounding=ROUND_DOWN)
@@ -211,3 +213,45 @@ def always_long(
         exit_(last.close, last.closes, "end")
     result.curve.append((ms(end), wallet))
     return result
+
+
+def closed_by(symbol: str, timeframe: str, minutes: int, instant: datetime) -> list[dict]:
+    """Return the rows of ``symbol``'s ``timeframe`` candles closed by ``instant``."""
+    return [
+        r for r in rows(symbol, timeframe) if int(r["timestamp"]) + minutes * 60_000 <= ms(instant)
+    ]
+
+
+def atr14(symbol: str, instant: datetime, candles: int = 101) -> float:
+    """Return Wilder's ATR 14 of the last ``candles`` 1h candles closed by ``instant``: the
+    mean of the first 14 true ranges (from the second candle on), then smoothed by 13/14."""
+    seen = closed_by(symbol, "1h", 60, instant)[-candles:]
+    high = [float(r["high"]) for r in seen]
+    low = [float(r["low"]) for r in seen]
+    close = [float(r["close"]) for r in seen]
+    ranges = [
+        max(high[i] - low[i], abs(high[i] - close[i - 1]), abs(low[i] - close[i - 1]))
+        for i in range(1, len(seen))
+    ]
+    atr = sum(ranges[:14]) / 14
+    for true_range in ranges[14:]:
+        atr = (atr * 13 + true_range) / 14
+    return atr
+
+
+def price_by(symbol: str, instant: datetime) -> float:
+    """Return the close of the last 15m candle closed by ``instant`` (what a debate sees)."""
+    return float(closed_by(symbol, "15m", 15, instant)[-1]["close"])
+
+
+def quiet_steps(symbol: str, instants: list[datetime], fraction: float) -> list[bool]:
+    """Say of each step whether it is quiet: the price moved less than ``fraction`` of the
+    1h ATR 14 from its price at the last step not quiet (the first step never is)."""
+    quiet, before = [], None
+    for instant in instants:
+        price = price_by(symbol, instant)
+        still = before is not None and abs(price - before) < fraction * atr14(symbol, instant)
+        quiet.append(still)
+        if not still:
+            before = price
+    return quiet

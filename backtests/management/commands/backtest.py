@@ -215,8 +215,12 @@ class Command(BaseCommand):
             )
         console.print(table)
         usage = report["usage"]
+        skipped = report.get("skipped", {}).get("count", 0)
         console.print(
-            f"{report['completed_steps']}/{report['steps']} debates completed; "
+            f"{report['completed_steps']}/{report['steps']} debates completed"
+            + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
+            + "; "
+            f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
             f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
             f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
             f"{usage['seconds']:.1f} s. Candles: {stretches}."
