@@ -323,7 +323,9 @@ class Spend:
 
 
 _SPEND_SUMS = {
-    "calls": Count("pk", filter=Q(cached=False)),
+    # A row that asked no model (a light level's ballot copied from its opening, a
+    # person's turn) made no attempt.
+    "calls": Count("pk", filter=Q(cached=False, attempts__gt=0)),
     "cached_calls": Count("pk", filter=Q(cached=True)),
     **{name: Sum(name) for name in ("attempts", "prompt_tokens", "completion_tokens")},
     "cached_input_tokens": Sum("cached_input_tokens"),

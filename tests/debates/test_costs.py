@@ -169,6 +169,7 @@ def test_the_spend_per_day_counts_each_call_on_its_own_utc_day(make_debate, user
             participant=seat,
             round=round_number,
             message_type="analysis",
+            attempts=1,
             prompt_tokens=10,
             completion_tokens=5,
             cost_usd=Decimal(cost),
@@ -204,6 +205,7 @@ def test_a_schedules_spend_counts_only_its_own_debates(make_debate, user, api_cl
             participant=debate.participants.first(),
             round=1,
             message_type="analysis",
+            attempts=1,
             prompt_tokens=40,
             cost_usd=Decimal("0.125"),
         )

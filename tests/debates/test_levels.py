@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from debates.models import Ballot, Debate, Decision, Message, TokenBudget
+from debates.selectors import spend_of
 from debates.services import debate_prepare, debate_start
 from debates.state import debate_plan
 from tests.api.conftest import run_steps
@@ -49,6 +50,8 @@ def test_agreeing_openings_stop_an_auto_debate_at_l1_whose_openings_are_the_ball
     assert (primary.symbol, primary.action) == ("BTCUSDT", "open_long")
     kinds = {(s.kind, s.status) for s in debate_plan(debate).steps}
     assert ("rebuttal", "skipped") in kinds and ("voting", "done") in kinds
+    # and its spend counts the two calls made, not the ballots copied from them
+    assert spend_of(debate_id=debate.pk).calls == 2
 
 
 def test_disagreeing_openings_take_an_auto_debate_to_l2(llm, make_debate):
