@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from arena.celery import app
 from debates.models import Debate
 from debates.services import DebateInput, debate_create, debate_start
 from tests.debates.factories import AIModelFactory
@@ -154,3 +155,12 @@ def kill_process_group(process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
+
+
+def stop_workers(*workers) -> None:
+    """At a test's end: SIGKILL each worker still running (None for one never started),
+    then drop the tasks left on the broker."""
+    for worker in workers:
+        if worker is not None and worker.poll() is None:
+            kill_process_group(worker)
+    app.control.purge()

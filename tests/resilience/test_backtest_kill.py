@@ -18,7 +18,12 @@ from arena.celery import app
 from backtests.models import BacktestStep
 from debates.models import Debate, Message
 from tests.backtests.conftest import fake_models, make_backtest, strategy, wait_until_done  # noqa: F401
-from tests.debates.conftest import kill_process_group, start_worker_process, wait_for
+from tests.debates.conftest import (
+    kill_process_group,
+    start_worker_process,
+    stop_workers,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -67,10 +72,7 @@ def test_a_backtest_survives_a_worker_killed_mid_run(llm, make_backtest):  # noq
         second = start_worker_process("second", **SHORT_LEASES)
         finished = wait_until_done(backtest.pk, timeout=180)
     finally:
-        for worker in (first, second):
-            if worker is not None and worker.poll() is None:
-                kill_process_group(worker)
-        app.control.purge()
+        stop_workers(first, second)
 
     # then it completed, each step debated exactly once, each turn stored once
     assert finished.status == "completed", finished.error

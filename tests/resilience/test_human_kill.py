@@ -24,6 +24,7 @@ from debates.state import debate_plan
 from tests.debates.conftest import (
     kill_process_group,
     start_worker_process,
+    stop_workers,
     wait_for,
     wait_until_finished,
 )
@@ -111,10 +112,7 @@ def test_sigkill_while_waiting_for_the_person_loses_and_duplicates_nothing(point
         human_vote_record(debate_id=debate.pk, owner=user, answer={**ANSWER, "reasoning": ""})
         finished = wait_until_finished(debate.pk, timeout=90)
     finally:
-        for worker in (first, second):
-            if worker is not None and worker.poll() is None:
-                kill_process_group(worker)
-        app.control.purge()
+        stop_workers(first, second)
 
     # then the debate completed with exactly one row per turn and ballot
     assert finished.status == "completed", finished.error

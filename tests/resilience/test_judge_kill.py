@@ -22,6 +22,7 @@ from debates.services import debate_start
 from tests.debates.conftest import (
     kill_process_group,
     start_worker_process,
+    stop_workers,
     wait_for,
     wait_until_finished,
 )
@@ -66,10 +67,7 @@ def test_sigkill_during_a_judge_call_loses_and_duplicates_nothing(
         second = start_worker_process("second", **SHORT_LEASES)
         finished = wait_until_finished(debate.pk, timeout=120)
     finally:
-        for worker in (first, second):
-            if worker is not None and worker.poll() is None:
-                kill_process_group(worker)
-        app.control.purge()
+        stop_workers(first, second)
 
     # then the debate completed with one row per turn, vote, judge call and score
     assert finished.status == "completed", finished.error

@@ -25,6 +25,7 @@ from debates.services import debate_start
 from tests.debates.conftest import (
     kill_process_group,
     start_worker_process,
+    stop_workers,
     wait_for,
     wait_until_finished,
 )
@@ -78,10 +79,7 @@ def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, 
             timeout=60,
         )
     finally:
-        for worker in (first, second):
-            if worker is not None and worker.poll() is None:
-                kill_process_group(worker)
-        app.control.purge()
+        stop_workers(first, second)
 
     # then the debate completed with exactly one row per turn, vote and decision
     assert finished.status == "completed", finished.error
