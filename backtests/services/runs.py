@@ -45,10 +45,8 @@ from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.models import DebateLevel
 from debates.services import DebateInput, debate_create, debate_start
-from debates.services.levels import quiet_move
+from debates.services.levels import market_move, quiet_reason
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review
-from strategies.market.exceptions import MarketDataError
-from strategies.snapshots import primary_move
 
 logger = logging.getLogger(__name__)
 
@@ -177,15 +175,13 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
         debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
         debate_start(debate_id=debate.pk, quota=False)
-        if quiet is not None:
-            quiet.debated(as_of)
         index, started = index + 1, started + 1
 
 
 class _QuietSteps:
     """Which steps of a backtest at ``level: auto`` are quiet, planned in time order.
 
-    A step is quiet by the schedule's L0 rule (``quiet_move``): the primary coin's price
+    A step is quiet by the schedule's L0 rule (``quiet_reason``): the primary coin's price
     at the step, against its price at the backtest's last debated step before it and its
     1h ATR14 at the step; prices only of candles closed by the step (no look-ahead).
     The first step, and every step of a backtest without a known primary coin (no
@@ -200,32 +196,30 @@ class _QuietSteps:
             if strategy is not None and strategy.coin_source == "static" and strategy.static_coins
             else ""
         )
-        self.before: float | None = None
         last = (
             BacktestStep.objects.filter(backtest=backtest, index__lt=first, skipped="")
             .order_by("-index")
             .values_list("as_of", flat=True)
             .first()
         )
-        if last is not None:
-            self.debated(last)
+        move = self._move(last) if last is not None else None
+        self.before: float | None = move[0] if move else None
 
-    def debated(self, as_of) -> None:
-        """Note that the step at ``as_of`` is debated: later steps compare with its price."""
+    def _move(self, as_of) -> tuple[float, float | None] | None:
         if not self.primary:
-            return
-        try:
-            self.before = primary_move(self.strategy, self.primary, as_of)[0]
-        except (MarketDataError, ValueError):
-            self.before = None
+            return None
+        return market_move(strategy=self.strategy, primary=self.primary, as_of=as_of)
 
     def skip(self, as_of) -> str | None:
-        """Return why the step at ``as_of`` needs no debate (L0), or None."""
-        if self.before is None:
-            return None
-        return quiet_move(
-            strategy=self.strategy, primary=self.primary, before=self.before, as_of=as_of
-        )
+        """Return why the step at ``as_of`` needs no debate (L0), or None: then the step
+        is debated, and later steps compare with its price."""
+        move = self._move(as_of)
+        if move is not None and self.before is not None:
+            reason = quiet_reason(self.strategy, self.primary, self.before, *move)
+            if reason is not None:
+                return reason
+        self.before = move[0] if move else None
+        return None
 
 
 def _finish(backtest: Backtest) -> None:

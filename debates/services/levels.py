@@ -241,13 +241,27 @@ def quiet_move(*, strategy: Any, primary: str, before: float, as_of: Any) -> str
     ``as_of`` away from ``before``, its price at the last debate. Never quiet without
     an ATR, nor when the data cannot be had (the debate's own start reports why).
     """
+    move = market_move(strategy=strategy, primary=primary, as_of=as_of)
+    return None if move is None else quiet_reason(strategy, primary, before, *move)
+
+
+def market_move(*, strategy: Any, primary: str, as_of: Any) -> tuple[float, float | None] | None:
+    """Return ``primary``'s price and 1h ATR14 at ``as_of`` (``primary_move``), or None
+    when the data cannot be had."""
     from strategies.market.exceptions import MarketDataError
     from strategies.snapshots import primary_move
 
     try:
-        price, atr = primary_move(strategy, primary, as_of)
+        return primary_move(strategy, primary, as_of)
     except (MarketDataError, ValueError):
         return None
+
+
+def quiet_reason(
+    strategy: Any, primary: str, before: float, price: float, atr: float | None
+) -> str | None:
+    """Return the L0 reason when ``price`` lies less than the strategy's
+    ``quiet_atr_fraction`` of ``atr`` away from ``before`` (see ``quiet_move``), else None."""
     fraction = strategy.quiet_atr_fraction
     move = abs(price - before)
     if atr is None or move >= fraction * atr:
