@@ -48,6 +48,23 @@ def arena(user, llm):
     return {"strategy": strategy, "models": models, "trader": trader}
 
 
+def three_round_debate(user, arena, name: str, **fields):
+    """Create a three-round BTC debate seating the arena's three models."""
+    seats = [
+        {"ai_model": model.pk, "personality": personality}
+        for model, personality in zip(arena["models"], SEATS, strict=True)
+    ]
+    data = DebateInput(
+        name=name,
+        strategy=arena["strategy"].pk,
+        symbol="BTCUSDT",
+        max_rounds=3,
+        participants=seats,
+        **fields,
+    )
+    return debate_create(owner=user, data=data)
+
+
 def watch(page) -> None:
     """Mark the page (a reload would drop the mark) and record, as they happen, every
     status it shows and the status shown when each message and vote first appeared."""
@@ -290,20 +307,7 @@ def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
 
     # given a three-round debate on an open page, its models answering slowly
     llm.set_latency(0.8)
-    seats = [
-        {"ai_model": model.pk, "personality": personality}
-        for model, personality in zip(arena["models"], SEATS, strict=True)
-    ]
-    debate = debate_create(
-        owner=user,
-        data=DebateInput(
-            name="Long debate",
-            strategy=arena["strategy"].pk,
-            symbol="BTCUSDT",
-            max_rounds=3,
-            participants=seats,
-        ),
-    )
+    debate = three_round_debate(user, arena, "Long debate")
     page = open_page(f"/debates/{debate.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")
     watch(page)
@@ -386,21 +390,7 @@ def test_the_page_shows_the_judges_summaries_and_scores_live(
         base_url=f"{llm.url}/v1",
         timeout_seconds=10,
     )
-    seats = [
-        {"ai_model": model.pk, "personality": personality}
-        for model, personality in zip(arena["models"], SEATS, strict=True)
-    ]
-    debate = debate_create(
-        owner=user,
-        data=DebateInput(
-            name="Judged debate",
-            strategy=arena["strategy"].pk,
-            symbol="BTCUSDT",
-            max_rounds=3,
-            participants=seats,
-            judge={"ai_model": judge.pk},
-        ),
-    )
+    debate = three_round_debate(user, arena, "Judged debate", judge={"ai_model": judge.pk})
     page = open_page(f"/debates/{debate.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")
     expect(page.locator("#judge")).to_be_visible()
