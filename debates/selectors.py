@@ -19,9 +19,9 @@ from django.utils import timezone
 from django_eventstream import get_current_event_id
 from django_eventstream.models import EventCounter
 from django_eventstream.utils import make_id
-from rest_framework.utils.encoders import JSONEncoder
 
 from arena.exceptions import NotFound
+from arena.renderers import json_bytes
 from arena.sse import channel_version, channel_versions, debate_channel
 from debates.engine.plan import Plan
 from debates.models import (
@@ -95,23 +95,29 @@ def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
     return queryset.order_by("-created_at", "-id")
 
 
-def debate_rows(ids: list[int], render: Callable[[Debate, Plan], dict]) -> list[dict]:
+def debate_rows(
+    ids: list[int], render: Callable[[Debate, Plan], dict]
+) -> list[dict | orjson.Fragment]:
     """Return the list rows of the debates ``ids``, in order.
 
     A finished debate's row is stored (the cache) under its stream's version, as its
-    detail is, and served from there. The others are read with their seats, decisions,
-    turns and ballots (five queries whatever their number; none when every row is
-    stored) after the versions, and rendered by ``render`` from the debate and its plan.
+    detail is, as JSON, and served from there as it is (an ``orjson.Fragment``, which the
+    API's renderer writes out unparsed). The others are read with their seats,
+    decisions, turns and ballots (five queries whatever their number; none when every
+    row is stored) after the versions, and rendered by ``render`` from the debate and
+    its plan.
     """
     channels = {pk: debate_channel(pk) for pk in ids}
     versions = channel_versions(list(channels.values()))
     keys = {
-        pk: f"debate-row:{pk}:v{versions[channel]}"
+        pk: f"debate-row:{pk}:v{versions[channel]}:json"
         for pk, channel in channels.items()
         if versions[channel] is not None
     }
     stored = cache.get_many(keys.values()) if keys else {}
-    rows = {pk: stored[key] for pk, key in keys.items() if key in stored}
+    rows: dict[int, dict | orjson.Fragment] = {
+        pk: orjson.Fragment(stored[key]) for pk, key in keys.items() if key in stored
+    }
     if missing := [pk for pk in ids if pk not in rows]:
         debates = list(
             Debate.objects.filter(pk__in=missing)
@@ -121,7 +127,7 @@ def debate_rows(ids: list[int], render: Callable[[Debate, Plan], dict]) -> list[
         plans = debate_plans(debates)
         fresh = {debate.pk: render(debate, plans[debate.pk]) for debate in debates}
         finished = {
-            keys[pk]: row
+            keys[pk]: json_bytes(row)
             for pk, row in fresh.items()
             if pk in keys and row["status"] in TERMINAL_STATUSES
         }
@@ -218,13 +224,6 @@ class RenderedDetail:
     etag: str
 
 
-def _json(data: dict[str, Any]) -> bytes:
-    """Return ``data`` as JSON bytes, as DRF's JSON renderer would write them, faster."""
-    return orjson.dumps(data, default=_ENCODER.default)
-
-
-_ENCODER = JSONEncoder()
-
 # How long a finished debate's stored rendering (its detail, its list row) is kept after it
 # was last stored.
 DETAIL_CACHE_S = 24 * 3600
@@ -263,7 +262,7 @@ def debate_detail_rendered(
     status, created_at, latest_event = row
     event_id = make_id({channel: str(latest_event)})
     if status not in TERMINAL_STATUSES:
-        body = _json(_render(debate_id, owner, event_id, include_snapshot))
+        body = json_bytes(_render(debate_id, owner, event_id, include_snapshot))
         return RenderedDetail(body, f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"')
     if version is None:
         # The creation instant keeps a rendering of a deleted debate from serving a new
@@ -271,7 +270,7 @@ def debate_detail_rendered(
         key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{variant}"
         if (stored := _stored_detail(key, owner)) is not None:
             return stored
-    body = _json(_render(debate_id, owner, event_id, include_snapshot))
+    body = json_bytes(_render(debate_id, owner, event_id, include_snapshot))
     cache.set(key, (owner.pk, body), DETAIL_CACHE_S)
     return RenderedDetail(body, _key_etag(key))
 

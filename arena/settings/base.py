@@ -101,8 +101,10 @@ TEMPLATES = [
 ]
 
 # Connections are not kept by default: under ASGI each request runs in a thread of its
-# own, and kept connections would pile up with the threads. Celery workers, one thread
-# per process, keep theirs (DB_CONN_MAX_AGE=60 in the Procfile).
+# own, and kept connections would pile up with the threads. On PostgreSQL they are taken
+# from a pool instead (psycopg_pool, at most DB_POOL_MAX_SIZE per process): a request
+# no longer opens a connection of its own (a new server process each time). Celery
+# workers, one thread per process, keep theirs (DB_CONN_MAX_AGE=60 in the Procfile).
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'arena.sqlite3'}",
@@ -110,7 +112,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    if not DATABASES["default"]["CONN_MAX_AGE"]:
+        DATABASES["default"]["OPTIONS"] = {
+            "pool": {"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 8)}
+        }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Worker threads and the web process share one file: wait for locks instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
     # The file's directory (``var/`` by default) is made on first use: a fresh clone has none.
@@ -147,7 +154,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # keys and clients, in process memory without Redis.
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {"BACKEND": "arena.cache.RedisCache", "LOCATION": REDIS_URL}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -308,6 +315,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": [
+        "arena.renderers.JsonRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "arena.pagination.Pagination",
     "PAGE_SIZE": 20,
     "EXCEPTION_HANDLER": "arena.exceptions.exception_handler",

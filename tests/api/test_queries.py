@@ -163,7 +163,7 @@ def test_a_page_of_finished_debates_read_again_is_served_from_their_stored_rows(
         again = api.get("/api/debates")
     # then the count and the ids, and the active debate's row with what its plan reads
     assert len(captured.captured_queries) == 2 + 5
-    assert again.json() == first.json()
+    assert again.content == first.content
     # and when a finished debate's stream moves on (an event published), its row shows it
     finished = Debate.objects.filter(owner=user, status="completed").latest("created_at")
     Debate.objects.filter(pk=finished.pk).update(name="renamed")

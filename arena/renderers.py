@@ -1,0 +1,36 @@
+"""JSON as every API answer writes it (``DEFAULT_RENDERER_CLASSES``): orjson, with what
+DRF's own encoder does for the types orjson does not know (a lazy string, a timedelta,
+a Decimal as the serialisers leave it).
+
+A module of its own: DRF imports it while its own modules load, so it imports only DRF
+and orjson.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.encoders import JSONEncoder
+
+_ENCODER = JSONEncoder()
+
+
+def json_bytes(data: Any) -> bytes:
+    """Return ``data`` as JSON bytes: what DRF's JSON renderer writes (compact, UTF-8,
+    a UTC instant ending in ``Z``), about ten times faster. One spelling differs, not
+    the value: a float in exponent form is written ``1e-7`` where DRF writes ``1e-07``."""
+    return orjson.dumps(data, default=_ENCODER.default, option=orjson.OPT_PASSTHROUGH_DATETIME)
+
+
+class JsonRenderer(JSONRenderer):
+    """DRF's JSON renderer writing through ``json_bytes``; an indented rendering (asked
+    for by ``; indent=``, or for the browsable API) stays DRF's own."""
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
+    ) -> bytes:
+        if data is None or self.get_indent(accepted_media_type or "", renderer_context or {}):
+            return super().render(data, accepted_media_type, renderer_context)
+        return json_bytes(data)

@@ -1,0 +1,36 @@
+"""The web process takes its database connections from a pool: a request opens none."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from rest_framework.authtoken.models import Token
+
+from tests.arena.test_worker_connections import sessions_opened
+from tests.factories import UserFactory
+from tests.settings_read import setting_in_process
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def test_requests_to_the_web_process_reuse_its_pooled_connections(server):
+    # given the web process (DB_CONN_MAX_AGE 0, as the Procfile runs it) that has
+    # answered a request which reads the database
+    token = Token.objects.create(user=UserFactory()).key
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Token {token}"}) as http:
+        assert http.get("/api/debates").status_code == 200
+        before = sessions_opened()
+        # when it answers 30 more
+        for _ in range(30):
+            assert http.get("/api/debates").status_code == 200
+    # then they ran on the connections its pool already had (at most 8 of them)
+    assert sessions_opened() - before <= 1
+
+
+def test_only_a_process_that_keeps_no_connection_pools_them():
+    # a worker keeps its own connection (DB_CONN_MAX_AGE=60 in the Procfile): no pool
+    options = "settings.DATABASES['default']['OPTIONS']"
+    assert setting_in_process(options, DB_CONN_MAX_AGE="60") == "{}"
+    assert setting_in_process(options, DB_CONN_MAX_AGE="0", DB_POOL_MAX_SIZE="3") == (
+        "{'pool': {'min_size': 1, 'max_size': 3}}"
+    )
