@@ -22,6 +22,7 @@ PAYLOAD = {
     "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
     "ratios": [0.1, 12345.678, -0.0, 3, 1e300],
     "nested": {"empty": [], "none": None, "yes": True},
+    "by_id": {7: "seven", 12: [1, 2]},
 }
 
 
