@@ -22,7 +22,14 @@ from tests.debates.conftest import wait_until_finished
 from tests.debates.factories import AIModelFactory
 from tests.strategies.factories import StrategyFactory
 
-pytestmark = [pytest.mark.slow, pytest.mark.local_model, pytest.mark.django_db(transaction=True)]
+# The suite's 300 s per test would cut short the debate's own 600 s on a busy host (a 0.5B
+# model answering on the same 2 cores as the rest of the run).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.local_model,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(660),
+]
 
 SCRIPT = settings.BASE_DIR / "scripts" / "local-model"
 
