@@ -229,6 +229,11 @@ class Debate(Seating, models.Model):
     forced = models.BooleanField(
         default=False, help_text="The level may not be lowered (asked for, or high impact)."
     )
+    quota_counted = models.BooleanField(
+        default=True,
+        help_text="Counted in its owner's debate quotas; a backtest's step is admitted by "
+        "the backtest's own quota instead.",
+    )
     stopped_early = models.JSONField(
         null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
     )

@@ -57,7 +57,7 @@ def debate_create_check(*, owner_id: int) -> None:
     if _exempt(owner_id):
         return
     undone = (DebateStatus.PENDING, *ACTIVE_STATUSES)
-    used = Debate.objects.filter(owner_id=owner_id, status__in=undone).count()
+    used = Debate.objects.filter(owner_id=owner_id, status__in=undone, quota_counted=True).count()
     _refuse_at(
         "active_debates",
         settings.QUOTA_ACTIVE_DEBATES,
@@ -71,7 +71,8 @@ def debate_start_check(*, owner_id: int) -> None:
     if _exempt(owner_id):
         return
     since = timezone.now() - timedelta(hours=1)
-    used = Debate.objects.filter(owner_id=owner_id, started_at__gte=since).count()
+    started = Debate.objects.filter(owner_id=owner_id, started_at__gte=since, quota_counted=True)
+    used = started.count()
     _refuse_at(
         "starts_per_hour",
         settings.QUOTA_STARTS_PER_HOUR,

@@ -174,7 +174,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
         # The backtest's own quota (running backtests) admits its steps' debates.
         debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
-        debate_start(debate_id=debate.pk, quota=False)
+        debate_start(debate_id=debate.pk)
         index, started = index + 1, started + 1
 
 

@@ -342,7 +342,8 @@ def debate_create(*, owner: Any, data: DebateInput, quota: bool = True) -> Debat
     """Create a pending debate and its participants; refuse bad input, writing nothing.
 
     ``quota`` False: the debate is admitted by its caller's own quota instead of the
-    owner's debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``).
+    owner's debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is
+    not counted in them, at its start either.
     """
     values = debate_input_clean(owner, data)
     if data.errors:
@@ -351,7 +352,9 @@ def debate_create(*, owner: Any, data: DebateInput, quota: bool = True) -> Debat
     with transaction.atomic():
         if quota:
             debate_create_check(owner_id=owner.pk)
-        debate = Debate.objects.create(owner=owner, schedule_id=data.schedule_id, **values)
+        debate = Debate.objects.create(
+            owner=owner, schedule_id=data.schedule_id, quota_counted=quota, **values
+        )
         Participant.objects.bulk_create(
             Participant(
                 debate=debate,
@@ -397,18 +400,18 @@ def _go_on(debate: Debate, state: Debate | None, action: str) -> None:
     run_enqueue(debate_id=debate.pk, state=state)
 
 
-def debate_start(*, debate_id: int, owner: Any | None = None, quota: bool = True) -> Debate:
+def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     """Start a pending debate and send its plan of steps to the workers.
 
     The start is one short transaction: the market snapshot is the plan's first step
-    (``prepare``), built by a worker, so a web request never waits on market data.
-    ``quota`` as for ``debate_create``.
+    (``prepare``), built by a worker, so a web request never waits on market data. A
+    debate created outside its owner's quotas (``debate_create``) starts outside them.
     """
     debate = _get_owned(debate_id, owner)
     if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
     with transaction.atomic():
-        if quota:
+        if debate.quota_counted:
             debate_start_check(owner_id=debate.owner_id)
         # The run is sent first when the transaction commits, then the events delivered:
         # the workers start on the plan a Redis round trip sooner.

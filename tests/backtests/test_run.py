@@ -11,12 +11,16 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from backtests.models import BacktestStep
 from backtests.services import backtest_cancel
 from debates.models import Debate
+from debates.quotas import QuotaExceeded, debate_create_check, debate_start_check
 from tests.backtests import reference
 from tests.backtests.conftest import published, wait_for, wait_until_done
+from tests.debates.factories import DebateFactory
 from tests.fakes.llm_server import Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -224,6 +228,16 @@ def test_the_steps_are_admitted_by_the_backtest_quota_not_the_debate_quotas(
     )
     # then every step's debate ran: the running-backtests quota admitted them
     assert (done.status, done.steps_done, done.error) == ("completed", 6, None)
+    # and none of them is counted in the owner's debate quotas: a debate of their own may
+    # still be created and started this hour
+    assert not Debate.objects.filter(backtest_step__backtest=done, quota_counted=True).exists()
+    with transaction.atomic():
+        debate_create_check(owner_id=done.owner_id)
+        debate_start_check(owner_id=done.owner_id)
+    # while the ones they start themselves are counted
+    DebateFactory.create_batch(2, owner=done.owner, status="completed", started_at=timezone.now())
+    with pytest.raises(QuotaExceeded), transaction.atomic():
+        debate_start_check(owner_id=done.owner_id)
 
 
 def test_the_next_step_starts_when_a_debate_ends_not_at_the_next_tick(
