@@ -105,6 +105,10 @@ TEMPLATES = [
 # from a pool instead (psycopg_pool, at most DB_POOL_MAX_SIZE per process): a request
 # no longer opens a connection of its own (a new server process each time). Celery
 # workers, one thread per process, keep theirs (DB_CONN_MAX_AGE=60 in the Procfile).
+# Either way a connection lives on, so PostgreSQL keeps the plan of each statement run
+# on it again (psycopg's prepared statements, which need its parameters bound by the
+# server): a debate's steps run the same few statements over and over, and planning
+# them was half the server's work.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'arena.sqlite3'}",
@@ -113,9 +117,11 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
     if not DATABASES["default"]["CONN_MAX_AGE"]:
-        DATABASES["default"]["OPTIONS"] = {
-            "pool": {"min_size": 1, "max_size": env_int("DB_POOL_MAX_SIZE", 8)}
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DB_POOL_MAX_SIZE", 8),
         }
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Worker threads and the web process share one file: wait for locks instead of failing.
