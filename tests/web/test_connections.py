@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 
 from tests.arena.test_worker_connections import sessions_opened
 from tests.factories import UserFactory
+from tests.resilience.test_database_drop import terminate_other_connections
 from tests.settings_read import setting_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -25,6 +26,18 @@ def test_requests_to_the_web_process_reuse_its_pooled_connections(server):
             assert http.get("/api/debates").status_code == 200
     # then they ran on the connections its pool already had (at most 8 of them)
     assert sessions_opened() - before <= 1
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_before_a_request_gets_it(server):
+    # given the web process whose pool holds connections it has used
+    token = Token.objects.create(user=UserFactory()).key
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Token {token}"}) as http:
+        assert http.get("/api/debates").status_code == 200
+        # when the server closes every one of them (a restart, say)
+        assert terminate_other_connections() >= 1
+        # then the next requests are answered, each on a connection checked as it is
+        # taken (CONN_HEALTH_CHECKS: Django gives the pool psycopg_pool's check)
+        assert [http.get("/api/debates").status_code for _ in range(3)] == [200] * 3
 
 
 def test_only_a_process_that_keeps_no_connection_pools_them():
