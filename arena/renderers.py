@@ -8,6 +8,7 @@ and orjson.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -28,12 +29,17 @@ def json_bytes(data: Any) -> bytes:
 
 
 class JsonRenderer(JSONRenderer):
-    """DRF's JSON renderer writing through ``json_bytes``; an indented rendering (asked
-    for by ``; indent=``, or for the browsable API) stays DRF's own."""
+    """DRF's JSON renderer writing through ``json_bytes``. An indented rendering (asked
+    for by ``; indent=``, or for the browsable API) is DRF's own, made from the compact
+    one: what an answer holds already written (a stored list row, an
+    ``orjson.Fragment``) is in it."""
 
     def render(
         self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
     ) -> bytes:
-        if data is None or self.get_indent(accepted_media_type or "", renderer_context or {}):
-            return super().render(data, accepted_media_type, renderer_context)
-        return json_bytes(data)
+        if data is None:
+            return b""
+        body = json_bytes(data)
+        if self.get_indent(accepted_media_type or "", renderer_context or {}):
+            return super().render(json.loads(body), accepted_media_type, renderer_context)
+        return body

@@ -1,5 +1,6 @@
 """List and detail endpoints run a fixed number of queries, whatever the number of rows."""
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -180,6 +181,13 @@ def test_a_page_of_finished_debates_read_again_is_served_from_their_stored_rows(
     with CaptureQueriesContext(connection) as captured:
         api.get("/api/debates")
     assert len(captured.captured_queries) == 2
+    # and the stored rows are in the page indented, or in the browsable API, too
+    compact = api.get("/api/debates")
+    indented = api.get("/api/debates", HTTP_ACCEPT="application/json; indent=2")
+    assert indented.status_code == 200 and b'\n  "count"' in indented.content
+    assert json.loads(indented.content) == json.loads(compact.content)
+    browsable = api.get("/api/debates", HTTP_ACCEPT="text/html")
+    assert browsable.status_code == 200 and rows[1]["name"].encode() in browsable.content
 
 
 def test_a_stored_detail_asked_with_a_token_takes_no_query(anon, user):
