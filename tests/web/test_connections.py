@@ -9,7 +9,6 @@ from rest_framework.authtoken.models import Token
 from tests.arena.test_worker_connections import sessions_opened
 from tests.factories import UserFactory
 from tests.resilience.test_database_drop import terminate_other_connections
-from tests.settings_read import setting_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -38,12 +37,3 @@ def test_a_pooled_connection_the_server_closed_is_replaced_before_a_request_gets
         # then the next requests are answered, each on a connection checked as it is
         # taken (CONN_HEALTH_CHECKS: Django gives the pool psycopg_pool's check)
         assert [http.get("/api/debates").status_code for _ in range(3)] == [200] * 3
-
-
-def test_only_a_process_that_keeps_no_connection_pools_them():
-    # a worker keeps its own connection (DB_CONN_MAX_AGE=60 in the Procfile): no pool
-    pool = "settings.DATABASES['default']['OPTIONS'].get('pool')"
-    assert setting_in_process(pool, DB_CONN_MAX_AGE="60") == "None"
-    assert setting_in_process(pool, DB_CONN_MAX_AGE="0", DB_POOL_MAX_SIZE="3") == (
-        "{'min_size': 1, 'max_size': 3}"
-    )
