@@ -3,7 +3,7 @@ pool instead of a new one for every operation.
 
 Django's backend builds a ``redis.Redis`` around its pool for each get, set or incr,
 and building one fills its table of reply callbacks (about 500 entries) each time:
-0.3 to 0.5 ms of CPU per operation, more than the round trip itself. A client is safe
+0.5 ms an operation under a profiler, more than the round trip itself. A client is safe
 to share between threads (it takes a connection from its pool for each command), so
 each pool keeps one.
 """

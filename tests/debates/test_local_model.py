@@ -10,6 +10,7 @@ ballot or a recorded abstention.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import UTC, datetime
 
@@ -39,7 +40,17 @@ def local_model_url():
     """The base URL of the local model, installed and started if needed (and stopped again
     when this run started it)."""
     running = subprocess.run([SCRIPT, "status"], capture_output=True, text=True)
-    started = subprocess.run([SCRIPT, "start"], capture_output=True, text=True, timeout=900)
+    # The suite runs one test at a time, so a model it starts has both cores to itself: two
+    # threads took 150 s for this debate, one 257 s (the script's default of one is for a
+    # model sharing the machine with other work).
+    threads = {"LOCAL_MODEL_THREADS": os.environ.get("LOCAL_MODEL_THREADS", "2")}
+    started = subprocess.run(
+        [SCRIPT, "start"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **threads},
+    )
     assert started.returncode == 0, started.stderr[-2000:]
     yield started.stdout.strip().splitlines()[-1]
     if running.returncode != 0:
