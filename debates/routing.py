@@ -9,18 +9,25 @@ then 3, 6 and 9 (Redis serves its priority lists lowest number first). A user's 
 steps stay in order among themselves; users with the same load share the queue in turn.
 
 This is Celery's router (``CELERY_TASK_ROUTES``), so every step sent, by a service, a
-chord's callback or a retry, is routed the same way.
+chord's callback or a retry, is routed the same way. A debate's steps follow one another
+a few hundred milliseconds apart, and each would count its owner's debates again: the
+load is kept in the cache (shared by the processes, with Redis) for ``LOAD_TTL_S``, so a
+priority is at most that old, and a step is sent without a query most of the time.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.cache import cache
+
 from debates.models import ACTIVE_STATUSES, Debate
 
 # (most active debates, priority): the first that holds the owner's load applies.
 LOAD_PRIORITIES = ((1, 0), (3, 3), (9, 6))
 HEAVIEST = 9
+# How long a debate's owner's load, once counted, routes its steps.
+LOAD_TTL_S = 1
 
 
 def load_priority(active_debates: int) -> int:
@@ -29,9 +36,15 @@ def load_priority(active_debates: int) -> int:
 
 
 def owner_load(debate_id: int) -> int:
-    """Return how many debates the owner of ``debate_id`` has running or voting."""
-    owner = Debate.objects.filter(pk=debate_id).values("owner_id")
-    return Debate.objects.filter(owner_id__in=owner, status__in=ACTIVE_STATUSES).count()
+    """Return how many debates the owner of ``debate_id`` has running or voting, as
+    counted at most ``LOAD_TTL_S`` ago."""
+    key = f"owner-load:{debate_id}"
+    load = cache.get(key)
+    if load is None:
+        owner = Debate.objects.filter(pk=debate_id).values("owner_id")
+        load = Debate.objects.filter(owner_id__in=owner, status__in=ACTIVE_STATUSES).count()
+        cache.set(key, load, LOAD_TTL_S)
+    return load
 
 
 def step_task_names() -> frozenset[str]:

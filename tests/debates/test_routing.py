@@ -63,3 +63,19 @@ def test_every_step_of_the_plan_is_routed_by_its_owners_load(user):
     }
     assert all(options == {"priority": 9} for options in routed.values())
     assert route_step("debates.schedule_fire", (heavy[0].pk,), {}, {}) is None
+
+
+def test_a_debates_load_is_counted_once_then_kept_for_a_while(
+    user, django_assert_num_queries, monkeypatch
+):
+    # given a debate of a user with 12 debates running, routed once (its load counted
+    # and kept for a minute, so that a slow host cannot outlast it)
+    monkeypatch.setattr("debates.routing.LOAD_TTL_S", 60)
+    heavy = [DebateFactory(owner=user, status=DebateStatus.RUNNING) for _ in range(12)]
+    with django_assert_num_queries(1):
+        first = route_step("debates.turn_run", (heavy[0].pk, 1, 1), {}, {})
+    # when its next step is routed meanwhile
+    with django_assert_num_queries(0):
+        second = route_step("debates.vote_run", (heavy[0].pk, 1), {}, {})
+    # then the kept load routes it, with no query
+    assert first == second == {"priority": 9}
