@@ -7,7 +7,10 @@ default, and the portfolio simulation alone.
    of 3 calls in flight (calls x L / 3). Run with ``cache: refresh``, so every call is
    made whatever an earlier run stored.
 2. The same backtest again with ``cache: use``: model calls (0) and wall time, against
-   the first run's.
+   the first run's; beside it, what Celery alone takes for as many canvases of a
+   cached debate's shape (a prepare step, 3 openings, 3 turns, 3 votes and the
+   consensus, tasks that do nothing: ``bench.floor_tasks``), as many at once as a
+   backtest runs, on the same workers: the least any step code could take.
 3. The same 180 debates on the embedded default (``manage.py backtest`` on SQLite, the
    in-process worker, simulated models): wall time against the time its model answers
    took (the stored latencies); and a 3-step backtest there with kombu's own in-memory
@@ -132,6 +135,38 @@ def run_backtest(
     return seconds, Backtest.objects.get(pk=backtest.pk), meter.stop()
 
 
+def celery_alone(count: int, in_flight: int, timeout: float = 600.0) -> float:
+    """Return the wall time of ``count`` canvases shaped as a cached 3x2 debate's run,
+    tasks that do nothing, ``in_flight`` at once, as a backtest keeps its debates."""
+    import uuid
+
+    from celery import group
+
+    from bench.floor_tasks import FLOOR_CHANNEL, floor_end, floor_step
+    from bench.orchestration import hearing
+    from debates.services.runs import chained
+
+    def canvas(run: str):
+        openings = group([floor_step.si(0) for _ in SEATS])
+        turns = [floor_step.si(0).set(ignore_result=True) for _ in SEATS]
+        votes = group([floor_step.si(0) for _ in SEATS])
+        return chained(
+            [floor_step.si(0).set(ignore_result=True), openings, *turns, votes, floor_end.si(run)]
+        )
+
+    runs = [uuid.uuid4().hex for _ in range(count)]
+    with hearing(FLOOR_CHANNEL, lambda message: True) as wait:
+        started = time.perf_counter()
+        for run in runs[:in_flight]:
+            canvas(run).apply_async()
+        for run in runs[in_flight:]:
+            wait(timeout)
+            canvas(run).apply_async()
+        for _ in range(min(in_flight, count)):
+            wait(timeout)
+        return time.perf_counter() - started
+
+
 def full_stack(latency: float, days: int) -> dict:
     """Parts 1 and 2, on PostgreSQL, Redis and 2 worker processes."""
     setup_django()
@@ -164,7 +199,7 @@ def full_stack(latency: float, days: int) -> dict:
             )
             for p in SEATS
         ]
-        with worker_processes(count=2, concurrency=cap) as workers:
+        with worker_processes(count=2, concurrency=cap, include=("bench.floor_tasks",)) as workers:
             meter = CpuMeter(workers)
             first_s, first, first_cpu = run_backtest(
                 owner, strategy, models, days=days, cache="refresh", timeout=3600, meter=meter
@@ -176,6 +211,7 @@ def full_stack(latency: float, days: int) -> dict:
             )
             load_again = os.getloadavg()[0]
             calls_again = len(llm.requests) - calls
+            floor_s = celery_alone(first.steps_total, settings.BACKTEST_DEBATES_IN_FLIGHT)
     steps = first.steps_total
     ideal = calls * latency / cap
     return {
@@ -188,6 +224,8 @@ def full_stack(latency: float, days: int) -> dict:
         "cached_run_s": round(again_s, 3),
         "cached_run_model_calls": calls_again,
         "cached_run_share_of_first": round(again_s / first_s, 3),
+        "celery_alone_s": round(floor_s, 3),
+        "celery_alone_share_of_first": round(floor_s / first_s, 3),
         "first_run_cpu": first_cpu,
         "cached_run_cpu": again_cpu,
         "load_1min_at_end": [round(load_first, 2), round(load_again, 2)],
@@ -302,6 +340,11 @@ def main(argv: list[str] | None = None) -> dict:
         f"{stack['cached_run_model_calls']} model calls, "
         f"{stack['cached_run_share_of_first']:.3f} of the first run; same metrics: "
         f"{stack['reports_equal']}"
+    )
+    print(
+        f"  Celery alone, {stack['debates']} canvases of a cached debate's shape (11 tasks that "
+        f"do nothing): {stack['celery_alone_s']:.1f} s, "
+        f"{stack['celery_alone_share_of_first']:.3f} of the first run"
     )
     for label, key in (("first run", "first_run_cpu"), ("cached run", "cached_run_cpu")):
         cpu = stack[key]
