@@ -18,3 +18,11 @@ def test_redis_answers_ping():
     client = redis.Redis.from_url(settings.REDIS_URL)
     assert client.ping() is True
     assert settings.CELERY_BROKER_URL == settings.REDIS_URL
+
+
+def test_redis_replies_are_parsed_by_hiredis():
+    # given the Redis client library the broker, events, claims and slots use
+    from redis.utils import HIREDIS_AVAILABLE
+
+    # then it found the compiled reply parser, which it uses whenever it can
+    assert HIREDIS_AVAILABLE is True
