@@ -5,9 +5,27 @@ from collections.abc import Iterator
 import pytest
 from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
+from schemathesis.pytest.plugin import SchemathesisFunction
 
 from arena.celery import app
 from tests.factories import UserFactory
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give every test a node id of its own, and start the long tests first.
+
+    pytest-xdist sends tests to its workers by node id and requires each worker to have
+    collected the same ones; schemathesis (4.32 under pytest 9.2) names all the tests of
+    ``@schema.parametrize()`` alike, so the operation is added as their parameter. The
+    tests marked ``long`` run for minutes: started first, each on a worker of its own,
+    they do not end the run alone.
+    """
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if isinstance(item, SchemathesisFunction) and label and item.id.params is None:
+            item._id = item.id.with_params(label)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture
