@@ -21,8 +21,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     pytest-xdist sends tests to its workers by node id and requires each worker to have
     collected the same ones; schemathesis (4.32 under pytest 9.2) names all the tests of
     ``@schema.parametrize()`` alike, so the operation is added as their parameter. The
-    tests marked ``long`` run for minutes: started first, each on a worker of its own,
-    they do not end the run alone.
+    tests marked ``long`` run for minutes: started first, they do not end the run alone,
+    and the other workers take the rest of the tests of the one that runs them.
     """
     for item in items:
         label = getattr(item, "operation_label", None)
