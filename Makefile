@@ -40,12 +40,18 @@ demo-local: $(STAMP)
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py run_debate --local-model $(ARGS)
 
-# The whole suite, slow end-to-end tests included, on real PostgreSQL and Redis.
+# The whole suite, slow end-to-end tests included, on real PostgreSQL and Redis, in
+# TEST_WORKERS pytest-xdist processes (0: in this one), each with its own test database,
+# Redis database and ports (arena/settings/test.py, tests/ports.py). Work stealing hands
+# an idle worker the tests another has not begun, so no worker is left with a long tail.
+TEST_WORKERS ?= 3
+PARALLEL := -n $(TEST_WORKERS) --dist worksteal
+
 test: $(STAMP) services
-	$(VENV)/bin/pytest $(ARGS)
+	$(VENV)/bin/pytest $(PARALLEL) $(ARGS)
 
 test-fast: $(STAMP) services
-	$(VENV)/bin/pytest -m "not slow" $(ARGS)
+	$(VENV)/bin/pytest $(PARALLEL) -m "not slow" $(ARGS)
 
 services:
 	@scripts/ensure-services

@@ -23,6 +23,7 @@ import pytest
 from django.conf import settings
 
 from bench.common import stop_process
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -79,12 +80,6 @@ def embedded_default(tmp_path) -> tuple[dict[str, str], str, str]:
     }
     env["ARENA_VAR_DIR"] = str(tmp_path / "var")
     return env, str(free_port()), (BASE / "README.md").read_text()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize("after_demo", [False, True], ids=["fresh-database", "after-make-demo"])
@@ -149,12 +144,9 @@ README_DATABASE = "postgres://postgres@127.0.0.1:5432/arena"
 
 def stack_redis_url() -> str:
     """Return the Redis database of the full stack: ``README_STACK_REDIS_URL``, else the
-    one after the tests' own (its Celery worker must be the only one on it, or it would
-    take another suite's tasks, and they its)."""
-    if os.environ.get("README_STACK_REDIS_URL"):
-        return os.environ["README_STACK_REDIS_URL"]
-    server, number = settings.REDIS_URL.rsplit("/", 1)
-    return f"{server}/{(int(number) + 1) % 16}"
+    spare one after the test workers' own (its Celery worker must be the only one on it,
+    or it would take another worker's tasks, and they its)."""
+    return os.environ.get("README_STACK_REDIS_URL") or settings.TEST_SPARE_REDIS_URL
 
 
 @contextlib.contextmanager
@@ -218,6 +210,7 @@ def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
         assert not left, f"processes outlived make serve: {left}"
 
 
+@pytest.mark.long
 def test_the_full_stack_session_runs_as_written(tmp_path):
     # given `make serve` on a database of its own made from nothing, a Redis database of
     # its own (emptied) and a free port

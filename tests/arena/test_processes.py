@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 
@@ -15,13 +14,9 @@ import pytest
 import yaml
 from django.conf import settings
 
+from tests.ports import free_port
+
 BASE = settings.BASE_DIR
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_make_serve_starts_honcho_on_the_readme_port():

@@ -28,6 +28,7 @@ from tests.strategies.factories import StrategyFactory
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.local_model,
+    pytest.mark.long,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(660),
 ]
@@ -40,10 +41,12 @@ def local_model_url():
     """The base URL of the local model, installed and started if needed (and stopped again
     when this run started it)."""
     running = subprocess.run([SCRIPT, "status"], capture_output=True, text=True)
-    # The suite runs one test at a time, so a model it starts has both cores to itself: two
-    # threads took 150 s for this debate, one 257 s (the script's default of one is for a
-    # model sharing the machine with other work).
-    threads = {"LOCAL_MODEL_THREADS": os.environ.get("LOCAL_MODEL_THREADS", "2")}
+    # Run alone, a model this test starts has both cores to itself: two threads took 150 s
+    # for this debate, one 257 s. Under pytest-xdist the other workers' tests share the
+    # cores, and one thread is the faster (the script's default: two ran three times slower
+    # beside other work).
+    alone = "PYTEST_XDIST_WORKER" not in os.environ
+    threads = {"LOCAL_MODEL_THREADS": os.environ.get("LOCAL_MODEL_THREADS", "2" if alone else "1")}
     started = subprocess.run(
         [SCRIPT, "start"],
         capture_output=True,

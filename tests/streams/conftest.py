@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from debates.streams import stream_token_issue
 from tests.debates.conftest import llm, make_debate, worker_env  # noqa: F401 (fixtures)
+from tests.ports import free_port
 
 
 @pytest.fixture
@@ -36,13 +36,6 @@ def stream_reads_close_connections(monkeypatch) -> None:
     """Make this process's stream database threads close their connection after each
     read (``CONN_MAX_AGE`` 0), so none outlives a test and blocks dropping the database."""
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-
-
-def free_port() -> int:
-    """Return a TCP port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop_process(process: subprocess.Popen, timeout: float = 5.0) -> None:

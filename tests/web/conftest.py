@@ -24,7 +24,8 @@ from django.test import Client
 
 from arena.celery import app
 from tests.debates.conftest import kill_process_group, llm, start_worker_process, worker_env  # noqa: F401
-from tests.streams.conftest import free_port, stop_process
+from tests.ports import free_port
+from tests.streams.conftest import stop_process
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
