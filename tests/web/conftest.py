@@ -158,3 +158,16 @@ def open_page(server, browser) -> Callable[..., Any]:
         return page
 
     return open_
+
+
+def drawn_width(image: Any) -> int:
+    """Wait for the ``<img>`` behind the locator ``image`` to load and return its natural
+    width (0 if it failed to load). The wait runs as a function in the page: the pages'
+    Content-Security-Policy refuses ``eval``, which ``page.wait_for_function`` with a
+    string would use while it polls."""
+    return image.evaluate(
+        """img => img.complete ? img.naturalWidth : new Promise(resolve => {
+          img.addEventListener("load", () => resolve(img.naturalWidth), {once: true});
+          img.addEventListener("error", () => resolve(0), {once: true});
+        })"""
+    )

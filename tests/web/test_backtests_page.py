@@ -11,7 +11,7 @@ from tests.backtests.test_run import contract
 from tests.debates.factories import AIModelFactory
 from tests.fakes.llm_server import Reply
 from tests.strategies.factories import StrategyFactory
-from tests.web.conftest import ARTIFACTS
+from tests.web.conftest import ARTIFACTS, drawn_width
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -82,7 +82,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     # and the report shows every rule's curve on one chart, the metrics and the trades
     chart = page.locator("#equity-chart")
     expect(chart).to_be_visible()
-    page.wait_for_function("document.querySelector('#equity-chart').naturalWidth > 0")
+    assert drawn_width(chart) > 0
     expect(page.locator("#metrics tbody tr")).to_have_count(9)
     expect(page.locator("#metrics tbody tr td:first-child")).to_have_text(
         [
@@ -117,7 +117,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     expect(page.locator("#ledger tbody td").first).to_have_text(str(ledger["decisions"]))
     assert ledger["flips"] == ledger["decisions"] > 0
     expect(page.locator("#calibration tbody tr")).to_have_count(len(report["calibration"]))
-    page.wait_for_function("document.querySelector('#reliability-chart').naturalWidth > 0")
+    assert drawn_width(page.locator("#reliability-chart")) > 0
     reliability = page.request.get(f"{server.url}/backtests/{backtest.pk}/reliability.svg")
     assert reliability.headers["content-type"] == "image/svg+xml"
     assert reliability.text().count("<circle") >= len(report["calibration"])
