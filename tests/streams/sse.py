@@ -50,7 +50,8 @@ class SSEEvent:
 
 
 class SSEClient:
-    """An open ``GET`` of an event stream, read in the background until ``close()``."""
+    """An open ``GET`` of an event stream, read in the background until ``close()``; the
+    connection must be made within ``connect_timeout`` seconds."""
 
     def __init__(
         self,
@@ -58,8 +59,10 @@ class SSEClient:
         *,
         headers: dict[str, str] | None = None,
         params: dict[str, str] | None = None,
+        connect_timeout: float = 10.0,
     ) -> None:
         self.url = url
+        self.connect_timeout = connect_timeout
         self.status_code: int | None = None
         self.headers: httpx.Headers = httpx.Headers()
         self.body = b""
@@ -73,7 +76,7 @@ class SSEClient:
 
     async def _read(self, url: str, headers: dict[str, str], params: dict[str, str]) -> None:
         try:
-            timeout = httpx.Timeout(10.0, read=None)
+            timeout = httpx.Timeout(self.connect_timeout, read=None)
             async with (
                 httpx.AsyncClient(timeout=timeout) as client,
                 client.stream("GET", url, headers=headers, params=params) as response,

@@ -265,7 +265,9 @@ def test_open_streams_hold_no_database_connection(web, user, stream_token, setti
     url, params = server.stream_url(debate.pk), {"token": stream_token(debate.pk)}
     baseline = database_connections()
     # when 120 clients (more than PostgreSQL's default 100 connections) hold streams open
-    clients = [SSEClient(url, params=params) for _ in range(120)]
+    # (they connect all at once from one event loop, which a loaded machine can take
+    # longer than the usual 10 s to get through: the streams are what is measured)
+    clients = [SSEClient(url, params=params, connect_timeout=60) for _ in range(120)]
     try:
         for client in clients:
             client.wait_for_type("initial", timeout=60)
