@@ -31,4 +31,7 @@ def lock_debate(
     debates = debates.only(*STATE_COLUMNS, *also)
     if status is not None:
         debates = debates.filter(status=status)
-    return debates.filter(pk=debate_id).first()
+    try:  # get(), not first(): a key's row needs no ordering, and first() would add one
+        return debates.get(pk=debate_id)
+    except Debate.DoesNotExist:
+        return None

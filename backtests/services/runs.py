@@ -81,12 +81,14 @@ def backtest_step_ended(*, backtest_id: int) -> None:
 
 def _locked(backtest_id: int) -> Backtest | None:
     """Return the backtest, its row locked for the transaction, or None when it is gone."""
-    return (
-        Backtest.objects.select_for_update(of=("self",))
-        .select_related("strategy")
-        .filter(pk=backtest_id)
-        .first()
-    )
+    try:
+        return (
+            Backtest.objects.select_for_update(of=("self",))
+            .select_related("strategy")
+            .get(pk=backtest_id)
+        )
+    except Backtest.DoesNotExist:
+        return None
 
 
 def _advance(backtest: Backtest) -> bool:
@@ -130,13 +132,13 @@ def debate_ended(*, debate_id: int) -> None:
     (``backtests.step_ended``, on commit)."""
     from backtests.tasks import backtest_step_ended_task
 
-    backtest_id = (
-        BacktestStep.objects.filter(debate_id=debate_id, backtest__status__in=ACTIVE_STATUSES)
-        .values_list("backtest_id", flat=True)
-        .first()
-    )
-    if backtest_id is not None:
-        send_on_commit(backtest_step_ended_task.si(backtest_id))
+    try:  # a debate is the step of one backtest at most
+        backtest_id = BacktestStep.objects.values_list("backtest_id", flat=True).get(
+            debate_id=debate_id, backtest__status__in=ACTIVE_STATUSES
+        )
+    except BacktestStep.DoesNotExist:
+        return
+    send_on_commit(backtest_step_ended_task.si(backtest_id))
 
 
 def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:

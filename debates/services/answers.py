@@ -43,14 +43,12 @@ def answer_cached(*, fingerprint: str, config: ProviderConfig) -> ModelResponse 
 
     The response is marked ``cached``: no latency, no tokens, no attempt.
     """
-    stored = (
-        ModelAnswer.objects.filter(fingerprint=fingerprint)
-        .values_list("text", "request_id", "finish_reason")
-        .first()
-    )
-    if stored is None:
+    try:  # the fingerprint is unique: get(), which orders nothing
+        text, request_id, finish_reason = ModelAnswer.objects.values_list(
+            "text", "request_id", "finish_reason"
+        ).get(fingerprint=fingerprint)
+    except ModelAnswer.DoesNotExist:
         return None
-    text, request_id, finish_reason = stored
     return ModelResponse(
         text=text,
         prompt_tokens=0,

@@ -376,10 +376,10 @@ def _get_owned(debate_id: int, owner: Any | None, *related: str) -> Debate:
     queryset = Debate.objects.all() if owner is None else Debate.objects.filter(owner=owner)
     if related:  # select_related() without names would follow every foreign key
         queryset = queryset.select_related(*related)
-    debate = queryset.filter(pk=debate_id).first()
-    if debate is None:
-        raise NotFound("Debate not found.")
-    return debate
+    try:
+        return queryset.get(pk=debate_id)
+    except Debate.DoesNotExist:
+        raise NotFound("Debate not found.") from None
 
 
 def _refuse_state(debate: Debate, action: str) -> InvalidState:
@@ -443,12 +443,11 @@ def debate_prepare(*, debate_id: int) -> bool:
     """
     from strategies.snapshots import debate_snapshot
 
-    debate = (
-        Debate.objects.select_related("strategy")
-        .filter(pk=debate_id, status__in=ACTIVE_STATUSES)
-        .first()
-    )
-    if debate is None:
+    try:
+        debate = Debate.objects.select_related("strategy").get(
+            pk=debate_id, status__in=ACTIVE_STATUSES
+        )
+    except Debate.DoesNotExist:
         return False
     if debate.market_snapshot is not None:
         with transaction.atomic():
