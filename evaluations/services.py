@@ -94,13 +94,15 @@ def debate_review(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        debate = (
-            Debate.objects.select_for_update(of=("self",), skip_locked=True)
-            .select_related("strategy")
-            .filter(pk=debate_id, status=DebateStatus.COMPLETED, review__isnull=True)
-            .first()
-        )
-        if debate is None or debate.strategy is None:
+        try:
+            debate = (
+                Debate.objects.select_for_update(of=("self",), skip_locked=True)
+                .select_related("strategy")
+                .get(pk=debate_id, status=DebateStatus.COMPLETED, review__isnull=True)
+            )
+        except Debate.DoesNotExist:
+            return None
+        if debate.strategy is None:
             return None
         settings = settings or ReviewSettings.of(debate.strategy)
         instant = snapshot_instant(debate)
@@ -149,9 +151,11 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
         return prices[symbol]
 
     openings: dict[str, list[CoinDecision]] = {}
-    for speaker, said in Message.objects.filter(
-        debate=debate, round=1, status=StepStatus.OK
-    ).values_list("participant_id", "decisions"):
+    for speaker, said in (
+        Message.objects.filter(debate=debate, round=1, status=StepStatus.OK)
+        .order_by("participant__speak_order")  # the default would join the debate to sort
+        .values_list("participant_id", "decisions")
+    ):
         openings[str(speaker)] = [CoinDecision.from_dict(d) for d in said]
     round1 = {
         result.symbol: result.action.value
