@@ -43,7 +43,7 @@ class RedisCacheClient(django_redis.RedisCacheClient):
     def incr(self, key: Any, delta: int) -> int:
         client = self.get_client(key, write=True)
         script = self._incr_scripts.get(client)
-        if script is None:  # EVALSHA after the first call, EVAL only if Redis lost it
+        if script is None:  # sent as EVALSHA; loaded into Redis whenever Redis lacks it
             script = self._incr_scripts[client] = client.register_script(INCR_EXISTING)
         value = script(keys=[key], args=[delta])
         if value is None:
