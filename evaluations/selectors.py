@@ -144,14 +144,16 @@ def calibration(scope: Scope) -> list[dict[str, Any]]:
 
 
 def voter_history(
-    voters: Iterable[tuple[int, str]], *, until: datetime
+    voters: Iterable[tuple[int, str]], *, until: datetime, scope: Scope | None = None
 ) -> dict[tuple[int, str], list[tuple[datetime, bool]]]:
     """Return, for each voter (AI model id, personality), its judged votes whose outcome
-    was known by ``until``: (known at, right), oldest first. One query."""
+    was known by ``until``: (known at, right), oldest first; only in the debates of
+    ``scope`` when one is given. One query."""
     wanted = set(voters)
     history: dict[tuple[int, str], list[tuple[datetime, bool]]] = {v: [] for v in wanted}
+    reviews = VoteReview.objects.all() if scope is None else vote_reviews(scope)
     rows = (
-        VoteReview.objects.filter(
+        reviews.filter(
             ai_model_id__in={model for model, _ in wanted},
             personality__in={personality for _, personality in wanted},
             known_at__lte=until,

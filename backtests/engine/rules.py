@@ -15,8 +15,8 @@ Every rule reads the same stored debates and the same candles, at no extra model
 - ``weighting:confidence`` and ``weighting:calibrated``: the final ballots of every
   participant through the consensus rule, weighed by confidence alone, then by
   confidence times each voter's calibrated weight at the step (``StepRecord.weights``,
-  from reviews known by the step's instant): the two weightings side by side over the
-  same ballots, whichever the debates used.
+  from the backtest's own reviews known by the step's instant): the two weightings side
+  by side over the same ballots, whichever the debates used.
 
 A step whose debate did not complete decides nothing, for every rule. ``coins``
 ``primary`` executes the primary coin's decision only; ``all`` every executable

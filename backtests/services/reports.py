@@ -95,12 +95,17 @@ def _steps(backtest: Backtest) -> list[StepRecord]:
 
 def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecord]:
     """Return ``steps`` with each seat's calibrated weight at its step: from the reviews
-    of the seat's model and personality known by the step's instant (one query)."""
+    of the seat's model and personality known by the step's instant, in this backtest's
+    debates only (one query). Reviews of other debates of the same models (another
+    backtest over the same window, made before or after this one) would make the report
+    depend on what else was run."""
     seats = [
         (participant_label(order + 1), (seat["ai_model"], seat["personality"]))
         for order, seat in enumerate(backtest.participants)
     ]
-    history = selectors.voter_history([voter for _, voter in seats], until=backtest.end)
+    history = selectors.voter_history(
+        [voter for _, voter in seats], until=backtest.end, scope=_scope(backtest)
+    )
     known = {
         voter: ([to_ms(at) for at, _ in judged], list(accumulate(right for _, right in judged)))
         for voter, judged in history.items()

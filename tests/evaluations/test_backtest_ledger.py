@@ -4,15 +4,20 @@ and its report holds the ledger, with exact flip counts from the candle files.""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.db.models import Sum
 
-from debates.models import Message
+from backtests.services.reports import backtest_report
+from debates.engine.consensus import calibrated_weight
+from debates.models import AIModel, Message
 from evaluations.models import DecisionReview
+from evaluations.selectors import voter_history
+from evaluations.services import ReviewSettings, debate_review
 from tests.backtests.conftest import wait_until_done
-from tests.backtests.test_run import contract
-from tests.evaluations.builders import close_by
+from tests.backtests.test_run import comparable, contract
+from tests.evaluations.builders import close_by, completed_debate
 from tests.fakes.llm_server import Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -77,3 +82,51 @@ def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
     assert {v["brier"] for v in voters} == {
         round((up * (0.7 - 1) ** 2 + down * 0.7**2) / (up + down), 6)
     }
+
+
+def test_the_calibrated_rule_reads_only_the_backtests_own_reviews(
+    celery_worker, llm, make_backtest, user, strategy
+):
+    # given a one-day backtest at 4h where P1 (bull) votes long at 70 and P2 (bear) short
+    # at 80 on every coin: at equal weights the short wins
+    llm.add_rule(Reply.answer(contract("open_short", 80), match="You are P2,"))
+    backtest = wait_until_done(
+        make_backtest(
+            personalities=("bull", "bear"), start=START, end=START + timedelta(days=1)
+        ).pk,
+        timeout=120,
+    )
+    assert backtest.status == "completed", backtest.error
+    calibrated = next(r for r in backtest.report["rules"] if r["key"] == "weighting:calibrated")
+    assert "short" in {trade["side"] for trade in calibrated["trades"]}
+    # when the same two voters are reviewed afterwards in 32 debates of their own, 15
+    # minutes apart, whose outcomes were known before the backtest's first step, the
+    # bull right and the bear wrong every time
+    voters = [(seat["ai_model"], seat["personality"]) for seat in backtest.participants]
+    (bull, _), (bear, _) = voters
+    for n in range(32):
+        at = START - timedelta(hours=4, minutes=15 * n)
+        rose = close_by("BTCUSDT", at + timedelta(hours=4)) > close_by("BTCUSDT", at)
+        right, wrong = ("open_long", "open_short") if rose else ("open_short", "open_long")
+        debate = completed_debate(
+            owner=user,
+            strategy=strategy,
+            as_of=at,
+            seats=[("bull", AIModel.objects.get(pk=bull)), ("bear", AIModel.objects.get(pk=bear))],
+            openings={0: {"BTCUSDT": right}, 1: {"BTCUSDT": wrong}},
+            votes={0: {"BTCUSDT": (right, 70)}, 1: {"BTCUSDT": (wrong, 80)}},
+            decisions={"BTCUSDT": right},
+        )
+        assert debate_review(debate_id=debate.pk, settings=ReviewSettings(240, Decimal("0.1")))
+    # (read from every debate, those reviews would weigh the bull's long above the bear's
+    # short at every step, the first included)
+    everyone = voter_history(voters, until=START)
+    weights = {
+        voter: calibrated_weight(sum(right for _, right in judged), len(judged))
+        for voter, judged in everyone.items()
+    }
+    assert 0.70 * weights[voters[0]] > 0.80 * weights[voters[1]]
+    # then the report made again is the same: its calibrated rule reads the backtest's own
+    # reviews only, whatever else was reviewed before or after it
+    again = backtest_report(backtest=backtest, finished_at=backtest.finished_at)
+    assert comparable(again) == comparable(backtest.report)
