@@ -26,12 +26,9 @@ START = datetime(2024, 8, 5, 12, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 
 
-def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
-    celery_worker, llm, make_backtest
-):
-    # given openings that short every coin, rebuttals and votes that go long (70)
-    llm.add_rule(Reply.answer(contract("open_short"), match="round 1/2"))
-    # when a one-day backtest at 4h runs (6 debates of 2 participants, 3 coins each)
+def one_day_backtest(make_backtest):
+    """Run a one-day backtest at 4h from START (6 debates of a bull and a bear) to its
+    completion and return it."""
     backtest = wait_until_done(
         make_backtest(
             personalities=("bull", "bear"), start=START, end=START + timedelta(days=1)
@@ -39,6 +36,16 @@ def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
         timeout=120,
     )
     assert backtest.status == "completed", backtest.error
+    return backtest
+
+
+def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
+    celery_worker, llm, make_backtest
+):
+    # given openings that short every coin, rebuttals and votes that go long (70)
+    llm.add_rule(Reply.answer(contract("open_short"), match="round 1/2"))
+    # when a one-day backtest at 4h runs (6 debates of 2 participants, 3 coins each)
+    backtest = one_day_backtest(make_backtest)
     # then every decision was reviewed over the 4-hour horizon, each one a flip
     instants = [START + timedelta(hours=4 * n) for n in range(6)]
     moves = {
@@ -90,13 +97,7 @@ def test_the_calibrated_rule_reads_only_the_backtests_own_reviews(
     # given a one-day backtest at 4h where P1 (bull) votes long at 70 and P2 (bear) short
     # at 80 on every coin: at equal weights the short wins
     llm.add_rule(Reply.answer(contract("open_short", 80), match="You are P2,"))
-    backtest = wait_until_done(
-        make_backtest(
-            personalities=("bull", "bear"), start=START, end=START + timedelta(days=1)
-        ).pk,
-        timeout=120,
-    )
-    assert backtest.status == "completed", backtest.error
+    backtest = one_day_backtest(make_backtest)
     calibrated = next(r for r in backtest.report["rules"] if r["key"] == "weighting:calibrated")
     assert "short" in {trade["side"] for trade in calibrated["trades"]}
     # when the same two voters are reviewed afterwards in 32 debates of their own, 15
