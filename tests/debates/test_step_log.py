@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from debates import step_log
 from debates.services import debate_start
-from tests.debates.conftest import wait_until_finished
+from tests.debates.conftest import wait_for, wait_until_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,8 +26,14 @@ def test_each_step_of_a_debate_leaves_one_line(celery_worker, make_debate, caplo
     # when it runs to the end
     debate_start(debate_id=debate.pk)
     assert wait_until_finished(debate.pk).status == "completed"
-    # then each turn, vote and the consensus left one line, naming its debate
-    lines = [r.getMessage() for r in caplog.records if r.name == "debates.step_log"]
+    # then each turn, vote and the consensus left one line, naming its debate (the
+    # consensus's once its task has returned, a moment after it completed the debate)
+
+    def step_lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "debates.step_log"]
+
+    wait_for(lambda: len(step_lines()) >= 7, timeout=10)
+    lines = step_lines()
     assert all(LINE.match(line) for line in lines), lines
     assert all(f"debate={debate.pk} " in line for line in lines)
     fields = [dict(pair.split("=", 1) for pair in line.split()[1:]) for line in lines]

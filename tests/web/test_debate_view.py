@@ -64,14 +64,19 @@ def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(op
 
 def test_the_form_sends_its_market_instant_and_shows_its_refusal(open_page, user):
     # given the create form with a strategy and two simulated models
+    from playwright.sync_api import expect
+
     from tests.debates.factories import AIModelFactory
     from tests.strategies.factories import StrategyFactory
 
-    StrategyFactory(owner=user, name="Majors")
+    strategy = StrategyFactory(owner=user, name="Majors")
     AIModelFactory.create_batch(2, owner=user)
     page = open_page("/", user=user)
     page.click("#new-debate")
     page.wait_for_selector("#create-form")
+    # (once the form holds the strategy, read by the page after it opened: the instant is
+    # checked against the strategy's dataset window, so without one it is not checked)
+    expect(page.locator("#f-strategy")).to_have_value(str(strategy.pk))
     page.fill("#f-name", "Too early")
     # when a market instant before the dataset is given
     page.fill("#f-as-of", "2023-06-01T00:00")
