@@ -8,6 +8,7 @@ the clause out there); its transactions let one writer in at a time anyway.
 
 from __future__ import annotations
 
+from arena.queries import one_or_none
 from debates.models import Debate
 from debates.state import STATE_COLUMNS
 
@@ -31,7 +32,4 @@ def lock_debate(
     debates = debates.only(*STATE_COLUMNS, *also)
     if status is not None:
         debates = debates.filter(status=status)
-    try:  # get(), not first(): a key's row needs no ordering, and first() would add one
-        return debates.get(pk=debate_id)
-    except Debate.DoesNotExist:
-        return None
+    return one_or_none(debates, pk=debate_id)

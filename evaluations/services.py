@@ -29,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from arena.queries import one_or_none
 from debates.engine.consensus import ConsensusLimits, round1_majority
 from debates.engine.types import CoinDecision
 from debates.models import Debate, DebateStatus, Decision, Message, StepStatus, Vote
@@ -94,15 +95,15 @@ def debate_review(
     """
     now = now or timezone.now()
     with transaction.atomic():
-        try:
-            debate = (
-                Debate.objects.select_for_update(of=("self",), skip_locked=True)
-                .select_related("strategy")
-                .get(pk=debate_id, status=DebateStatus.COMPLETED, review__isnull=True)
-            )
-        except Debate.DoesNotExist:
-            return None
-        if debate.strategy is None:
+        debate = one_or_none(
+            Debate.objects.select_for_update(of=("self",), skip_locked=True).select_related(
+                "strategy"
+            ),
+            pk=debate_id,
+            status=DebateStatus.COMPLETED,
+            review__isnull=True,
+        )
+        if debate is None or debate.strategy is None:
             return None
         settings = settings or ReviewSettings.of(debate.strategy)
         instant = snapshot_instant(debate)

@@ -37,6 +37,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from arena.exceptions import ApplicationError
+from arena.queries import one_or_none
 from arena.worker import send_on_commit
 from backtests import events
 from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep, StepSkip
@@ -81,14 +82,8 @@ def backtest_step_ended(*, backtest_id: int) -> None:
 
 def _locked(backtest_id: int) -> Backtest | None:
     """Return the backtest, its row locked for the transaction, or None when it is gone."""
-    try:
-        return (
-            Backtest.objects.select_for_update(of=("self",))
-            .select_related("strategy")
-            .get(pk=backtest_id)
-        )
-    except Backtest.DoesNotExist:
-        return None
+    locked = Backtest.objects.select_for_update(of=("self",)).select_related("strategy")
+    return one_or_none(locked, pk=backtest_id)
 
 
 def _advance(backtest: Backtest) -> bool:
@@ -132,13 +127,13 @@ def debate_ended(*, debate_id: int) -> None:
     (``backtests.step_ended``, on commit)."""
     from backtests.tasks import backtest_step_ended_task
 
-    try:  # a debate is the step of one backtest at most
-        backtest_id = BacktestStep.objects.values_list("backtest_id", flat=True).get(
-            debate_id=debate_id, backtest__status__in=ACTIVE_STATUSES
-        )
-    except BacktestStep.DoesNotExist:
-        return
-    send_on_commit(backtest_step_ended_task.si(backtest_id))
+    backtest_id = one_or_none(  # a debate is the step of one backtest at most
+        BacktestStep.objects.values_list("backtest_id", flat=True),
+        debate_id=debate_id,
+        backtest__status__in=ACTIVE_STATUSES,
+    )
+    if backtest_id is not None:
+        send_on_commit(backtest_step_ended_task.si(backtest_id))
 
 
 def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:

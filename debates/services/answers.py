@@ -18,6 +18,7 @@ import json
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from arena.queries import one_or_none
 from debates.models import ModelAnswer
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig
 
@@ -43,12 +44,13 @@ def answer_cached(*, fingerprint: str, config: ProviderConfig) -> ModelResponse 
 
     The response is marked ``cached``: no latency, no tokens, no attempt.
     """
-    try:  # the fingerprint is unique: get(), which orders nothing
-        text, request_id, finish_reason = ModelAnswer.objects.values_list(
-            "text", "request_id", "finish_reason"
-        ).get(fingerprint=fingerprint)
-    except ModelAnswer.DoesNotExist:
+    stored = one_or_none(
+        ModelAnswer.objects.values_list("text", "request_id", "finish_reason"),
+        fingerprint=fingerprint,
+    )
+    if stored is None:
         return None
+    text, request_id, finish_reason = stored
     return ModelResponse(
         text=text,
         prompt_tokens=0,

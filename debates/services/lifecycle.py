@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
+from arena.queries import one_or_none
 from debates import events
 from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
@@ -376,10 +377,10 @@ def _get_owned(debate_id: int, owner: Any | None, *related: str) -> Debate:
     queryset = Debate.objects.all() if owner is None else Debate.objects.filter(owner=owner)
     if related:  # select_related() without names would follow every foreign key
         queryset = queryset.select_related(*related)
-    try:
-        return queryset.get(pk=debate_id)
-    except Debate.DoesNotExist:
-        raise NotFound("Debate not found.") from None
+    debate = one_or_none(queryset, pk=debate_id)
+    if debate is None:
+        raise NotFound("Debate not found.")
+    return debate
 
 
 def _refuse_state(debate: Debate, action: str) -> InvalidState:
@@ -443,11 +444,10 @@ def debate_prepare(*, debate_id: int) -> bool:
     """
     from strategies.snapshots import debate_snapshot
 
-    try:
-        debate = Debate.objects.select_related("strategy").get(
-            pk=debate_id, status__in=ACTIVE_STATUSES
-        )
-    except Debate.DoesNotExist:
+    debate = one_or_none(
+        Debate.objects.select_related("strategy"), pk=debate_id, status__in=ACTIVE_STATUSES
+    )
+    if debate is None:
         return False
     if debate.market_snapshot is not None:
         with transaction.atomic():

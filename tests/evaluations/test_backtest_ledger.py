@@ -104,7 +104,7 @@ def test_the_calibrated_rule_reads_only_the_backtests_own_reviews(
     # minutes apart, whose outcomes were known before the backtest's first step, the
     # bull right and the bear wrong every time
     voters = [(seat["ai_model"], seat["personality"]) for seat in backtest.participants]
-    (bull, _), (bear, _) = voters
+    seats = [(personality, AIModel.objects.get(pk=model)) for model, personality in voters]
     for n in range(32):
         at = START - timedelta(hours=4, minutes=15 * n)
         rose = close_by("BTCUSDT", at + timedelta(hours=4)) > close_by("BTCUSDT", at)
@@ -113,14 +113,14 @@ def test_the_calibrated_rule_reads_only_the_backtests_own_reviews(
             owner=user,
             strategy=strategy,
             as_of=at,
-            seats=[("bull", AIModel.objects.get(pk=bull)), ("bear", AIModel.objects.get(pk=bear))],
+            seats=seats,
             openings={0: {"BTCUSDT": right}, 1: {"BTCUSDT": wrong}},
             votes={0: {"BTCUSDT": (right, 70)}, 1: {"BTCUSDT": (wrong, 80)}},
             decisions={"BTCUSDT": right},
         )
         assert debate_review(debate_id=debate.pk, settings=ReviewSettings(240, Decimal("0.1")))
     # (read from every debate, those reviews would weigh the bull's long above the bear's
-    # short at every step, the first included)
+    # short at the first step, which the backtest's own reviews leave short)
     everyone = voter_history(voters, until=START)
     weights = {
         voter: calibrated_weight(sum(right for _, right in judged), len(judged))

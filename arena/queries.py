@@ -1,0 +1,21 @@
+"""Project-wide reads through the ORM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+
+def one_or_none(queryset: QuerySet, **lookup: Any) -> Any:
+    """Return the row of ``queryset`` that ``lookup`` selects (a model, or a tuple of a
+    ``values_list``), or None when there is none.
+
+    A row found by a key is read with ``get()``, not ``filter().first()``: ``first()``
+    sorts by the model's default ordering (a debate's ``-created_at, -id``), which the
+    query compiler spends time on and, through a relation, PostgreSQL joins for.
+    """
+    try:
+        return queryset.get(**lookup)
+    except queryset.model.DoesNotExist:
+        return None
