@@ -112,8 +112,10 @@ class BacktestCreateApi(JsonApi):
             choices=Weighting.choices,
             required=False,
             help_text="How votes weigh in the consensus: confidence (default) or calibrated "
-            "(confidence x the voter's shrunk hit rate from earlier reviews); the report "
-            "shows both rules.",
+            "(confidence x the voter's shrunk hit rate from the reviews of the backtest's "
+            "earlier steps; a step starts once the steps it reads have ended, so with a "
+            "horizon of one step the debates run one at a time); the report shows both "
+            "rules.",
         )
 
     @extend_schema(

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum
 
+from arena.queries import one_or_none
 from debates.engine.consensus import calibrated_weight
 from debates.models import (
     AIModel,
@@ -171,19 +172,28 @@ def voter_history(
 def calibrated_voter_weights(*, debate_id: int) -> dict[str, float]:
     """Return each participant's calibrated weight in a debate (by participant id), from
     the reviews of its model and personality whose outcome was known by the debate's
-    instant: reviews of earlier instants only, so a backtest never weighs by the future."""
-    stamp = (
-        Debate.objects.filter(pk=debate_id).values_list("market_snapshot__as_of", flat=True).first()
+    instant: reviews of earlier instants only, so a backtest never weighs by the future.
+
+    A backtest's debate reads the reviews of its own backtest's debates only (a step
+    starts once those it may read are made: ``backtests.services.runs``), so what else
+    was run over the same window never changes what a backtest decides."""
+    found = one_or_none(
+        Debate.objects.values_list(
+            "owner_id", "market_snapshot__as_of", "backtest_step__backtest_id"
+        ),
+        pk=debate_id,
     )
-    if not stamp:
+    if found is None or not found[1]:
         return {}  # no instant to read the past from: the votes weigh by confidence
+    owner_id, stamp, backtest_id = found
     instant = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     seats = list(
         Participant.objects.filter(debate_id=debate_id).values_list(
             "pk", "ai_model_id", "personality"
         )
     )
-    history = voter_history([(model, p) for _, model, p in seats], until=instant)
+    scope = None if backtest_id is None else Scope(owner_id=owner_id, backtest_id=backtest_id)
+    history = voter_history([(model, p) for _, model, p in seats], until=instant, scope=scope)
     weights = {}
     for participant_id, model_id, personality in seats:
         judged = history[(model_id, personality)]

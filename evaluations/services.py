@@ -13,8 +13,8 @@ market source (``strategies.snapshots.market_source``): on the dataset, the clos
 the last candle closed by instant + horizon; on a live source, the price when the
 review runs, which the beat task (``evaluations.reviews_due``) does soon after the
 horizon. A dataset debate is due once its horizon lies inside the dataset, a live one
-once its horizon has passed; a backtest reviews its debates itself, at once, over its
-own horizon.
+once its horizon has passed; a backtest reviews each of its debates itself as soon as
+it has ended, over its own horizon.
 """
 
 from __future__ import annotations

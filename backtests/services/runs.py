@@ -13,6 +13,15 @@ Debates of one backtest are independent (no prompt holds the account), so they r
 side by side, within the model-call cap like every debate; each learns nothing of the
 backtest, which reads their stored status.
 
+A step's debate is reviewed (``evaluations``, over the backtest's horizon) as soon as it
+has ended, by the next advance. The debates of a backtest at ``weighting: calibrated``
+read those reviews: a debate weighs its voters by the reviews of the backtest's own
+earlier steps whose outcome was known by its instant (its instant plus the horizon), and
+so that it reads every one of them, however the debates happened to overlap, a step
+starts only once every step whose outcome is known by its instant has ended. With the
+horizon one step long (the default), such a backtest debates one step at a time; run
+again, it decides the same.
+
 At ``level: auto`` a tick first asks of each next step whether it is quiet (L0, the rule of
 a schedule's quiet firing): a quiet step is recorded skipped with its reason, starts no
 debate and makes no model call, and counts as done at once.
@@ -29,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -44,7 +53,7 @@ from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, Backtest
 from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
-from debates.models import DebateLevel
+from debates.models import DebateLevel, DebateStatus, Weighting
 from debates.services import DebateInput, debate_create, debate_start
 from debates.services.levels import market_move, quiet_reason
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review
@@ -88,9 +97,10 @@ def _locked(backtest_id: int) -> Backtest | None:
 
 def _advance(backtest: Backtest) -> bool:
     """Under the backtest's row lock: start a pending backtest, count the steps whose
-    debates have ended (progress), start the next steps' debates while fewer than
-    ``BACKTEST_DEBATES_IN_FLIGHT`` run, and finish the run once every step has ended.
-    Return whether the run goes on (it is still active)."""
+    debates have ended (progress) and review those, start the next steps' debates while
+    fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` run (at ``weighting: calibrated``, those
+    whose reviews to read have all been made), and finish the run once every step has
+    ended. Return whether the run goes on (it is still active)."""
     if backtest.status not in ACTIVE_STATUSES:
         return False
     now = timezone.now()
@@ -99,10 +109,18 @@ def _advance(backtest: Backtest) -> bool:
         Backtest.objects.filter(pk=backtest.pk).update(status=backtest.status, started_at=now)
         events.status_changed(backtest)
     steps = list(
-        BacktestStep.objects.filter(backtest=backtest).values_list("index", "debate__status")
+        BacktestStep.objects.filter(backtest=backtest).values_list("as_of", "debate__status")
     )
-    ended = sum(1 for _, status in steps if status is None or status in DEBATE_TERMINAL)
-    running = len(steps) - ended
+    running = [
+        as_of for as_of, status in steps if status is not None and status not in DEBATE_TERMINAL
+    ]
+    ended = len(steps) - len(running)
+    try:
+        _review_ended(backtest)  # read after the steps: every one counted ended is reviewed
+    except Exception as exc:
+        logger.exception("backtest %s: a step's review could not be made", backtest.pk)
+        _fail(backtest, code="review_failed", message=f"{type(exc).__name__}: {exc}")
+        return False
     if ended != backtest.steps_done:
         backtest.steps_done = ended
         Backtest.objects.filter(pk=backtest.pk).update(steps_done=ended)
@@ -110,10 +128,10 @@ def _advance(backtest: Backtest) -> bool:
     if ended == backtest.steps_total:
         _finish(backtest)
         return False
-    room = settings.BACKTEST_DEBATES_IN_FLIGHT - running
+    room = settings.BACKTEST_DEBATES_IN_FLIGHT - len(running)
     if room > 0:
         try:
-            _start_steps(backtest, first=len(steps), count=room)
+            _start_steps(backtest, first=len(steps), count=room, running=running)
         except ApplicationError as exc:
             # The template no longer makes a debate (a model disabled, the strategy
             # deleted): the run cannot go on.
@@ -136,14 +154,52 @@ def debate_ended(*, debate_id: int) -> None:
         send_on_commit(backtest_step_ended_task.si(backtest_id))
 
 
-def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
-    """Create and start the debates of steps ``first``.. (at most ``count``); at ``level:
-    auto`` record a quiet step as skipped (L0) instead, which takes no room."""
+def _review_settings(backtest: Backtest) -> ReviewSettings:
+    strategy = backtest.strategy
+    return ReviewSettings(
+        backtest.horizon_minutes, strategy.review_flat_pct if strategy else DEFAULT_FLAT_PCT
+    )
+
+
+def _review_ended(backtest: Backtest) -> None:
+    """Review the backtest's completed debates that are not reviewed yet, over its
+    horizon (a debate whose horizon passes the dataset's end is never due)."""
+    debates_review(
+        debate_ids=BacktestStep.objects.filter(
+            backtest=backtest,
+            debate__status=DebateStatus.COMPLETED,
+            debate__review__isnull=True,
+        )
+        .order_by("index")
+        .values_list("debate_id", flat=True),
+        settings=_review_settings(backtest),
+    )
+
+
+def _reads_a_running_step(backtest: Backtest, as_of: datetime, running: list[datetime]) -> bool:
+    """Return whether the debate of the step at ``as_of`` would read the review of a step
+    still ``running`` (their instants): at ``weighting: calibrated`` a debate reads the
+    reviews of the steps whose outcome (their instant plus the horizon) is known by its
+    instant, so it starts only once those have ended and so are reviewed."""
+    horizon = timedelta(minutes=backtest.horizon_minutes)
+    return backtest.weighting == Weighting.CALIBRATED and any(
+        at + horizon <= as_of for at in running
+    )
+
+
+def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[datetime]) -> None:
+    """Create and start the debates of steps ``first``.. (at most ``count``, and none
+    that would read the review of a step still running: those of ``running``, the
+    instants of the steps running, and those started here); at ``level: auto`` record a
+    quiet step as skipped (L0) instead, which takes no room."""
+    running = list(running)
     instants = step_instants(backtest.start, backtest.end, backtest.interval_minutes)
     quiet = _QuietSteps(backtest, first) if backtest.level == DebateLevel.AUTO else None
     index, started = first, 0
     while started < count and index < backtest.steps_total:
         as_of = instants[index]
+        if _reads_a_running_step(backtest, as_of, running):
+            break
         reason = quiet.skip(as_of) if quiet is not None else None
         if reason is not None:
             BacktestStep.objects.create(
@@ -172,6 +228,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int) -> None:
         debate = debate_create(owner=backtest.owner, data=data, quota=False)
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
         debate_start(debate_id=debate.pk)
+        running.append(as_of)
         index, started = index + 1, started + 1
 
 
@@ -220,20 +277,10 @@ class _QuietSteps:
 
 
 def _finish(backtest: Backtest) -> None:
-    """Review every step's debate at once (over the backtest's horizon), then store the
-    report of a backtest whose every step has ended, and complete it."""
+    """Store the report of a backtest whose every step has ended (and is reviewed), and
+    complete it."""
     now = timezone.now()
     try:
-        debates_review(
-            debate_ids=BacktestStep.objects.filter(backtest=backtest)
-            .exclude(debate=None)
-            .order_by("index")
-            .values_list("debate_id", flat=True),
-            settings=ReviewSettings(
-                backtest.horizon_minutes,
-                backtest.strategy.review_flat_pct if backtest.strategy else DEFAULT_FLAT_PCT,
-            ),
-        )
         report = backtest_report(backtest=backtest, finished_at=now)
     except Exception as exc:
         logger.exception("backtest %s: the report could not be made", backtest.pk)

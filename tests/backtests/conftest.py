@@ -51,16 +51,18 @@ def fake_models(user, llm) -> Callable[[int], list]:  # noqa: F811
 
 @pytest.fixture
 def make_backtest(user, strategy, fake_models) -> Callable[..., Backtest]:
-    """Create (and so start) a backtest of ``user`` whose debates call the fake server."""
+    """Create (and so start) a backtest of ``user`` whose debates call the fake server,
+    seating new models unless ``models`` are given."""
 
     def make(
         personalities=("bull", "bear", "analyst"),
         start=datetime(2024, 8, 4, 12, tzinfo=UTC),
         end=datetime(2024, 8, 7, 12, tzinfo=UTC),
         interval_minutes=240,
+        models=None,
         **fields: Any,
     ) -> Backtest:
-        models = fake_models(len(personalities))
+        models = models or fake_models(len(personalities))
         data = BacktestInput(
             name="Scripted backtest",
             strategy=fields.pop("strategy", strategy.pk),

@@ -1,17 +1,19 @@
-"""A scripted backtest against the fake model server: its debates are reviewed at once
-and its report holds the ledger, with exact flip counts from the candle files."""
+"""A scripted backtest against the fake model server: its debates are reviewed as they
+end and its report holds the ledger, with exact flip counts from the candle files; at
+``weighting: calibrated`` its debates weigh by its own earlier steps' reviews."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 
 import pytest
 from django.db.models import Sum
 
 from backtests.services.reports import backtest_report
 from debates.engine.consensus import calibrated_weight
-from debates.models import AIModel, Message
+from debates.models import AIModel, Debate, Decision, Message
 from evaluations.models import DecisionReview
 from evaluations.selectors import voter_history
 from evaluations.services import ReviewSettings, debate_review
@@ -26,17 +28,45 @@ START = datetime(2024, 8, 5, 12, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 
 
-def one_day_backtest(make_backtest):
+def one_day_backtest(make_backtest, **fields):
     """Run a one-day backtest at 4h from START (6 debates of a bull and a bear) to its
     completion and return it."""
     backtest = wait_until_done(
         make_backtest(
-            personalities=("bull", "bear"), start=START, end=START + timedelta(days=1)
+            personalities=("bull", "bear"), start=START, end=START + timedelta(days=1), **fields
         ).pk,
         timeout=120,
     )
     assert backtest.status == "completed", backtest.error
     return backtest
+
+
+def reviewed_elsewhere(owner, strategy, voters) -> None:
+    """Review 32 debates of ``voters`` (a bull's and a bear's model and personality), 15
+    minutes apart, whose outcomes were known before START: the bull right and the bear
+    wrong every time. Read from every debate, they weigh the bull's long at 70 above the
+    bear's short at 80 at START."""
+    seats = [(personality, AIModel.objects.get(pk=model)) for model, personality in voters]
+    for n in range(32):
+        at = START - timedelta(hours=4, minutes=15 * n)
+        rose = close_by("BTCUSDT", at + timedelta(hours=4)) > close_by("BTCUSDT", at)
+        right, wrong = ("open_long", "open_short") if rose else ("open_short", "open_long")
+        debate = completed_debate(
+            owner=owner,
+            strategy=strategy,
+            as_of=at,
+            seats=seats,
+            openings={0: {"BTCUSDT": right}, 1: {"BTCUSDT": wrong}},
+            votes={0: {"BTCUSDT": (right, 70)}, 1: {"BTCUSDT": (wrong, 80)}},
+            decisions={"BTCUSDT": right},
+        )
+        assert debate_review(debate_id=debate.pk, settings=ReviewSettings(240, Decimal("0.1")))
+    everyone = voter_history(voters, until=START)
+    weights = {
+        voter: calibrated_weight(sum(right for _, right in judged), len(judged))
+        for voter, judged in everyone.items()
+    }
+    assert 0.70 * weights[voters[0]] > 0.80 * weights[voters[1]]
 
 
 def test_openings_short_and_votes_long_give_exact_flips_and_flip_accuracy(
@@ -100,34 +130,44 @@ def test_the_calibrated_rule_reads_only_the_backtests_own_reviews(
     backtest = one_day_backtest(make_backtest)
     calibrated = next(r for r in backtest.report["rules"] if r["key"] == "weighting:calibrated")
     assert "short" in {trade["side"] for trade in calibrated["trades"]}
-    # when the same two voters are reviewed afterwards in 32 debates of their own, 15
-    # minutes apart, whose outcomes were known before the backtest's first step, the
-    # bull right and the bear wrong every time
+    # when the same two voters are reviewed afterwards in 32 debates of their own, whose
+    # outcomes were known before the backtest's first step (which the backtest's own
+    # reviews leave short)
     voters = [(seat["ai_model"], seat["personality"]) for seat in backtest.participants]
-    seats = [(personality, AIModel.objects.get(pk=model)) for model, personality in voters]
-    for n in range(32):
-        at = START - timedelta(hours=4, minutes=15 * n)
-        rose = close_by("BTCUSDT", at + timedelta(hours=4)) > close_by("BTCUSDT", at)
-        right, wrong = ("open_long", "open_short") if rose else ("open_short", "open_long")
-        debate = completed_debate(
-            owner=user,
-            strategy=strategy,
-            as_of=at,
-            seats=seats,
-            openings={0: {"BTCUSDT": right}, 1: {"BTCUSDT": wrong}},
-            votes={0: {"BTCUSDT": (right, 70)}, 1: {"BTCUSDT": (wrong, 80)}},
-            decisions={"BTCUSDT": right},
-        )
-        assert debate_review(debate_id=debate.pk, settings=ReviewSettings(240, Decimal("0.1")))
-    # (read from every debate, those reviews would weigh the bull's long above the bear's
-    # short at the first step, which the backtest's own reviews leave short)
-    everyone = voter_history(voters, until=START)
-    weights = {
-        voter: calibrated_weight(sum(right for _, right in judged), len(judged))
-        for voter, judged in everyone.items()
-    }
-    assert 0.70 * weights[voters[0]] > 0.80 * weights[voters[1]]
+    reviewed_elsewhere(user, strategy, voters)
     # then the report made again is the same: its calibrated rule reads the backtest's own
     # reviews only, whatever else was reviewed before or after it
     again = backtest_report(backtest=backtest, finished_at=backtest.finished_at)
     assert comparable(again) == comparable(backtest.report)
+
+
+def test_a_calibrated_backtest_weighs_by_its_own_earlier_steps_one_step_at_a_time(
+    celery_worker, llm, make_backtest, fake_models, user, strategy
+):
+    # given a bull (P1) long at 70 and a bear (P2) short at 80 on every coin, and 32
+    # earlier debates of the same two voters, reviewed, the bull right every time
+    llm.add_rule(Reply.answer(contract("open_short", 80), match="You are P2,"))
+    models = fake_models(2)
+    reviewed_elsewhere(user, strategy, [(models[0].pk, "bull"), (models[1].pk, "bear")])
+    # when a one-day backtest at 4h of those two voters weighs its votes by calibration
+    # (its horizon, 4 hours: each step's outcome is known by the next step)
+    backtest = one_day_backtest(make_backtest, models=models, weighting="calibrated")
+    # then its steps' debates ran one after another, each started once the one before
+    # it had ended
+    debates = list(
+        Debate.objects.filter(backtest_step__backtest=backtest).order_by("backtest_step__index")
+    )
+    assert len(debates) == 6
+    for before, after in pairwise(debates):
+        assert after.started_at >= before.finished_at
+    # and its first step, with no earlier step of its own, weighed both voters alike: short
+    first = Decision.objects.get(debate=debates[0], symbol="BTCUSDT")
+    assert first.action == "open_short"
+    # and every step decided as the report's calibrated rule, which weighs each step's
+    # ballots by the backtest's own reviews known by its instant
+    rules = {rule["key"]: rule for rule in backtest.report["rules"]}
+    assert rules["debate"]["trades"] == rules["weighting:calibrated"]["trades"]
+    assert rules["debate"]["equity"] == rules["weighting:calibrated"]["equity"]
+    # and so does it when it is run again, whatever the first run reviewed
+    again = one_day_backtest(make_backtest, models=models, weighting="calibrated")
+    assert comparable(again.report) == comparable(backtest.report)
