@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -190,16 +191,36 @@ def stream_token(user) -> Callable[[int], str]:
     return issue
 
 
-def database_connections() -> int:
-    """Return how many PostgreSQL connections this test run's database has open now."""
+def database_connections(pid: int) -> int:
+    """Return how many PostgreSQL connections of process ``pid`` this test run's database
+    has open now: those whose client port is one of the process's sockets (connections
+    of other processes, such as those an earlier test left closing, are not counted)."""
     db = connection.settings_dict
     with psycopg.connect(
         host=db["HOST"], port=db["PORT"], user=db["USER"], dbname="postgres", autocommit=True
     ) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [db["NAME"]]
-        ).fetchone()
-    return int(row[0])
+        ports = conn.execute(
+            "SELECT client_port FROM pg_stat_activity WHERE datname = %s", [db["NAME"]]
+        ).fetchall()
+    owned = _socket_ports(pid)
+    return sum(1 for (port,) in ports if port in owned)
+
+
+def _socket_ports(pid: int) -> set[int]:
+    """Return the local TCP ports of the sockets process ``pid`` holds open."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def publish_process(*, channel: str, count: int, redis_url: str, start: int = 0) -> None:

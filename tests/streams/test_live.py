@@ -259,11 +259,11 @@ def test_no_event_is_lost_across_a_redis_restart(web, user, stream_token, privat
 
 
 def test_open_streams_hold_no_database_connection(web, user, stream_token, settings):
-    # given a web process, and the connections of this test run's database now
+    # given a web process, and its connections to this test run's database now
     debate = DebateFactory(owner=user)
     server = web()
     url, params = server.stream_url(debate.pk), {"token": stream_token(debate.pk)}
-    baseline = database_connections()
+    baseline = database_connections(server.process.pid)
     # when 120 clients (more than PostgreSQL's default 100 connections) hold streams open
     # (they connect all at once from one event loop, which a loaded machine can take
     # longer than the usual 10 s to get through: the streams are what is measured)
@@ -273,7 +273,7 @@ def test_open_streams_hold_no_database_connection(web, user, stream_token, setti
             client.wait_for_type("initial", timeout=60)
         # then the web process uses at most its SSE_DB_THREADS connections
         time.sleep(1.0)
-        during = database_connections()
+        during = database_connections(server.process.pid)
         print(f"\nPostgreSQL connections: {baseline} before, {during} with 120 open streams")
         assert during - baseline <= settings.SSE_DB_THREADS
         # and every stream is alive
