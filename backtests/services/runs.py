@@ -2,19 +2,21 @@
 
 A run is a chain of ``backtests.tick`` tasks, each sent by the one before it. A tick,
 under the backtest's row lock: moves a pending backtest to running; counts the steps
-whose debates have ended (progress); creates and starts, through the debate services,
-the debates of the next steps while fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` are
-running; once every step's debate has ended, simulates the portfolio and stores the
-report. It then sends the next tick, ``BACKTEST_TICK_S`` later. The end of a step's
-debate advances the run the same way at once (``backtest_step_ended``, sent on
-``debates.signals.debate_ended``), so the next step's debate starts without waiting
-for a tick; the ticks stay the run's clock and catch an end whose message was lost.
+whose debates have ended (progress) and reviews them; creates and starts, through the
+debate services, the debates of the next steps while fewer than
+``BACKTEST_DEBATES_IN_FLIGHT`` are running; once every step's debate has ended,
+simulates the portfolio and stores the report. It then sends the next tick,
+``BACKTEST_TICK_S`` later. The end of a step's debate advances the run the same way at
+once (``backtest_step_ended``, sent on ``debates.signals.debate_ended``), so the next
+step's debate starts without waiting for a tick; the ticks stay the run's clock and
+catch an end whose message was lost.
 Debates of one backtest are independent (no prompt holds the account), so they run
-side by side, within the model-call cap like every debate; each learns nothing of the
-backtest, which reads their stored status.
+side by side, within the model-call cap like every debate (but at ``weighting:
+calibrated``, below); each learns nothing of the backtest, which reads their stored
+status.
 
 A step's debate is reviewed (``evaluations``, over the backtest's horizon) as soon as it
-has ended, by the next advance. The debates of a backtest at ``weighting: calibrated``
+has ended, by the advance that counts it. The debates of a backtest at ``weighting: calibrated``
 read those reviews: a debate weighs its voters by the reviews of the backtest's own
 earlier steps whose outcome was known by its instant (its instant plus the horizon), and
 so that it reads every one of them, however the debates happened to overlap, a step
