@@ -183,9 +183,9 @@ def calibrated_voter_weights(*, debate_id: int) -> dict[str, float]:
         ),
         pk=debate_id,
     )
-    if found is None or not found[1]:
+    owner_id, stamp, backtest_id = found or (None, None, None)
+    if not stamp:
         return {}  # no instant to read the past from: the votes weigh by confidence
-    owner_id, stamp, backtest_id = found
     instant = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     seats = list(
         Participant.objects.filter(debate_id=debate_id).values_list(

@@ -58,7 +58,8 @@ from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.models import DebateLevel, DebateStatus, Weighting
 from debates.services import DebateInput, debate_create, debate_start
 from debates.services.levels import market_move, quiet_reason
-from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review
+from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review, is_due
+from strategies.models import MarketSource
 
 logger = logging.getLogger(__name__)
 
@@ -111,14 +112,18 @@ def _advance(backtest: Backtest) -> bool:
         Backtest.objects.filter(pk=backtest.pk).update(status=backtest.status, started_at=now)
         events.status_changed(backtest)
     steps = list(
-        BacktestStep.objects.filter(backtest=backtest).values_list("as_of", "debate__status")
+        BacktestStep.objects.filter(backtest=backtest)
+        .order_by("index")
+        .values_list("as_of", "debate_id", "debate__status", "debate__review")
     )
     running = [
-        as_of for as_of, status in steps if status is not None and status not in DEBATE_TERMINAL
+        as_of
+        for as_of, _, status, _ in steps
+        if status is not None and status not in DEBATE_TERMINAL
     ]
     ended = len(steps) - len(running)
     try:
-        _review_ended(backtest)  # read after the steps: every one counted ended is reviewed
+        _review_ended(backtest, steps, now=now)
     except Exception as exc:
         logger.exception("backtest %s: a step's review could not be made", backtest.pk)
         _fail(backtest, code="review_failed", message=f"{type(exc).__name__}: {exc}")
@@ -163,17 +168,18 @@ def _review_settings(backtest: Backtest) -> ReviewSettings:
     )
 
 
-def _review_ended(backtest: Backtest) -> None:
-    """Review the backtest's completed debates that are not reviewed yet, over its
-    horizon (a debate whose horizon passes the dataset's end is never due)."""
+def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> None:
+    """Review the debates of ``steps`` (instant, debate id, status, review id) that
+    completed and are not reviewed yet, over the backtest's horizon, once they are due
+    (a backtest replays the dataset: a step whose horizon passes its end never is)."""
     debates_review(
-        debate_ids=BacktestStep.objects.filter(
-            backtest=backtest,
-            debate__status=DebateStatus.COMPLETED,
-            debate__review__isnull=True,
-        )
-        .order_by("index")
-        .values_list("debate_id", flat=True),
+        debate_ids=[
+            debate_id
+            for as_of, debate_id, status, review_id in steps
+            if status == DebateStatus.COMPLETED
+            and review_id is None
+            and is_due(as_of, MarketSource.DATASET, backtest.horizon_minutes, now=now)
+        ],
         settings=_review_settings(backtest),
     )
 
