@@ -37,6 +37,11 @@ class StepBusy(Exception):
     """Another live copy holds the step."""
 
 
+class StepHandedOver(Exception):
+    """Raised in a held step that has done nothing and leaves the step to another task
+    (``debates.services.calls.NotCached``): its claim is given back at once."""
+
+
 class Claims(Protocol):
     """What every claim store offers."""
 
@@ -140,8 +145,10 @@ def step_release(*, step: str, holder: str) -> None:
 def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
     """Hold ``step`` for the ``with`` block, with a heartbeat; raise ``StepBusy`` if taken.
 
-    The claim is released when the block ends normally; when it raises, the claim is
-    left to expire, so a retry of the same task (same ``holder``) finds it again.
+    The claim is released when the block ends normally, or raises ``StepHandedOver``
+    (the task sent for the step takes it at once); when it raises anything else, the
+    claim is left to expire, so a retry of the same task (same ``holder``) finds it
+    again.
     """
     if not step_claim(step=step, holder=holder):
         raise StepBusy(step)
@@ -151,6 +158,10 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
         step_claim(step=step, holder=holder)
         Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
 
-    with heartbeat(beat, every_s=claim_ttl_s() / 3, name=step):
-        yield
+    try:
+        with heartbeat(beat, every_s=claim_ttl_s() / 3, name=step):
+            yield
+    except StepHandedOver:
+        step_release(step=step, holder=holder)
+        raise
     step_release(step=step, holder=holder)

@@ -6,6 +6,10 @@ stay free of logging: each turn, vote and consensus task ends with a line such a
     step debate=12 step=turn round=2 participant=31 outcome=ok model_ms=1840 attempts=1
     parse=ok latency_ms=1903 task=debates.turn_run
 
+A step a task ran in place of its own (``debates.services.cached``: a debate whose
+answers the model-call cache holds) writes the same line, with ``in_task`` the id of
+the task that ran it.
+
 ``outcome`` is what was stored (``ok``, ``error`` for a failed model call, ``none`` when
 nothing was: a cancelled debate, a step another worker holds) or, for a task that raised,
 Celery's state (``retry``, ``failure``). The line never holds a prompt, an answer or a key.
@@ -20,6 +24,7 @@ import logging
 import time
 from typing import Any
 
+from celery import current_app
 from celery.signals import task_postrun, task_prerun
 
 logger = logging.getLogger("debates.step_log")
@@ -48,16 +53,37 @@ def _step_ended(
     **_: Any,
 ) -> None:
     began = _started.pop(task_id, None)
-    if task is None or task.name not in STEPS or not logger.isEnabledFor(logging.INFO):
+    if task is not None and task.name in STEPS:
+        _write(task, args, kwargs or {}, state, began)
+
+
+def step_ran_in_place(name: str, args: tuple, *, began: float, holder: Any) -> None:
+    """Write the line of a step that task ``holder`` ran in place (a step the model-call
+    cache answered, ``debates.services.cached``): the line its own task ``name`` would
+    have written with ``args``, and ``in_task`` the task that ran it."""
+    if name in STEPS:
+        _write(current_app.tasks[name], args, {}, "SUCCESS", began, in_task=holder)
+
+
+def _write(
+    task: Any,
+    args: tuple,
+    kwargs: dict,
+    state: str | None,
+    began: float | None,
+    **extra: Any,
+) -> None:
+    if not logger.isEnabledFor(logging.INFO):
         return  # no line is written: nothing is read for it (a query a step)
     try:
-        fields = step_fields(task, args, kwargs or {}, state)
+        fields = step_fields(task, args, kwargs, state)
     except Exception:  # a log line never fails a step
-        logger.debug("no step line for task %s", task_id, exc_info=True)
+        logger.debug("no step line for %s %s", task.name, args, exc_info=True)
         return
     if began is not None:
         fields["latency_ms"] = round((time.perf_counter() - began) * 1000)
     fields["task"] = task.name
+    fields.update(extra)
     logger.info("step %s", " ".join(f"{key}={value}" for key, value in fields.items()))
 
 

@@ -56,9 +56,10 @@ def retry_on_fresh_connection(task: Any, exc: Exception) -> Exception:
 
 @shared_task(name="debates.prepare_run", **BRIEF_STEP_OPTIONS)
 def prepare_run_task(self, debate_id: int) -> None:
-    """Run a debate's prepare step: build and store its market snapshot."""
+    """Run a debate's prepare step: build and store its market snapshot; at ``cache:
+    use``, then run in place the steps the cache answers and send the rest."""
     try:
-        services.debate_prepare(debate_id=debate_id)
+        services.prepare_step_run(debate_id=debate_id, holder=self.request.id)
     except DATABASE_ERRORS as exc:
         raise retry_on_fresh_connection(self, exc) from exc
 

@@ -1,5 +1,6 @@
 """Every write to debates goes through these services."""
 
+from debates.services.cached import cached_steps_run, prepare_step_run
 from debates.services.consensus import consensus_finalize
 from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import (
@@ -20,6 +21,7 @@ from debates.services.steps import turn_run, vote_run
 
 __all__ = [
     "DebateInput",
+    "cached_steps_run",
     "consensus_finalize",
     "debate_advance",
     "debate_cancel",
@@ -34,6 +36,7 @@ __all__ = [
     "debates_resume_stale",
     "judge_final_run",
     "judge_round_run",
+    "prepare_step_run",
     "run_enqueue",
     "run_plan",
     "turn_run",

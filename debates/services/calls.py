@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from debates.claims import claim_ttl_s
+from debates.claims import StepHandedOver, claim_ttl_s
 from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
@@ -38,6 +40,27 @@ class StepDeferred(Exception):
     def __init__(self, reason: str, retry_after: float) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+
+
+class NotCached(StepHandedOver):
+    """The call's answer is not in the model-call cache (``cached_answers_only``): the
+    step asking it has done nothing, and gives its claim back for the task sent for it."""
+
+
+# Whether a call the cache does not answer is refused (``NotCached``) instead of made.
+_cached_only: ContextVar[bool] = ContextVar("cached_answers_only", default=False)
+
+
+@contextlib.contextmanager
+def cached_answers_only() -> Iterator[None]:
+    """Within the block, a call that the model-call cache does not answer raises
+    ``NotCached`` before anything is taken or written (no slot, no budget): the step
+    asking it stores nothing and can be sent to a worker as it is."""
+    token = _cached_only.set(True)
+    try:
+        yield
+    finally:
+        _cached_only.reset(token)
 
 
 @dataclass(frozen=True)
@@ -115,7 +138,8 @@ def call_model(
 
     With ``cache`` ``use``, a call made before is answered from the model-call cache
     (``debates.services.answers``) without a model call or a slot; with ``use`` or
-    ``refresh``, a model's answer is kept there.
+    ``refresh``, a model's answer is kept there. Within ``cached_answers_only()`` a call
+    the cache does not answer raises ``NotCached`` instead.
 
     Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
     it asks right before; a step that had to wait for its slot asks ``still_wanted()``
@@ -133,6 +157,8 @@ def call_model(
         hit = answer_cached(fingerprint=fingerprint, config=config)
         if hit is not None:
             return CallOutcome(response=hit, error=None)
+    if _cached_only.get():
+        raise NotCached(request.kind)
     try:
         owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:

@@ -9,7 +9,9 @@ and a resume after a crash, and no stored turn is ever asked again.
 Each kind of step names the task that runs it (``STEP_TASKS``), by its registered name:
 the execution step is a task of the traders app, which this app does not import. A
 step no task runs (a person's turn) ends the canvas; the service recording it sends
-the rest.
+the rest. A debate at ``cache: use`` sends its prepare step alone: that task runs in
+place the steps the model-call cache answers, then sends the rest
+(``debates.services.cached``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from debates.engine.plan import (
     VOTING,
     Step,
 )
-from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, SeatKind
+from debates.models import ACTIVE_STATUSES, CacheMode, Debate, DebateStatus
 from debates.selectors import debate_state
 from debates.state import debate_plan, outcome_name
 
@@ -70,41 +72,64 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.DEBATE_STALE_AFTER_S)
 
 
-def step_signature(debate_id: int, step: Step) -> Signature | None:
-    """Return the task message of ``step``, or None when no task runs its kind."""
-    task = STEP_TASKS.get(step.kind)
-    if task is None:
-        return None
-    name, args = task
-    return signature(name, args=args(debate_id, step), immutable=True)
+def step_task(debate_id: int, step: Step) -> tuple[str, tuple]:
+    """Return the name of the task that runs ``step`` (a kind of ``STEP_TASKS``) and its
+    arguments."""
+    name, args = STEP_TASKS[step.kind]
+    return name, args(debate_id, step)
 
 
-def run_plan(*, debate: Debate) -> Signature | None:
-    """Return the canvas of the steps of ``debate`` released and not recorded yet.
+def step_signature(debate_id: int, step: Step) -> Signature:
+    """Return the task message of ``step`` (a kind of ``STEP_TASKS``)."""
+    name, args = step_task(debate_id, step)
+    return signature(name, args=args, immutable=True)
+
+
+def pending_stages(debate: Debate) -> list[list[Step]]:
+    """Return the stages of ``debate``'s plan still to run, in order, each as the steps of
+    it a task runs: the steps released and not recorded yet, up to the first step no
+    task runs (a person's turn or vote: the service recording it sends the rest).
 
     ``debate`` carries its stored steps (``debates.selectors.debate_state``).
     """
     plan = debate_plan(debate)
-    people = {seat.pk for seat in debate.participants.all() if seat.kind == SeatKind.HUMAN}
     released = len(plan.steps) if debate.steps_released is None else debate.steps_released
     by_stage: dict[int, list[Step]] = {}
     for step in plan.steps[:released]:
         by_stage.setdefault(step.stage, []).append(step)
     # A person's turn or vote runs no task, even before it waits for them.
     people = {seat.pk for seat in debate.participants.all() if seat.is_human}
-    stages: list[Signature] = []
+    stages: list[list[Step]] = []
     for stage in by_stage.values():
         unfinished = [step for step in stage if step.status not in FINISHED]
-        # A person's step is never sent, even before it waits: the person writes it.
-        sendable = [s for s in unfinished if s.status in _TO_SEND and s.speaker not in people]
-        tasks = [sig for sig in (step_signature(debate.pk, s) for s in sendable) if sig]
-        if len(tasks) > 1:
-            stages.append(group(tasks))
-        elif tasks:
-            stages.append(_unread(tasks[0]))
-        if len(tasks) < len(unfinished):
+        sendable = [
+            step
+            for step in unfinished
+            if step.status in _TO_SEND and step.speaker not in people and step.kind in STEP_TASKS
+        ]
+        if sendable:
+            stages.append(sendable)
+        if len(sendable) < len(unfinished):
             break  # a step no task runs (a person's): the rest is sent once it is in
-    return chained(stages) if stages else None
+    return stages
+
+
+def run_plan(*, debate: Debate) -> Signature | None:
+    """Return the canvas of the steps of ``debate`` released and not recorded yet
+    (``pending_stages``).
+
+    A debate at ``cache: use`` whose prepare step is still to run sends that step alone:
+    its task then runs in place the steps the model-call cache answers and sends the
+    rest (``debates.services.cached.cached_steps_run``).
+    """
+    stages = pending_stages(debate)
+    if stages and stages[0][0].kind == PREPARE and debate.cache == CacheMode.USE:
+        stages = stages[:1]
+    canvas: list[Signature] = []
+    for stage in stages:
+        tasks = [step_signature(debate.pk, step) for step in stage]
+        canvas.append(group(tasks) if len(tasks) > 1 else _unread(tasks[0]))
+    return chained(canvas) if canvas else None
 
 
 def chained(steps: list[Signature]) -> Signature:

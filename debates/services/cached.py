@@ -1,0 +1,90 @@
+"""A debate at ``cache: use`` runs in place the steps the model-call cache answers.
+
+A step answered from the cache waits for no model: sending it to a worker as a task of
+its own would cost more than the step. So the run of such a debate sends its prepare
+step alone (``runs.run_plan``), and that task, once the market snapshot is stored, runs
+the following steps one after another through the same services the step tasks call:
+each turn, vote and judge step whose call the cache answers, and the consensus. At the
+first step the cache does not answer (or another copy of which is running, or that no
+service here runs: a person's, the execution), it stops, and the rest of the plan is
+sent as any run's is (``runs.run_enqueue``): a backtest run again takes one task a
+debate, and a debate half in the cache asks the models only for the rest.
+
+Every step keeps its own claim, transaction and events, and records itself as it does
+in its task; a worker lost in the middle leaves the steps done so far stored, and the
+watchdog sends the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
+from debates.engine.plan import CONSENSUS, OPENING, REBUTTAL, VOTING, Step
+from debates.models import CacheMode
+from debates.selectors import debate_state
+from debates.services.calls import NotCached, StepDeferred, cached_answers_only
+from debates.services.consensus import consensus_finalize
+from debates.services.judge import judge_final_run, judge_round_run
+from debates.services.lifecycle import debate_prepare
+from debates.services.runs import pending_stages, run_enqueue, step_task
+from debates.services.steps import turn_run, vote_run
+from debates.step_log import step_ran_in_place
+
+
+def _turn(debate_id: int, step: Step, holder: str) -> None:
+    turn_run(
+        debate_id=debate_id, round_number=step.round, participant_id=step.speaker, holder=holder
+    )
+
+
+# The service of each kind of step run in place, from the debate's id, the step and the
+# holder of its claim (the task running it). The execution step is the traders app's.
+_IN_PLACE: dict[str, Callable[[int, Step, str], None]] = {
+    OPENING: _turn,
+    REBUTTAL: _turn,
+    VOTING: lambda debate_id, step, holder: vote_run(
+        debate_id=debate_id, participant_id=step.speaker, holder=holder
+    ),
+    JUDGE_ROUND: lambda debate_id, step, holder: judge_round_run(
+        debate_id=debate_id, round_number=step.round, holder=holder
+    ),
+    JUDGE_FINAL: lambda debate_id, step, holder: judge_final_run(
+        debate_id=debate_id, holder=holder
+    ),
+    CONSENSUS: lambda debate_id, step, holder: consensus_finalize(debate_id=debate_id),
+}
+
+
+def prepare_step_run(*, debate_id: int, holder: str) -> None:
+    """Run a debate's prepare step (``debate_prepare``) in task ``holder`` and, when the
+    debate may go on, the steps the cache answers (``cached_steps_run``)."""
+    if debate_prepare(debate_id=debate_id):
+        cached_steps_run(debate_id=debate_id, holder=holder)
+
+
+def cached_steps_run(*, debate_id: int, holder: str) -> None:
+    """After the prepare step of a debate at ``cache: use``, run in place (in task
+    ``holder``) its steps the cache answers, in the plan's order, then send the rest
+    (see the module docstring). Does nothing for a debate at another cache mode: its
+    whole run was sent at once.
+    """
+    state = debate_state(debate_id=debate_id)
+    if state.cache != CacheMode.USE:
+        return
+    stages = pending_stages(state)
+    for step in (step for stage in stages for step in stage):
+        run = _IN_PLACE.get(step.kind)
+        if run is None:
+            break
+        began = time.perf_counter()
+        try:
+            with cached_answers_only():
+                run(debate_id, step, holder)
+        except (NotCached, StepDeferred):
+            break  # a call to make, or a copy of the step running: sent as a task
+        step_ran_in_place(*step_task(debate_id, step), began=began, holder=holder)
+    else:
+        return  # every step to run has run (a step whose debate had moved on did nothing)
+    run_enqueue(debate_id=debate_id)
