@@ -22,13 +22,12 @@ from collections.abc import Callable
 
 from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
 from debates.engine.plan import CONSENSUS, OPENING, REBUTTAL, VOTING, Step
-from debates.models import CacheMode
 from debates.selectors import debate_state
 from debates.services.calls import NotCached, StepDeferred, cached_answers_only
 from debates.services.consensus import consensus_finalize
 from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import debate_prepare
-from debates.services.runs import pending_stages, run_enqueue, step_task
+from debates.services.runs import pending_stages, run_enqueue, runs_in_place, step_task
 from debates.services.steps import turn_run, vote_run
 from debates.step_log import step_ran_in_place
 
@@ -59,21 +58,17 @@ _IN_PLACE: dict[str, Callable[[int, Step, str], None]] = {
 
 def prepare_step_run(*, debate_id: int, holder: str) -> None:
     """Run a debate's prepare step (``debate_prepare``) in task ``holder`` and, when the
-    debate may go on, the steps the cache answers (``cached_steps_run``)."""
-    if debate_prepare(debate_id=debate_id):
+    debate may go on at ``cache: use``, the steps the cache answers (``cached_steps_run``).
+    """
+    debate = debate_prepare(debate_id=debate_id)
+    if debate is not None and runs_in_place(debate):
         cached_steps_run(debate_id=debate_id, holder=holder)
 
 
 def cached_steps_run(*, debate_id: int, holder: str) -> None:
-    """After the prepare step of a debate at ``cache: use``, run in place (in task
-    ``holder``) its steps the cache answers, in the plan's order, then send the rest
-    (see the module docstring). Does nothing for a debate at another cache mode: its
-    whole run was sent at once.
-    """
-    state = debate_state(debate_id=debate_id)
-    if state.cache != CacheMode.USE:
-        return
-    stages = pending_stages(state)
+    """Run in place (in task ``holder``) the steps of a prepared debate that the cache
+    answers, in the plan's order, then send the rest (see the module docstring)."""
+    stages = pending_stages(debate_state(debate_id=debate_id))
     for step in (step for stage in stages for step in stage):
         run = _IN_PLACE.get(step.kind)
         if run is None:

@@ -434,9 +434,10 @@ def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]
     }
 
 
-def debate_prepare(*, debate_id: int) -> bool:
+def debate_prepare(*, debate_id: int) -> Debate | None:
     """Run the prepare step of an active debate: build and store its market snapshot
-    unless it has one. Say whether the debate may go on.
+    unless it has one. Return the debate as read before the step when it may go on,
+    None when it may not.
 
     When the market data cannot be had the debate is failed with the reason. The
     snapshot is stored once and never rebuilt, so every turn of the debate, and any
@@ -448,11 +449,11 @@ def debate_prepare(*, debate_id: int) -> bool:
         Debate.objects.select_related("strategy"), pk=debate_id, status__in=ACTIVE_STATUSES
     )
     if debate is None:
-        return False
+        return None
     if debate.market_snapshot is not None:
         with transaction.atomic():
             transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
-        return True
+        return debate
     try:
         snapshot, failure = debate_snapshot(debate), None
     except MarketDataError as exc:
@@ -464,14 +465,14 @@ def debate_prepare(*, debate_id: int) -> bool:
                 debate_fail(
                     debate_id=debate_id, step="snapshot", code="market_data", message=failure
                 )
-            return False
+            return None
         with events.together(debate_id):
             stored = transitions.prepared(
                 debate_id=debate_id, fields=_snapshot_fields(debate, snapshot)
             )
             if stored and debate.current_round == 1:
                 events.round_started(debate_id, 1)
-    return True
+    return debate
 
 
 def debate_step_record(

@@ -114,16 +114,19 @@ def pending_stages(debate: Debate) -> list[list[Step]]:
     return stages
 
 
+def runs_in_place(debate: Debate) -> bool:
+    """Say whether the prepare task of ``debate`` runs in place the steps the model-call
+    cache answers, then sends the rest (``debates.services.cached``): at ``cache: use``."""
+    return debate.cache == CacheMode.USE
+
+
 def run_plan(*, debate: Debate) -> Signature | None:
     """Return the canvas of the steps of ``debate`` released and not recorded yet
-    (``pending_stages``).
-
-    A debate at ``cache: use`` whose prepare step is still to run sends that step alone:
-    its task then runs in place the steps the model-call cache answers and sends the
-    rest (``debates.services.cached.cached_steps_run``).
+    (``pending_stages``); when its prepare step is still to run and its task runs the
+    next steps in place (``runs_in_place``), that step alone.
     """
     stages = pending_stages(debate)
-    if stages and stages[0][0].kind == PREPARE and debate.cache == CacheMode.USE:
+    if stages and stages[0][0].kind == PREPARE and runs_in_place(debate):
         stages = stages[:1]
     canvas: list[Signature] = []
     for stage in stages:

@@ -226,7 +226,7 @@ def test_a_prepare_step_without_market_data_fails_the_debate_with_the_reason(
     with django_capture_on_commit_callbacks(execute=False):
         debate_start(debate_id=debate.pk)
 
-    assert debate_prepare(debate_id=debate.pk) is False
+    assert debate_prepare(debate_id=debate.pk) is None
 
     failed = debate_state(debate_id=debate.pk)
     assert failed.status == DebateStatus.FAILED
