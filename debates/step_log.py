@@ -61,8 +61,9 @@ def step_ran_in_place(name: str, args: tuple, *, began: float, holder: Any) -> N
     """Write the line of a step that task ``holder`` ran in place (a step the model-call
     cache answered, ``debates.services.cached``): the line its own task ``name`` would
     have written with ``args``, and ``in_task`` the task that ran it."""
-    if name in STEPS:
-        _write(current_app.tasks[name], args, {}, "SUCCESS", began, in_task=holder)
+    task = current_app.tasks.get(name) if name in STEPS else None
+    if task is not None:
+        _write(task, args, {}, "SUCCESS", began, in_task=holder)
 
 
 def _write(
