@@ -221,7 +221,6 @@ class Command(BaseCommand):
             + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
             + "; "
             f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
-            f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
             f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
             f"{usage['seconds']:.1f} s. Candles: {stretches}."
         )
