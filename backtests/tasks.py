@@ -13,9 +13,11 @@ from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from backtests import services
 from debates.tasks import DATABASE_ERRORS, retry_on_fresh_connection
 
-# A run's tasks: short, and retried only on a lost database connection.
+# A run's tasks: short, and retried only on a lost database connection. Nothing reads
+# what they return, so no result is stored (a Redis write a task).
 RUN_TASK_OPTIONS = {
     "bind": True,
+    "ignore_result": True,
     "acks_late": True,
     "reject_on_worker_lost": True,
     "max_retries": 30,
