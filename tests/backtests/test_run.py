@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from backtests.models import BacktestStep
-from backtests.services import backtest_cancel
+from backtests.services import backtest_cancel, runs
 from debates.models import Debate
 from debates.quotas import QuotaExceeded, debate_create_check, debate_start_check
 from tests.backtests import reference
@@ -257,3 +257,25 @@ def test_the_next_step_starts_when_a_debate_ends_not_at_the_next_tick(
     steps = BacktestStep.objects.filter(backtest=done).order_by("index").select_related("debate")
     for before, after in itertools.pairwise(steps):
         assert after.debate.created_at >= before.debate.finished_at
+
+
+def test_a_review_that_raises_fails_the_run_and_cancels_its_debates(
+    celery_worker, llm, make_backtest, monkeypatch
+):
+    # given step reviews that raise something unexpected once a debate has ended
+    def broken(*, debate_ids: list[int], settings) -> list:
+        if debate_ids:
+            raise RuntimeError("the review broke")
+        return []
+
+    monkeypatch.setattr(runs, "debates_review", broken)
+    # when a 12-step backtest runs
+    backtest = make_backtest(personalities=("bull", "bear"), end=START + timedelta(days=2))
+    done = wait_until_done(backtest.pk)
+    # then it failed with the reason, made no report, and left no debate running
+    assert (done.status, done.report) == ("failed", None)
+    assert done.error == {"code": "review_failed", "message": "RuntimeError: the review broke"}
+    assert done.steps_done < done.steps_total == 12
+    debates = Debate.objects.filter(backtest_step__backtest=done)
+    wait_for(lambda: not debates.filter(status__in=("pending", "running", "voting")).exists())
+    assert published(done.pk)[-1][1]["status"] == "failed"
