@@ -376,7 +376,7 @@ class Participant(models.Model):
     )
 
     class Meta:
-        ordering = ["debate", "speak_order"]
+        ordering = ["debate_id", "speak_order"]
         constraints = [
             models.UniqueConstraint(
                 fields=["debate", "speak_order"], name="participant_unique_speak_order"
@@ -469,7 +469,7 @@ class Message(Usage):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["debate", "round", "participant__speak_order"]
+        ordering = ["debate_id", "round", "participant__speak_order"]
         constraints = [
             models.UniqueConstraint(
                 fields=["debate", "round", "participant"], name="message_one_per_round_participant"
@@ -498,7 +498,7 @@ class Ballot(Usage):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["debate", "participant__speak_order"]
+        ordering = ["debate_id", "participant__speak_order"]
         constraints = [
             models.UniqueConstraint(
                 fields=["debate", "participant"], name="ballot_one_per_participant"
@@ -633,7 +633,7 @@ class Vote(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["debate", "participant__speak_order", "symbol"]
+        ordering = ["debate_id", "participant__speak_order", "symbol"]
         constraints = [
             models.UniqueConstraint(
                 fields=["debate", "participant", "symbol"], name="vote_one_per_voter_coin"
@@ -671,7 +671,7 @@ class Decision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["debate", "-is_primary", "symbol"]
+        ordering = ["debate_id", "-is_primary", "symbol"]
         constraints = [
             models.UniqueConstraint(fields=["debate", "symbol"], name="decision_one_per_coin"),
             models.UniqueConstraint(

@@ -154,7 +154,7 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
     openings: dict[str, list[CoinDecision]] = {}
     for speaker, said in (
         Message.objects.filter(debate=debate, round=1, status=StepStatus.OK)
-        .order_by("participant__speak_order")  # the default would join the debate to sort
+        .order_by("participant__speak_order")  # in speaking order
         .values_list("participant_id", "decisions")
     ):
         openings[str(speaker)] = [CoinDecision.from_dict(d) for d in said]

@@ -69,8 +69,8 @@ class BudgetExhausted(Exception):
 
 def call_limits(scope: CallScope) -> CallLimits | None:
     """Return the limits of ``scope``'s next call, or None when the debate is gone."""
-    # Unordered: the models' default orderings would join the debate into the subquery
-    # and sort both by its creation time, for one row each (3 to 4 times the query).
+    # Unordered: the models' default orderings would sort the subquery and the query,
+    # for one row each.
     seat = (
         Participant.objects.filter(pk=scope.participant_id or 0)
         .order_by()
