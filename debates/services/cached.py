@@ -67,19 +67,27 @@ def prepare_step_run(*, debate_id: int, holder: str) -> None:
 
 def cached_steps_run(*, debate_id: int, holder: str) -> None:
     """Run in place (in task ``holder``) the steps of a prepared debate that the cache
-    answers, in the plan's order, then send the rest (see the module docstring)."""
+    answers, in the plan's order; from the first it does not, send the rest as tasks
+    (see the module docstring)."""
     stages = pending_stages(debate_state(debate_id=debate_id))
     for step in (step for stage in stages for step in stage):
-        run = _IN_PLACE.get(step.kind)
-        if run is None:
-            break
-        began = time.perf_counter()
-        try:
-            with cached_answers_only():
-                run(debate_id, step, holder)
-        except (NotCached, StepDeferred):
-            break  # a call to make, or a copy of the step running: sent as a task
-        step_ran_in_place(*step_task(debate_id, step), began=began, holder=holder)
-    else:
-        return  # every step to run has run (a step whose debate had moved on did nothing)
-    run_enqueue(debate_id=debate_id)
+        if not _ran_from_cache(debate_id, step, holder):
+            run_enqueue(debate_id=debate_id)
+            return
+
+
+def _ran_from_cache(debate_id: int, step: Step, holder: str) -> bool:
+    """Run ``step`` in place unless it needs a model call, another copy of it is running,
+    or no service here runs it (the execution); say whether it ran. A step whose debate
+    has moved on (cancelled, or voting early) does nothing, and counts as run."""
+    run = _IN_PLACE.get(step.kind)
+    if run is None:
+        return False
+    began = time.perf_counter()
+    try:
+        with cached_answers_only():
+            run(debate_id, step, holder)
+    except (NotCached, StepDeferred):
+        return False
+    step_ran_in_place(*step_task(debate_id, step), began=began, holder=holder)
+    return True

@@ -139,7 +139,7 @@ def stored_calls(debate: Debate) -> list:
     return [(r.cached, r.latency_ms, r.prompt_tokens + r.completion_tokens) for r in rows]
 
 
-def decisions_of(debate: Debate) -> list:
+def decisions_of(debate: Debate | int) -> list:
     fields = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_loss")
     return list(Decision.objects.filter(debate=debate).order_by("symbol").values_list(*fields))
 

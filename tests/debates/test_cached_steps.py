@@ -11,12 +11,12 @@ import pytest
 from celery.signals import task_prerun
 
 from debates.claims import step_claim
-from debates.models import Ballot, Decision, JudgeCall, JudgeScore, Message, ModelAnswer
+from debates.models import Ballot, JudgeCall, JudgeScore, Message, ModelAnswer
 from debates.services import calls, debate_prepare, debate_start, turn_run
 from debates.services.calls import NotCached, cached_answers_only, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import published_types
-from tests.debates.test_cache import CONFIG, REQUEST
+from tests.debates.test_cache import CONFIG, REQUEST, decisions_of
 from tests.debates.test_judge import scores_answer, summary_answer
 from tests.fakes.llm_server import Reply, default_answer
 
@@ -40,13 +40,6 @@ def tasks_run() -> Iterator[list[tuple[str, tuple]]]:
 def of_debate(tasks: list[tuple[str, tuple]], debate_id: int) -> list[str]:
     """Return the names of the distinct tasks of ``debate_id`` (a retried one once)."""
     return sorted(name for name, args in set(tasks) if args[:1] == (debate_id,))
-
-
-def decisions_of(debate_id: int) -> list[tuple]:
-    fields = ("symbol", "action", "confidence", "leverage", "position_pct", "stop_loss")
-    return list(
-        Decision.objects.filter(debate_id=debate_id).order_by("symbol").values_list(*fields)
-    )
 
 
 def run(make_debate) -> int:
