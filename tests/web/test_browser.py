@@ -299,6 +299,31 @@ def bad_gateway(port: int) -> Iterator[ThreadingHTTPServer]:
         thread.join(5)
 
 
+def test_typing_in_the_form_while_its_lists_load_stays_in_the_field_typed_in(
+    open_page, user, arena
+):
+    from playwright.sync_api import expect
+
+    # given the create form opened while the list of models is still on its way
+    page = open_page("/", user=user)
+    held = []
+    page.route("**/api/ai-models*", lambda route: held.append(route))
+    page.click("#new-debate")
+    while not held:
+        page.wait_for_timeout(20)
+    # when a person types the first letters of a coin before the list arrives, the rest
+    # after it
+    page.click("#f-symbol")
+    page.keyboard.type("ETH")
+    for route in held:
+        route.continue_()
+    expect(page.locator(".participant-row")).to_have_count(3)
+    page.keyboard.type("USDT")
+    # then every letter is in the field they typed it in; the name is left empty
+    expect(page.locator("#f-symbol")).to_have_value("ETHUSDT")
+    expect(page.locator("#f-name")).to_have_value("")
+
+
 @pytest.mark.parametrize("outage", ["connection refused", "502 from a proxy"])
 def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
     open_page, server, worker, user, arena, llm, outage

@@ -799,6 +799,9 @@
     closeDebate();
     show("create");
     clearErrors(form);
+    // Focused now, not once the lists below have loaded: a person may be typing by then,
+    // and moving the focus would send their next keys to the name.
+    $("#f-name").focus();
     [state.strategies, state.models] = await Promise.all([
       apiList("strategies"), apiList("ai-models"), loadTraders(),
     ]);
@@ -812,7 +815,6 @@
         addParticipantRow(usable[index % usable.length], personality);
       });
     }
-    $("#f-name").focus();
   }
 
   function fillModelSelect(select) {
