@@ -155,15 +155,6 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[max(0, min(98, round(q) - 1))]
 
 
-def free_port() -> int:
-    """Return a TCP port free on 127.0.0.1 now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def stop_process(process: subprocess.Popen) -> None:
     """Stop a process started in its own group (SIGTERM, then SIGKILL after 10 s)."""
     with contextlib.suppress(ProcessLookupError):
@@ -185,6 +176,8 @@ def web_server(
     Yield its URL and the process (the leader of its process group).
     """
     import socket
+
+    from tests.ports import free_port
 
     port = free_port()
     process = subprocess.Popen(
