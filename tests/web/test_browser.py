@@ -309,8 +309,11 @@ def test_typing_in_the_form_while_its_lists_load_stays_in_the_field_typed_in(
     held = []
     page.route("**/api/ai-models*", lambda route: held.append(route))
     page.click("#new-debate")
-    while not held:
+    for _ in range(250):  # the route's handler runs while Playwright waits, up to 5 s
+        if held:
+            break
         page.wait_for_timeout(20)
+    assert held, "the form asked for no list of models"
     # when a person types the first letters of a coin before the list arrives, the rest
     # after it
     page.click("#f-symbol")
