@@ -5,7 +5,10 @@ after its instant is known.
 same time: the debate's row is locked with ``SKIP LOCKED`` (a reviewer leaves a debate
 another holds), and the ``DebateReview`` row, unique per debate, is made in the same
 transaction as every decision's and vote's review, so a second reviewer that got past
-the lock after the first committed finds the review and does nothing.
+the lock after the first committed finds the review and does nothing. A backtest, the
+one reviewer of its debates, which must review each before its report, waits for the
+row instead (``wait=True``): another transaction may hold it for a moment (a request
+to retry a step of the completed debate, refused under the lock).
 
 The instant is the debate's snapshot's; the price at the instant is the price the
 snapshot showed for the coin, and the price at the horizon comes from the debate's own
@@ -86,17 +89,22 @@ def _instant(stamp: str | None) -> datetime | None:
 
 
 def debate_review(
-    *, debate_id: int, settings: ReviewSettings | None = None, now: datetime | None = None
+    *,
+    debate_id: int,
+    settings: ReviewSettings | None = None,
+    now: datetime | None = None,
+    wait: bool = False,
 ) -> DebateReview | None:
     """Review a completed debate once; return the review made, None when there was
-    nothing to do (reviewed already, held by another reviewer, not due, no data).
+    nothing to do (reviewed already, held by another transaction unless ``wait``, not
+    due, no data).
 
     ``settings`` default to the debate's strategy's.
     """
     now = now or timezone.now()
     with transaction.atomic():
         debate = one_or_none(
-            Debate.objects.select_for_update(of=("self",), skip_locked=True).select_related(
+            Debate.objects.select_for_update(of=("self",), skip_locked=not wait).select_related(
                 "strategy"
             ),
             pk=debate_id,
@@ -226,12 +234,12 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
 
 
 def debates_review(
-    *, debate_ids: Iterable[int], settings: ReviewSettings | None = None
+    *, debate_ids: Iterable[int], settings: ReviewSettings | None = None, wait: bool = False
 ) -> list[DebateReview]:
     """Review each of ``debate_ids`` (see ``debate_review``); return the reviews made."""
     made = []
     for debate_id in debate_ids:
-        review = debate_review(debate_id=debate_id, settings=settings)
+        review = debate_review(debate_id=debate_id, settings=settings, wait=wait)
         if review is not None:
             made.append(review)
     return made

@@ -171,7 +171,9 @@ def _review_settings(backtest: Backtest) -> ReviewSettings:
 def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> None:
     """Review the debates of ``steps`` (instant, debate id, status, review id) that
     completed and are not reviewed yet, over the backtest's horizon, once they are due
-    (a backtest replays the dataset: a step whose horizon passes its end never is)."""
+    (a backtest replays the dataset: a step whose horizon passes its end never is). A
+    step's debate row another transaction holds is waited for, not skipped: the advance
+    that finds every step ended makes the report at once, with every review."""
     debates_review(
         debate_ids=[
             debate_id
@@ -181,6 +183,7 @@ def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> N
             and is_due(as_of, MarketSource.DATASET, backtest.horizon_minutes, now=now)
         ],
         settings=_review_settings(backtest),
+        wait=True,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -16,12 +17,15 @@ from django.utils import timezone
 
 from backtests.models import BacktestStep
 from backtests.services import backtest_cancel, runs
-from debates.models import Debate
+from debates.locks import lock_debate
+from debates.models import Debate, Decision
 from debates.quotas import QuotaExceeded, debate_create_check, debate_start_check
+from evaluations.models import DebateReview
 from tests.backtests import reference
 from tests.backtests.conftest import published, wait_for, wait_until_done
 from tests.debates.factories import DebateFactory
 from tests.fakes.llm_server import Reply
+from tests.threads import in_thread
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -259,11 +263,50 @@ def test_the_next_step_starts_when_a_debate_ends_not_at_the_next_tick(
         assert after.debate.created_at >= before.debate.finished_at
 
 
+def test_a_step_whose_debate_row_another_transaction_holds_is_reviewed_all_the_same(
+    celery_worker, llm, make_backtest, monkeypatch
+):
+    # given each step's debate row held by another transaction for a moment when the run
+    # reviews it, as a refused request to retry a step of the completed debate holds it
+    review = runs.debates_review
+
+    def held_meanwhile(*, debate_ids: list[int], **options) -> list:
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with transaction.atomic():
+                for debate_id in debate_ids:
+                    lock_debate(debate_id=debate_id)
+                held.set()
+                release.wait(10)
+
+        if debate_ids:
+            holder = in_thread(hold)
+            assert held.wait(10)
+            threading.Timer(0.3, release.set).start()
+        made = review(debate_ids=debate_ids, **options)
+        if debate_ids:
+            holder.join(10)
+        return made
+
+    monkeypatch.setattr(runs, "debates_review", held_meanwhile)
+    # when a 3-step backtest runs
+    backtest = make_backtest(personalities=("bull", "bear"), end=START + timedelta(hours=12))
+    done = wait_until_done(backtest.pk)
+    # then every step's debate was reviewed, the last one's included, before the report,
+    # which counts every decision of every step (3 coins a step)
+    assert done.status == "completed", done.error
+    assert done.steps_total == 3
+    assert DebateReview.objects.filter(debate__backtest_step__backtest=done).count() == 3
+    decisions = Decision.objects.filter(debate__backtest_step__backtest=done).count()
+    assert done.report["ledger"]["decisions"] == decisions == 9
+
+
 def test_a_review_that_raises_fails_the_run_and_cancels_its_debates(
     celery_worker, llm, make_backtest, monkeypatch
 ):
     # given step reviews that raise something unexpected once a debate has ended
-    def broken(*, debate_ids: list[int], settings) -> list:
+    def broken(*, debate_ids: list[int], **_) -> list:
         if debate_ids:
             raise RuntimeError("the review broke")
         return []
