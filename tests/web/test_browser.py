@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from debates.engine.personalities import PERSONALITIES
 from debates.models import Debate, JudgeScore, Message, Vote
 from debates.services import DebateInput, debate_create
 from tests.debates.conftest import wait_for
@@ -299,6 +300,16 @@ def bad_gateway(port: int) -> Iterator[ThreadingHTTPServer]:
         thread.join(5)
 
 
+def spin(page, until, *, seconds: float) -> object:
+    """Let the page and Playwright's route handlers run (they run only while Playwright
+    waits) until ``until()`` is true or ``seconds`` have passed; return its last value."""
+    for _ in range(int(seconds * 50)):
+        if done := until():
+            return done
+        page.wait_for_timeout(20)
+    return until()
+
+
 def test_typing_in_the_form_while_its_lists_load_stays_in_the_field_typed_in(
     open_page, user, arena
 ):
@@ -309,11 +320,7 @@ def test_typing_in_the_form_while_its_lists_load_stays_in_the_field_typed_in(
     held = []
     page.route("**/api/ai-models*", lambda route: held.append(route))
     page.click("#new-debate")
-    for _ in range(250):  # the route's handler runs while Playwright waits, up to 5 s
-        if held:
-            break
-        page.wait_for_timeout(20)
-    assert held, "the form asked for no list of models"
+    assert spin(page, lambda: held, seconds=5), "the form asked for no list of models"
     # when a person types the first letters of a coin before the list arrives, the rest
     # after it
     page.click("#f-symbol")
@@ -325,6 +332,36 @@ def test_typing_in_the_form_while_its_lists_load_stays_in_the_field_typed_in(
     # then every letter is in the field they typed it in; the name is left empty
     expect(page.locator("#f-symbol")).to_have_value("ETHUSDT")
     expect(page.locator("#f-name")).to_have_value("")
+
+
+def test_the_form_opened_before_the_personalities_arrive_offers_them_in_every_seat(
+    open_page, user, arena
+):
+    from playwright.sync_api import expect
+
+    # given the arena page whose list of personalities is still on its way
+    held = []
+    page = open_page(
+        "/",
+        user=user,
+        before=lambda page: page.route(
+            "**/api/debates/personalities*", lambda route: held.append(route)
+        ),
+    )
+    assert spin(page, lambda: held, seconds=5), "the page asked for no list of personalities"
+    # when the person opens the create form before it arrives, and it arrives after the
+    # form's own lists (a form that does not wait for it has drawn its seats by then)
+    page.click("#new-debate")
+    rows = page.locator(".participant-row")
+    spin(page, rows.count, seconds=2)
+    for route in held:
+        route.continue_()
+    # then every seat offers the personalities, the default ones chosen
+    expect(rows).to_have_count(3)
+    for index, personality in enumerate(SEATS):
+        select = rows.nth(index).locator("[data-name=personality]")
+        expect(select.locator("option")).to_have_count(len(PERSONALITIES))
+        expect(select).to_have_value(personality)
 
 
 @pytest.mark.parametrize("outage", ["connection refused", "502 from a proxy"])

@@ -114,6 +114,19 @@
     if (options.some(([value]) => String(value) === chosen)) select.value = chosen;
   }
 
+  // Fetched once as the page starts. The create form waits for it too: its button works
+  // from the first paint, and a form opened before the list arrived had empty seat selects.
+  let personalitiesLoaded = null;
+  function loadPersonalities() {
+    personalitiesLoaded ||= api("GET", "debates/personalities").then((personalities) => {
+      state.personalities = Object.fromEntries(personalities.map((p) => [p.id, p]));
+    }, (error) => {
+      personalitiesLoaded = null;  // the next caller asks again
+      throw error;
+    });
+    return personalitiesLoaded;
+  }
+
   async function loadTraders() {
     state.traders = await apiList("traders").catch(() => []);
     const running = state.traders.filter((t) => t.status === "running");
@@ -803,7 +816,7 @@
     // and moving the focus would send their next keys to the name.
     $("#f-name").focus();
     [state.strategies, state.models] = await Promise.all([
-      apiList("strategies"), apiList("ai-models"), loadTraders(),
+      apiList("strategies"), apiList("ai-models"), loadTraders(), loadPersonalities(),
     ]);
     fillSelect($("#f-strategy"), state.strategies.map((s) => [s.id, s.name]));
     updateSymbolSuggestions();
@@ -967,8 +980,7 @@
       navigate(match ? Number(match[1]) : null);
     });
 
-    const personalities = await api("GET", "debates/personalities");
-    state.personalities = Object.fromEntries(personalities.map((p) => [p.id, p]));
+    await loadPersonalities();
     state.debates = (await api("GET", "debates")).results;
     renderSidebar();
     if (config.debateId) openDebate(config.debateId);
