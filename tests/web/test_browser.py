@@ -433,6 +433,32 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     expect(page.locator("#id_username")).to_be_visible()
 
 
+def test_on_a_phone_the_top_bar_fits_while_the_stream_connects_and_reconnects(
+    open_page, user, arena
+):
+    from playwright.sync_api import expect
+
+    # given a debate opened on a phone-sized page whose live stream does not answer yet
+    debate = DebateFactory(owner=user, name="Pocket debate", strategy=arena["strategy"])
+    held = []
+    page = open_page(
+        f"/debates/{debate.pk}/",
+        user=user,
+        viewport=(390, 844),
+        before=lambda page: page.route("**/stream*", lambda route: held.append(route)),
+    )
+    state = page.locator("#stream-state")
+    width = "document.documentElement.scrollWidth"
+    # then while it connects the page does not scroll sideways
+    expect(state).to_have_text("connecting…")
+    assert page.evaluate(width) <= 390
+    # nor once the connection failed and the browser tries again
+    assert spin(page, lambda: held, seconds=5), "the page opened no stream"
+    held.pop().abort()
+    expect(state).to_have_text("reconnecting…")
+    assert page.evaluate(width) <= 390
+
+
 def test_the_page_shows_the_judges_summaries_and_scores_live(
     open_page, server, worker, user, arena, llm
 ):
