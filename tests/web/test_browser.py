@@ -433,6 +433,38 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     expect(page.locator("#id_username")).to_be_visible()
 
 
+def test_an_event_that_arrives_while_a_button_is_pressed_does_not_swallow_the_click(
+    open_page, user, arena
+):
+    from django.db import transaction
+    from playwright.sync_api import expect
+
+    from debates import events
+
+    # given an open debate whose live stream is connected
+    debate = three_round_debate(user, arena, "Pressed")
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    page.evaluate(
+        """() => {
+          window.headerDrawn = 0;
+          new MutationObserver(() => window.headerDrawn++)
+            .observe(document.getElementById("debate-participants"), {childList: true});
+        }"""
+    )
+    # when the person presses Cancel, and an event redraws the header before they let go
+    cancel = page.locator('#debate-actions [data-action="cancel"]')
+    box = cancel.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    with transaction.atomic():
+        events.status_changed(debate)  # the same state, announced again
+    assert spin(page, lambda: page.evaluate("window.headerDrawn"), seconds=10), "no event came"
+    page.mouse.up()
+    # then the click still cancels the debate
+    expect(page.locator("#debate-status")).to_have_text("cancelled")
+
+
 def test_on_a_phone_the_top_bar_fits_while_the_stream_connects_and_reconnects(
     open_page, user, arena
 ):

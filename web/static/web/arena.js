@@ -12,7 +12,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
-  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
+  const { $, $$, missing, h, redraw, ApiError, api, apiList } = window.arenaWeb;  // common.js
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
     "consensus", "execution", "error", "judge_call", "judge_scores"];
@@ -165,7 +165,7 @@
 
   function renderSidebar() {
     const openId = state.debate && state.debate.id;
-    $("#debate-list").replaceChildren(...state.debates.map((debate) => h("li", {}, h("a", {
+    redraw($("#debate-list"), state.debates.map((debate) => h("li", {}, h("a", {
       class: `debate-link${debate.id === openId ? " active" : ""}`,
       href: `/debates/${debate.id}/`,
       "data-debate-id": debate.id,
@@ -276,7 +276,7 @@
       h("span", { class: "participant-name", text: participantName(p) }),
       simulatedBadge(p))));
     const actions = debate.available_actions.filter((action) => ACTION_BUTTONS[action]);
-    $("#debate-actions").replaceChildren(...actions.map((action) => h("button", {
+    redraw($("#debate-actions"), actions.map((action) => h("button", {
       type: "button",
       class: PRIMARY_ACTIONS.has(action) ? "primary" : "secondary",
       "data-action": action,

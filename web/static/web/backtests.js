@@ -10,7 +10,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("backtests-config").textContent);
-  const { $, $$, missing, h, ApiError, api, apiList } = window.arenaWeb;  // common.js
+  const { $, $$, missing, h, redraw, ApiError, api, apiList } = window.arenaWeb;  // common.js
   const EVENT_TYPES = ["initial", "status", "progress", "report"];
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
@@ -50,7 +50,7 @@
 
   function renderList() {
     const list = $("#backtest-list");
-    list.replaceChildren(...state.backtests.map((b) => h("li", {},
+    redraw(list, state.backtests.map((b) => h("li", {},
       h("a", {
         href: `/backtests/${b.id}/`,
         class: `debate-link${state.backtest && state.backtest.id === b.id ? " active" : ""}`,
@@ -202,7 +202,7 @@
     const badge = $("#backtest-status");
     badge.textContent = b.status;
     badge.className = `status-badge status-${b.status}`;
-    $("#backtest-actions").replaceChildren(...b.available_actions.map((action) => h("button", {
+    redraw($("#backtest-actions"), b.available_actions.map((action) => h("button", {
       type: "button", class: action === "delete" ? "secondary" : "primary",
       "data-action": action, text: ACTION_BUTTONS[action] || action,
       onclick: () => act(action),

@@ -1,6 +1,6 @@
-/* What the arena and backtests pages share: building elements and calling the REST API
- * under /api/ with the session cookie and the page's CSRF token. Loaded before each
- * page's own script, it defines window.arenaWeb and nothing else.
+/* What the arena and backtests pages share: building and redrawing elements, and calling
+ * the REST API under /api/ with the session cookie and the page's CSRF token. Loaded
+ * before each page's own script, it defines window.arenaWeb and nothing else.
  */
 (function () {
   "use strict";
@@ -22,6 +22,19 @@
       if (child !== null && child !== undefined && child !== false) el.append(child);
     }
     return el;
+  }
+
+  /** Put ``nodes`` in ``container`` in place of its children, unless they equal them
+   * (``isEqualNode``: the same tags, attributes and text). A live event redraws what it
+   * touches, and nodes replaced between the press and the release of a button or link
+   * swallow the click. So equal nodes are kept, with their listeners: those read only
+   * what the node shows (its data attributes), so an equal node's listener does what
+   * the new one would. */
+  function redraw(container, nodes) {
+    const current = container.childNodes;
+    const same = nodes.length === current.length
+      && nodes.every((node, index) => node.isEqualNode(current[index]));
+    if (!same) container.replaceChildren(...nodes);
   }
 
   /** An error answer of the API: its message, HTTP status and per-field errors. */
@@ -62,5 +75,5 @@
     return items;
   }
 
-  window.arenaWeb = Object.freeze({ $, $$, missing, h, ApiError, api, apiList });
+  window.arenaWeb = Object.freeze({ $, $$, missing, h, redraw, ApiError, api, apiList });
 })();
