@@ -110,7 +110,7 @@
 
   function fillSelect(select, options) {
     const chosen = select.value;
-    select.replaceChildren(...options.map(([value, text]) => h("option", { value, text })));
+    redraw(select, options.map(([value, text]) => h("option", { value, text })));
     if (options.some(([value]) => String(value) === chosen)) select.value = chosen;
   }
 
