@@ -408,6 +408,11 @@ def test_the_page_recovers_from_a_dropped_stream_without_duplicates(
     assert sorted(votes) == sorted(Vote.objects.filter(debate=debate).values_list("id", flat=True))
 
 
+def page_width(page) -> int:
+    """Return the width of the page's content: above the viewport's, it scrolls sideways."""
+    return page.evaluate("document.documentElement.scrollWidth")
+
+
 def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     from playwright.sync_api import expect
 
@@ -425,8 +430,7 @@ def test_on_a_phone_the_sidebar_folds_away(open_page, user, arena):
     page.click(f'.debate-link[data-debate-id="{debate.pk}"]')
     expect(page.locator("#debate-name")).to_have_text("Pocket debate")
     expect(sidebar).not_to_be_in_viewport()
-    width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390
+    assert page_width(page) <= 390
     page.screenshot(path=ARTIFACTS / "arena-phone-debate.png")
     # and logging out leads to the login page
     page.click(".logout button")
@@ -445,6 +449,8 @@ def test_an_event_that_arrives_while_a_button_is_pressed_does_not_swallow_the_cl
     debate = three_round_debate(user, arena, "Pressed")
     page = open_page(f"/debates/{debate.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")
+    # (every status event redraws the participants in the header: counted, to know when
+    # the event below has been applied)
     page.evaluate(
         """() => {
           window.headerDrawn = 0;
@@ -480,15 +486,14 @@ def test_on_a_phone_the_top_bar_fits_while_the_stream_connects_and_reconnects(
         before=lambda page: page.route("**/stream*", lambda route: held.append(route)),
     )
     state = page.locator("#stream-state")
-    width = "document.documentElement.scrollWidth"
     # then while it connects the page does not scroll sideways
     expect(state).to_have_text("connecting…")
-    assert page.evaluate(width) <= 390
+    assert page_width(page) <= 390
     # nor once the connection failed and the browser tries again
     assert spin(page, lambda: held, seconds=5), "the page opened no stream"
     held.pop().abort()
     expect(state).to_have_text("reconnecting…")
-    assert page.evaluate(width) <= 390
+    assert page_width(page) <= 390
 
 
 def test_the_page_shows_the_judges_summaries_and_scores_live(

@@ -27,9 +27,9 @@
   /** Put ``nodes`` in ``container`` in place of its children, unless they equal them
    * (``isEqualNode``: the same tags, attributes and text). A live event redraws what it
    * touches, and nodes replaced between the press and the release of a button or link
-   * swallow the click. So equal nodes are kept, with their listeners: those read only
-   * what the node shows (its data attributes), so an equal node's listener does what
-   * the new one would. */
+   * swallow the click. Equal nodes are kept with their own listeners, so a listener of
+   * nodes drawn here must read only what its node shows (an id or an action in its
+   * attributes): then the kept one does what the new one would. */
   function redraw(container, nodes) {
     const current = container.childNodes;
     const same = nodes.length === current.length
