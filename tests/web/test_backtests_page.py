@@ -4,6 +4,8 @@ curves of the debate and every baseline on one chart, the metrics and the trades
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from backtests.models import Backtest
@@ -125,3 +127,48 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     page.set_viewport_size({"width": 1360, "height": 1000})
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=ARTIFACTS / "backtest-report.png", full_page=True)
+
+
+def test_progress_that_arrives_while_a_list_link_is_pressed_does_not_swallow_the_click(
+    open_page, user
+):
+    from django.db import transaction
+    from playwright.sync_api import expect
+
+    from backtests import events
+
+    # given two backtests in the list, the newer one running, open and streaming live
+    strategy = StrategyFactory(owner=user, timeframes=["1h", "4h"])
+
+    def stored(name: str, **fields) -> Backtest:
+        return Backtest.objects.create(
+            owner=user,
+            name=name,
+            strategy=strategy,
+            start=datetime(2024, 8, 5, tzinfo=UTC),
+            end=datetime(2024, 8, 6, tzinfo=UTC),
+            interval_minutes=240,
+            horizon_minutes=240,
+            steps_total=6,
+            **fields,
+        )
+
+    other = stored("Another backtest", status="cancelled")
+    running = stored("Running backtest", status="running", steps_done=1)
+    page = open_page(f"/backtests/{running.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    running_row = page.locator(f'#backtest-list [data-backtest-id="{running.pk}"]')
+    expect(running_row).to_contain_text("1/6")
+    # when the person presses the other backtest's link, and the running one's progress
+    # moves in the list before they let go
+    box = page.locator(f'#backtest-list [data-backtest-id="{other.pk}"]').bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    running.steps_done = 2
+    with transaction.atomic():
+        running.save(update_fields=["steps_done"])
+        events.progress(running)
+    expect(running_row).to_contain_text("2/6")
+    page.mouse.up()
+    # then the click still opens the other backtest
+    expect(page.locator("#backtest-name")).to_have_text("Another backtest")

@@ -24,17 +24,34 @@
     return el;
   }
 
-  /** Put ``nodes`` in ``container`` in place of its children, unless they equal them
-   * (``isEqualNode``: the same tags, attributes and text). A live event redraws what it
-   * touches, and nodes replaced between the press and the release of a button or link
-   * swallow the click. Equal nodes are kept with their own listeners, so a listener of
-   * nodes drawn here must read only what its node shows (an id or an action in its
-   * attributes): then the kept one does what the new one would. */
+  /** Make ``container``'s children look like ``nodes``, touching only what differs: a
+   * child equal to its new node (``isEqualNode``: the same tags, attributes and text) is
+   * kept; one of the same tag and attributes is kept and its own children redrawn so;
+   * any other is replaced. A live event redraws what it touches, and a node replaced
+   * between the press and the release of a button or link swallows the click: so the
+   * row of a backtest whose progress moves keeps its link, and only the count in it
+   * changes. Kept nodes keep their own listeners, so a listener of nodes drawn here must
+   * read only what its node's attributes show (an id, an action): then the kept one
+   * does what the new one would. */
   function redraw(container, nodes) {
-    const current = container.childNodes;
-    const same = nodes.length === current.length
-      && nodes.every((node, index) => node.isEqualNode(current[index]));
-    if (!same) container.replaceChildren(...nodes);
+    const current = [...container.childNodes];
+    if (nodes.length !== current.length) {
+      container.replaceChildren(...nodes);
+      return;
+    }
+    nodes.forEach((node, index) => {
+      const old = current[index];
+      if (node.isEqualNode(old)) return;
+      if (sameElement(node, old)) redraw(old, [...node.childNodes]);
+      else old.replaceWith(node);
+    });
+  }
+
+  /** Whether ``a`` and ``b`` are elements of the same tag with the same attributes. */
+  function sameElement(a, b) {
+    return a.nodeType === Node.ELEMENT_NODE && b.nodeType === Node.ELEMENT_NODE
+      && a.tagName === b.tagName && a.attributes.length === b.attributes.length
+      && [...a.attributes].every((attr) => b.getAttribute(attr.name) === attr.value);
   }
 
   /** An error answer of the API: its message, HTTP status and per-field errors. */
