@@ -102,7 +102,7 @@
   function avatar(participant, extraClass) {
     return h("span", {
       class: `avatar ${extraClass || ""}`,
-      style: `--color: ${participant.color}`,
+      style: { "--color": participant.color },
       title: participantName(participant),
       text: participant.emoji,
     });
@@ -362,7 +362,7 @@
       class: kinds.filter(Boolean).join(" "),
       "data-message-id": message.id,
       "data-speak-order": participant.speak_order,
-      style: `--color: ${participant.color}`,
+      style: { "--color": participant.color },
     },
     h("details", { open: Boolean(old && $("details", old).open) },
       h("summary", {},
