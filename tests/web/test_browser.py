@@ -12,6 +12,7 @@ import pytest
 
 from debates.engine.personalities import PERSONALITIES
 from debates.models import Debate, JudgeScore, Message, Vote
+from debates.selectors import debate_spend
 from debates.services import DebateInput, debate_create
 from tests.debates.conftest import wait_for
 from tests.debates.factories import AIModelFactory, DebateFactory
@@ -161,6 +162,10 @@ def test_a_debate_from_the_form_to_the_execution_updates_live(
     expect(page.locator("#decisions .decision")).to_have_count(3)
     # with the coins the snapshot step chose in the header, without a reload
     expect(page.locator("#debate-coins .coin")).to_have_text(COINS)
+    # and the tokens its calls spent, read again as it ended
+    spent = debate_spend(debate_id=debate.pk).tokens
+    assert spent > 0
+    expect(page.locator("#debate-meta")).to_contain_text(f" · {spent:,} tokens · $")
     assert page.evaluate("window.arenaMark") == "not reloaded"
     assert page.evaluate("window.statusesSeen") == ["pending", "running", "voting", "completed"]
     assert page.evaluate("window.firstSeen") == [

@@ -33,12 +33,14 @@
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const HUMAN_SEAT = "human";  // the seat select's value for the owner's own seat
   const MAX_SEATS = 6;
+  const FINAL_STATUSES = new Set(["completed", "cancelled", "failed"]);
 
   const state = {
     debates: [],          // the sidebar: list representations, newest first
     debate: null,         // the open debate: its detail representation
     messages: new Map(),  // id -> message of the open debate
     votes: new Map(),     // id -> vote of the open debate
+    detailReads: 0,       // reads of the open debate's detail asked (refreshFromDetail)
     personalities: {},    // id -> {name, emoji, color, description}
     traders: [],
     strategies: [],
@@ -487,7 +489,7 @@
     const debate = state.debate;
     if (!debate.symbols.length) {
       // The coins are chosen by the prepare step; status events do not carry them.
-      refreshCoins(debate);
+      refreshFromDetail();
       return;
     }
     state.owed = owed;
@@ -506,15 +508,6 @@
     $("#human-turn-submit").textContent = voting ? "Submit vote" : "Submit turn";
     $("#human-turn-skip").hidden = !debate.available_actions.includes("skip_turn");
     $("#human-turn-coins").replaceChildren(...debate.symbols.map(humanCoinRow));
-  }
-
-  async function refreshCoins(debate) {
-    const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
-    if (!detail || state.debate !== debate || !detail.symbols.length) return;
-    debate.symbols = detail.symbols;
-    debate.symbol = detail.symbol;
-    renderHeader();
-    renderHumanTurn();
   }
 
   function humanCoinRow(symbol, index) {
@@ -744,13 +737,19 @@
     return match ? Number(match[1]) : null;
   }
 
-  /** Read the coins the snapshot step chose (a `status` event does not carry them). */
-  async function refreshCoins() {
+  /** Read again from the debate's detail what its events do not carry: the coins the
+   * prepare step chose, and the tokens and cost so far (read as each round ends and
+   * when the debate stops). Only the answer to the latest read is applied. */
+  async function refreshFromDetail() {
     const debate = state.debate;
+    const read = ++state.detailReads;
     const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
-    if (!detail || state.debate !== debate) return;
-    Object.assign(debate, { symbols: detail.symbols, market_snapshot: detail.market_snapshot });
+    if (!detail || state.debate !== debate || read !== state.detailReads) return;
+    for (const key of ["symbol", "symbols", "market_snapshot", "tokens", "cost_usd"]) {
+      debate[key] = detail[key];
+    }
     renderHeader();
+    if (debate.symbols.length) renderHumanTurn();
   }
 
   function onEvent(current, type, event) {
@@ -768,13 +767,17 @@
     initial: setDebate,
     status: (fields) => {
       applyState(fields);
-      if (!state.debate.symbols.length && fields.status !== "pending") refreshCoins();
+      const coinsChosen = !state.debate.symbols.length && fields.status !== "pending";
+      if (coinsChosen || FINAL_STATUSES.has(fields.status)) refreshFromDetail();
     },
     round_start: ({ round }) => {
       roundSection(round);
       renderRounds();
     },
-    round_end: () => renderRounds(),
+    round_end: () => {
+      renderRounds();
+      refreshFromDetail();
+    },
     message: (message) => {
       state.messages.set(message.id, message);
       renderMessage(message);
