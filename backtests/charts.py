@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from xml.sax.saxutils import escape
 
 WIDTH, HEIGHT = 980, 380
-LEFT, RIGHT, TOP, BOTTOM = 64, 210, 16, 40
+# The right margin holds the legend: wide enough for the longest label a report gives
+# ("Votes weighed by calibrated confidence"; tests/web checks it in Chromium).
+LEFT, RIGHT, TOP, BOTTOM = 64, 260, 16, 40
 # Colours of the rules, in report order; participants alone take the seat colours.
 COLOURS = {
     "debate": "#2563eb",

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from backtests.charts import WIDTH, equity_svg
 from backtests.models import Backtest
 from tests.backtests.test_run import contract
 from tests.debates.factories import AIModelFactory
@@ -172,3 +173,36 @@ def test_progress_that_arrives_while_a_list_link_is_pressed_does_not_swallow_the
     page.mouse.up()
     # then the click still opens the other backtest
     expect(page.locator("#backtest-name")).to_have_text("Another backtest")
+
+
+def test_every_label_of_the_charts_legend_fits_in_the_chart(browser):
+    # given a report whose rules carry the longest labels a backtest gives them
+    labels = (
+        "Debate consensus",
+        "Buy and hold 1000SHIBUSDT",
+        "Round-1 majority (no debate)",
+        "Votes weighed by calibrated confidence",
+        "P6 risk_manager alone",
+    )
+    report = {
+        "rules": [
+            {
+                "key": f"rule:{index}",
+                "label": label,
+                "metrics": {"final_equity": 1000.0 + index},
+                "equity": [[1722816000000, 1000.0], [1722830400000, 1000.0 + index]],
+            }
+            for index, label in enumerate(labels)
+        ]
+    }
+    # when its chart is drawn in the browser
+    page = browser.new_page()
+    page.set_content(equity_svg(report))
+    # then no text of it reaches past the chart's right edge
+    right = page.evaluate(
+        """() => Math.max(...[...document.querySelectorAll("svg text")].map((text) => {
+             const box = text.getBBox();
+             return box.x + box.width;
+           }))"""
+    )
+    assert 0 < right <= WIDTH
