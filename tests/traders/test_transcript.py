@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from debates.models import Message, Participant, StepStatus
+from tests.debates.factories import DecisionFactory
 from traders.management.commands.run_debate import REASONING_CHARS, Command, problem
 
 
@@ -52,3 +54,34 @@ def test_a_failed_turn_prints_its_error_as_written():
 def test_a_failed_debate_names_the_step_that_failed():
     error = {"step": "round 2", "code": "round_failed", "message": "Every turn [x] failed."}
     assert problem(error) == r"round 2: round_failed: Every turn \[x] failed."
+
+
+@pytest.mark.django_db
+def test_the_consensus_table_sizes_orders_only():
+    # given a debate that decided to go long on BTC and to wait on ETH, both sized by
+    # the votes behind them
+    long = DecisionFactory()
+    DecisionFactory(
+        debate=long.debate, symbol="ETHUSDT", action="wait", leverage=1, is_primary=False
+    )
+    # when the transcript prints the consensus
+    out = io.StringIO()
+    console = Console(file=out, width=400, highlight=False, color_system=None)
+    Command()._print_consensus(console, long.debate)
+    lines = out.getvalue().splitlines()
+    rows = {coin: line for line in lines for coin in ("BTCUSDT", "ETHUSDT") if coin in line}
+    # then the order shows its leverage, size, stop and target, and the wait none
+    assert [cell.strip() for cell in rows["BTCUSDT"].split("│")[3:8]] == [
+        "75.0",
+        "5x",
+        "25.0%",
+        "3.0%",
+        "6.0%",
+    ]
+    assert [cell.strip() for cell in rows["ETHUSDT"].split("│")[3:8]] == [
+        "75.0",
+        "-",
+        "-",
+        "-",
+        "-",
+    ]
