@@ -130,10 +130,23 @@ def browser(monkeypatch) -> Iterator[Any]:
             connections.close_all()
 
 
+# Reports each refusal of the Content-Security-Policy on the console, where the fixture
+# below sees it.
+REPORT_REFUSALS = (
+    "document.addEventListener('securitypolicyviolation', e => console.error("
+    "'Content Security Policy refused ' + e.violatedDirective + ' ' + e.blockedURI))"
+)
+
+
 @pytest.fixture
-def open_page(server, browser) -> Callable[..., Any]:
+def open_page(server, browser) -> Iterator[Callable[..., Any]]:
     """Open a page of ``server`` in a fresh browser context, logged in as ``user`` if given;
-    ``before`` is called with the page before it loads (to listen to its console, say)."""
+    ``before`` is called with the page before it loads (to listen to its console, say).
+
+    A test whose pages threw an error they did not catch, or had something refused by
+    their Content-Security-Policy, errors at teardown naming it.
+    """
+    failures: list[str] = []
 
     def open_(
         path: str = "/",
@@ -152,12 +165,21 @@ def open_page(server, browser) -> Callable[..., Any]:
                 [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": server.url}]
             )
         page = context.new_page()
+
+        def refused(message: Any) -> None:
+            if message.text.startswith("Content Security Policy refused"):
+                failures.append(f"{path}: {message.text}")
+
+        page.on("pageerror", lambda error: failures.append(f"{path}: {error}"))
+        page.on("console", refused)
+        page.add_init_script(REPORT_REFUSALS)
         if before is not None:
             before(page)
         page.goto(server.url + path)
         return page
 
-    return open_
+    yield open_
+    assert failures == [], "the pages raised errors or broke their policy"
 
 
 def drawn_width(image: Any) -> int:

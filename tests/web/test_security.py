@@ -3,18 +3,14 @@ the Procfile runs it: nothing refused, Swagger UI drawn offline, no ``Server`` b
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 from django.conf import settings
 
-from backtests.models import Backtest
 from debates.engine.personalities import PERSONALITIES
-from tests.backtests.test_chart import REPORT
-from tests.strategies.factories import StrategyFactory
-from tests.web.conftest import Uvicorn
+from tests.web.conftest import REPORT_REFUSALS, Uvicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -44,7 +40,6 @@ def test_the_web_commands_send_no_server_banner(server):
         ("/admin/debates/aimodel/add/", "#aimodel_form"),
         ("/admin/debates/debate/{debate}/change/", '[data-live="connection"]:has-text("live")'),
         ("/debates/{debate}/", "#debate-participants .avatar"),
-        ("/backtests/{backtest}/", "#metrics tbody tr"),
         ("/api/docs/", ".swagger-ui .info .title"),
     ],
 )
@@ -56,10 +51,7 @@ def test_pages_work_under_their_policy_with_nothing_refused(
 
     def watch(page) -> None:
         page.on("console", lambda message: refused.append(message.text))
-        page.add_init_script(
-            "document.addEventListener('securitypolicyviolation', e => console.error("
-            "'Content Security Policy refused ' + e.violatedDirective + ' ' + e.blockedURI))"
-        )
+        page.add_init_script(REPORT_REFUSALS)
 
     # when the page is opened (the machine has no internet: what it loads is ours)
     if "{debate}" in path:
@@ -69,8 +61,6 @@ def test_pages_work_under_their_policy_with_nothing_refused(
         # its turn with the personality's colour
         message = MessageFactory(participant__debate__owner=staff_user)
         path = path.format(debate=message.debate_id)
-    if "{backtest}" in path:
-        path = path.format(backtest=reported_backtest(staff_user).pk)
     page = open_page(path, user=staff_user, before=watch)
     page.wait_for_selector(ready)
     page.wait_for_load_state("networkidle")
@@ -124,19 +114,3 @@ def test_swagger_ui_loads_with_the_network_cut_off(server, browser):
     assert page.locator(".swagger-ui .opblock").count() > 20
     assert off_server == []
     context.close()
-
-
-def reported_backtest(owner) -> Backtest:
-    """Return a completed backtest of ``owner`` holding a report of three rules."""
-    return Backtest.objects.create(
-        owner=owner,
-        name="Reported",
-        strategy=StrategyFactory(owner=owner),
-        start=datetime(2024, 8, 5, tzinfo=UTC),
-        end=datetime(2024, 8, 5, 4, tzinfo=UTC),
-        interval_minutes=240,
-        horizon_minutes=240,
-        steps_total=1,
-        status="completed",
-        report=REPORT,
-    )
