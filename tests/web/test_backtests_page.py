@@ -126,6 +126,12 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     assert reliability.text().count("<circle") >= len(report["calibration"])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1360, "height": 1000})
+    # and a figure that rounds to zero shows no sign
+    cells = page.locator("#metrics tbody td").all_inner_texts()
+    assert [cell for cell in cells if cell.startswith("-") and not cell.strip("-0.%")] == []
+    # and on a laptop's width the metrics fit without scrolling sideways
+    metrics = page.locator(".table-scroll:has(#metrics)")
+    assert metrics.evaluate("el => el.scrollWidth <= el.clientWidth"), "the metrics scroll"
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=ARTIFACTS / "backtest-report.png", full_page=True)
 

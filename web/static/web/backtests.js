@@ -34,11 +34,16 @@
   let stream = null;
   let opening = 0;
 
-  const money = (v) => (missing(v) ? "–" : Number(v).toLocaleString("en-US",
-    { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
-  const pct = (v) => (missing(v) ? "–" : `${(Number(v) * 100).toFixed(1)}%`);
-  const signedPct = (v) => (missing(v) ? "–" : `${v > 0 ? "+" : ""}${(Number(v) * 100).toFixed(2)}%`);
-  const fixed = (v) => (missing(v) ? "–" : Number(v).toFixed(2));
+  /** A formatter of figures; a figure that rounds to zero shows no sign ("0.00", not "-0.00"). */
+  const figures = (options) => {
+    const format = new Intl.NumberFormat("en-US", { signDisplay: "negative", ...options });
+    return (v) => (missing(v) ? "–" : format.format(Number(v)));
+  };
+  const digits = (n) => ({ minimumFractionDigits: n, maximumFractionDigits: n });
+  const money = figures(digits(2));
+  const pct = figures({ style: "percent", ...digits(1) });
+  const signedPct = figures({ style: "percent", ...digits(2), signDisplay: "exceptZero" });
+  const fixed = figures({ ...digits(2), useGrouping: false });
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
 
   // --- The list ---------------------------------------------------------------------------
