@@ -3,13 +3,12 @@ backtest is its owner's; cancel and delete follow the state."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from django.test import Client
 
 from backtests.models import Backtest, BacktestStep
 from debates.models import Debate
+from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import AIModelFactory, DebateFactory
 from tests.strategies.factories import StrategyFactory
 
@@ -220,17 +219,7 @@ def test_a_second_running_backtest_is_refused_by_the_quota(api, template):
 
 
 def make(user, template, **fields) -> Backtest:
-    values = {
-        "name": "Stored",
-        "strategy": template["strategy"],
-        "start": datetime(2024, 8, 1, tzinfo=UTC),
-        "end": datetime(2024, 8, 2, tzinfo=UTC),
-        "interval_minutes": 240,
-        "horizon_minutes": 240,
-        "steps_total": 6,
-        **fields,
-    }
-    return Backtest.objects.create(owner=user, **values)
+    return BacktestFactory(owner=user, name="Stored", strategy=template["strategy"], **fields)
 
 
 def test_list_shows_own_backtests_newest_first_and_filters_by_status(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import hypothesis
@@ -23,8 +22,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from arena.wsgi import application
-from backtests.models import Backtest
 from tests.api.conftest import MODEL_KEY, SECRETS
+from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import (
     AIModelFactory,
     DebateFactory,
@@ -179,17 +178,8 @@ def world(user) -> dict[str, int]:
         "strategy_id": StrategyFactory(owner=user).pk,
         "trader_id": trader.pk,
         "schedule_id": schedule.pk,
-        "backtest_id": Backtest.objects.create(
-            owner=user,
-            name="Done",
-            strategy=strategy,
-            start=datetime(2024, 8, 1, tzinfo=UTC),
-            end=datetime(2024, 8, 2, tzinfo=UTC),
-            interval_minutes=240,
-            horizon_minutes=240,
-            steps_total=6,
-            steps_done=6,
-            status="completed",
+        "backtest_id": BacktestFactory(
+            owner=user, name="Done", strategy=strategy, steps_done=6, status="completed"
         ).pk,
     }
 

@@ -8,8 +8,7 @@ import pytest
 from django.test import Client
 
 from backtests.charts import equity_svg
-from backtests.models import Backtest
-from tests.strategies.factories import StrategyFactory
+from tests.backtests.factories import BacktestFactory
 
 REPORT = {
     "rules": [
@@ -47,14 +46,11 @@ def test_the_chart_draws_a_line_per_rule_the_debate_last_and_escapes_labels():
 def test_the_chart_is_served_to_the_owner_only(user, other_user):
     # given a backtest of another user, and one of the user
     def make(owner):
-        return Backtest.objects.create(
+        return BacktestFactory(
             owner=owner,
             name="Chart",
-            strategy=StrategyFactory(owner=owner),
             start=datetime(2024, 8, 5, tzinfo=UTC),
             end=datetime(2024, 8, 5, 4, tzinfo=UTC),
-            interval_minutes=240,
-            horizon_minutes=240,
             steps_total=1,
             status="completed",
             report=REPORT,

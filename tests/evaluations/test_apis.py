@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from evaluations.services import debate_review
+from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import AIModelFactory, ScheduleFactory
 from tests.evaluations.builders import completed_debate
 from tests.strategies.factories import StrategyFactory
@@ -78,16 +79,8 @@ def test_another_users_strategy_or_schedule_is_a_404(api_client, other_user, pat
 
 
 def test_another_users_backtest_ledger_is_a_404(api_client, other_user):
-    from backtests.models import Backtest
-
-    backtest = Backtest.objects.create(
-        owner=other_user,
-        name="Theirs",
-        start=AT,
-        end=AT + timedelta(days=1),
-        interval_minutes=240,
-        horizon_minutes=240,
-        steps_total=6,
+    backtest = BacktestFactory(
+        owner=other_user, name="Theirs", start=AT, end=AT + timedelta(days=1)
     )
     for figure in ("ledger", "calibration"):
         assert api_client.get(f"/api/backtests/{backtest.pk}/{figure}").status_code == 404

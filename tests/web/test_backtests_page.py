@@ -4,12 +4,13 @@ curves of the debate and every baseline on one chart, the metrics and the trades
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
 
 import pytest
 
 from backtests.charts import WIDTH, equity_svg
 from backtests.models import Backtest
+from tests.backtests.factories import BacktestFactory
 from tests.backtests.test_run import contract
 from tests.debates.factories import AIModelFactory
 from tests.fakes.llm_server import Reply
@@ -128,7 +129,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     page.set_viewport_size({"width": 1360, "height": 1000})
     # and a figure that rounds to zero shows no sign
     cells = page.locator("#metrics tbody td").all_inner_texts()
-    assert [cell for cell in cells if cell.startswith("-") and not cell.strip("-0.%")] == []
+    assert [cell for cell in cells if re.fullmatch(r"-0(\.0+)?%?", cell)] == []
     # and on a laptop's width the metrics fit without scrolling sideways
     metrics = page.locator(".table-scroll:has(#metrics)")
     assert metrics.evaluate("el => el.scrollWidth <= el.clientWidth"), "the metrics scroll"
@@ -145,23 +146,8 @@ def test_progress_that_arrives_while_a_list_link_is_pressed_does_not_swallow_the
     from backtests import events
 
     # given two backtests in the list, the newer one running, open and streaming live
-    strategy = StrategyFactory(owner=user, timeframes=["1h", "4h"])
-
-    def stored(name: str, **fields) -> Backtest:
-        return Backtest.objects.create(
-            owner=user,
-            name=name,
-            strategy=strategy,
-            start=datetime(2024, 8, 5, tzinfo=UTC),
-            end=datetime(2024, 8, 6, tzinfo=UTC),
-            interval_minutes=240,
-            horizon_minutes=240,
-            steps_total=6,
-            **fields,
-        )
-
-    other = stored("Another backtest", status="cancelled")
-    running = stored("Running backtest", status="running", steps_done=1)
+    other = BacktestFactory(owner=user, name="Another backtest", status="cancelled")
+    running = BacktestFactory(owner=user, name="Running backtest", status="running", steps_done=1)
     page = open_page(f"/backtests/{running.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")
     running_row = page.locator(f'#backtest-list [data-backtest-id="{running.pk}"]')

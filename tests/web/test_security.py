@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from debates.engine.personalities import PERSONALITIES
-from tests.web.conftest import REPORT_REFUSALS, Uvicorn
+from tests.web.conftest import Uvicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -46,12 +46,12 @@ def test_the_web_commands_send_no_server_banner(server):
 def test_pages_work_under_their_policy_with_nothing_refused(
     server, open_page, staff_user, path, ready
 ):
-    # given a browser logged in as staff, recording every policy violation
+    # given a browser logged in as staff, recording every policy violation (open_page
+    # reports each on the console)
     refused: list[str] = []
 
     def watch(page) -> None:
         page.on("console", lambda message: refused.append(message.text))
-        page.add_init_script(REPORT_REFUSALS)
 
     # when the page is opened (the machine has no internet: what it loads is ours)
     if "{debate}" in path:

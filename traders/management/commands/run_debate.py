@@ -419,20 +419,19 @@ class Command(BaseCommand):
             table.add_column(column)
         for d in debate.decisions.order_by("-is_primary", "symbol"):
             # Only an order has a size: hold and wait show none, as on the arena page.
-            sized = d.action in EXECUTABLE_ACTIONS
+            sizing = ("-",) * 4
+            if d.action in EXECUTABLE_ACTIONS:
+                sizing = (
+                    "-" if d.leverage is None else f"{d.leverage}x",
+                    "-" if d.position_pct is None else f"{d.position_pct:.1%}",
+                    "-" if d.stop_loss is None else f"{d.stop_loss:.1%}",
+                    "-" if d.take_profit is None else f"{d.take_profit:.1%}",
+                )
             table.add_row(
                 ("★ " if d.is_primary else "") + d.symbol,
                 BADGES[d.action],
                 f"{d.confidence:.1f}",
-                *(
-                    "-" if value is None or not sized else shown.format(value)
-                    for value, shown in (
-                        (d.leverage, "{}x"),
-                        (d.position_pct, "{:.1%}"),
-                        (d.stop_loss, "{:.1%}"),
-                        (d.take_profit, "{:.1%}"),
-                    )
-                ),
+                *sizing,
                 "  ".join(f"{ACTIONS[k][0]} {v:.2f}" for k, v in d.scores.items()),
             )
         console.print(table)

@@ -41,6 +41,7 @@
   };
   const digits = (n) => ({ minimumFractionDigits: n, maximumFractionDigits: n });
   const money = figures(digits(2));
+  const tenths = figures(digits(1));
   const pct = figures({ style: "percent", ...digits(1) });
   const signedPct = figures({ style: "percent", ...digits(2), signDisplay: "exceptZero" });
   const fixed = figures({ ...digits(2), useGrouping: false });
@@ -290,7 +291,7 @@
         count(p.votes), count(p.right), count(p.wrong), pct(p.accuracy)]));
     table("#calibration", ["Voter", "Judged votes", "Hit rate", "Base rate", "Skill", "Brier"],
       (report.calibration || []).map((v) => [`${v.ai_model_name} as ${v.personality}`, count(v.samples),
-        pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${(v.skill * 100).toFixed(1)} pts`,
+        pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${tenths(v.skill * 100)} pts`,
         missing(v.brier) ? "–" : Number(v.brier).toFixed(3)]));
     $("#reliability-chart").src = `/backtests/${b.id}/reliability.svg?at=${encodeURIComponent(b.finished_at || "")}`;
   }
