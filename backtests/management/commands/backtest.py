@@ -4,7 +4,6 @@ metrics in one table (or, with ``--json``, the report)."""
 from __future__ import annotations
 
 import json
-import logging
 import re
 import time
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
 from traders.management.commands.run_debate import Command as RunDebate
+from traders.management.commands.run_debate import quiet_task_logs
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
 SHORT_LABELS = {
@@ -95,9 +95,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
         console.width = max(console.width, 120)
-        # The progress and the table are the output; task bookkeeping would only bury it.
-        for name in ("celery", "debates.providers"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+        quiet_task_logs()  # the progress and the tables are the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
         models = RunDebate()._models(owner, personalities, options["models"])

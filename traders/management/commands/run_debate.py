@@ -57,6 +57,13 @@ LOCAL_MODEL = {
 }
 
 
+def quiet_task_logs() -> None:
+    """Keep the in-process worker's bookkeeping (Celery's, the providers' and the step
+    log's INFO lines) off a command's console, where the output is the command's own."""
+    for name in ("celery", "debates.providers", "debates.step_log"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def problem(error: dict | None, *, markup: bool = True) -> str:
     """Return a stored error (a failed step's, or a debate's with the step that failed) as
     ``step: code: message``, escaped for the console's markup unless ``markup`` is off."""
@@ -197,9 +204,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
-        # The transcript is the output; task bookkeeping would only bury it.
-        for name in ("celery", "debates.providers", "debates.step_log"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+        quiet_task_logs()  # the transcript is the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
         default_seats = "bull,bear" if local else "bull,bear,analyst"
