@@ -83,8 +83,8 @@ class BacktestAdmin(admin.ModelAdmin):
                     run["label"],
                     f"{run['metrics']['final_equity']:.2f}",
                     _percent(run["metrics"]["total_return"]),
-                    _percent(run["metrics"]["max_drawdown"]),
-                    run["metrics"]["sharpe"],
+                    _share(run["metrics"]["max_drawdown"]),
+                    _figure(run["metrics"]["sharpe"]),
                     run["metrics"]["trades"],
                 )
                 for run in rules
@@ -119,7 +119,7 @@ class BacktestAdmin(admin.ModelAdmin):
 
     @admin.display(description="debate max drawdown")
     def debate_drawdown(self, obj: Backtest) -> str:
-        return _percent(_metric(obj, "debate", "max_drawdown"))
+        return _share(_metric(obj, "debate", "max_drawdown"))
 
     def _evaluation(self, obj: Backtest, name: str):
         return (obj.headline or {}).get("evaluation", {}).get(name)
@@ -146,4 +146,15 @@ class BacktestAdmin(admin.ModelAdmin):
 
 
 def _percent(value: float | None) -> str:
+    """A return: signed."""
     return "-" if value is None else f"{value:+.2%}"
+
+
+def _share(value: float | None) -> str:
+    """A drawdown, an exposure: a share, with no sign."""
+    return "-" if value is None else f"{value:.2%}"
+
+
+def _figure(value: float | None) -> str:
+    """A ratio (Sharpe): two decimals, "-" where it is undefined (no variation)."""
+    return "-" if value is None else f"{value:.2f}"
