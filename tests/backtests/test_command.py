@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 from django.conf import settings
@@ -66,3 +69,49 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
     assert (report["steps"], report["completed_steps"]) == (9, 9)
     assert (report["usage"]["model_calls"], report["usage"]["cached_calls"]) == (0, 9 * 6)
     assert [s["timeframe"] for s in report["stretches"]] == ["1h", "15m"]
+
+
+def test_ctrl_c_cancels_the_backtest_and_says_so_in_one_line(tmp_path):
+    # given the command running a backtest whose models take a second an answer
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(
+        DJANGO_SETTINGS_MODULE="arena.settings.local",
+        ARENA_VAR_DIR=str(tmp_path),
+        SIMULATED_MODEL_LATENCY_S="1",
+    )
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    command = subprocess.Popen(
+        [*manage, "backtest", "--symbol", "ETH", "--from", "2024-08-06", "--to", "2024-08-08"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    database = tmp_path / "arena.sqlite3"
+
+    def debates_running() -> bool:
+        try:
+            with sqlite3.connect(database) as db:
+                query = "SELECT count(*) FROM debates_debate WHERE status = 'running'"
+                return db.execute(query).fetchone()[0] > 0
+        except sqlite3.OperationalError:  # the file is being migrated, or locked a moment
+            return False
+
+    deadline = time.monotonic() + 120
+    while not debates_running() and command.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # when it gets SIGINT (Ctrl-C) while its debates run
+    command.send_signal(signal.SIGINT)
+    output, _ = command.communicate(timeout=60)
+    # then it exits 130 with one line, no traceback and none of the worker's logging
+    assert command.returncode == 130, output[-3000:]
+    assert "Traceback" not in output and " INFO " not in output and "CRITICAL" not in output
+    interrupted = [line for line in output.splitlines() if line.startswith("Interrupted")]
+    assert interrupted == ["Interrupted: backtest 1 cancelled."], output[-3000:]
+    # and the backtest and every debate it started are cancelled in the database
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT status FROM backtests_backtest").fetchall() == [("cancelled",)]
+        statuses = {s for (s,) in db.execute("SELECT status FROM debates_debate")}
+    assert statuses <= {"cancelled", "completed"} and "cancelled" in statuses

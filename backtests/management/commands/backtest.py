@@ -22,7 +22,12 @@ from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
 from traders.management.commands.run_debate import Command as RunDebate
-from traders.management.commands.run_debate import quiet_task_logs
+from traders.management.commands.run_debate import (
+    CtrlC,
+    Interrupted,
+    exit_interrupted,
+    quiet_task_logs,
+)
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
 SHORT_LABELS = {
@@ -135,15 +140,15 @@ class Command(BaseCommand):
             cache=options["cache"],
             level=options["level"],
         )
-        try:
-            backtest = backtest_create(owner=owner, data=data)
-        except ApplicationError as exc:
-            raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
-        try:
-            backtest = self._follow(console, backtest, options["timeout"])
-        except KeyboardInterrupt:
-            backtest_cancel(backtest_id=backtest.pk)
-            raise CommandError(f"backtest {backtest.pk} cancelled") from None
+        with CtrlC() as ctrl_c:
+            try:
+                backtest = backtest_create(owner=owner, data=data)
+            except ApplicationError as exc:
+                raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
+            try:
+                backtest = self._follow(console, backtest, options["timeout"], ctrl_c)
+            except Interrupted:
+                self._interrupted(console, backtest.pk)
         if options["json"]:
             detail = backtest_representation(backtest_id=backtest.pk)
             self.stdout.write(json.dumps(detail["report"], default=str))
@@ -152,7 +157,17 @@ class Command(BaseCommand):
         if not options["json"]:
             self._print_report(console, backtest)
 
-    def _follow(self, console: Console, backtest: Backtest, timeout: float) -> Backtest:
+    def _interrupted(self, console: Console, backtest_id: int) -> None:
+        """Cancel the backtest Ctrl-C interrupted (unless it ended meanwhile) and exit."""
+        try:
+            outcome = backtest_cancel(backtest_id=backtest_id).status
+        except ApplicationError:
+            outcome = Backtest.objects.get(pk=backtest_id).status
+        exit_interrupted(console, f"Interrupted: backtest {backtest_id} {outcome}.")
+
+    def _follow(
+        self, console: Console, backtest: Backtest, timeout: float, ctrl_c: CtrlC
+    ) -> Backtest:
         """Show the debates done of the total until the backtest ends."""
         deadline = time.monotonic() + timeout
         columns = (
@@ -165,6 +180,7 @@ class Command(BaseCommand):
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task(escape(backtest.name), total=backtest.steps_total)
             while True:
+                ctrl_c.check()
                 backtest.refresh_from_db()
                 progress.update(task, completed=backtest.steps_done)
                 if backtest.status in TERMINAL:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import subprocess
 import textwrap
+import threading
 import time
 from datetime import datetime
+from typing import NoReturn
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -62,6 +65,53 @@ def quiet_task_logs() -> None:
     log's INFO lines) off a command's console, where the output is the command's own."""
     for name in ("celery", "debates.providers", "debates.step_log"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+class Interrupted(Exception):
+    """Ctrl-C, raised where a command checks for it (``CtrlC.check``)."""
+
+
+class CtrlC:
+    """Ctrl-C (SIGINT) held until the command checks for it, where it waits.
+
+    Python raises ``KeyboardInterrupt`` wherever the main thread happens to be. On the
+    embedded default's SQLite file that can be in the middle of a read, which then keeps
+    its lock: the cancel that follows waits for it, and the command hangs for a minute
+    and leaves its run going. Or between a commit and its hooks: a backtest is stored
+    but its first tick is never sent. Within ``with CtrlC() as ctrl_c:``, Ctrl-C only
+    sets a flag, and ``ctrl_c.check()`` raises ``Interrupted`` at the points the
+    command chooses. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
+    """
+
+    def __init__(self) -> None:
+        self.pressed = threading.Event()
+
+    def _press(self, signum: int, frame: object) -> None:
+        if self.pressed.is_set():
+            raise KeyboardInterrupt
+        self.pressed.set()
+
+    def __enter__(self) -> CtrlC:
+        self._previous = signal.signal(signal.SIGINT, self._press)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def check(self) -> None:
+        """Raise ``Interrupted`` if Ctrl-C was pressed."""
+        if self.pressed.is_set():
+            raise Interrupted
+
+
+def exit_interrupted(console: Console, line: str) -> NoReturn:
+    """Print ``line`` (what became of the run Ctrl-C stopped) and exit with 130, as a
+    shell does for Ctrl-C."""
+    console.print(line)
+    # The in-process worker's threads (embedded default) end with the process: what
+    # they would log about the steps they drop and the pool shutting down is noise.
+    logging.disable(logging.CRITICAL)
+    raise SystemExit(130)
 
 
 def problem(error: dict | None, *, markup: bool = True) -> str:
@@ -234,18 +284,19 @@ class Command(BaseCommand):
             as_of=as_of,
             cache=options["cache"],
         )
-        try:
-            debate = debate_create(owner=owner, data=data)
-        except ApplicationError as exc:
-            raise CommandError(refusal_line(exc)) from exc
-        try:
-            debate_start(debate_id=debate.pk)
-            timeout = options["timeout"] or (900.0 if local else 300.0)
-            final = self._follow(console, debate.pk, timeout)
-            if final.status == "completed" and options["execute"]:
-                self._execute_all(console, owner, final, timeout)
-        except KeyboardInterrupt:
-            self._interrupted(console, debate.pk)
+        with CtrlC() as ctrl_c:
+            try:
+                debate = debate_create(owner=owner, data=data)
+            except ApplicationError as exc:
+                raise CommandError(refusal_line(exc)) from exc
+            try:
+                debate_start(debate_id=debate.pk)
+                timeout = options["timeout"] or (900.0 if local else 300.0)
+                final = self._follow(console, debate.pk, timeout, ctrl_c)
+                if final.status == "completed" and options["execute"]:
+                    self._execute_all(console, owner, final, timeout, ctrl_c)
+            except Interrupted:
+                self._interrupted(console, debate.pk)
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
@@ -259,11 +310,7 @@ class Command(BaseCommand):
             outcome = "cancelled"
         except ApplicationError:
             outcome = Debate.objects.get(pk=debate_id).status
-        console.print(f"Interrupted: debate {debate_id} {outcome}.")
-        # The in-process worker's threads (embedded default) end with the process: what
-        # they would log about the steps they drop and the pool shutting down is noise.
-        logging.disable(logging.CRITICAL)
-        raise SystemExit(130)
+        exit_interrupted(console, f"Interrupted: debate {debate_id} {outcome}.")
 
     def _models(self, owner, personalities: list[str], ids: str) -> list[AIModel]:
         unknown = [p for p in personalities if p not in PERSONALITIES]
@@ -338,7 +385,7 @@ class Command(BaseCommand):
         )
         return strategy
 
-    def _follow(self, console: Console, debate_id: int, timeout: float) -> Debate:
+    def _follow(self, console: Console, debate_id: int, timeout: float, ctrl_c: CtrlC) -> Debate:
         """Print each stored turn, vote and the consensus until the debate ends."""
         shown_messages: set[int] = set()
         shown_ballots: set[int] = set()
@@ -356,6 +403,7 @@ class Command(BaseCommand):
             )
         )
         while True:
+            ctrl_c.check()
             debate.refresh_from_db()
             if debate.symbols and not coins_shown:  # the snapshot step chose them
                 self._print_coins(console, debate)
@@ -441,7 +489,9 @@ class Command(BaseCommand):
             )
         console.print(table)
 
-    def _execute_all(self, console: Console, owner, debate: Debate, timeout: float) -> None:
+    def _execute_all(
+        self, console: Console, owner, debate: Debate, timeout: float, ctrl_c: CtrlC
+    ) -> None:
         """Execute every executable decision, the primary coin's first, on a fresh demo
         paper account; print each fill and the account after them."""
         executable = [
@@ -456,7 +506,7 @@ class Command(BaseCommand):
         trader = demo_trader(owner)
         console.rule(f"Paper execution on {escape(trader.name)}")
         for decision in executable:
-            self._execute(console, owner, debate, decision.symbol, trader, timeout)
+            self._execute(console, owner, debate, decision.symbol, trader, timeout, ctrl_c)
         trader.refresh_from_db()
         clock = (
             f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
@@ -464,7 +514,14 @@ class Command(BaseCommand):
         console.print(f"  {clock}balance {trader.balance.normalize()} USDT")
 
     def _execute(
-        self, console: Console, owner, debate: Debate, symbol: str, trader: Trader, timeout: float
+        self,
+        console: Console,
+        owner,
+        debate: Debate,
+        symbol: str,
+        trader: Trader,
+        timeout: float,
+        ctrl_c: CtrlC,
     ) -> None:
         """Execute the decision on ``symbol`` on the paper trader, wait for it, print it."""
         try:
@@ -476,6 +533,7 @@ class Command(BaseCommand):
             return
         deadline = time.monotonic() + timeout
         while execution.status not in ("filled", "failed"):
+            ctrl_c.check()
             if time.monotonic() > deadline:
                 raise CommandError(f"execution {execution.pk} still {execution.status}")
             time.sleep(0.2)
