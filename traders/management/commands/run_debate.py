@@ -506,6 +506,7 @@ class Command(BaseCommand):
         trader = demo_trader(owner)
         console.rule(f"Paper execution on {escape(trader.name)}")
         for decision in executable:
+            ctrl_c.check()  # no order is sent after Ctrl-C
             self._execute(console, owner, debate, decision.symbol, trader, timeout, ctrl_c)
         trader.refresh_from_db()
         clock = (
