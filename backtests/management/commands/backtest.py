@@ -21,12 +21,14 @@ from backtests.selectors import backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
 from strategies.models import Strategy
+from traders.management.commands.run_debate import FLAGS as DEBATE_FLAGS
 from traders.management.commands.run_debate import Command as RunDebate
 from traders.management.commands.run_debate import (
     CtrlC,
     Interrupted,
     exit_interrupted,
     quiet_task_logs,
+    refusal_line,
 )
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
@@ -41,6 +43,19 @@ SHORT_LABELS = {
 DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
 UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
 TERMINAL = {"completed", "failed", "cancelled"}
+# The flag behind each input field, for a refusal naming the flags (``refusal_line``).
+FLAGS = {
+    **DEBATE_FLAGS,
+    "start": "--from",
+    "end": "--to",
+    "interval_minutes": "--every",
+    "horizon_minutes": "--horizon",
+    "starting_balance": "--balance",
+    "fee_rate": "--fee-rate",
+    "slippage_bps": "--slippage-bps",
+    "coins": "--coins",
+    "level": "--level",
+}
 # The demo strategy shows 1h and 4h candles, so a replay may start in May (a 15m
 # timeframe would hold it to 5 August, where the 15m candles begin).
 DEMO_STRATEGY = "Demo: majors on 1h and 4h candles"
@@ -144,7 +159,7 @@ class Command(BaseCommand):
             try:
                 backtest = backtest_create(owner=owner, data=data)
             except ApplicationError as exc:
-                raise CommandError(f"{exc.message} {json.dumps(exc.fields)}") from exc
+                raise CommandError(refusal_line(exc, FLAGS)) from exc
             try:
                 backtest = self._follow(console, backtest, options["timeout"], ctrl_c)
             except Interrupted:

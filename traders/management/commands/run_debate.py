@@ -145,19 +145,22 @@ FLAGS = {
 }
 
 
-def flag_of(field_name: str) -> str:
-    """Return the flag behind an input field (``participants[1].ai_model`` is --models)."""
+def flag_of(field_name: str, flags: dict[str, str]) -> str | None:
+    """Return the flag of ``flags`` behind an input field (``participants[1].ai_model``
+    is --models), or None for a field no flag sets (a quota's count)."""
     if field_name.startswith("participants["):
         return "--models" if field_name.endswith(".ai_model") else "--participants"
-    return FLAGS.get(field_name, field_name)
+    return flags.get(field_name)
 
 
-def refusal_line(exc: ApplicationError) -> str:
-    """Return a refusal as one line naming the flags: ``--rounds: Must be between ...``."""
-    if not exc.fields:
+def refusal_line(exc: ApplicationError, flags: dict[str, str] = FLAGS) -> str:
+    """Return a refusal as one line naming the flags: ``--rounds: Must be between ...``;
+    a refusal no flag caused (a quota) is its message."""
+    named = {name: flag_of(name, flags) for name in exc.fields}
+    if not any(named.values()):
         return exc.message
     return " ".join(
-        f"{flag_of(name)}: {' '.join(str(m) for m in messages)}"
+        f"{named[name] or name}: {' '.join(str(m) for m in messages)}"
         for name, messages in exc.fields.items()
     )
 

@@ -1,0 +1,59 @@
+"""``manage.py backtest`` refuses bad flags in one line naming the flags, writing no
+backtest, as ``run_debate`` does; a refusal no flag caused (a quota) is its message."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from backtests.models import Backtest
+from tests.backtests.factories import BacktestFactory
+
+pytestmark = pytest.mark.django_db
+
+WINDOW = ("--from", "2024-08-10", "--to", "2024-08-12")
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (
+            ("--every", "7m"),
+            "--every: Must be at least 15 minutes and a multiple of 15; got 7.",
+        ),
+        (
+            ("--every", "4h", "--horizon", "10m", "--balance", "-5"),
+            "--horizon: Must be at least 15 minutes and a multiple of 15; got 10. "
+            "--balance: Must be at least 12 and at most 1000000000; got -5.",
+        ),
+        (
+            ("--from", "2024-05-01", "--to", "2024-08-12"),
+            "--from: Outside the dataset window of this strategy: "
+            "2024-05-08T12:00:00+00:00 .. 2024-09-05T00:00:00+00:00.",
+        ),
+        (
+            ("--symbol", "PEPE"),
+            "--symbol: The bundled dataset holds no PEPEUSDT; one of BTCUSDT, ETHUSDT, "
+            "SOLUSDT, XRPUSDT, DOGEUSDT, AVAXUSDT, LINKUSDT.",
+        ),
+    ],
+    ids=["step", "horizon-and-balance", "window", "symbol"],
+)
+def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
+    # when the command runs with bad flags
+    with pytest.raises(CommandError) as refused:
+        call_command("backtest", "--user", user.username, *WINDOW, *flags)
+    # then the error is that one line, and no backtest was written
+    assert str(refused.value) == line
+    assert not Backtest.objects.exists()
+
+
+def test_a_refusal_no_flag_caused_is_its_message(user):
+    # given the one backtest a user may have running
+    BacktestFactory(owner=user, status="running")
+    # when the command starts another
+    with pytest.raises(CommandError) as refused:
+        call_command("backtest", "--user", user.username, *WINDOW)
+    # then the error is the quota's message, not a field's name
+    assert str(refused.value) == "You have as many backtests running as one user may (at most 1)."
+    assert Backtest.objects.count() == 1
