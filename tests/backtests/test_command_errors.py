@@ -1,5 +1,6 @@
 """``manage.py backtest`` refuses bad flags in one line naming the flags, writing no
-backtest, as ``run_debate`` does; a refusal no flag caused (a quota) is its message."""
+backtest, as ``run_debate`` does; a refusal no flag caused (a quota) is its message, and
+``--cancel`` stops a backtest the quota names."""
 
 from __future__ import annotations
 
@@ -48,12 +49,31 @@ def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
     assert not Backtest.objects.exists()
 
 
-def test_a_refusal_no_flag_caused_is_its_message(user):
-    # given the one backtest a user may have running
-    BacktestFactory(owner=user, status="running")
+def test_the_running_backtests_quota_names_them_and_how_to_cancel_one(user):
+    # given the one backtest a user may have running (its command killed, say)
+    running = BacktestFactory(owner=user, status="running", name="BTC", steps_done=2)
     # when the command starts another
     with pytest.raises(CommandError) as refused:
         call_command("backtest", "--user", user.username, *WINDOW)
-    # then the error is the quota's message, not a field's name
-    assert str(refused.value) == "You have as many backtests running as one user may (at most 1)."
+    # then the error is the quota's message, not a field's name, with the way out
+    assert str(refused.value) == (
+        "You have as many backtests running as one user may (at most 1). "
+        f"Running: {running.pk} (BTC, 2/6); --cancel ID stops one."
+    )
     assert Backtest.objects.count() == 1
+
+
+def test_cancel_stops_the_users_backtest_and_no_other(user, other_user, capsys):
+    # given a running backtest of the user and one of another user
+    mine = BacktestFactory(owner=user, status="running")
+    theirs = BacktestFactory(owner=other_user, status="running")
+    # when the command cancels each for the user
+    call_command("backtest", "--user", user.username, "--cancel", str(mine.pk))
+    with pytest.raises(CommandError) as refused:
+        call_command("backtest", "--user", user.username, "--cancel", str(theirs.pk))
+    # then the user's is cancelled and said so; the other user's is not found, and runs on
+    assert f"Backtest {mine.pk} cancelled." in capsys.readouterr().out
+    assert str(refused.value) == "--cancel: Backtest not found."
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.status, theirs.status) == ("cancelled", "running")

@@ -16,10 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from backtests.models import Backtest, CoinScope
-from backtests.selectors import backtest_representation
+from backtests.models import ACTIVE_STATUSES, Backtest, CoinScope
+from backtests.selectors import backtest_list, backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
+from debates.quotas import QuotaExceeded
 from strategies.models import Strategy
 from traders.management.commands.run_debate import FLAGS as DEBATE_FLAGS
 from traders.management.commands.run_debate import Command as RunDebate
@@ -111,12 +112,21 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="demo", help="owner of the backtest")
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument(
+            "--cancel",
+            type=int,
+            metavar="ID",
+            help="cancel the user's backtest ID (one a closed terminal left running) and exit",
+        )
 
     def handle(self, *args, **options) -> None:
         console = Console(stderr=options["json"], highlight=False)
         console.width = max(console.width, 120)
         quiet_task_logs()  # the progress and the tables are the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
+        if options["cancel"] is not None:
+            self._cancel(console, owner, options["cancel"])
+            return
         personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
         models = RunDebate()._models(owner, personalities, options["models"])
         try:
@@ -158,6 +168,8 @@ class Command(BaseCommand):
         with CtrlC() as ctrl_c:
             try:
                 backtest = backtest_create(owner=owner, data=data)
+            except QuotaExceeded as exc:
+                raise CommandError(f"{refusal_line(exc, FLAGS)} {self._running(owner)}") from exc
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
             try:
@@ -171,6 +183,23 @@ class Command(BaseCommand):
             raise CommandError(f"backtest {backtest.pk} ended {backtest.status}: {backtest.error}")
         if not options["json"]:
             self._print_report(console, backtest)
+
+    def _cancel(self, console: Console, owner, backtest_id: int) -> None:
+        """Cancel the owner's backtest ``backtest_id`` and its running debates."""
+        try:
+            backtest = backtest_cancel(backtest_id=backtest_id, owner=owner)
+        except ApplicationError as exc:
+            raise CommandError(f"--cancel: {exc.message}") from exc
+        console.print(f"Backtest {backtest.pk} {backtest.status}.")
+
+    def _running(self, owner) -> str:
+        """Name the owner's running backtests and how to stop one: on the embedded
+        default a backtest whose command was killed stays running, with no worker."""
+        running = [
+            f"{backtest.pk} ({backtest.name}, {backtest.steps_done}/{backtest.steps_total})"
+            for backtest in backtest_list(owner=owner).filter(status__in=ACTIVE_STATUSES)
+        ]
+        return f"Running: {', '.join(running)}; --cancel ID stops one."
 
     def _interrupted(self, console: Console, backtest_id: int) -> None:
         """Cancel the backtest Ctrl-C interrupted (unless it ended meanwhile) and exit."""
