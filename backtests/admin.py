@@ -151,7 +151,7 @@ def _percent(value: float | None) -> str:
 
 
 def _share(value: float | None) -> str:
-    """A drawdown, an exposure: a share, with no sign."""
+    """A drawdown: a share, with no sign."""
     return "-" if value is None else f"{value:.2%}"
 
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from traders.management.commands.run_debate import CtrlC, Interrupted
+from traders.management.console import CtrlC, Interrupted
 
 
 def _press_ctrl_c() -> None:

@@ -22,9 +22,8 @@ from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
 from debates.quotas import QuotaExceeded
 from strategies.models import Strategy
-from traders.management.commands.run_debate import FLAGS as DEBATE_FLAGS
 from traders.management.commands.run_debate import Command as RunDebate
-from traders.management.commands.run_debate import (
+from traders.management.console import (
     CtrlC,
     Interrupted,
     exit_interrupted,
@@ -46,7 +45,11 @@ UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
 TERMINAL = {"completed", "failed", "cancelled"}
 # The flag behind each input field, for a refusal naming the flags (``refusal_line``).
 FLAGS = {
-    **DEBATE_FLAGS,
+    "symbol": "--symbol",
+    "max_rounds": "--rounds",
+    "prompt_variant": "--variant",
+    "cache": "--cache",
+    "participants": "--participants",
     "start": "--from",
     "end": "--to",
     "interval_minutes": "--every",

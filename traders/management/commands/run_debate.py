@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import signal
 import subprocess
 import textwrap
-import threading
 import time
 from datetime import datetime
-from typing import NoReturn
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -32,6 +28,13 @@ from strategies.market.dataset import DATASET_END
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
+from traders.management.console import (
+    CtrlC,
+    Interrupted,
+    exit_interrupted,
+    quiet_task_logs,
+    refusal_line,
+)
 from traders.models import Execution, Trader
 from traders.services import execution_request
 
@@ -58,60 +61,6 @@ LOCAL_MODEL = {
     "max_tokens": 400,
     "timeout_seconds": 180,
 }
-
-
-def quiet_task_logs() -> None:
-    """Keep the in-process worker's bookkeeping (Celery's, the providers' and the step
-    log's INFO lines) off a command's console, where the output is the command's own."""
-    for name in ("celery", "debates.providers", "debates.step_log"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-class Interrupted(Exception):
-    """Ctrl-C, raised where a command checks for it (``CtrlC.check``)."""
-
-
-class CtrlC:
-    """Ctrl-C (SIGINT) held until the command checks for it, where it waits.
-
-    Python raises ``KeyboardInterrupt`` wherever the main thread happens to be. On the
-    embedded default's SQLite file that can be in the middle of a read, which then keeps
-    its lock: the cancel that follows waits for it, and the command hangs for a minute
-    and leaves its run going. Or between a commit and its hooks: a backtest is stored
-    but its first tick is never sent. Within ``with CtrlC() as ctrl_c:``, Ctrl-C only
-    sets a flag, and ``ctrl_c.check()`` raises ``Interrupted`` at the points the
-    command chooses. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
-    """
-
-    def __init__(self) -> None:
-        self.pressed = threading.Event()
-
-    def _press(self, signum: int, frame: object) -> None:
-        if self.pressed.is_set():
-            raise KeyboardInterrupt
-        self.pressed.set()
-
-    def __enter__(self) -> CtrlC:
-        self._previous = signal.signal(signal.SIGINT, self._press)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        signal.signal(signal.SIGINT, self._previous)
-
-    def check(self) -> None:
-        """Raise ``Interrupted`` if Ctrl-C was pressed."""
-        if self.pressed.is_set():
-            raise Interrupted
-
-
-def exit_interrupted(console: Console, line: str) -> NoReturn:
-    """Print ``line`` (what became of the run Ctrl-C stopped) and exit with 130, as a
-    shell does for Ctrl-C."""
-    console.print(line)
-    # The in-process worker's threads (embedded default) end with the process: what
-    # they would log about the steps they drop and the pool shutting down is noise.
-    logging.disable(logging.CRITICAL)
-    raise SystemExit(130)
 
 
 def problem(error: dict | None, *, markup: bool = True) -> str:
@@ -143,26 +92,6 @@ FLAGS = {
     "cache": "--cache",
     "participants": "--participants",
 }
-
-
-def flag_of(field_name: str, flags: dict[str, str]) -> str | None:
-    """Return the flag of ``flags`` behind an input field (``participants[1].ai_model``
-    is --models), or None for a field no flag sets (a quota's count)."""
-    if field_name.startswith("participants["):
-        return "--models" if field_name.endswith(".ai_model") else "--participants"
-    return flags.get(field_name)
-
-
-def refusal_line(exc: ApplicationError, flags: dict[str, str] = FLAGS) -> str:
-    """Return a refusal as one line naming the flags: ``--rounds: Must be between ...``;
-    a refusal no flag caused (a quota) is its message."""
-    named = {name: flag_of(name, flags) for name in exc.fields}
-    if not any(named.values()):
-        return exc.message
-    return " ".join(
-        f"{named[name] or name}: {' '.join(str(m) for m in messages)}"
-        for name, messages in exc.fields.items()
-    )
 
 
 def demo_trader(owner) -> Trader:
@@ -291,7 +220,7 @@ class Command(BaseCommand):
             try:
                 debate = debate_create(owner=owner, data=data)
             except ApplicationError as exc:
-                raise CommandError(refusal_line(exc)) from exc
+                raise CommandError(refusal_line(exc, FLAGS)) from exc
             try:
                 debate_start(debate_id=debate.pk)
                 timeout = options["timeout"] or (900.0 if local else 300.0)

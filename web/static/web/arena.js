@@ -767,8 +767,10 @@
     initial: setDebate,
     status: (fields) => {
       applyState(fields);
-      const coinsChosen = !state.debate.symbols.length && fields.status !== "pending";
-      if (coinsChosen || FINAL_STATUSES.has(fields.status)) refreshFromDetail();
+      // Status events carry neither the coins the prepare step chose nor the spend: read
+      // the coins until they are known, and the spend once the debate stops.
+      const coinsUnread = !state.debate.symbols.length && fields.status !== "pending";
+      if (coinsUnread || FINAL_STATUSES.has(fields.status)) refreshFromDetail();
     },
     round_start: ({ round }) => {
       roundSection(round);
