@@ -3,9 +3,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY arena arena
-COPY debates debates
 COPY strategies strategies
 COPY traders traders
+COPY debates debates
+COPY evaluations evaluations
+COPY backtests backtests
 COPY web web
 COPY templates templates
 COPY manage.py ./

@@ -1,17 +1,24 @@
 """The processes the README starts: the port `make serve` gives the web process, the
-containers' start order."""
+containers' start order, what the container image holds."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
+import sysconfig
 import time
+import tomllib
+from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+from django.apps import apps
 from django.conf import settings
 
 from tests.ports import free_port
@@ -76,3 +83,62 @@ def test_compose_starts_web_worker_and_beat_after_the_migrations():
     # and the worker and beat log at LOG_LEVEL
     for name in ("worker", "beat"):
         assert "--loglevel ${LOG_LEVEL:-INFO}" in services[name]["command"]
+
+
+def _local_apps() -> list[str]:
+    """The project's own apps: those whose package is a folder of the checkout's root."""
+    return sorted(
+        config.name for config in apps.get_app_configs() if Path(config.path).parent == BASE
+    )
+
+
+def _copy_as_the_image(root: Path) -> None:
+    """Put under ``root`` what the Dockerfile's COPY lines put in the image's WORKDIR."""
+    for line in (BASE / "Dockerfile").read_text().splitlines():
+        if not line.startswith("COPY "):
+            continue
+        *sources, destination = line.split()[1:]
+        for source in sources:
+            target = root / destination
+            if destination.endswith("/"):
+                target = target / source
+            if (BASE / source).is_dir():
+                shutil.copytree(BASE / source, target)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(BASE / source, target)
+
+
+def test_the_image_holds_every_app_and_django_starts_from_it(tmp_path):
+    # given the files the Dockerfile copies, and nothing else of the checkout
+    _copy_as_the_image(tmp_path)
+    assert {app for app in _local_apps() if not (tmp_path / app).is_dir()} == set()
+    # when Django checks the project from them, with the installed packages but not the
+    # checkout's own editable install (-S: no .pth file of site-packages is read)
+    packages = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "arena.settings.local",
+        "PYTHONPATH": os.pathsep.join(packages),
+    }
+    checked = subprocess.run(
+        [sys.executable, "-S", "manage.py", "check"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # then every app imports: the image starts
+    assert checked.returncode == 0, checked.stderr[-2000:]
+    assert "no issues" in checked.stdout
+
+
+def test_the_package_holds_every_app():
+    # given the packages pyproject.toml puts in the project's distribution
+    found = tomllib.loads((BASE / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    patterns = found["find"]["include"]
+    # then each of the project's apps is one of them
+    assert {
+        app for app in _local_apps() if not any(fnmatch.fnmatch(app, p) for p in patterns)
+    } == set()
