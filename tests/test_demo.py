@@ -81,7 +81,10 @@ def test_make_demo_executes_paper_fills_every_time_and_its_json_pipes_into_jq(tm
         assert "already open" not in result.stderr
 
 
-def test_ctrl_c_cancels_the_debate_and_says_so_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "kill"]
+)
+def test_a_stop_signal_cancels_the_debate_and_says_so_in_one_line(tmp_path, stop, status):
     # given the demo's command running a debate whose models take a second an answer
     var = tmp_path / "var"
     env = demo_env(var)
@@ -101,11 +104,11 @@ def test_ctrl_c_cancels_the_debate_and_says_so_in_one_line(tmp_path):
         lines.append(line)
         if line.startswith("🐂 bull"):  # the first turn is stored: the debate runs
             break
-    # when it gets SIGINT (Ctrl-C)
-    command.send_signal(signal.SIGINT)
+    # when it gets Ctrl-C (SIGINT) or SIGTERM
+    command.send_signal(stop)
     rest, _ = command.communicate(timeout=60)
-    # then it exits 130 with one line, no traceback
-    assert command.returncode == 130, rest
+    # then it exits 128 + the signal's number with one line, no traceback
+    assert command.returncode == status, rest
     assert "Traceback" not in rest
     interrupted = [line for line in rest.splitlines() if line.startswith("Interrupted")]
     assert len(interrupted) == 1

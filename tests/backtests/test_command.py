@@ -71,7 +71,12 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
     assert [s["timeframe"] for s in report["stretches"]] == ["1h", "15m"]
 
 
-def test_ctrl_c_cancels_the_backtest_and_says_so_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("stop", "status"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["ctrl-c", "kill", "terminal-closed"],
+)
+def test_a_stop_signal_cancels_the_backtest_and_says_so_in_one_line(tmp_path, stop, status):
     # given the command running a backtest whose models take a second an answer
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env.update(
@@ -102,11 +107,12 @@ def test_ctrl_c_cancels_the_backtest_and_says_so_in_one_line(tmp_path):
     deadline = time.monotonic() + 120
     while not debates_running() and command.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    # when it gets SIGINT (Ctrl-C) while its debates run
-    command.send_signal(signal.SIGINT)
+    # when it gets Ctrl-C (SIGINT), SIGTERM or SIGHUP while its debates run
+    command.send_signal(stop)
     output, _ = command.communicate(timeout=60)
-    # then it exits 130 with one line, no traceback and none of the worker's logging
-    assert command.returncode == 130, output[-3000:]
+    # then it exits 128 + the signal's number with one line, no traceback and none of the
+    # worker's logging
+    assert command.returncode == status, output[-3000:]
     assert "Traceback" not in output and " INFO " not in output and "CRITICAL" not in output
     interrupted = [line for line in output.splitlines() if line.startswith("Interrupted")]
     assert interrupted == ["Interrupted: backtest 1 cancelled."], output[-3000:]

@@ -1,9 +1,11 @@
 """What the console commands (``run_debate``, ``backtest``) share: their logging, their
-refusals naming the flags, and how Ctrl-C stops the run they follow."""
+refusals naming the flags, and how Ctrl-C (or SIGTERM, SIGHUP) stops the run they
+follow."""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from typing import NoReturn
 
@@ -40,47 +42,71 @@ def refusal_line(exc: ApplicationError, flags: dict[str, str]) -> str:
 
 
 class Interrupted(Exception):
-    """Ctrl-C, raised where a command checks for it (``CtrlC.check``)."""
+    """A stop signal, raised where a command checks for it (``StopSignals.check``)."""
 
 
-class CtrlC:
-    """Ctrl-C (SIGINT) held until the command checks for it, where it waits.
+# The signals that ask a command to stop: Ctrl-C, ``kill`` (and ``timeout``, ``docker
+# stop``, a service manager), the terminal closed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-    Python raises ``KeyboardInterrupt`` wherever the main thread happens to be. On the
-    embedded default's SQLite file that can be in the middle of a read, which then keeps
-    its lock: the cancel that follows waits for it, and the command hangs for a minute
-    and leaves its run going. Or between a commit and its hooks: a backtest is stored
-    but its first tick is never sent. Within ``with CtrlC() as ctrl_c:``, Ctrl-C only
-    sets a flag, and ``ctrl_c.check()`` raises ``Interrupted`` at the points the
-    command chooses. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
+
+class StopSignals:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held until the command checks for them, where
+    it waits.
+
+    Python raises ``KeyboardInterrupt`` for Ctrl-C wherever the main thread happens to
+    be. On the embedded default's SQLite file that can be in the middle of a read, which
+    then keeps its lock: the cancel that follows waits for it, and the command hangs for
+    a minute and leaves its run going. Or between a commit and its hooks: a backtest is
+    stored but its first tick is never sent. SIGTERM and SIGHUP end the process at once,
+    and on the embedded default its run stays running with no worker to take it on.
+    Within ``with StopSignals() as stop:``, each only sets ``stop.received``, and
+    ``stop.check()`` raises ``Interrupted`` at the points the command chooses. A second
+    signal raises ``KeyboardInterrupt`` at once.
+
+    A closed terminal takes the console with it: on SIGHUP, what was written to the
+    terminal goes to ``/dev/null`` from then on, so the command can still cancel its run
+    and exit (a redirected output keeps its file).
     """
 
     def __init__(self) -> None:
-        self.pressed = False  # set by the handler, which runs in the main thread
+        self.received: signal.Signals | None = None  # set by the handler, in the main thread
 
-    def _press(self, signum: int, frame: object) -> None:
-        if self.pressed:
+    def _receive(self, signum: int, frame: object) -> None:
+        if self.received is not None:
             raise KeyboardInterrupt
-        self.pressed = True
+        if signum == signal.SIGHUP:
+            _detach_from_terminal()
+        self.received = signal.Signals(signum)
 
-    def __enter__(self) -> CtrlC:
-        self._previous = signal.signal(signal.SIGINT, self._press)
+    def __enter__(self) -> StopSignals:
+        self._previous = {signum: signal.signal(signum, self._receive) for signum in STOP_SIGNALS}
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
     def check(self) -> None:
-        """Raise ``Interrupted`` if Ctrl-C was pressed."""
-        if self.pressed:
+        """Raise ``Interrupted`` if a stop signal was received."""
+        if self.received is not None:
             raise Interrupted
 
 
-def exit_interrupted(console: Console, line: str) -> NoReturn:
-    """Print ``line`` (what became of the run Ctrl-C stopped) and exit with 130, as a
-    shell does for Ctrl-C."""
+def _detach_from_terminal() -> None:
+    """Point the standard output and error that are a terminal at ``/dev/null``."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        if os.isatty(fd):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def exit_interrupted(console: Console, stop: StopSignals, line: str) -> NoReturn:
+    """Print ``line`` (what became of the run the signal stopped) and exit with 128 plus
+    the signal's number (130 for Ctrl-C), as a shell does."""
     console.print(line)
     # The in-process worker's threads (embedded default) end with the process: what
     # they would log about the steps they drop and the pool shutting down is noise.
     logging.disable(logging.CRITICAL)
-    raise SystemExit(130)
+    raise SystemExit(128 + (stop.received or signal.SIGINT))

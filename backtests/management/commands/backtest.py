@@ -24,8 +24,8 @@ from debates.quotas import QuotaExceeded
 from strategies.models import Strategy
 from traders.management.commands.run_debate import Command as RunDebate
 from traders.management.console import (
-    CtrlC,
     Interrupted,
+    StopSignals,
     exit_interrupted,
     quiet_task_logs,
     refusal_line,
@@ -168,7 +168,7 @@ class Command(BaseCommand):
             cache=options["cache"],
             level=options["level"],
         )
-        with CtrlC() as ctrl_c:
+        with StopSignals() as stop:
             try:
                 backtest = backtest_create(owner=owner, data=data)
             except QuotaExceeded as exc:
@@ -176,9 +176,9 @@ class Command(BaseCommand):
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
             try:
-                backtest = self._follow(console, backtest, options["timeout"], ctrl_c)
+                backtest = self._follow(console, backtest, options["timeout"], stop)
             except Interrupted:
-                self._interrupted(console, backtest.pk)
+                self._interrupted(console, backtest.pk, stop)
         if options["json"]:
             detail = backtest_representation(backtest_id=backtest.pk)
             self.stdout.write(json.dumps(detail["report"], default=str))
@@ -204,16 +204,16 @@ class Command(BaseCommand):
         ]
         return f"Running: {', '.join(running)}; --cancel ID stops one."
 
-    def _interrupted(self, console: Console, backtest_id: int) -> None:
-        """Cancel the backtest Ctrl-C interrupted (unless it ended meanwhile) and exit."""
+    def _interrupted(self, console: Console, backtest_id: int, stop: StopSignals) -> None:
+        """Cancel the backtest a stop signal interrupted (unless it ended meanwhile), exit."""
         try:
             outcome = backtest_cancel(backtest_id=backtest_id).status
         except ApplicationError:
             outcome = Backtest.objects.get(pk=backtest_id).status
-        exit_interrupted(console, f"Interrupted: backtest {backtest_id} {outcome}.")
+        exit_interrupted(console, stop, f"Interrupted: backtest {backtest_id} {outcome}.")
 
     def _follow(
-        self, console: Console, backtest: Backtest, timeout: float, ctrl_c: CtrlC
+        self, console: Console, backtest: Backtest, timeout: float, stop: StopSignals
     ) -> Backtest:
         """Show the debates done of the total until the backtest ends."""
         deadline = time.monotonic() + timeout
@@ -227,7 +227,7 @@ class Command(BaseCommand):
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task(escape(backtest.name), total=backtest.steps_total)
             while True:
-                ctrl_c.check()
+                stop.check()
                 backtest.refresh_from_db()
                 progress.update(task, completed=backtest.steps_done)
                 if backtest.status in TERMINAL:

@@ -29,8 +29,8 @@ from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
 from traders.management.console import (
-    CtrlC,
     Interrupted,
+    StopSignals,
     exit_interrupted,
     quiet_task_logs,
     refusal_line,
@@ -109,7 +109,8 @@ class Command(BaseCommand):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = (
             "The debate runs through the normal Celery canvas (in-process on the embedded "
-            "default). Ctrl-C cancels it. Errors name the flag that caused them."
+            "default). Ctrl-C, SIGTERM or a closed terminal cancels it. Errors name the flag "
+            "that caused them."
         )
         return parser
 
@@ -216,7 +217,7 @@ class Command(BaseCommand):
             as_of=as_of,
             cache=options["cache"],
         )
-        with CtrlC() as ctrl_c:
+        with StopSignals() as stop:
             try:
                 debate = debate_create(owner=owner, data=data)
             except ApplicationError as exc:
@@ -224,25 +225,25 @@ class Command(BaseCommand):
             try:
                 debate_start(debate_id=debate.pk)
                 timeout = options["timeout"] or (900.0 if local else 300.0)
-                final = self._follow(console, debate.pk, timeout, ctrl_c)
+                final = self._follow(console, debate.pk, timeout, stop)
                 if final.status == "completed" and options["execute"]:
-                    self._execute_all(console, owner, final, timeout, ctrl_c)
+                    self._execute_all(console, owner, final, timeout, stop)
             except Interrupted:
-                self._interrupted(console, debate.pk)
+                self._interrupted(console, debate.pk, stop)
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
             reason = problem(final.error, markup=False)
             raise CommandError(f"debate {final.pk} ended {final.status}: {reason}")
 
-    def _interrupted(self, console: Console, debate_id: int) -> None:
-        """Cancel the debate Ctrl-C interrupted (unless it ended meanwhile) and exit."""
+    def _interrupted(self, console: Console, debate_id: int, stop: StopSignals) -> None:
+        """Cancel the debate a stop signal interrupted (unless it ended meanwhile), exit."""
         try:
             debate_cancel(debate_id=debate_id)
             outcome = "cancelled"
         except ApplicationError:
             outcome = Debate.objects.get(pk=debate_id).status
-        exit_interrupted(console, f"Interrupted: debate {debate_id} {outcome}.")
+        exit_interrupted(console, stop, f"Interrupted: debate {debate_id} {outcome}.")
 
     def _models(self, owner, personalities: list[str], ids: str) -> list[AIModel]:
         unknown = [p for p in personalities if p not in PERSONALITIES]
@@ -317,7 +318,9 @@ class Command(BaseCommand):
         )
         return strategy
 
-    def _follow(self, console: Console, debate_id: int, timeout: float, ctrl_c: CtrlC) -> Debate:
+    def _follow(
+        self, console: Console, debate_id: int, timeout: float, stop: StopSignals
+    ) -> Debate:
         """Print each stored turn, vote and the consensus until the debate ends."""
         shown_messages: set[int] = set()
         shown_ballots: set[int] = set()
@@ -335,7 +338,7 @@ class Command(BaseCommand):
             )
         )
         while True:
-            ctrl_c.check()
+            stop.check()
             debate.refresh_from_db()
             if debate.symbols and not coins_shown:  # the snapshot step chose them
                 self._print_coins(console, debate)
@@ -422,7 +425,7 @@ class Command(BaseCommand):
         console.print(table)
 
     def _execute_all(
-        self, console: Console, owner, debate: Debate, timeout: float, ctrl_c: CtrlC
+        self, console: Console, owner, debate: Debate, timeout: float, stop: StopSignals
     ) -> None:
         """Execute every executable decision, the primary coin's first, on a fresh demo
         paper account; print each fill and the account after them."""
@@ -438,8 +441,8 @@ class Command(BaseCommand):
         trader = demo_trader(owner)
         console.rule(f"Paper execution on {escape(trader.name)}")
         for decision in executable:
-            ctrl_c.check()  # no order is sent after Ctrl-C
-            self._execute(console, owner, debate, decision.symbol, trader, timeout, ctrl_c)
+            stop.check()  # no order is sent after Ctrl-C (or SIGTERM, SIGHUP)
+            self._execute(console, owner, debate, decision.symbol, trader, timeout, stop)
         trader.refresh_from_db()
         clock = (
             f"paper clock {trader.replay_as_of:%Y-%m-%d %H:%M} UTC, " if trader.replay_as_of else ""
@@ -454,7 +457,7 @@ class Command(BaseCommand):
         symbol: str,
         trader: Trader,
         timeout: float,
-        ctrl_c: CtrlC,
+        stop: StopSignals,
     ) -> None:
         """Execute the decision on ``symbol`` on the paper trader, wait for it, print it."""
         try:
@@ -466,7 +469,7 @@ class Command(BaseCommand):
             return
         deadline = time.monotonic() + timeout
         while execution.status not in ("filled", "failed"):
-            ctrl_c.check()
+            stop.check()
             if time.monotonic() > deadline:
                 raise CommandError(f"execution {execution.pk} still {execution.status}")
             time.sleep(0.2)
