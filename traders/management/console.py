@@ -4,14 +4,52 @@ follow."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import sys
 from typing import NoReturn
 
 from rich.console import Console
 
 from arena.exceptions import ApplicationError
+
+
+def command_console(*, stderr: bool = False) -> Console:
+    """Return the console a command prints to: stdout, or stderr when stdout carries
+    ``--json``. Once its terminal hangs up, what it prints is dropped (``_Output``)."""
+    return Console(file=_Output(sys.stderr if stderr else sys.stdout), highlight=False)
+
+
+class _Output:
+    """A console's file, whose writes fail with EIO once its terminal has hung up.
+
+    The hang-up's SIGHUP (``StopSignals``) is handled by the main thread at its next
+    instruction, which may come after a write has failed: the failure would end the
+    command before it cancels its run. So a write the terminal refuses is dropped.
+    """
+
+    def __init__(self, file) -> None:
+        self._file = file
+
+    def write(self, text: str) -> int:
+        try:
+            return self._file.write(text)
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding: the file's own
+        return getattr(self._file, name)
 
 
 def quiet_task_logs() -> None:
@@ -65,8 +103,9 @@ class StopSignals:
     signal raises ``KeyboardInterrupt`` at once.
 
     A closed terminal takes the console with it: on SIGHUP, what was written to the
-    terminal goes to ``/dev/null`` from then on, so the command can still cancel its run
-    and exit (a redirected output keeps its file).
+    terminal goes to ``/dev/null`` from then on (and a console of ``command_console``
+    drops what the terminal refused before), so the command can still cancel its run and
+    exit; a redirected output keeps its file.
     """
 
     def __init__(self) -> None:

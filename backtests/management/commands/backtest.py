@@ -26,6 +26,7 @@ from traders.management.commands.run_debate import Command as RunDebate
 from traders.management.console import (
     Interrupted,
     StopSignals,
+    command_console,
     exit_interrupted,
     quiet_task_logs,
     refusal_line,
@@ -123,7 +124,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = Console(stderr=options["json"], highlight=False)
+        console = command_console(stderr=options["json"])
         console.width = max(console.width, 120)
         quiet_task_logs()  # the progress and the tables are the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])

@@ -31,6 +31,7 @@ from strategies.models import Strategy
 from traders.management.console import (
     Interrupted,
     StopSignals,
+    command_console,
     exit_interrupted,
     quiet_task_logs,
     refusal_line,
@@ -186,7 +187,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = Console(stderr=options["json"], highlight=False)
+        console = command_console(stderr=options["json"])
         quiet_task_logs()  # the transcript is the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
