@@ -116,3 +116,30 @@ def test_a_stop_signal_cancels_the_debate_and_says_so_in_one_line(tmp_path, stop
     # and the debate is cancelled in the database
     with sqlite3.connect(var / "arena.sqlite3") as db:
         assert db.execute("SELECT status FROM debates_debate").fetchall() == [("cancelled",)]
+
+
+def test_a_timeout_cancels_the_debate_and_the_worker_ends_quietly(tmp_path):
+    # given the demo's command whose models take a second an answer
+    var = tmp_path / "var"
+    env = demo_env(var)
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", SIMULATED_MODEL_LATENCY_S="1")
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    # when its --timeout passes before the debate ends
+    result = subprocess.run(
+        [*manage, "run_debate", "--rounds", "5", "--timeout", "3"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # then it fails with one line naming the flag, and none of the worker's dying words
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "CommandError: --timeout: 3 s passed; debate 1 cancelled."
+    )
+    assert "Traceback" not in result.stderr and "CRITICAL" not in result.stderr
+    # and the debate does not stay behind, running, holding one of the user's ten
+    with sqlite3.connect(var / "arena.sqlite3") as db:
+        assert db.execute("SELECT status FROM debates_debate").fetchall() == [("cancelled",)]

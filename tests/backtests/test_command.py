@@ -121,3 +121,53 @@ def test_a_stop_signal_cancels_the_backtest_and_says_so_in_one_line(tmp_path, st
         assert db.execute("SELECT status FROM backtests_backtest").fetchall() == [("cancelled",)]
         statuses = {s for (s,) in db.execute("SELECT status FROM debates_debate")}
     assert statuses <= {"cancelled", "completed"} and "cancelled" in statuses
+
+
+def test_a_backtest_none_of_whose_debates_completed_says_why_and_fails(tmp_path):
+    # given the embedded default and a model whose server is down (nothing on port 9)
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    made = subprocess.run(
+        [*manage, "shell", "-v", "0", "-c", DOWN_MODEL],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    model = made.stdout.strip()
+    # when a backtest of two steps seats it
+    result = subprocess.run(
+        [
+            *(*manage, "backtest", "--models", f"{model},{model}", "--participants", "bull,bear"),
+            *("--from", "2024-09-04T22:00Z", "--to", "2024-09-05", "--every", "1h"),
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # then it says which steps have no debate and why, and fails: there is nothing to score
+    assert result.returncode == 1, result.stderr[-3000:]
+    said = " ".join(result.stdout.split())
+    assert "2 of 2 steps have no completed debate (scored as no decision); the first, at " in said
+    assert "failed: round 1: round_failed: Every turn of round 1 failed." in said
+    assert "┃ rule" not in result.stdout  # no table of rules: none has a figure
+    assert result.stderr.strip().splitlines()[-1] == (
+        "CommandError: backtest 1: no debate completed, nothing to score"
+    )
+
+
+# Prints the id of a model of the demo user answering from a server that is down.
+DOWN_MODEL = """
+from django.contrib.auth import get_user_model
+from debates.models import AIModel
+owner, _ = get_user_model().objects.get_or_create(username="demo")
+print(AIModel.objects.create(
+    owner=owner, name="down", provider="openai_compatible", model_name="m",
+    base_url="http://127.0.0.1:9/v1", timeout_seconds=2,
+).pk)
+"""

@@ -37,8 +37,14 @@ WINDOW = ("--from", "2024-08-10", "--to", "2024-08-12")
             "--symbol: The bundled dataset holds no PEPEUSDT; one of BTCUSDT, ETHUSDT, "
             "SOLUSDT, XRPUSDT, DOGEUSDT, AVAXUSDT, LINKUSDT.",
         ),
+        (
+            ("--every", "4"),
+            "--every: '4': give minutes, hours or days, e.g. 15m, 4h, 1d",
+        ),
+        (("--from", "soon"), "--from: Invalid isoformat string: 'soon'"),
+        (("--timeout", "-5"), "Error: argument --timeout: must be more than 0 seconds; got -5"),
     ],
-    ids=["step", "horizon-and-balance", "window", "symbol"],
+    ids=["step", "horizon-and-balance", "window", "symbol", "step-unit", "from", "timeout"],
 )
 def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
     # when the command runs with bad flags
@@ -77,3 +83,28 @@ def test_cancel_stops_the_users_backtest_and_no_other(user, other_user, capsys):
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert (mine.status, theirs.status) == ("cancelled", "running")
+
+
+def test_a_timeout_cancels_the_backtest_it_gave_up_on(user):
+    # given no worker: the backtest the command starts never gets past pending
+    # when the command's timeout passes
+    with pytest.raises(CommandError) as refused:
+        call_command("backtest", "--user", user.username, *WINDOW, "--timeout", "0.5")
+    # then it says so naming the flag, and the backtest does not stay behind, running
+    backtest = Backtest.objects.get()
+    assert str(refused.value) == f"--timeout: 0.5 s passed; backtest {backtest.pk} cancelled."
+    assert backtest.status == "cancelled"
+
+
+def test_the_backtest_is_named_after_its_window_in_utc(user):
+    # when the window is given in another time zone (no worker: it stays pending)
+    with pytest.raises(CommandError):
+        call_command(
+            "backtest",
+            *("--user", user.username, "--every", "1h", "--timeout", "0.2"),
+            *("--from", "2024-08-21T01:00+05:00", "--to", "2024-08-21T04:00+05:00"),
+        )
+    # then its name gives the window's days in UTC, the zone of its stored instants
+    backtest = Backtest.objects.get()
+    assert backtest.name == "BTCUSDT 2024-08-20..2024-08-20 every 1h"
+    assert backtest.start.isoformat() == "2024-08-20T20:00:00+00:00"

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.django_db
     ("flags", "line"),
     [
         (("--rounds", "9"), "--rounds: Must be between 2 and 5; got 9."),
+        (("--rounds", "0"), "--rounds: Must be between 2 and 5; got 0."),
+        (("--timeout", "0"), "Error: argument --timeout: must be more than 0 seconds; got 0"),
+        (("--timeout", "soon"), "Error: argument --timeout: invalid seconds value: 'soon'"),
         (
             ("--symbol", "PEPE"),
             "--symbol: The bundled dataset holds no PEPEUSDT; one of BTCUSDT, ETHUSDT, "
@@ -30,14 +33,19 @@ pytestmark = pytest.mark.django_db
             "--participants: unknown hawk; one of bull, bear, analyst, contrarian, risk_manager",
         ),
         (("--models", "a,b"), "--models: give model ids, e.g. --models 3,4,5"),
+        (("--participants", ""), "--participants: A debate needs 2 to 6 participants; got 0."),
     ],
     ids=[
         "rounds",
+        "no-rounds",
+        "no-timeout",
+        "timeout-not-a-number",
         "symbol-not-in-the-dataset",
         "as-of-outside",
         "naive-as-of",
         "personality",
         "models",
+        "no-participants",
     ],
 )
 def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
@@ -48,3 +56,16 @@ def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
     assert str(refused.value) == line
     assert "\n" not in str(refused.value)
     assert not Debate.objects.exists()
+
+
+def test_the_debate_is_named_after_its_instant_in_utc(user, monkeypatch):
+    # given a debate that never starts (its start is where the name is long written)
+    monkeypatch.setattr(
+        "traders.management.commands.run_debate.debate_start",
+        lambda debate_id: (_ for _ in ()).throw(CommandError("stopped after the create")),
+    )
+    # when the instant is given in another time zone
+    with pytest.raises(CommandError):
+        call_command("run_debate", "--user", user.username, "--as-of", "2024-08-20T14:00+02:00")
+    # then the name gives it in UTC, the zone it says
+    assert Debate.objects.get().name == "BTCUSDT at 2024-08-20 12:00 UTC"

@@ -9,7 +9,8 @@ from rich.console import Console
 
 from debates.models import Message, Participant, StepStatus
 from tests.debates.factories import DecisionFactory
-from traders.management.commands.run_debate import REASONING_CHARS, Command, problem
+from traders.management.commands.run_debate import REASONING_CHARS, Command
+from traders.management.console import problem
 
 
 def _printed(message: Message) -> str:

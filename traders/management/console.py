@@ -1,25 +1,78 @@
-"""What the console commands (``run_debate``, ``backtest``) share: their logging, their
-refusals naming the flags, and how Ctrl-C (or SIGTERM, SIGHUP) stops the run they
-follow."""
+"""What the console commands (``run_debate``, ``backtest``) share: their console and
+logging, their refusals naming the flags, and how Ctrl-C (or SIGTERM, SIGHUP) and
+``--timeout`` stop the run they follow."""
 
 from __future__ import annotations
 
+import argparse
 import errno
 import logging
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
+from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
 
 from arena.exceptions import ApplicationError
+from debates.engine.personalities import PERSONALITIES
+from debates.models import AIModel
 
 
-def command_console(*, stderr: bool = False) -> Console:
+class ConsoleCommand(BaseCommand):
+    """A command that starts a run and follows it on the console."""
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        try:
+            super().run_from_argv(argv)
+        finally:
+            # The in-process worker's threads (embedded default) end with the process:
+            # what they would log about the steps they drop and the pool shutting down
+            # is noise. (Not in ``handle``: ``call_command`` runs it in a process that
+            # goes on.)
+            logging.disable(logging.CRITICAL)
+
+
+def command_console(
+    *, stderr: bool = False, no_color: bool = False, force_color: bool = False
+) -> Console:
     """Return the console a command prints to: stdout, or stderr when stdout carries
-    ``--json``. Once its terminal hangs up, what it prints is dropped (``_Output``)."""
-    return Console(file=_Output(sys.stderr if stderr else sys.stdout), highlight=False)
+    ``--json``; plain text with Django's ``--no-color`` (no style at all), styled even
+    when piped with its ``--force-color``. Once its terminal hangs up, what it prints is dropped
+    (``_Output``)."""
+    return Console(
+        file=_Output(sys.stderr if stderr else sys.stdout),
+        highlight=False,
+        color_system=None if no_color else "auto",
+        force_terminal=True if force_color else None,
+    )
+
+
+def print_whole(console: Console, table: Table) -> None:
+    """Print ``table`` at its natural width (each column as wide as its widest line),
+    even wider than the console: a terminal too narrow wraps its lines, where the
+    console would cut figures short ("39.…")."""
+    fits = Measurement.get(console, console.options.update_width(1_000), table).maximum
+    width = console.width
+    console.width = max(width, fits)  # print's own width is held to the console's
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def seconds(text: str) -> float:
+    """Return a positive number of seconds (``--timeout``)."""
+    value = float(text)  # a ValueError: argparse says "invalid seconds value"
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds; got {text}")
+    return value
 
 
 class _Output:
@@ -52,10 +105,45 @@ class _Output:
         return getattr(self._file, name)
 
 
+def problem(error: dict | None, *, markup: bool = True) -> str:
+    """Return a stored error (a failed step's, or a debate's with the step that failed) as
+    ``step: code: message``, escaped for the console's markup unless ``markup`` is off."""
+    error = error or {}
+    parts = (error.get(key) for key in ("step", "code", "message"))
+    text = ": ".join(str(part) for part in parts if part)
+    return escape(text) if markup else text
+
+
+def seat_models(owner, personalities: list[str], ids: str) -> list[AIModel]:
+    """Return the models of the seats of ``personalities``: the owner's models of
+    ``--models`` (comma-separated ids, one per seat), else the simulated model."""
+    unknown = [p for p in personalities if p not in PERSONALITIES]
+    if unknown:
+        raise CommandError(
+            f"--participants: unknown {', '.join(unknown)}; one of {', '.join(PERSONALITIES)}"
+        )
+    if ids:
+        try:
+            wanted = [int(i) for i in ids.split(",")]
+        except ValueError as exc:
+            raise CommandError("--models: give model ids, e.g. --models 3,4,5") from exc
+        found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
+        if len(wanted) != len(personalities) or set(wanted) - set(found):
+            raise CommandError("--models needs one model id of yours per participant")
+        return [found[i] for i in wanted]
+    model, _ = AIModel.objects.get_or_create(
+        owner=owner,
+        provider="simulated",
+        name="Simulated model",
+        defaults={"model_name": "simulated-v1"},
+    )
+    return [model] * len(personalities)
+
+
 def quiet_task_logs() -> None:
     """Keep the in-process worker's bookkeeping (Celery's, the providers' and the step
     log's INFO lines) off a command's console, where the output is the command's own."""
-    for name in ("celery", "debates.providers", "debates.step_log"):
+    for name in ("celery", "debates.providers", "debates.services", "debates.step_log"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
@@ -81,6 +169,10 @@ def refusal_line(exc: ApplicationError, flags: dict[str, str]) -> str:
 
 class Interrupted(Exception):
     """A stop signal, raised where a command checks for it (``StopSignals.check``)."""
+
+
+class TimedOut(Exception):
+    """The command's ``--timeout`` passed before the run it follows ended."""
 
 
 # The signals that ask a command to stop: Ctrl-C, ``kill`` (and ``timeout``, ``docker
@@ -141,11 +233,23 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
+@contextmanager
+def cancelled_when_stopped(
+    console: Console, stop: StopSignals, timeout: float, run: str, cancel: Callable[[], str]
+) -> Iterator[None]:
+    """Follow ``run`` ("debate 7") within the block; on a stop signal or the timeout,
+    cancel it (``cancel`` returns its status after: an ended run stays as it ended) and
+    end the command saying so: 128 plus the signal, or a ``--timeout`` error."""
+    try:
+        yield
+    except Interrupted:
+        exit_interrupted(console, stop, f"Interrupted: {run} {cancel()}.")
+    except TimedOut:
+        raise CommandError(f"--timeout: {timeout:g} s passed; {run} {cancel()}.") from None
+
+
 def exit_interrupted(console: Console, stop: StopSignals, line: str) -> NoReturn:
     """Print ``line`` (what became of the run the signal stopped) and exit with 128 plus
     the signal's number (130 for Ctrl-C), as a shell does."""
     console.print(line)
-    # The in-process worker's threads (embedded default) end with the process: what
-    # they would log about the steps they drop and the pool shutting down is noise.
-    logging.disable(logging.CRITICAL)
     raise SystemExit(128 + (stop.received or signal.SIGINT))

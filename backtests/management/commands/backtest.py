@@ -9,27 +9,31 @@ import time
 from datetime import UTC, datetime
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from backtests.models import ACTIVE_STATUSES, Backtest, CoinScope
+from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
 from debates.quotas import QuotaExceeded
 from strategies.models import Strategy
-from traders.management.commands.run_debate import Command as RunDebate
 from traders.management.console import (
-    Interrupted,
+    ConsoleCommand,
     StopSignals,
+    TimedOut,
+    cancelled_when_stopped,
     command_console,
-    exit_interrupted,
+    print_whole,
+    problem,
     quiet_task_logs,
     refusal_line,
+    seat_models,
+    seconds,
 )
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
@@ -75,9 +79,18 @@ def minutes(value: str) -> int:
 
 
 def instant(value: str) -> datetime:
-    """Return a UTC instant from ``2024-08-01`` or ``2024-08-01T12:00Z``."""
+    """Return a UTC instant from ``2024-08-01``, ``2024-08-01T12:00Z`` or another zone's
+    time (a time without a zone is UTC's)."""
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _parsed(parse, value: str, flag: str):
+    """Return ``parse(value)``, or refuse it naming ``flag``."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise CommandError(f"{flag}: {exc}") from exc
 
 
 def percent(value: float | None) -> str:
@@ -88,7 +101,7 @@ def number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-class Command(BaseCommand):
+class Command(ConsoleCommand):
     help = "Replay a debate template over history, step by step, and score it against baselines."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -114,7 +127,7 @@ class Command(BaseCommand):
             "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
         )
         parser.add_argument("--user", default="demo", help="owner of the backtest")
-        parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+        parser.add_argument("--timeout", type=seconds, default=3600.0, help="seconds to wait")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument(
             "--cancel",
@@ -124,21 +137,22 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = command_console(stderr=options["json"])
-        console.width = max(console.width, 120)
+        console = command_console(
+            stderr=options["json"],
+            no_color=options["no_color"],
+            force_color=options["force_color"],
+        )
         quiet_task_logs()  # the progress and the tables are the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         if options["cancel"] is not None:
             self._cancel(console, owner, options["cancel"])
             return
         personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
-        models = RunDebate()._models(owner, personalities, options["models"])
-        try:
-            step = minutes(options["every"])
-            horizon = minutes(options["horizon"]) if options["horizon"] else None
-            start, end = instant(options["start"]), instant(options["end"])
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
+        models = seat_models(owner, personalities, options["models"])
+        step = _parsed(minutes, options["every"], "--every")
+        horizon = _parsed(minutes, options["horizon"], "--horizon") if options["horizon"] else None
+        start = _parsed(instant, options["start"], "--from")
+        end = _parsed(instant, options["end"], "--to")
         strategy, _ = Strategy.objects.get_or_create(
             owner=owner,
             name=DEMO_STRATEGY,
@@ -176,17 +190,21 @@ class Command(BaseCommand):
                 raise CommandError(f"{refusal_line(exc, FLAGS)} {self._running(owner)}") from exc
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
-            try:
-                backtest = self._follow(console, backtest, options["timeout"], stop)
-            except Interrupted:
-                self._interrupted(console, backtest.pk, stop)
+            timeout, run, pk = options["timeout"], f"backtest {backtest.pk}", backtest.pk
+            with cancelled_when_stopped(console, stop, timeout, run, lambda: self._stop(pk)):
+                backtest = self._follow(console, backtest, timeout, stop)
         if options["json"]:
             detail = backtest_representation(backtest_id=backtest.pk)
             self.stdout.write(json.dumps(detail["report"], default=str))
         if backtest.status != "completed":
             raise CommandError(f"backtest {backtest.pk} ended {backtest.status}: {backtest.error}")
-        if not options["json"]:
+        if not options["json"] and backtest.report["completed_steps"]:
             self._print_report(console, backtest)
+        unfinished = self._unfinished(backtest)
+        if unfinished:
+            console.print(f"[yellow]{escape(unfinished)}[/]")
+        if not backtest.report["completed_steps"]:
+            raise CommandError(f"backtest {backtest.pk}: no debate completed, nothing to score")
 
     def _cancel(self, console: Console, owner, backtest_id: int) -> None:
         """Cancel the owner's backtest ``backtest_id`` and its running debates."""
@@ -205,13 +223,36 @@ class Command(BaseCommand):
         ]
         return f"Running: {', '.join(running)}; --cancel ID stops one."
 
-    def _interrupted(self, console: Console, backtest_id: int, stop: StopSignals) -> None:
-        """Cancel the backtest a stop signal interrupted (unless it ended meanwhile), exit."""
+    def _stop(self, backtest_id: int) -> str:
+        """Cancel the backtest the command stops following, unless it has ended; return
+        its status."""
         try:
-            outcome = backtest_cancel(backtest_id=backtest_id).status
+            return backtest_cancel(backtest_id=backtest_id).status
         except ApplicationError:
-            outcome = Backtest.objects.get(pk=backtest_id).status
-        exit_interrupted(console, stop, f"Interrupted: backtest {backtest_id} {outcome}.")
+            return Backtest.objects.get(pk=backtest_id).status
+
+    def _unfinished(self, backtest: Backtest) -> str:
+        """Say how many steps' debates did not complete and why the first did not, or
+        return "" when every step's did (or was skipped)."""
+        unfinished = backtest.report["unfinished_steps"]
+        if not unfinished:
+            return ""
+        first = (
+            BacktestStep.objects.filter(backtest=backtest, index=unfinished[0]["index"])
+            .select_related("debate")
+            .first()
+        )
+        debate = first.debate if first is not None else None
+        why = (
+            f"debate {debate.pk} {debate.status}: {problem(debate.error, markup=False)}"
+            if debate is not None
+            else "its debate was deleted"
+        )
+        return (
+            f"{len(unfinished)} of {backtest.report['steps']} steps have no completed debate "
+            f"(scored as no decision); the first, at {unfinished[0]['at'][:16]}, "
+            f"{why.rstrip('.')}."
+        )
 
     def _follow(
         self, console: Console, backtest: Backtest, timeout: float, stop: StopSignals
@@ -234,7 +275,7 @@ class Command(BaseCommand):
                 if backtest.status in TERMINAL:
                     return backtest
                 if time.monotonic() > deadline:
-                    raise CommandError(f"backtest {backtest.pk} still {backtest.status}")
+                    raise TimedOut
                 time.sleep(0.2)
 
     def _print_report(self, console: Console, backtest: Backtest) -> None:
@@ -257,8 +298,7 @@ class Command(BaseCommand):
             "fees",
             "hit",
         ):
-            rule = column == "rule"
-            table.add_column(column, justify="left" if rule else "right", no_wrap=rule)
+            table.add_column(column, justify="left" if column == "rule" else "right", no_wrap=True)
         for run in report["rules"]:
             m = run["metrics"]
             table.add_row(
@@ -275,7 +315,7 @@ class Command(BaseCommand):
                 number(m["fees"]),
                 "-" if m["hit_rate"] is None else f"{m['hit_rate']:.0%}",
             )
-        console.print(table)
+        print_whole(console, table)
         usage = report["usage"]
         skipped = report.get("skipped", {}).get("count", 0)
         console.print(
@@ -325,7 +365,7 @@ class Command(BaseCommand):
                 share(found.get("base_rate")),
                 "-" if brier is None else f"{brier:.3f}",
             )
-        console.print(voters)
+        print_whole(console, voters)
         for warning in report.get("monitors", {}).get("warnings", []):
             console.print(f"[yellow]warning:[/] {escape(warning)}")
         leakage = report.get("leakage") or {}

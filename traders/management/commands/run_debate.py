@@ -7,11 +7,11 @@ import json
 import subprocess
 import textwrap
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -29,12 +29,17 @@ from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
 from strategies.models import Strategy
 from traders.management.console import (
-    Interrupted,
+    ConsoleCommand,
     StopSignals,
+    TimedOut,
+    cancelled_when_stopped,
     command_console,
-    exit_interrupted,
+    print_whole,
+    problem,
     quiet_task_logs,
     refusal_line,
+    seat_models,
+    seconds,
 )
 from traders.models import Execution, Trader
 from traders.services import execution_request
@@ -64,15 +69,6 @@ LOCAL_MODEL = {
 }
 
 
-def problem(error: dict | None, *, markup: bool = True) -> str:
-    """Return a stored error (a failed step's, or a debate's with the step that failed) as
-    ``step: code: message``, escaped for the console's markup unless ``markup`` is off."""
-    error = error or {}
-    parts = (error.get(key) for key in ("step", "code", "message"))
-    text = ": ".join(str(part) for part in parts if part)
-    return escape(text) if markup else text
-
-
 def parse_instant(value: str) -> datetime:
     """Return an aware datetime from ISO 8601 text such as ``2024-08-05T12:00Z``."""
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -80,6 +76,13 @@ def parse_instant(value: str) -> datetime:
         raise ValueError("give a time zone, e.g. 2024-08-05T12:00Z")
     return moment
 
+
+# The defaults of the flags --local-model changes: (without it, with it).
+DEFAULTS = {
+    "participants": ("bull,bear,analyst", "bull,bear"),
+    "rounds": (3, 2),
+    "timeout": (300.0, 900.0),
+}
 
 DEMO_TRADER = "Demo paper account"
 DEMO_COINS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
@@ -103,7 +106,7 @@ def demo_trader(owner) -> Trader:
     return Trader.objects.create(owner=owner, name=name, exchange="paper")
 
 
-class Command(BaseCommand):
+class Command(ConsoleCommand):
     help = "Create and run a debate through the normal Celery canvas, printing it live."
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
@@ -169,7 +172,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--timeout",
-            type=float,
+            type=seconds,
             default=None,
             help="seconds to wait for the debate (default 300, with --local-model 900)",
         )
@@ -187,13 +190,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = command_console(stderr=options["json"])
+        console = command_console(
+            stderr=options["json"],
+            no_color=options["no_color"],
+            force_color=options["force_color"],
+        )
         quiet_task_logs()  # the transcript is the output
         owner, _ = get_user_model().objects.get_or_create(username=options["user"])
         local = options["local_model"]
-        default_seats = "bull,bear" if local else "bull,bear,analyst"
-        seats = options["participants"] or default_seats
-        rounds = options["rounds"] or (2 if local else 3)
+        # A flag given is taken as typed (--rounds 0 is refused, not read as the default).
+        seats, rounds, timeout = (
+            DEFAULTS[name][local] if options[name] is None else options[name]
+            for name in ("participants", "rounds", "timeout")
+        )
         personalities = [p.strip() for p in seats.split(",") if p.strip()]
         try:
             as_of = parse_instant(options["as_of"])
@@ -202,11 +211,11 @@ class Command(BaseCommand):
         if local:
             models = [self._local_model(console, owner)] * len(personalities)
         else:
-            models = self._models(owner, personalities, options["models"])
+            models = seat_models(owner, personalities, options["models"])
 
         strategy = self._strategy(owner, options["symbol"] if local else None)
         data = DebateInput(
-            name=f"{options['symbol']} at {as_of:%Y-%m-%d %H:%M} UTC",
+            name=f"{options['symbol']} at {as_of.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
             symbol=options["symbol"],
             max_rounds=rounds,
@@ -223,51 +232,25 @@ class Command(BaseCommand):
                 debate = debate_create(owner=owner, data=data)
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
-            try:
+            run = f"debate {debate.pk}"
+            with cancelled_when_stopped(console, stop, timeout, run, lambda: self._stop(debate.pk)):
                 debate_start(debate_id=debate.pk)
-                timeout = options["timeout"] or (900.0 if local else 300.0)
                 final = self._follow(console, debate.pk, timeout, stop)
                 if final.status == "completed" and options["execute"]:
                     self._execute_all(console, owner, final, timeout, stop)
-            except Interrupted:
-                self._interrupted(console, debate.pk, stop)
         if options["json"]:
             self.stdout.write(json.dumps(debate_representation(debate_id=debate.pk), default=str))
         if final.status != "completed":
             reason = problem(final.error, markup=False)
             raise CommandError(f"debate {final.pk} ended {final.status}: {reason}")
 
-    def _interrupted(self, console: Console, debate_id: int, stop: StopSignals) -> None:
-        """Cancel the debate a stop signal interrupted (unless it ended meanwhile), exit."""
+    def _stop(self, debate_id: int) -> str:
+        """Cancel the debate the command stops following, unless it has ended; return
+        its status."""
         try:
-            debate_cancel(debate_id=debate_id)
-            outcome = "cancelled"
+            return debate_cancel(debate_id=debate_id).status
         except ApplicationError:
-            outcome = Debate.objects.get(pk=debate_id).status
-        exit_interrupted(console, stop, f"Interrupted: debate {debate_id} {outcome}.")
-
-    def _models(self, owner, personalities: list[str], ids: str) -> list[AIModel]:
-        unknown = [p for p in personalities if p not in PERSONALITIES]
-        if unknown:
-            raise CommandError(
-                f"--participants: unknown {', '.join(unknown)}; one of {', '.join(PERSONALITIES)}"
-            )
-        if ids:
-            try:
-                wanted = [int(i) for i in ids.split(",")]
-            except ValueError as exc:
-                raise CommandError("--models: give model ids, e.g. --models 3,4,5") from exc
-            found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
-            if len(wanted) != len(personalities) or set(wanted) - set(found):
-                raise CommandError("--models needs one model id of yours per participant")
-            return [found[i] for i in wanted]
-        model, _ = AIModel.objects.get_or_create(
-            owner=owner,
-            provider="simulated",
-            name="Simulated model",
-            defaults={"model_name": "simulated-v1"},
-        )
-        return [model] * len(personalities)
+            return Debate.objects.get(pk=debate_id).status
 
     def _local_model(self, console: Console, owner) -> AIModel:
         """Start the local model unless it answers already; return its configuration."""
@@ -362,7 +345,7 @@ class Command(BaseCommand):
             if debate.status in TERMINAL:
                 break
             if time.monotonic() > deadline:
-                raise CommandError(f"debate {debate_id} still {debate.status} after {timeout}s")
+                raise TimedOut
             time.sleep(0.2)
         if debate.status == "completed":
             self._print_consensus(console, debate)
@@ -405,7 +388,7 @@ class Command(BaseCommand):
         table = Table(title="Consensus")
         table.add_column("coin", no_wrap=True)
         for column in ("action", "conf.", "leverage", "position", "SL", "TP", "scores"):
-            table.add_column(column)
+            table.add_column(column, no_wrap=True)  # figures are never cut
         for d in debate.decisions.order_by("-is_primary", "symbol"):
             # Only an order has a size: hold and wait show none, as on the arena page.
             sizing = ("-",) * 4
@@ -421,9 +404,9 @@ class Command(BaseCommand):
                 BADGES[d.action],
                 f"{d.confidence:.1f}",
                 *sizing,
-                "  ".join(f"{ACTIONS[k][0]} {v:.2f}" for k, v in d.scores.items()),
+                "\n".join(f"{ACTIONS[k][0]} {v:.2f}" for k, v in d.scores.items()),
             )
-        console.print(table)
+        print_whole(console, table)
 
     def _execute_all(
         self, console: Console, owner, debate: Debate, timeout: float, stop: StopSignals
