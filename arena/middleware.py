@@ -46,6 +46,9 @@ def _as_json(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBa
         return response
     response.content = error_body(response.status_code)
     response["Content-Type"] = JSON
+    # CommonMiddleware, further in, set the length of the body replaced here; a server
+    # sends the header as it is and refuses, or cuts, a body of another length.
+    response["Content-Length"] = str(len(response.content))
     return response
 
 

@@ -5,6 +5,7 @@ errors all answer ``{"code", "message", "fields"}``, never a trace or an HTML pa
 import json
 import logging
 
+import httpx
 import pytest
 from django.http import HttpResponseServerError
 from django.test import RequestFactory, override_settings
@@ -14,8 +15,17 @@ from arena.parsers import MAX_DEPTH
 from debates.models import AIModel, Debate
 from strategies.models import Strategy
 from tests.api.conftest import debate_body
+from tests.web.conftest import server  # noqa: F401 (uvicorn, for what a client reads)
 
 pytestmark = pytest.mark.django_db
+
+# The errors ApiErrorsAsJson writes in place of a page or an empty body.
+NOT_FOUND = {"code": "not_found", "message": "Not found.", "fields": {}}
+NOT_ALLOWED = {
+    "code": "method_not_allowed",
+    "message": "This method is not allowed here.",
+    "fields": {},
+}
 
 
 @pytest.mark.parametrize(
@@ -121,12 +131,21 @@ def test_unknown_fields_are_refused_rather_than_ignored(api, seeded):
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/nothing-here", "/api/debates/", "/api/debates/-1", "/api/debates/abc/start"]
+    "path",
+    [
+        "/api/nothing-here",
+        "/api/debates/",
+        "/api/debates/-1",
+        "/api/debates/abc/start",
+        "/api/ai-models/abc",
+        "/api/debates/1/streamx",
+    ],
 )
 def test_an_unknown_url_under_api_is_a_json_404(api, path):
     response = api.get(path)
     assert response.status_code == 404
-    assert response.json() == {"code": "not_found", "message": "Not found.", "fields": {}}
+    assert response.json() == NOT_FOUND
+    assert response["Content-Length"] == str(len(response.content))
 
 
 def test_a_method_an_endpoint_does_not_have_is_405(api):
@@ -277,11 +296,19 @@ def test_a_method_the_stream_does_not_have_is_a_json_405(api, method):
     response = getattr(api, method)("/api/debates/1/stream")
     assert response.status_code == 405
     assert response["Allow"] == "GET"
-    assert response.json() == {
-        "code": "method_not_allowed",
-        "message": "This method is not allowed here.",
-        "fields": {},
-    }
+    assert response.json() == NOT_ALLOWED
+    assert response["Content-Length"] == str(len(response.content))
+
+
+def test_a_method_the_schema_does_not_have_is_a_json_405(api):
+    # given the schema view, which renders its own errors as YAML, its first format
+    # when it is posted to
+    response = api.post("/api/schema/")
+    # then the answer is the JSON error, its length the length of that body
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD, OPTIONS"
+    assert response.json() == NOT_ALLOWED
+    assert response["Content-Length"] == str(len(response.content))
 
 
 @override_settings(DEBUG=True)
@@ -289,7 +316,35 @@ def test_a_method_the_stream_does_not_have_is_a_json_405(api, method):
 def test_an_unknown_url_under_api_is_json_in_debug_mode_too(api, path):
     response = api.get(path)
     assert response.status_code == 404
-    assert response.json() == {"code": "not_found", "message": "Not found.", "fields": {}}
+    assert response.json() == NOT_FOUND
+    assert response["Content-Length"] == str(len(response.content))
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_client_of_the_server_reads_each_rewritten_error_whole(server):  # noqa: F811
+    # given the app under uvicorn, and errors that leave its views as an HTML page, an
+    # empty body or YAML before the middleware rewrites them
+    expected = {
+        ("GET", "/api/nonexistent"): (404, NOT_FOUND, True),
+        ("GET", "/api/debates/"): (404, NOT_FOUND, True),
+        ("GET", "/api/ai-models/abc"): (404, NOT_FOUND, True),
+        ("GET", "/api/debates/1/streamx"): (404, NOT_FOUND, True),
+        ("POST", "/api/debates/1/stream"): (405, NOT_ALLOWED, True),
+        ("POST", "/api/schema/"): (405, NOT_ALLOWED, True),
+    }
+    # when a client asks for each
+    answers = {}
+    with httpx.Client(base_url=server.url) as client:
+        for method, path in expected:
+            response = client.request(method, path)
+            answers[method, path] = (
+                response.status_code,
+                response.json(),
+                int(response.headers["Content-Length"]) == len(response.content),
+            )
+    # then each arrives whole: the JSON error, its Content-Length the length of that body
+    assert answers == expected
 
 
 @pytest.mark.parametrize("path", ["/api/debates?status=", "/api/traders?status="])
