@@ -25,6 +25,7 @@ from debates.models import (
     Decision,
     Participant,
     Provider,
+    SeatKind,
     Vote,
 )
 from evaluations import monitors, scoring
@@ -216,7 +217,10 @@ def _recent_debates(scope: Scope) -> list[int]:
 
 def monitor_report(scope: Scope) -> dict[str, Any]:
     """Return the monitors of the scope's last debates: the consensus's primary
-    decisions and each voter's votes on them, with every warning (``monitors``)."""
+    decisions and each voter's votes on them, with every warning (``monitors``).
+
+    A voter is an AI model in a personality, as in the ledger and the calibration: a
+    human seat's votes are left out (the consensus they helped make is not)."""
     debates = _recent_debates(scope)
     order = {debate_id: index for index, debate_id in enumerate(debates)}
     consensus = [
@@ -230,7 +234,7 @@ def monitor_report(scope: Scope) -> dict[str, Any]:
     ]
     entries: dict[tuple[int, str, str], list[tuple[int, str]]] = defaultdict(list)
     for debate_id, model_id, name, personality, action, abstained in Vote.objects.filter(
-        debate_id__in=debates, symbol=F("debate__symbol")
+        debate_id__in=debates, symbol=F("debate__symbol"), participant__kind=SeatKind.MODEL
     ).values_list(
         "debate_id",
         "participant__ai_model_id",

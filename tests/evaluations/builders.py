@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from debates.models import Debate, Decision
+from debates.models import Debate, Decision, SeatKind
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -22,6 +22,8 @@ from tests.debates.factories import (
 )
 
 FILES = Path(settings.BASE_DIR) / "strategies" / "data" / "market"
+# In place of a seat's AI model: the seat is the debate owner's own (a human seat).
+HUMAN = SeatKind.HUMAN
 
 
 @cache
@@ -54,8 +56,8 @@ def completed_debate(
     rebuttal_tokens: int = 0,
     **fields,
 ) -> Debate:
-    """Return a completed debate at ``as_of``: ``seats`` (personality, AI model or None
-    for a new one) in speaking order; each seat's round-1 ``openings`` and final
+    """Return a completed debate at ``as_of``: ``seats`` (personality, AI model, None
+    for a new one or ``HUMAN``) in speaking order; each seat's round-1 ``openings`` and final
     ``votes`` (action, confidence) per coin; the ``decisions`` per coin. Each seat's
     round-2 message bills ``rebuttal_tokens`` (prompt and completion halves)."""
     debate = DebateFactory(
@@ -80,7 +82,8 @@ def completed_debate(
             debate=debate,
             personality=personality,
             speak_order=order,
-            ai_model=model or AIModelFactory(owner=owner),
+            kind=SeatKind.HUMAN if model == HUMAN else SeatKind.MODEL,
+            ai_model=None if model == HUMAN else model or AIModelFactory(owner=owner),
         )
         said = [
             {"symbol": s, "action": a, "confidence": 60, "reasoning": ""}
