@@ -2,8 +2,10 @@
 
 Credentials are write-only: stored encrypted, never returned. A real exchange account
 needs its API key and secret (OKX also its passphrase); a paper account needs none.
-The exchange and the starting balance are fixed once the account exists: its balance,
-positions and orders belong to them. Execution itself lives in ``traders.services``.
+The exchange, the starting balance and the market source are fixed once the account
+exists: its balance, positions, orders and paper clock belong to them (a position opened
+at a dataset instant has no stops to check against live prices). Execution itself lives
+in ``traders.services``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ FIELDS = (
     "market_source",
 )
 SECRETS = ("api_key", "api_secret", "api_passphrase")
-FIXED_AFTER_CREATE = ("exchange", "starting_balance")
+FIXED_AFTER_CREATE = ("exchange", "starting_balance", "market_source")
 MARKET_SOURCES = ("dataset", "live")
 MAX_SECRET_LENGTH = 500
 MAX_BALANCE = Decimal("999999999999")
@@ -133,7 +135,8 @@ def trader_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Trader
 def trader_update(*, owner: AbstractBaseUser, trader_id: int, changes: Mapping[str, Any]) -> Trader:
     """Change the fields in ``changes``; a secret given as ``""`` is removed.
 
-    The exchange and the starting balance cannot change: create another trader instead.
+    The exchange, the starting balance and the market source cannot change: create
+    another trader instead.
     """
     _unknown(changes)
     trader = _owned(owner, trader_id)

@@ -142,7 +142,9 @@ class TraderInputSerializer(StrictSerializer):
         help_text="Paper: fee per fill, as a fraction (0.0004 = 0.04 %).",
     )
     market_source = StrictChoiceField(
-        choices=MarketSource.choices, required=False, help_text="Paper: where prices come from."
+        choices=MarketSource.choices,
+        required=False,
+        help_text="Paper: where prices come from. Fixed once the trader exists.",
     )
 
 

@@ -1,6 +1,7 @@
 """Trader accounts over the API: credentials write-only; positions, orders and executions
 read-only below each trader."""
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -157,12 +158,16 @@ def test_update_keeps_credentials_not_given(api, user):
 
 @pytest.mark.parametrize(
     ("change", "field"),
-    [({"exchange": "bybit"}, "exchange"), ({"starting_balance": "5000"}, "starting_balance")],
+    [
+        ({"exchange": "bybit"}, "exchange"),
+        ({"starting_balance": "5000"}, "starting_balance"),
+        ({"market_source": "live"}, "market_source"),
+    ],
 )
-def test_update_refuses_to_change_the_exchange_or_the_starting_balance(api, user, change, field):
-    # given a paper trader
+def test_update_refuses_to_change_a_field_fixed_at_creation(api, user, change, field):
+    # given a paper trader on the dataset
     trader = TraderFactory(owner=user)
-    # when its exchange or starting balance is changed
+    # when its exchange, starting balance or market source is changed
     response = api.patch(f"/api/traders/{trader.pk}", change, format="json")
     # then it is refused and unchanged
     assert response.status_code == 400
@@ -170,12 +175,45 @@ def test_update_refuses_to_change_the_exchange_or_the_starting_balance(api, user
         field: ["Cannot change once the trader exists; create a new trader."]
     }
     trader.refresh_from_db()
-    assert (trader.exchange, trader.starting_balance) == ("paper", Decimal("1000"))
+    assert (trader.exchange, trader.starting_balance, trader.market_source) == (
+        "paper",
+        Decimal("1000"),
+        "dataset",
+    )
 
 
-def test_update_accepts_the_unchanged_exchange(api, user):
+def test_update_refuses_to_move_a_replaying_trader_to_live_prices(api, user):
+    """A position opened at a dataset instant keeps the dataset: on live prices its stop and
+    target would never be checked again."""
+    # given a paper trader on the dataset, its clock at 2024-08-20, holding an ETH long
+    at = datetime(2024, 8, 20, tzinfo=UTC)
+    trader = TraderFactory(owner=user, name="Replay", market_source="dataset", replay_as_of=at)
+    position = PositionFactory(trader=trader, symbol="ETHUSDT", stop_loss_price=Decimal("2500"))
+    # when its market source is switched to live, along with its name
+    response = api.patch(
+        f"/api/traders/{trader.pk}", {"name": "Live", "market_source": "live"}, format="json"
+    )
+    # then it is refused, naming the market source, and nothing changed
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": {"market_source": ["Cannot change once the trader exists; create a new trader."]},
+    }
+    trader.refresh_from_db()
+    position.refresh_from_db()
+    assert (trader.name, trader.market_source, trader.replay_as_of) == ("Replay", "dataset", at)
+    assert (position.status, position.stop_loss_price) == ("open", Decimal("2500"))
+
+
+def test_update_accepts_the_unchanged_fixed_fields(api, user):
     trader = TraderFactory(owner=user)
-    body = {"exchange": "paper", "starting_balance": "1000.00", "name": "Same"}
+    body = {
+        "exchange": "paper",
+        "starting_balance": "1000.00",
+        "market_source": "dataset",
+        "name": "Same",
+    }
     response = api.patch(f"/api/traders/{trader.pk}", body, format="json")
     assert (response.status_code, response.json()["name"]) == (200, "Same")
 
