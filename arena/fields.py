@@ -41,14 +41,25 @@ def decrypt(stored: str) -> str:
     return plain.decode()
 
 
+MASK_PLACEHOLDER = "****"
+MASK_HEAD, MASK_TAIL = 3, 4
+MASK_SHARE = 4  # a mask shows at most one character in this many
+
+
 def mask_secret(value: str) -> str:
-    """Return a masked form such as ``sk-...abcd`` that is safe to show."""
+    """Return a masked form that is safe to show, such as ``sk-...abcd``.
+
+    A mask shows at most a quarter of the secret: its last four characters from 16
+    characters on, also its first three from 28 on; a shorter secret shows only
+    ``MASK_PLACEHOLDER``, whatever its length.
+    """
     if not value:
         return ""
-    if len(value) <= 8:
-        return "..." + value[-2:]
-    head = value[:3] if value[:3].isascii() else ""
-    return f"{head}...{value[-4:]}"
+    if len(value) < MASK_TAIL * MASK_SHARE:
+        return MASK_PLACEHOLDER
+    long_enough = len(value) >= (MASK_HEAD + MASK_TAIL) * MASK_SHARE
+    head = value[:MASK_HEAD] if long_enough and value[:MASK_HEAD].isascii() else ""
+    return f"{head}...{value[-MASK_TAIL:]}"
 
 
 class EncryptedTextField(models.TextField):

@@ -1,7 +1,7 @@
 """AI model configurations: create, list, read, change, delete (SPEC 8).
 
-The API key is write-only: a response shows only ``api_key_masked`` (``sk-...abcd``)
-and ``has_api_key``.
+The API key is write-only: a response shows only ``api_key_masked`` (``sk-...abcd``,
+never more than a quarter of the key; see ``arena.fields.mask_secret``) and ``has_api_key``.
 """
 
 from __future__ import annotations

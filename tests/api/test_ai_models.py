@@ -49,6 +49,21 @@ def test_the_key_is_stored_and_only_shown_masked(api):
     assert "api_key" not in response.json()
 
 
+@pytest.mark.parametrize(
+    ("key", "mask"),
+    [("abc", "****"), ("abcdefghi", "****"), ("sk-live-1234567890abcdef", "...cdef")],
+)
+def test_a_short_key_is_not_revealed_by_its_mask(api, key, mask):
+    # given a model posted with a short key
+    body = {"name": "GPT", "provider": "openai", "api_key": key}
+    # when it is created and read back
+    created = api.post("/api/ai-models", body, format="json")
+    shown = api.get(f"/api/ai-models/{created.json()['id']}")
+    # then both answers show the mask, which shows at most a quarter of the key
+    assert (created.status_code, shown.status_code) == (201, 200)
+    assert (created.json()["api_key_masked"], shown.json()["api_key_masked"]) == (mask, mask)
+
+
 def test_create_an_openai_compatible_model_with_its_endpoint(api):
     body = {
         "name": "Local",

@@ -37,10 +37,35 @@ def test_trader_credentials_are_stored_encrypted():
     assert (trader.api_key, trader.api_secret) == (KEY, SECRET)
 
 
-def test_empty_secret_stays_empty_and_mask_hides_all_but_the_end():
-    assert mask_secret("") == ""
-    assert mask_secret(KEY) == "sk-...cdef"
-    assert mask_secret("short") == "...rt"
+@pytest.mark.parametrize(
+    ("secret", "mask"),
+    [
+        ("", ""),
+        ("abc", "****"),
+        ("abcd", "****"),
+        ("short", "****"),
+        ("abcdefghi", "****"),
+        ("abcdefghijklmno", "****"),
+        ("abcdefghijklmnop", "...mnop"),
+        (KEY, "...cdef"),
+        ("sk-abcdefghijklmnopqrstuvwx", "...uvwx"),
+        ("sk-abcdefghijklmnopqrstuvwxy", "sk-...vwxy"),
+        ("ключ-abcdefghijklmnopqrstuvwxyz", "...wxyz"),
+    ],
+)
+def test_mask_shows_the_ends_of_a_long_secret_only(secret, mask):
+    assert mask_secret(secret) == mask
+
+
+def test_mask_never_shows_more_than_a_quarter_of_a_secret():
+    # given secrets of every length up to 64 characters
+    for length in range(1, 65):
+        secret = "".join(chr(ord("a") + i % 26) for i in range(length))
+        # when each is masked
+        mask = mask_secret(secret)
+        # then the characters of the secret it shows are at most a quarter of them
+        shown = len(mask) - 3 if "..." in mask else 0
+        assert 4 * shown <= length, (length, mask)
 
 
 @pytest.mark.django_db
@@ -61,6 +86,20 @@ def test_admin_pages_never_show_a_secret(client, staff_user):
         # then neither secret appears
         assert KEY not in body, url
         assert SECRET not in body, url
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/admin/debates/aimodel/", "/admin/traders/trader/"])
+def test_admin_lists_show_a_short_key_as_the_placeholder(client, staff_user, url):
+    # given a model and a trader whose key is short
+    AIModelFactory(provider="openai", api_key="abcdefghi")
+    TraderFactory(exchange="binanceusdm", api_key="abcdefghi", api_secret=SECRET)
+    client.force_login(staff_user)
+    # when an operator opens their list
+    body = client.get(url).content.decode()
+    # then the key column shows the placeholder and no part of the key
+    assert '<td class="field-masked_key">****</td>' in body
+    assert "fghi" not in body and "abc..." not in body
 
 
 @pytest.mark.django_db
