@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin
 
 from arena.fields import mask_secret
-from arena.outbound import OutboundRefused, check_url
+from arena.outbound import OutboundRefused, check_no_user_info, check_url
 
 
 def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.ModelForm]:
@@ -45,7 +45,8 @@ def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.Model
 
 class OutboundUrlAdminMixin:
     """Refuse, as the API does at save, a URL the outbound policy would not let the
-    service call (``arena.outbound``): each of ``outbound_url_fields``."""
+    service call, or one carrying a user name or password (``arena.outbound``): each of
+    ``outbound_url_fields``."""
 
     outbound_url_fields: tuple[str, ...] = ()
 
@@ -59,6 +60,7 @@ class OutboundUrlAdminMixin:
                 for name in names:
                     if cleaned.get(name):
                         try:
+                            check_no_user_info(cleaned[name])
                             check_url(cleaned[name])
                         except OutboundRefused as exc:
                             self.add_error(name, str(exc))

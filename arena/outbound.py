@@ -16,6 +16,9 @@ connects to a checked one. So a DNS answer that changed after the save (DNS rebi
 is refused as well, and a redirect (which the clients follow to the same host only, or
 not at all) cannot lead anywhere the policy forbids.
 
+A URL a user types (a model's base URL, a coin pool's) is also refused at save when it
+carries a user name or password (``check_no_user_info``): it is stored and shown as typed.
+
 Name resolution goes through ``resolver``; ``use_resolver`` swaps it for a test's own.
 A connection's resolution waits no longer than the connection's timeout (a model call's
 deadline): a resolver that hangs does not hold the calling worker past it.
@@ -194,6 +197,26 @@ def check_url(url: str) -> None:
         raise OutboundRefused("Must be an http or https URL.") from None
     with contextlib.suppress(Unresolvable):
         checked_addresses(host, port)
+
+
+def check_no_user_info(url: str, *, instead: str = "") -> None:
+    """Raise ``OutboundRefused`` if ``url`` carries user info (``user:password@``).
+
+    A URL a user types is stored and shown as typed (in answers, the admin, logs and
+    error messages), so a password in it would be in the clear; credentials belong in
+    fields of their own, stored encrypted. ``instead`` says where (``put the key in
+    api_key``).
+    """
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return  # not a URL: the caller's URL check says so
+    if "@" in netloc:
+        advice = f"; {instead}" if instead else ""
+        raise OutboundRefused(
+            "Must not carry a user name or password (user:password@), which would be "
+            f"stored and shown as typed{advice}."
+        )
 
 
 class GuardedBackend(httpcore.NetworkBackend):

@@ -5,7 +5,7 @@ saved, so that a debate does not fail at start for a setting that could have bee
 refused: symbols are stored normalised (``BTCUSDT``, never the raw input), timeframes
 and indicators come from the fixed sets the market code knows, at most
 ``MAX_CANDIDATES`` coins are listed, a pool source names its URL, which must obey the
-outbound policy (``arena.outbound``).
+outbound policy (``arena.outbound``) and carry no user name or password.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 from arena.exceptions import Conflict, NotFound, ValidationError
-from arena.outbound import OutboundRefused, check_url
+from arena.outbound import OutboundRefused, check_no_user_info, check_url
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.exceptions import InvalidSymbolError
@@ -220,6 +220,7 @@ def _check_sources(refuse: _Refusals, values: dict[str, Any]) -> None:
     if isinstance(pool_url, str) and pool_url:
         try:
             _http_url(pool_url)
+            check_no_user_info(pool_url)
             check_url(pool_url)
         except DjangoValidationError:
             refuse.add("pool_url", "Must be an http or https URL.")

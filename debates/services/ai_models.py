@@ -3,7 +3,8 @@
 The API key is write-only: it is stored encrypted (``arena.fields``) and no service
 returns it. An ``openai_compatible`` model names its own base URL and model, since that
 provider has no default for either. A base URL must obey the outbound policy
-(``arena.outbound``): one that resolves to an internal address is refused. A model
+(``arena.outbound``): one that resolves to an internal address is refused, and so is
+one carrying a user name or password (the key goes in ``api_key``). A model
 seated in a debate cannot be deleted (the participants protect it), nor one a schedule
 seats.
 """
@@ -21,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from arena.exceptions import Conflict, NotFound, ValidationError
-from arena.outbound import OutboundRefused, check_url
+from arena.outbound import OutboundRefused, check_no_user_info, check_url
 from debates.models import AIModel, OutputMode, Schedule
 from debates.providers.catalog import PROVIDERS, default_training_cutoff
 
@@ -87,6 +88,7 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
             refuse("base_url", "Must be an http or https URL.")
         else:
             try:
+                check_no_user_info(base_url, instead="put the key in api_key")
                 check_url(base_url)
             except OutboundRefused as exc:
                 refuse("base_url", str(exc))

@@ -34,6 +34,10 @@ from tests.fakes.pool_server import FakePool
 
 PRODUCTION = override_settings(OUTBOUND_ALLOWED_ADDRESSES=[])
 PUBLIC = "93.184.215.14"  # resolved to, never connected to
+CREDENTIALS_REFUSED = (
+    "Must not carry a user name or password (user:password@), which would be stored and "
+    "shown as typed"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -159,20 +163,91 @@ def test_an_ai_model_on_an_internal_address_is_refused_at_save(api_client, base_
 
 
 @pytest.mark.django_db
-def test_a_pool_on_an_internal_address_is_refused_at_save(api_client):
+@pytest.mark.parametrize(
+    ("pool_url", "refusal"),
+    [
+        ("http://10.0.0.8/pool", "the service does not call internal addresses"),
+        ("https://user:hunter2@pool.example.com/coins", f"{CREDENTIALS_REFUSED}."),
+    ],
+    ids=["internal-address", "credentials"],
+)
+def test_a_pool_url_the_policy_refuses_is_refused_at_save(api_client, pool_url, refusal):
     response = api_client.post(
         "/api/strategies",
-        {
-            "name": "S",
-            "coin_source": "pool",
-            "pool_url": "http://10.0.0.8/pool",
-            "static_coins": ["BTC"],
-        },
+        {"name": "S", "coin_source": "pool", "pool_url": pool_url, "static_coins": ["BTC"]},
         format="json",
     )
     assert response.status_code == 400
-    assert list(response.json()["fields"]) == ["pool_url"]
+    fields = response.json()["fields"]
+    assert list(fields) == ["pool_url"]
+    assert refusal in fields["pool_url"][0]
     assert Strategy.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://user:hunter2@example.com/v1",
+        "https://sk-hunter2@example.com/v1",
+        "https://me%40corp.com:hunter2@example.com/v1",
+        f"https://user:hunter2@{PUBLIC}:8443/v1",
+    ],
+)
+def test_an_ai_model_whose_base_url_carries_credentials_is_refused_at_save(api_client, base_url):
+    # given a base URL with a user name or password in it
+    body = {"name": "M", "provider": "openai_compatible", "model_name": "m", "base_url": base_url}
+    # when a model is created with it
+    response = api_client.post("/api/ai-models", body, format="json")
+    # then it is refused, naming the field and where the key goes, without echoing it
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "validation_error",
+        "message": "Invalid input.",
+        "fields": {"base_url": [f"{CREDENTIALS_REFUSED}; put the key in api_key."]},
+    }
+    assert "hunter2" not in response.content.decode()
+    assert AIModel.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_base_url_with_credentials_is_refused_on_update(api_client, user):
+    # given a model on a public endpoint
+    model = AIModel.objects.create(
+        owner=user,
+        name="M",
+        provider="openai_compatible",
+        model_name="m",
+        base_url=f"https://{PUBLIC}/v1",
+    )
+    # when its base URL is changed to one carrying a password
+    response = api_client.patch(
+        f"/api/ai-models/{model.pk}",
+        {"base_url": f"https://user:hunter2@{PUBLIC}/v1"},
+        format="json",
+    )
+    # then it is refused and the stored URL is unchanged
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "base_url": [f"{CREDENTIALS_REFUSED}; put the key in api_key."]
+    }
+    model.refresh_from_db()
+    assert model.base_url == f"https://{PUBLIC}/v1"
+
+
+@pytest.mark.django_db
+def test_a_url_with_an_at_sign_past_its_host_is_not_credentials(api_client):
+    response = api_client.post(
+        "/api/ai-models",
+        {
+            "name": "M",
+            "provider": "openai_compatible",
+            "model_name": "m",
+            "base_url": f"https://{PUBLIC}/v1/@team",
+        },
+        format="json",
+    )
+    assert response.status_code == 201
 
 
 @pytest.mark.django_db
@@ -398,18 +473,28 @@ def _debate(user: object, llm: FakeLLMServer):
 
 
 @pytest.mark.django_db
-def test_the_admin_refuses_an_ai_model_on_an_internal_address(client, staff_user):
+@pytest.mark.parametrize(
+    ("base_url", "refusal"),
+    [
+        ("http://169.254.169.254/latest/", "the service does not call internal addresses"),
+        (f"https://user:hunter2@{PUBLIC}/v1", f"{CREDENTIALS_REFUSED}."),
+    ],
+    ids=["internal-address", "credentials"],
+)
+def test_the_admin_refuses_an_ai_model_base_url_the_api_refuses(
+    client, staff_user, base_url, refusal
+):
     # given an operator in the admin
     client.force_login(staff_user)
-    # when a model pointing at the metadata address is saved
+    # when a model pointing at the metadata address, or holding a password, is saved
     response = client.post(
         "/admin/debates/aimodel/add/",
         {
             "owner": staff_user.pk,
-            "name": "Metadata",
+            "name": "Refused",
             "provider": "openai_compatible",
             "model_name": "m",
-            "base_url": "http://169.254.169.254/latest/",
+            "base_url": base_url,
             "api_key": "",
             "temperature": "0.5",
             "max_tokens": "1000",
@@ -422,5 +507,5 @@ def test_the_admin_refuses_an_ai_model_on_an_internal_address(client, staff_user
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert list(errors) == ["base_url"]
-    assert "the service does not call internal addresses" in errors["base_url"][0]
+    assert refusal in errors["base_url"][0]
     assert AIModel.objects.count() == 0
