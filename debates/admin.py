@@ -14,6 +14,7 @@ from debates.models import (
     Ballot,
     Debate,
     Decision,
+    DeletedSpend,
     JudgeCall,
     JudgeScore,
     Message,
@@ -25,6 +26,7 @@ from debates.models import (
     Vote,
 )
 from debates.selectors import waiting_for_person
+from debates.services import debates_delete
 from debates.services.schedules import (
     SEATING_FIELDS,
     schedule_check,
@@ -285,6 +287,12 @@ class DebateAdmin(admin.ModelAdmin):
         judged = obj is not None and obj.judge_model_id is not None
         return [i for i in self.inlines if judged or i not in self.judge_inlines]
 
+    def delete_model(self, request: HttpRequest, obj: Debate) -> None:
+        debates_delete(debates=Debate.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Debate]) -> None:
+        debates_delete(debates=queryset)
+
     @admin.display(description="Waits for", ordering="human_due_at")
     def waits_for(self, debate: Debate) -> str:
         """Say what the debate waits for from the person in its human seat, and until when."""
@@ -366,6 +374,17 @@ class TokenLedgerAdmin(admin.ModelAdmin):
     list_display = ("day", "scope", "scope_id", "used_tokens")
     list_filter = ("scope", "day")
     readonly_fields = ("scope", "scope_id", "day", "used_tokens")
+
+
+@admin.register(DeletedSpend)
+class DeletedSpendAdmin(admin.ModelAdmin):
+    """What the calls of deleted debates used and cost; written by debate deletes only."""
+
+    list_display = ("day", "owner", "schedule", "calls", "prompt_tokens", "cost_usd")
+    list_filter = ("day",)
+    search_fields = ("owner__username",)
+    list_select_related = ("owner", "schedule")
+    readonly_fields = [f.name for f in DeletedSpend._meta.fields]
 
 
 @admin.register(ModelPrice)

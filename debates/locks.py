@@ -8,6 +8,8 @@ the clause out there); its transactions let one writer in at a time anyway.
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from arena.queries import one_or_none
 from debates.models import Debate
 from debates.state import STATE_COLUMNS
@@ -33,3 +35,14 @@ def lock_debate(
     if status is not None:
         debates = debates.filter(status=status)
     return one_or_none(debates, pk=debate_id)
+
+
+def lock_debates_for_delete(debates: QuerySet[Debate]) -> list[int]:
+    """Lock the rows of ``debates`` for the transaction, in primary-key order, and return
+    their ids.
+
+    The lock is ``FOR UPDATE``, which a delete takes anyway: it also keeps out the
+    inserts of rows that refer to them (a turn, a ballot), so what is read of their
+    children before they are deleted is all there is.
+    """
+    return list(debates.select_for_update().order_by("pk").values_list("pk", flat=True))

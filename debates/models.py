@@ -815,6 +815,36 @@ class TokenLedger(models.Model):
         return f"{self.scope} {self.scope_id} on {self.day}: {self.used_tokens}"
 
 
+class DeletedSpend(models.Model):
+    """What the model calls of deleted debates used and cost: per owner, schedule and UTC day.
+
+    A debate's turns, ballots and judge calls go with it, and with them the usage and
+    cost stored on each; the providers were paid for those calls all the same. So before
+    debates are deleted (``debates_delete``) their calls' sums are added here, where the
+    spend (``spend_of``, ``spend_by_day``) and the daily token budgets still count them.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    schedule = models.ForeignKey(
+        Schedule, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    day = models.DateField(help_text="The UTC day the calls were made.")
+    calls = models.PositiveIntegerField(default=0)
+    cached_calls = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cached_input_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(default=0, **COST_FIELD)
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-day", "-id"]
+
+    def __str__(self) -> str:
+        return f"deleted debates of {self.owner_id} on {self.day}: {self.cost_usd} USD"
+
+
 PRICE_FIELD = {"max_digits": 12, "decimal_places": 4}
 
 

@@ -31,6 +31,7 @@ from debates.models import (
     Debate,
     DebateStatus,
     Decision,
+    DeletedSpend,
     JudgeCall,
     JudgeScore,
     Message,
@@ -344,24 +345,84 @@ def _spend(found: dict[str, Any]) -> Spend:
     )
 
 
-def spend_of(**lookups: Any) -> Spend:
-    """Return the spend of the stored calls matching ``lookups`` (``debate__owner=...``)."""
+# Each scope of a spend: how a stored call reaches it, and how the spend of deleted
+# debates does (None: a debate or a backtest has no deleted debates' spend of its own).
+_SCOPES = {
+    "debate_id": ("debate_id", None),
+    "backtest_id": ("debate__backtest_step__backtest_id", None),
+    "owner_id": ("debate__owner_id", "owner_id"),
+    "schedule_id": ("debate__schedule_id", "schedule_id"),
+}
+# Named apart from the columns they add up: an aggregate may not take a column's name.
+_DELETED_SUMS = {f"sum_{name}": Sum(name) for name in _SPEND_SUMS}
+
+
+def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Return the lookups of the stored calls of ``scope`` and of its deleted debates' spend."""
+    given = {name: value for name, value in scope.items() if value is not None}
+    calls = {_SCOPES[name][0]: value for name, value in given.items()}
+    if any(_SCOPES[name][1] is None for name in given):
+        return calls, None
+    return calls, {_SCOPES[name][1]: value for name, value in given.items()}
+
+
+def _deleted_spend(found: dict[str, Any]) -> Spend:
+    return _spend({name: found[f"sum_{name}"] for name in _SPEND_SUMS})
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+
+
+def spend_of(
+    *,
+    debate_id: int | None = None,
+    backtest_id: int | None = None,
+    owner_id: int | None = None,
+    schedule_id: int | None = None,
+    since: date | None = None,
+) -> Spend:
+    """Return the spend of the stored calls of a debate, a backtest, an owner or a
+    schedule, made from UTC day ``since`` on. An owner's and a schedule's spend counts
+    the calls of their deleted debates too (``DeletedSpend``): they were paid for."""
+    calls, deleted = _lookups(
+        {
+            "debate_id": debate_id,
+            "backtest_id": backtest_id,
+            "owner_id": owner_id,
+            "schedule_id": schedule_id,
+        }
+    )
+    if since is not None:
+        calls["created_at__gte"] = _midnight(since)
     total = Spend()
     for model in call_models():
-        total += _spend(model.objects.filter(**lookups).aggregate(**_SPEND_SUMS))
+        total += _spend(model.objects.filter(**calls).aggregate(**_SPEND_SUMS))
+    if deleted is not None:
+        kept = DeletedSpend.objects.filter(**deleted)
+        if since is not None:
+            kept = kept.filter(day__gte=since)
+        total += _deleted_spend(kept.aggregate(**_DELETED_SUMS))
     return total
 
 
-def spend_by_day(*, days: int, today: date | None = None, **lookups: Any) -> list[dict[str, Any]]:
-    """Return the spend of each of the last ``days`` UTC days, oldest first, of the stored
-    calls matching ``lookups``; a day without calls has zeros."""
+def spend_by_day(
+    *,
+    days: int,
+    today: date | None = None,
+    owner_id: int | None = None,
+    schedule_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """Return the spend of each of the last ``days`` UTC days, oldest first, of an
+    owner's or a schedule's calls, those of their deleted debates included; a day
+    without calls has zeros."""
     today = today or datetime.now(UTC).date()
     first = today - timedelta(days=days - 1)
-    since = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+    calls, deleted = _lookups({"owner_id": owner_id, "schedule_id": schedule_id})
     per_day = {first + timedelta(days=n): Spend() for n in range(days)}
     for model in call_models():
         rows = (
-            model.objects.filter(created_at__gte=since, **lookups)
+            model.objects.filter(created_at__gte=_midnight(first), **calls)
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
             .values("day")
             .annotate(**_SPEND_SUMS)
@@ -369,7 +430,34 @@ def spend_by_day(*, days: int, today: date | None = None, **lookups: Any) -> lis
         for row in rows:
             if row["day"] in per_day:
                 per_day[row["day"]] += _spend(row)
+    if deleted is not None:
+        kept = (
+            DeletedSpend.objects.filter(day__gte=first, **deleted)
+            .order_by()
+            .values("day")
+            .annotate(**_DELETED_SUMS)
+        )
+        for row in kept:
+            if row["day"] in per_day:
+                per_day[row["day"]] += _deleted_spend(row)
     return [{"day": day.isoformat(), **spend.to_dict()} for day, spend in per_day.items()]
+
+
+def spend_to_keep(debates: QuerySet[Debate]) -> dict[tuple[int, int | None, date], Spend]:
+    """Return the spend of the stored calls of ``debates`` by owner, schedule and UTC
+    day: what ``DeletedSpend`` keeps of them when they are deleted."""
+    kept: dict[tuple[int, int | None, date], Spend] = defaultdict(Spend)
+    for model in call_models():
+        rows = (
+            model.objects.filter(debate__in=debates)
+            .annotate(day=TruncDate("created_at", tzinfo=UTC))
+            .order_by()
+            .values("debate__owner_id", "debate__schedule_id", "day")
+            .annotate(**_SPEND_SUMS)
+        )
+        for row in rows:
+            kept[row["debate__owner_id"], row["debate__schedule_id"], row["day"]] += _spend(row)
+    return dict(kept)
 
 
 def debate_spend(*, debate_id: int) -> Spend:

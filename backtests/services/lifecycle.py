@@ -36,7 +36,7 @@ from backtests.models import (
 from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
 from debates.models import CacheMode, Debate, DebateLevel, DebateStatus, Weighting
 from debates.quotas import backtest_start_check
-from debates.services import DebateInput, debate_cancel
+from debates.services import DebateInput, debate_cancel, debates_delete
 from debates.services.lifecycle import debate_input_clean, input_refusal
 from strategies.models import MarketSource
 from strategies.snapshots import outside_replay_window
@@ -280,5 +280,5 @@ def backtest_delete(*, backtest_id: int, owner: Any | None = None) -> None:
         active = debates.filter(status__in=DEBATE_ACTIVE).exists()
         if active:
             raise InvalidState("Its cancelled debates are still stopping; try again shortly.")
-        debates.delete()
+        debates_delete(debates=debates)
         locked.delete()

@@ -133,7 +133,7 @@ def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
 
 def _usage(backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
     """Return the model calls, cache hits, tokens, cost and seconds the run spent."""
-    spend = spend_of(debate__backtest_step__backtest=backtest)
+    spend = spend_of(backtest_id=backtest.pk)
     started = backtest.started_at or backtest.created_at
     return {
         "model_calls": spend.calls,

@@ -50,7 +50,7 @@ class UserSpendApi(JsonApi):
     )
     def get(self, request: Request) -> Response:
         days = validate(DaysSerializer, request.query_params).get("days", 7)
-        return Response({"days": spend_by_day(days=days, debate__owner=request.user)})
+        return Response({"days": spend_by_day(days=days, owner_id=request.user.pk)})
 
 
 class ScheduleSpendApi(JsonApi):
@@ -67,4 +67,4 @@ class ScheduleSpendApi(JsonApi):
             Schedule.objects.filter(owner=request.user), schedule_id, "Schedule"
         )
         days = validate(DaysSerializer, request.query_params).get("days", 7)
-        return Response({"days": spend_by_day(days=days, debate__schedule=schedule)})
+        return Response({"days": spend_by_day(days=days, schedule_id=schedule.pk)})

@@ -15,6 +15,7 @@ from debates.services.lifecycle import (
     debate_retry_step,
     debate_start,
     debate_step_record,
+    debates_delete,
 )
 from debates.services.runs import debates_resume_stale, run_enqueue, run_plan
 from debates.services.steps import turn_run, vote_run
@@ -33,6 +34,7 @@ __all__ = [
     "debate_retry_step",
     "debate_start",
     "debate_step_record",
+    "debates_delete",
     "debates_resume_stale",
     "judge_final_run",
     "judge_round_run",

@@ -184,9 +184,8 @@ def _take(ledger: QuerySet[TokenLedger], cap: int, tokens: int) -> bool:
 
 def _open(scope: str, scope_id: int, day: date) -> None:
     """Open a scope's ledger of ``day`` with what its stored calls of the day used."""
-    owner = {TokenScope.USER: "debate__owner_id", TokenScope.SCHEDULE: "debate__schedule_id"}
-    since = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-    used = spend_of(created_at__gte=since, **{owner[scope]: scope_id}).tokens
+    owner = {TokenScope.USER: "owner_id", TokenScope.SCHEDULE: "schedule_id"}
+    used = spend_of(since=day, **{owner[scope]: scope_id}).tokens
     TokenLedger.objects.bulk_create(
         [TokenLedger(scope=scope, scope_id=scope_id, day=day, used_tokens=used)],
         ignore_conflicts=True,

@@ -154,15 +154,15 @@ def _gate(debate: Debate, openings: dict[int, list[dict]], seats: Sequence[Parti
 
 def _over_budget(debate: Debate) -> str:
     """Return which daily token budget the debate's owner or schedule has passed, if any."""
-    midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
+    today = datetime.now(UTC).date()
     budget = debate.owner_daily_token_budget  # read with the debate (``round_close``)
     if budget is not None:
-        used = spend_of(created_at__gte=midnight, debate__owner_id=debate.owner_id).tokens
+        used = spend_of(since=today, owner_id=debate.owner_id).tokens
         if used >= budget:
             return f"the user's daily token budget is passed ({used:,} of {budget:,})"
     schedule = debate.schedule
     if schedule is not None and schedule.daily_token_budget is not None:
-        used = spend_of(created_at__gte=midnight, debate__schedule_id=schedule.pk).tokens
+        used = spend_of(since=today, schedule_id=schedule.pk).tokens
         if used >= schedule.daily_token_budget:
             return (
                 f"the schedule's daily token budget is passed "

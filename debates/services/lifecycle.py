@@ -7,12 +7,14 @@ requests race, the database lets exactly one through and the other is refused wi
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from arena.queries import one_or_none
@@ -20,7 +22,7 @@ from debates import events
 from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
-from debates.locks import lock_debate
+from debates.locks import lock_debate, lock_debates_for_delete
 from debates.models import (
     ACTIVE_STATUSES,
     DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
@@ -33,6 +35,7 @@ from debates.models import (
     DebateMode,
     DebatePhase,
     DebateStatus,
+    DeletedSpend,
     Message,
     OIDuration,
     Pace,
@@ -42,7 +45,7 @@ from debates.models import (
     Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
-from debates.selectors import debate_state
+from debates.selectors import debate_state, spend_to_keep
 from debates.services import transitions
 from debates.services.modes import SeatPlan, model_refusal, planned_judge, seat_plan
 from debates.services.transitions import PREPARE_KEY
@@ -604,9 +607,32 @@ def debate_advance(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 
 def debate_delete(*, debate_id: int, owner: Any | None = None) -> None:
-    """Delete a pending or finished debate and everything it holds."""
+    """Delete a pending or finished debate and everything it holds but its spend."""
     debate = _get_owned(debate_id, owner)
-    deleted, _ = Debate.objects.filter(pk=debate_id, status__in=ACTION_SOURCES["delete"]).delete()
-    if not deleted:
+    deletable = Debate.objects.filter(pk=debate_id, status__in=ACTION_SOURCES["delete"])
+    if not debates_delete(debates=deletable):
         raise _refuse_state(debate, "delete")
     events.debate_deleted(debate_id)
+
+
+def debates_delete(*, debates: QuerySet[Debate]) -> int:
+    """Delete ``debates`` and everything they hold; return how many were deleted.
+
+    What their model calls used and cost is kept first (``DeletedSpend``), by owner,
+    schedule and UTC day: the calls were paid for, and the spend and the daily token
+    budgets go on counting them.
+    """
+    with transaction.atomic():
+        ids = lock_debates_for_delete(debates)
+        doomed = Debate.objects.filter(pk__in=ids)
+        DeletedSpend.objects.bulk_create(
+            DeletedSpend(
+                owner_id=owner_id,
+                schedule_id=schedule_id,
+                day=day,
+                **{f.name: getattr(spend, f.name) for f in dataclasses.fields(spend)},
+            )
+            for (owner_id, schedule_id, day), spend in spend_to_keep(doomed).items()
+        )
+        doomed.delete()
+    return len(ids)

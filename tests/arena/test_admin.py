@@ -5,7 +5,7 @@ from datetime import date
 import pytest
 from django.contrib import admin
 
-from debates.models import TokenBudget, TokenLedger
+from debates.models import DeletedSpend, TokenBudget, TokenLedger
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -52,6 +52,7 @@ def one_of_each(db):
     schedule = ScheduleFactory()
     TokenBudget.objects.create(owner=schedule.owner, daily_token_cap=1000)
     TokenLedger.objects.create(scope="user", scope_id=schedule.owner_id, day=date(2026, 1, 1))
+    DeletedSpend.objects.create(owner=schedule.owner, schedule=schedule, day=date(2026, 1, 1))
 
 
 def test_every_project_model_is_registered():
@@ -61,6 +62,7 @@ def test_every_project_model_is_registered():
         "debates.Ballot",
         "debates.Debate",
         "debates.Decision",
+        "debates.DeletedSpend",
         "debates.JudgeCall",
         "debates.JudgeScore",
         "debates.Message",

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from debates.models import Ballot, Message, ModelPrice
+from debates.models import Ballot, Debate, Message, ModelPrice
 from debates.providers.base import ModelResponse
 from debates.providers.pricing import Price, call_cost
 from debates.selectors import debate_spend, spend_by_day
@@ -176,7 +176,7 @@ def test_the_spend_per_day_counts_each_call_on_its_own_utc_day(make_debate, user
         )
     Message.objects.filter(debate=debate, round=1).update(created_at=yesterday)
     # when
-    days = spend_by_day(days=3, debate__owner=user)
+    days = spend_by_day(days=3, owner_id=user.pk)
     # then
     assert [(d["calls"], d["tokens"], d["cost_usd"]) for d in days] == [
         (0, 0, "0"),
@@ -240,3 +240,108 @@ def test_a_judge_call_stores_its_cached_input_tokens_and_cost_as_a_turn_does() -
     assert fields["cost_usd"] == Decimal("0.00123")
     assert (fields["prompt_tokens"], fields["completion_tokens"]) == (1000, 200)
     assert (fields["status"], fields["content"]) == ("ok", "scores")
+
+
+def _paid_debate(owner, **fields):
+    """A completed debate of ``owner`` whose turn, ballot and judge call cost 0.01, 0.02
+    and 0.04 USD, 120 tokens each; the turn was made yesterday (UTC)."""
+    from tests.debates.factories import (
+        BallotFactory,
+        DebateFactory,
+        JudgeCallFactory,
+        MessageFactory,
+        ParticipantFactory,
+    )
+
+    seat = ParticipantFactory(debate=DebateFactory(owner=owner, status="completed", **fields))
+    usage = {"attempts": 1, "prompt_tokens": 100, "completion_tokens": 20}
+    turn = MessageFactory(participant=seat, cost_usd=Decimal("0.01"), **usage)
+    BallotFactory(participant=seat, cost_usd=Decimal("0.02"), **usage)
+    JudgeCallFactory(debate=seat.debate, cost_usd=Decimal("0.04"), **usage)
+    Message.objects.filter(pk=turn.pk).update(created_at=datetime.now(UTC) - timedelta(days=1))
+    return seat.debate
+
+
+def test_deleting_a_debate_leaves_what_its_calls_cost_in_the_spend(user, api_client) -> None:
+    # given two paid debates of a schedule, and what the user and the schedule spent
+    from tests.debates.factories import ScheduleFactory
+
+    schedule = ScheduleFactory(owner=user)
+    kept, deleted = (_paid_debate(user, schedule=schedule) for _ in range(2))
+    spends = ("/api/spend?days=2", f"/api/schedules/{schedule.pk}/spend?days=2")
+    before = [api_client.get(url).json()["days"] for url in spends]
+    # when one debate is deleted
+    response = api_client.delete(f"/api/debates/{deleted.pk}")
+    # then its turns are gone, but each day's spend is what it was: the calls were paid for
+    assert response.status_code == 204
+    assert not Message.objects.filter(debate_id=deleted.pk).exists()
+    assert [api_client.get(url).json()["days"] for url in spends] == before
+    for days in before:
+        assert [(d["calls"], d["tokens"], d["cost_usd"]) for d in days] == [
+            (2, 240, "0.02"),
+            (4, 480, "0.12"),
+        ]
+    # and the debate left shows only its own calls
+    detail = api_client.get(f"/api/debates/{kept.pk}").json()
+    assert (detail["spend"]["calls"], detail["cost_usd"]) == (3, "0.07")
+
+
+def test_deleting_a_backtest_leaves_what_its_debates_calls_cost_in_the_spend(
+    user, api_client
+) -> None:
+    # given a completed backtest with two paid debates, and what the user spent
+    from backtests.models import BacktestStep
+    from tests.backtests.factories import BacktestFactory
+
+    backtest = BacktestFactory(owner=user, status="completed")
+    for index in range(2):
+        BacktestStep.objects.create(
+            backtest=backtest, index=index, as_of=backtest.start, debate=_paid_debate(user)
+        )
+    before = api_client.get("/api/spend?days=2").json()["days"]
+    # when the backtest is deleted
+    response = api_client.delete(f"/api/backtests/{backtest.pk}")
+    # then its debates are gone, and the spend of each day is what it was
+    assert response.status_code == 204
+    assert not Debate.objects.exists()
+    assert api_client.get("/api/spend?days=2").json()["days"] == before
+    assert [(d["calls"], d["cost_usd"]) for d in before] == [(2, "0.02"), (4, "0.12")]
+
+
+def test_the_daily_token_cap_still_counts_the_calls_of_a_deleted_debate(user) -> None:
+    # given a user capped at 400 tokens a day whose deleted debate used 240 of them today
+    from debates.services import debate_delete
+    from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve
+
+    debate_delete(debate_id=_paid_debate(user).pk)
+    limits = CallLimits(
+        owner_id=user.pk,
+        schedule_id=None,
+        temperature=None,
+        max_output_tokens=None,
+        caps=(("user", user.pk, 400),),
+    )
+    # when the day's first call asks for 200 tokens, then / it is refused: 240 were used
+    with pytest.raises(BudgetExhausted, match="240 of 400"):
+        budget_reserve(limits, 200)
+
+
+def test_deleting_debates_in_the_admin_leaves_what_their_calls_cost_in_the_spend(
+    user, staff_user, client
+) -> None:
+    # given two paid debates of the user, and what the user spent
+    from debates.selectors import spend_by_day
+
+    debates = [_paid_debate(user) for _ in range(2)]
+    before = spend_by_day(days=2, owner_id=user.pk)
+    client.force_login(staff_user)
+    # when an operator deletes one from its page and the other from the list
+    client.post(f"/admin/debates/debate/{debates[0].pk}/delete/", {"post": "yes"})
+    client.post(
+        "/admin/debates/debate/",
+        {"action": "delete_selected", "_selected_action": [debates[1].pk], "post": "yes"},
+    )
+    # then both are gone, and the spend of each day is what it was
+    assert not Debate.objects.exists()
+    assert spend_by_day(days=2, owner_id=user.pk) == before
+    assert [(d["calls"], d["cost_usd"]) for d in before] == [(2, "0.02"), (4, "0.12")]
