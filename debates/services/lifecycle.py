@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from arena.exceptions import InvalidState, NotFound, ValidationError
+from arena.exceptions import Conflict, InvalidState, NotFound, ValidationError
 from arena.queries import one_or_none
 from debates import events
 from debates.engine.judge import JUDGE_COUNTS
@@ -410,10 +410,16 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     The start is one short transaction: the market snapshot is the plan's first step
     (``prepare``), built by a worker, so a web request never waits on market data. A
     debate created outside its owner's quotas (``debate_create``) starts outside them.
+    A debate one of whose models was disabled since its create (or lost its key) is
+    refused with ``conflict``, naming each such seat as the create would.
     """
-    debate = _get_owned(debate_id, owner)
+    debate = _get_owned(debate_id, owner, "judge_model")
     if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
+    refusals = _model_refusals(debate)
+    if refusals:
+        reasons = dict.fromkeys(reason for messages in refusals.values() for reason in messages)
+        raise Conflict(" ".join(reasons), fields=refusals)
     with transaction.atomic():
         if debate.quota_counted:
             debate_start_check(owner_id=debate.owner_id)
@@ -422,6 +428,24 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         with events.together(debate_id):
             _go_on(debate, transitions.start(debate_id=debate_id, pace=debate.pace), "start")
     return Debate.objects.get(pk=debate_id)
+
+
+def _model_refusals(debate: Debate) -> dict[str, list[str]]:
+    """Return why each AI model the debate would call cannot be called any more (one
+    disabled, or its key removed, since the create checked it), named as the create's
+    fields are."""
+    refusals = {}
+    seats = Participant.objects.filter(debate_id=debate.pk).select_related("ai_model")
+    for index, seat in enumerate(seats.order_by("speak_order")):
+        if seat.ai_model is not None:
+            refusal = model_refusal(seat.ai_model, seat.ai_model_id)
+            if refusal:
+                refusals[f"participants[{index}].ai_model"] = [refusal]
+    if debate.judge_model is not None:
+        refusal = model_refusal(debate.judge_model, debate.judge_model_id)
+        if refusal:
+            refusals["judge.ai_model"] = [refusal]
+    return refusals
 
 
 def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]:

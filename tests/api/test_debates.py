@@ -464,6 +464,40 @@ def test_start_moves_a_pending_debate_to_running_and_its_prepare_step_stores_the
     assert (detail["current_step"], detail["steps"][0]["status"]) == (1, "done")
 
 
+@pytest.mark.parametrize(
+    ("judged", "field"),
+    [(False, "participants[1].ai_model"), (True, "judge.ai_model")],
+    ids=["seat", "judge"],
+)
+def test_start_is_refused_when_a_model_of_the_debate_was_disabled_since_its_create(
+    api, seeded, judged, field
+):
+    # given a pending debate whose second seat (or judge) is on Sim B, then Sim B disabled
+    model = seeded["models"][1]
+    judge = {"ai_model": model.pk} if judged else None
+    seats = [{"ai_model": seeded["models"][0].pk, "personality": p} for p in ("bull", "bear")]
+    body = debate_body(seeded, judge=judge, **({"participants": seats} if judged else {}))
+    created = api.post("/api/debates", body, format="json").json()
+    disabled = api.patch(f"/api/ai-models/{model.pk}", {"enabled": False}, format="json")
+    assert disabled.status_code == 200
+    before = Debate.objects.filter(pk=created["id"]).values().get()
+    # when it is started
+    response = api.post(f"/api/debates/{created['id']}/start")
+    # then the start is refused as the create would be, and nothing changed
+    assert response.status_code == 409
+    assert response.json() == {
+        "code": "conflict",
+        "message": "AI model 'Sim B' is disabled.",
+        "fields": {field: ["AI model 'Sim B' is disabled."]},
+    }
+    assert Debate.objects.filter(pk=created["id"]).values().get() == before
+    assert api.get(f"/api/debates/{created['id']}").json()["available_actions"] == [
+        "start",
+        "cancel",
+        "delete",
+    ]
+
+
 @pytest.mark.parametrize("status", ["pending", "running", "voting"])
 def test_cancel_stops_a_debate_that_has_not_ended(api, user, status):
     debate = DebateFactory(owner=user, status=status)
