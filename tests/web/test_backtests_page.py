@@ -198,3 +198,43 @@ def test_every_label_of_the_charts_legend_fits_in_the_chart(browser):
            }))"""
     )
     assert 0 < right <= WIDTH
+
+
+def test_on_a_phone_the_menu_lists_and_starts_backtests(open_page, server, user):
+    from playwright.sync_api import expect
+
+    # given a phone-sized page of a user with a finished backtest and simulated models
+    done = BacktestFactory(owner=user, name="Pocket backtest", status="completed", steps_done=6)
+    for _ in SEATS:
+        AIModelFactory(owner=user)
+    page = open_page("/backtests/", user=user, viewport=(390, 844))
+    sidebar = page.locator("#sidebar")
+    # then the sidebar is folded away, and the menu button shows it
+    expect(sidebar).not_to_be_in_viewport()
+    page.click("#menu-toggle")
+    expect(sidebar).to_be_in_viewport(ratio=1)
+    expect(page.locator("#menu-toggle")).to_have_attribute("aria-expanded", "true")
+    # when a backtest is picked, it opens and the sidebar folds away again
+    page.click(f'#backtest-list [data-backtest-id="{done.pk}"]')
+    expect(page.locator("#backtest-name")).to_have_text("Pocket backtest")
+    expect(sidebar).not_to_be_in_viewport()
+    # when the backdrop folds away a sidebar opened again, nothing else changes
+    page.click("#menu-toggle")
+    expect(sidebar).to_be_in_viewport(ratio=1)
+    page.mouse.click(380, 400)
+    expect(sidebar).not_to_be_in_viewport()
+    expect(page.locator("#backtest-name")).to_have_text("Pocket backtest")
+    # when a new backtest is started from the menu
+    page.click("#menu-toggle")
+    page.click("#new-backtest")
+    expect(sidebar).not_to_be_in_viewport()
+    expect(page.locator(".seat-row")).to_have_count(3)
+    page.fill("#b-name", "Started on a phone")
+    page.fill("#b-start", "2024-08-10T00:00")
+    page.fill("#b-end", "2024-08-11T00:00")
+    page.click("#create-submit")
+    # then it opens, and the page never scrolls sideways
+    expect(page.locator("#backtest-name")).to_have_text("Started on a phone")
+    started = Backtest.objects.get(name="Started on a phone")
+    expect(page).to_have_url(f"{server.url}/backtests/{started.pk}/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

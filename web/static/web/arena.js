@@ -12,7 +12,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
-  const { $, $$, missing, h, redraw, ApiError, api, apiList } = window.arenaWeb;  // common.js
+  const { $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu } = window.arenaWeb;  // common.js
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
     "consensus", "execution", "error", "judge_call", "judge_scores"];
@@ -146,11 +146,7 @@
     toggleSidebar(false);
   }
 
-  function toggleSidebar(open) {
-    const opened = document.body.classList.toggle("sidebar-open", open);
-    $("#menu-toggle").setAttribute("aria-expanded", String(opened));
-    $("#backdrop").hidden = !opened;
-  }
+  const toggleSidebar = sidebarMenu();
 
   function navigate(debateId) {
     const path = debateId ? `/debates/${debateId}/` : "/";
@@ -962,8 +958,6 @@
   // --- Start ------------------------------------------------------------------------------
 
   async function start() {
-    $("#menu-toggle").addEventListener("click", () => toggleSidebar());
-    $("#backdrop").addEventListener("click", () => toggleSidebar(false));
     $("#new-debate").addEventListener("click", () => {
       if (window.location.pathname !== "/") window.history.pushState({}, "", "/");
       openCreate();

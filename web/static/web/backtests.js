@@ -10,7 +10,7 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("backtests-config").textContent);
-  const { $, $$, missing, h, redraw, ApiError, api, apiList } = window.arenaWeb;  // common.js
+  const { $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu } = window.arenaWeb;  // common.js
   const EVENT_TYPES = ["initial", "status", "progress", "report"];
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
@@ -78,8 +78,11 @@
 
   // --- The form ---------------------------------------------------------------------------
 
+  const toggleSidebar = sidebarMenu();
+
   function show(section) {
     for (const id of ["create", "welcome", "backtest"]) $(`#${id}`).hidden = id !== section;
+    toggleSidebar(false);
   }
 
   async function openForm() {

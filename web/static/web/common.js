@@ -87,6 +87,20 @@
     return data;
   }
 
+  /** Wire the phones' menu: the ☰ button (#menu-toggle) slides the sidebar in over the
+   * page, a click on the backdrop (#backdrop) folds it away. Return the function that
+   * opens it (true), folds it (false) or turns it over (no argument). */
+  function sidebarMenu() {
+    const toggle = (open) => {
+      const opened = document.body.classList.toggle("sidebar-open", open);
+      $("#menu-toggle").setAttribute("aria-expanded", String(opened));
+      $("#backdrop").hidden = !opened;
+    };
+    $("#menu-toggle").addEventListener("click", () => toggle());
+    $("#backdrop").addEventListener("click", () => toggle(false));
+    return toggle;
+  }
+
   /** Return every item of a paginated list. */
   async function apiList(path) {
     const items = [];
@@ -98,5 +112,7 @@
     return items;
   }
 
-  window.arenaWeb = Object.freeze({ $, $$, missing, h, redraw, ApiError, api, apiList });
+  window.arenaWeb = Object.freeze({
+    $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu,
+  });
 })();
