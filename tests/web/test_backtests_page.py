@@ -238,3 +238,20 @@ def test_on_a_phone_the_menu_lists_and_starts_backtests(open_page, server, user)
     started = Backtest.objects.get(name="Started on a phone")
     expect(page).to_have_url(f"{server.url}/backtests/{started.pk}/")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+@pytest.mark.parametrize("whose", ["another user's", "nonexistent"])
+def test_opening_a_backtest_that_is_not_there_says_so(open_page, user, other_user, whose):
+    from playwright.sync_api import expect
+
+    # given the address of another user's backtest, or of none
+    backtest_id = BacktestFactory(owner=other_user).pk if whose == "another user's" else 999_999
+    # when it is opened
+    page = open_page(f"/backtests/{backtest_id}/", user=user)
+    # then the welcome says the backtest was not found (and the page throws nothing)
+    expect(page.locator("#welcome-error")).to_have_text("Backtest not found.")
+    expect(page.locator("#welcome")).to_be_visible()
+    expect(page.locator("#backtest")).to_be_hidden()
+    # and the message goes once the form is opened
+    page.click("#new-backtest")
+    expect(page.locator("#welcome-error")).to_be_hidden()

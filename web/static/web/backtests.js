@@ -82,6 +82,7 @@
 
   function show(section) {
     for (const id of ["create", "welcome", "backtest"]) $(`#${id}`).hidden = id !== section;
+    $("#welcome-error").hidden = true;
     toggleSidebar(false);
   }
 
@@ -177,7 +178,18 @@
   async function openBacktest(id, push) {
     const mine = ++opening;
     closeStream();
-    const detail = await api("GET", `backtests/${id}`);
+    let detail;
+    try {
+      detail = await api("GET", `backtests/${id}`);
+    } catch (error) {
+      if (mine !== opening) return;
+      state.backtest = null;
+      renderList();
+      show("welcome");
+      $("#welcome-error").textContent = error.message;
+      $("#welcome-error").hidden = false;
+      return;
+    }
     if (mine !== opening) return;
     if (push) history.pushState(null, "", `/backtests/${id}/`);
     state.backtest = detail;
