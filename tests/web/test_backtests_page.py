@@ -255,3 +255,37 @@ def test_opening_a_backtest_that_is_not_there_says_so(open_page, user, other_use
     # and the message goes once the form is opened
     page.click("#new-backtest")
     expect(page.locator("#welcome-error")).to_be_hidden()
+
+
+def test_deleting_a_backtest_asks_first(open_page, user):
+    from playwright.sync_api import expect
+
+    # given an open finished backtest
+    done = BacktestFactory(owner=user, name="Keep me?", status="completed", steps_done=6)
+    page = open_page(f"/backtests/{done.pk}/", user=user)
+    expect(page.locator("#backtest-name")).to_have_text("Keep me?")
+    asked: list[str] = []
+
+    def answer(accept: bool):
+        def handle(dialog) -> None:
+            asked.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+
+        return handle
+
+    # when Delete is pressed and the question is dismissed
+    page.once("dialog", answer(False))
+    page.click("#backtest-actions [data-action=delete]")
+    # then it asked, and the backtest stays, open and listed
+    expect(page.locator("#backtest-name")).to_have_text("Keep me?")
+    assert asked == ['Delete "Keep me?"?']
+    assert Backtest.objects.filter(pk=done.pk).exists()
+    expect(page.locator(f'#backtest-list [data-backtest-id="{done.pk}"]')).to_have_count(1)
+    # when Delete is pressed again and the question accepted
+    page.once("dialog", answer(True))
+    page.click("#backtest-actions [data-action=delete]")
+    # then the backtest is gone
+    expect(page.locator("#welcome")).to_be_visible()
+    expect(page.locator(f'#backtest-list [data-backtest-id="{done.pk}"]')).to_have_count(0)
+    assert asked == ['Delete "Keep me?"?', 'Delete "Keep me?"?']
+    assert not Backtest.objects.filter(pk=done.pk).exists()

@@ -332,6 +332,7 @@
     const b = state.backtest;
     try {
       if (action === "delete") {
+        if (!window.confirm(`Delete "${b.name}"?`)) return;
         await api("DELETE", `backtests/${b.id}`);
         state.backtests = state.backtests.filter((item) => item.id !== b.id);
         state.backtest = null;
