@@ -5,6 +5,7 @@ curves of the debate and every baseline on one chart, the metrics and the trades
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 
@@ -289,3 +290,28 @@ def test_deleting_a_backtest_asks_first(open_page, user):
     expect(page.locator(f'#backtest-list [data-backtest-id="{done.pk}"]')).to_have_count(0)
     assert asked == ['Delete "Keep me?"?', 'Delete "Keep me?"?']
     assert not Backtest.objects.filter(pk=done.pk).exists()
+
+
+def test_the_untouched_form_starts_a_backtest(open_page, server, user):
+    from playwright.sync_api import expect
+
+    # given a strategy on 15m, 1h and 4h candles reading the most rows a strategy may, and
+    # simulated models
+    strategy = StrategyFactory(owner=user, timeframes=["15m", "1h", "4h"], rows_per_timeframe=200)
+    for _ in SEATS:
+        AIModelFactory(owner=user)
+    page = open_page("/backtests/", user=user)
+    # when the form is sent as it opens
+    page.click("#new-backtest")
+    expect(page.locator("#b-strategy")).to_have_value(str(strategy.pk))
+    expect(page.locator(".seat-row")).to_have_count(3)
+    page.click("#create-submit")
+    # then the backtest starts: two weeks at 4h, inside the 15m candles
+    expect(page.locator("#backtest-name")).to_have_text("BTC, two weeks at 4h")
+    backtest = Backtest.objects.get()
+    expect(page).to_have_url(f"{server.url}/backtests/{backtest.pk}/")
+    assert (backtest.start, backtest.end, backtest.steps_total) == (
+        datetime(2024, 8, 8, tzinfo=UTC),
+        datetime(2024, 8, 22, tzinfo=UTC),
+        84,
+    )
