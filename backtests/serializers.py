@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from backtests.models import ACTIVE_STATUSES, TERMINAL_STATUSES, Backtest
+from debates.serializers import decimals_shown
+from strategies.market.dataset import DATASET_END, DATASET_WINDOWS, replay_candles
 
 # What a client may do with a backtest in each state.
 ACTIONS = {"cancel": ACTIVE_STATUSES, "delete": TERMINAL_STATUSES}
+
+
+@cache
+def dataset_price_decimals(symbol: str) -> int:
+    """Return the most decimals the bundled candles of ``symbol`` show: its own precision,
+    as a debate's snapshot gives it from the candles it holds (``price_decimals``)."""
+    candles = replay_candles(symbol, DATASET_WINDOWS["4h"].start, DATASET_END)
+    return decimals_shown(
+        price
+        for _, candle in candles
+        for price in (candle.open, candle.high, candle.low, candle.close)
+    )
 
 
 def available_actions(backtest: Backtest) -> list[str]:
@@ -68,6 +84,9 @@ class BacktestListSerializer(serializers.ModelSerializer):
 
 class BacktestDetailSerializer(BacktestListSerializer):
     participants = serializers.JSONField(read_only=True)
+    price_decimals = serializers.SerializerMethodField(
+        help_text="The decimals of each traded coin's prices, to round its trades' prices to."
+    )
     event_id = serializers.SerializerMethodField()
 
     class Meta(BacktestListSerializer.Meta):
@@ -85,9 +104,16 @@ class BacktestDetailSerializer(BacktestListSerializer):
             "level",
             "weighting",
             "report",
+            "price_decimals",
             "event_id",
         ]
         read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
+    def get_price_decimals(self, obj: Backtest) -> dict[str, int]:
+        rules = (obj.report or {}).get("rules", [])
+        symbols = {trade["symbol"] for rule in rules for trade in rule.get("trades", [])}
+        return {symbol: dataset_price_decimals(symbol) for symbol in sorted(symbols)}
 
     def get_event_id(self, obj: Backtest) -> str:
         return self.context.get("event_id", "")

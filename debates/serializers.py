@@ -531,13 +531,21 @@ def with_price_decimals(snapshot: dict[str, Any] | None) -> dict[str, Any] | Non
 
 def price_decimals(coin: dict[str, Any]) -> int:
     """Return the most decimals a coin's candle prices show (at most 8; 2 without any)."""
+    return decimals_shown(
+        float(candle.get(key, 0.0))
+        for frame in coin.get("timeframes", [])
+        for candle in frame.get("candles", [])
+        for key in ("open", "high", "low", "close")
+    )
+
+
+def decimals_shown(prices: Iterable[float]) -> int:
+    """Return the most decimals any of ``prices`` shows (at most 8; 2 without any)."""
     most = None
-    for frame in coin.get("timeframes", []):
-        for candle in frame.get("candles", []):
-            for key in ("open", "high", "low", "close"):
-                text = repr(float(candle.get(key, 0.0)))
-                decimals = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
-                most = decimals if most is None else max(most, decimals)
+    for value in prices:
+        text = repr(float(value))
+        decimals = 0 if "e" in text or text.endswith(".0") else len(text.split(".")[1])
+        most = decimals if most is None else max(most, decimals)
     return 2 if most is None else min(most, 8)
 
 

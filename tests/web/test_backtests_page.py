@@ -315,3 +315,43 @@ def test_the_untouched_form_starts_a_backtest(open_page, server, user):
         datetime(2024, 8, 22, tzinfo=UTC),
         84,
     )
+
+
+def test_trade_prices_show_their_coins_own_decimals(open_page, user):
+    from playwright.sync_api import expect
+
+    # given a finished backtest whose debate lost on a DOGE stop and won on BTC
+    def trade(symbol, entry, exit_, pnl, reason):
+        return {
+            **{"symbol": symbol, "side": "long", "quantity": 1.0, "leverage": 2},
+            **{"entry_at": "2024-08-10T04:00:00Z", "exit_at": "2024-08-10T08:00:00Z"},
+            **{"entry_price": entry, "exit_price": exit_, "pnl": pnl, "reason": reason},
+            **{"fees": 0.1, "funding": 0.0},
+        }
+
+    trades = [
+        trade("DOGEUSDT", 0.10987, 0.1065, -30.22, "stop"),
+        trade("BTCUSDT", 60123.45, 61000.1, 12.5, "target"),
+    ]
+    report = {
+        "rules": [
+            {
+                **{"key": "debate", "label": "Debate consensus", "trades": trades},
+                "metrics": {"final_equity": 982.28, "trades": 2},
+                "equity": [[1723262400000, 1000.0], [1723276800000, 982.28]],
+            }
+        ],
+        "stretches": [{"timeframe": "15m", "from": "2024-08-10T00:00:00Z"}],
+        "steps": 6,
+        "completed_steps": 6,
+        "usage": {"model_calls": 0, "cached_calls": 0, "prompt_tokens": 0},
+    }
+    report["usage"].update(completion_tokens=0, seconds=1.0)
+    done = BacktestFactory(owner=user, status="completed", steps_done=6, report=report)
+    # when it is opened
+    page = open_page(f"/backtests/{done.pk}/", user=user)
+    # then each trade's prices show as many decimals as its coin's candles
+    rows = page.locator("#trades tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0).locator("td")).to_contain_text(["DOGEUSDT", "0.10987", "0.10650", "-30.22"])
+    expect(rows.nth(1).locator("td")).to_contain_text(["BTCUSDT", "60123.45", "61000.10", "12.50"])

@@ -45,6 +45,11 @@
   const pct = figures({ style: "percent", ...digits(1) });
   const signedPct = figures({ style: "percent", ...digits(2), signDisplay: "exceptZero" });
   const fixed = figures({ ...digits(2), useGrouping: false });
+  /** Return a price rounded to its coin's own precision (the detail's price_decimals). */
+  const price = (symbol, v) => {
+    const decimals = (state.backtest.price_decimals || {})[symbol];
+    return Number.isInteger(decimals) && !missing(v) ? Number(v).toFixed(decimals) : money(v);
+  };
   const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
 
   // --- The list ---------------------------------------------------------------------------
@@ -319,8 +324,8 @@
       "Size", "Lev.", "PnL", "Why closed"].map((text) => h("th", { text })));
     const rows = rule.trades.map((t) => h("tr", {},
       h("td", { text: t.symbol }), h("td", { text: t.side }),
-      h("td", { text: when(t.entry_at) }), h("td", { text: money(t.entry_price) }),
-      h("td", { text: when(t.exit_at) }), h("td", { text: money(t.exit_price) }),
+      h("td", { text: when(t.entry_at) }), h("td", { text: price(t.symbol, t.entry_price) }),
+      h("td", { text: when(t.exit_at) }), h("td", { text: price(t.symbol, t.exit_price) }),
       h("td", { text: String(t.quantity) }), h("td", { text: `${t.leverage}x` }),
       h("td", { class: t.pnl > 0 ? "gain" : t.pnl < 0 ? "loss" : null, text: money(t.pnl) }),
       h("td", { text: t.reason })));
