@@ -35,7 +35,15 @@ from django.utils import timezone
 from arena.queries import one_or_none
 from debates.engine.consensus import ConsensusLimits, round1_majority
 from debates.engine.types import CoinDecision
-from debates.models import Debate, DebateStatus, Decision, Message, StepStatus, Vote
+from debates.models import (
+    Debate,
+    DebateStatus,
+    Decision,
+    Message,
+    SeatKind,
+    StepStatus,
+    Vote,
+)
 from evaluations import scoring
 from evaluations.models import DebateReview, DecisionReview, VoteReview
 from strategies.market.dataset import DATASET_END
@@ -121,7 +129,9 @@ def debate_review(
             with transaction.atomic():
                 return _review(debate, settings)
         except IntegrityError:
-            return None  # reviewed by another process between its commit and our lock
+            if DebateReview.objects.filter(debate_id=debate_id).exists():
+                return None  # reviewed by another process between its commit and our lock
+            raise
         except MarketDataError as exc:
             logger.warning("debate %s: no review, the market data failed: %s", debate_id, exc)
             return None
@@ -207,7 +217,11 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
         )
     DecisionReview.objects.bulk_create(decision_rows)
     vote_rows = []
-    for vote in Vote.objects.filter(debate=debate, abstained=False).select_related("participant"):
+    # A person's vote (a human seat's) is counted in the decision, but a vote review
+    # scores an AI model in a personality: only model seats' votes are reviewed.
+    for vote in Vote.objects.filter(
+        debate=debate, abstained=False, participant__kind=SeatKind.MODEL
+    ).select_related("participant"):
         if vote.symbol not in shown:
             continue
         before, after, realised = outcome(vote.symbol)
@@ -269,4 +283,15 @@ def reviews_due(*, now: datetime | None = None) -> list[int]:
         for debate_id, stamp, source, horizon in candidates.iterator(chunk_size=500)
         if is_due(_instant(stamp), source, horizon, now=now)
     ]
-    return [review.debate_id for review in debates_review(debate_ids=due)]
+    reviewed = []
+    for debate_id in due:
+        try:
+            review = debate_review(debate_id=debate_id)
+        except IntegrityError:
+            # Not a concurrent review (debate_review leaves those): a row the review
+            # could not write. Said loudly, and the debates after it are still reviewed.
+            logger.exception("debate %s: no review, a review row was refused", debate_id)
+            continue
+        if review is not None:
+            reviewed.append(review.debate_id)
+    return reviewed

@@ -11,12 +11,12 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import IntegrityError, connection
 
 from evaluations.models import DebateReview, DecisionReview, VoteReview
 from evaluations.services import ReviewSettings, debate_review, reviews_due
 from tests.debates.factories import AIModelFactory
-from tests.evaluations.builders import close_by, completed_debate
+from tests.evaluations.builders import HUMAN, close_by, completed_debate
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
 from traders.models import Execution
@@ -193,3 +193,58 @@ def test_four_processes_reviewing_at_once_review_each_debate_once(user):
     assert sorted(reviewed) == debates
     assert DebateReview.objects.count() == 12
     assert DecisionReview.objects.count() == 24 and VoteReview.objects.count() == 48
+
+
+@pytest.mark.django_db
+def test_a_debate_where_the_owner_voted_is_reviewed_for_its_model_seats(api_client, user, strategy):
+    # given a completed debate where the owner sat as the bull and voted, beside a model bear
+    bear = AIModelFactory(owner=user, name="Bear model")
+    debate = completed_debate(
+        owner=user,
+        strategy=strategy,
+        as_of=AT,
+        seats=[("bull", HUMAN), ("bear", bear)],
+        openings={0: {"BTCUSDT": "open_short"}, 1: {"BTCUSDT": "open_short"}},
+        votes={0: {"BTCUSDT": ("open_long", 80)}, 1: {"BTCUSDT": ("open_long", 60)}},
+        decisions={"BTCUSDT": "open_long"},
+        rebuttal_tokens=100,
+    )
+    # when the due reviews run
+    assert reviews_due() == [debate.pk]
+    # then the decision is reviewed, and the bear's vote; the person's vote is no model's
+    decision = DecisionReview.objects.get(decision__debate=debate)
+    assert (decision.action, decision.round1_action) == ("open_long", "open_short")
+    votes = VoteReview.objects.filter(review__debate=debate)
+    assert [(v.ai_model_id, v.personality, v.action, v.confidence) for v in votes] == [
+        (bear.pk, "bear", "open_long", 60)
+    ]
+    # and the ledger counts the debate, with the model seat as its one voter
+    body = api_client.get("/api/evaluations/ledger").json()
+    assert (body["decisions"], body["flips"], body["round_tokens"]) == (1, 1, 200)
+    assert list(body["participants"]) == [f"{bear.pk}:bear"]
+    assert body["participants"][f"{bear.pk}:bear"]["votes"] == 1
+    # and the debate is due no more
+    assert reviews_due() == []
+
+
+@pytest.mark.django_db
+def test_a_review_row_refused_by_the_database_is_raised_and_the_others_still_reviewed(
+    user, strategy, caplog
+):
+    # given a debate whose BTC decision already has a review under another debate's
+    # review (no concurrent review of its own), and a sound debate after it
+    broken = flipped_debate(user, strategy)
+    sound = flipped_debate(user, strategy, at=AT + timedelta(hours=1))
+    other = flipped_debate(user, strategy, at=AT + timedelta(hours=2))
+    debate_review(debate_id=other.pk)
+    DecisionReview.objects.filter(decision__debate=other, symbol="BTCUSDT").update(
+        decision=broken.decisions.get(symbol="BTCUSDT")
+    )
+    # when it is reviewed, then the refusal is raised, not taken for a concurrent review
+    with pytest.raises(IntegrityError):
+        debate_review(debate_id=broken.pk)
+    assert not DebateReview.objects.filter(debate=broken).exists()
+    # and the due reviews log it and review the sound debate
+    assert reviews_due() == [sound.pk]
+    assert f"debate {broken.pk}: no review, a review row was refused" in caplog.text
+    assert not DebateReview.objects.filter(debate=broken).exists()
