@@ -8,6 +8,9 @@ class ArenaConfig(AppConfig):
     verbose_name = "Arena"
 
     def ready(self) -> None:
-        from arena.auth import connect_token_signals
+        from django.contrib import admin
+
+        from arena.auth import AdminLoginForm, connect_token_signals
 
         connect_token_signals()
+        admin.site.login_form = AdminLoginForm

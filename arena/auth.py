@@ -15,6 +15,10 @@
   one user name from one address within ``AXES_COOLOFF_TIME`` lock that pair out, and
   every further try, right or wrong, extends the lock. ``lockout_response`` answers a
   locked-out try with 429 and ``Retry-After`` (JSON under ``/api/``, a page elsewhere).
+- The login pages' forms (``LoginForm``, ``AdminLoginForm``) refuse a user name longer
+  than the user model's before it is checked: Django's ``AuthenticationForm`` shows the
+  limit but does not enforce it, and django-axes would record the failure of a name its
+  own table cannot hold (a database error, not a refused login).
 - A stream token travels in ``?token=`` (an ``EventSource`` sends no headers), and the
   ASGI server writes each request's query string to its access log:
   ``RedactQueryTokens`` masks it there.
@@ -31,8 +35,11 @@ from typing import Any
 
 from axes.helpers import get_cool_off
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
+from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -137,6 +144,24 @@ def connect_token_signals() -> None:
     """Keep the cached tokens current: called once, when the apps are ready."""
     post_delete.connect(_token_deleted, sender=Token, dispatch_uid="arena.auth.token_deleted")
     post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="arena.auth.user_saved")
+
+
+class UsernameMaxLengthMixin:
+    """Refuse a user name over the user model's length as an error of the field, so
+    that no password check (and no failure recorded by django-axes) happens for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["username"]
+        field.validators.append(MaxLengthValidator(field.max_length))
+
+
+class LoginForm(UsernameMaxLengthMixin, AuthenticationForm):
+    """The arena's login form (``/login/``)."""
+
+
+class AdminLoginForm(UsernameMaxLengthMixin, AdminAuthenticationForm):
+    """The admin's login form (``/admin/login/``)."""
 
 
 def retry_after_s(request: HttpRequest) -> int:

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from arena.auth import LoginForm
 from web import views
 
 urlpatterns = [
@@ -20,7 +21,9 @@ urlpatterns = [
     path(
         "login/",
         auth_views.LoginView.as_view(
-            template_name="web/login.html", redirect_authenticated_user=True
+            template_name="web/login.html",
+            authentication_form=LoginForm,
+            redirect_authenticated_user=True,
         ),
         name="login",
     ),

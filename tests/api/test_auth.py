@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 import time_machine
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.db import connection
 from django.test import Client
@@ -231,6 +232,26 @@ def test_the_login_pages_lock_out_after_ten_failures(path, fields):
     assert locked.status_code == 429
     assert locked["Retry-After"] == str(COOL_OFF_S)
     assert b"Too many failed logins; try again in 15 minutes." in locked.content
+
+
+@pytest.mark.parametrize(
+    ("path", "fields"),
+    [("/login/", {}), ("/admin/login/", {"next": "/admin/"})],
+    ids=["arena", "admin"],
+)
+def test_the_login_pages_refuse_a_user_name_too_long_as_an_error_of_the_field(path, fields):
+    # given a user name of 5,000 characters, over the 150 a user name may have (and the
+    # 255 the table of failed logins holds)
+    username = "é" * 5000
+    # when it is sent through the page's form
+    response = Client().post(path, {"username": username, "password": "wrong", **fields})
+    # then the form answers with the error under the user name, and no failure is recorded
+    assert response.status_code == 200
+    assert response.context["form"].errors == {
+        "username": ["Ensure this value has at most 150 characters (it has 5000)."]
+    }
+    assert "_auth_user_id" not in response.wsgi_request.session
+    assert not AccessAttempt.objects.exists()
 
 
 # --- Expiring and revocable tokens -------------------------------------------------------
