@@ -10,7 +10,8 @@ class ArenaConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib import admin
 
-        from arena.auth import AdminLoginForm, connect_token_signals
+        from arena.auth import AdminLoginForm, connect_token_signals, mask_token_names
 
         connect_token_signals()
         admin.site.login_form = AdminLoginForm
+        mask_token_names()

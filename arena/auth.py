@@ -49,6 +49,8 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
+from arena.fields import mask_secret
+
 API_PREFIX = "/api/"
 
 
@@ -162,6 +164,17 @@ class LoginForm(UsernameMaxLengthMixin, AuthenticationForm):
 
 class AdminLoginForm(UsernameMaxLengthMixin, AdminAuthenticationForm):
     """The admin's login form (``/admin/login/``)."""
+
+
+def _token_name(token: Token) -> str:
+    return mask_secret(token.key)
+
+
+def mask_token_names() -> None:
+    """Name a token by its masked key (called once, when the apps are ready): DRF names it
+    by its key, which the admin shows wherever it names an object, such as the related
+    objects listed before a user is deleted."""
+    Token.__str__ = _token_name  # type: ignore[method-assign]
 
 
 def retry_after_s(request: HttpRequest) -> int:

@@ -1,10 +1,14 @@
 """Secrets are encrypted at rest and never shown in the admin."""
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.db import connection
+from rest_framework.authtoken.models import Token
 
+from arena.auth import token_issue
 from arena.fields import mask_secret
 from tests.debates.factories import AIModelFactory
+from tests.factories import UserFactory
 from tests.traders.factories import TraderFactory
 
 KEY = "sk-live-1234567890abcdef"
@@ -128,3 +132,75 @@ def test_admin_blank_secret_keeps_the_stored_one(client, staff_user):
     assert response.status_code == 302
     model.refresh_from_db()
     assert (model.name, model.api_key) == ("Renamed", KEY)
+
+
+@pytest.mark.django_db
+def test_the_admin_of_api_tokens_never_shows_a_key(client, staff_user):
+    # given a user with an API token
+    holder = UserFactory(username="alice")
+    token = token_issue(user=holder)
+    client.force_login(staff_user)
+    # when an operator opens the tokens' list
+    listing = client.get("/admin/authtoken/tokenproxy/")
+    # then it shows the user and the key masked, never the key (not in a link either)
+    assert listing.status_code == 200
+    body = listing.content.decode()
+    assert token.key not in body
+    assert "alice" in body and f'<td class="field-masked_key">{mask_secret(token.key)}</td>' in body
+    # and no page of one token shows it: none is changed, its revoke page names the user
+    for url in (
+        f"/admin/authtoken/tokenproxy/{holder.pk}/change/",
+        f"/admin/authtoken/tokenproxy/{token.key}/change/",
+    ):
+        assert client.get(url).status_code == 404, url
+    revoke = client.get(f"/admin/authtoken/tokenproxy/{holder.pk}/revoke/")
+    assert revoke.status_code == 200
+    assert token.key not in revoke.content.decode()
+    assert f"alice ({mask_secret(token.key)})" in revoke.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_operator_revokes_a_token_in_the_admin_without_its_key_being_logged(client, staff_user):
+    # given two users with API tokens
+    holder, other = UserFactory(username="alice"), UserFactory(username="bob")
+    token, kept = token_issue(user=holder), token_issue(user=other)
+    client.force_login(staff_user)
+    # when an operator revokes alice's from its row
+    response = client.post(f"/admin/authtoken/tokenproxy/{holder.pk}/revoke/", follow=True)
+    # then her token is gone, bob's is kept, and the page says so without the key
+    assert response.status_code == 200
+    assert list(Token.objects.values_list("key", flat=True)) == [kept.key]
+    body = response.content.decode()
+    assert f"The API token of alice ({mask_secret(token.key)}) was revoked." in body
+    assert token.key not in body and kept.key not in body
+    # and the admin's log records it by the user, the key masked
+    entry = LogEntry.objects.get()
+    assert (entry.object_id, entry.object_repr, entry.action_flag) == (
+        str(holder.pk),
+        f"API token of alice ({mask_secret(token.key)})",
+        DELETION,
+    )
+    assert token.key not in client.get("/admin/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_admin_of_api_tokens_is_closed_to_non_staff(client):
+    holder = UserFactory()
+    token_issue(user=holder)
+    client.force_login(holder)
+    response = client.post(f"/admin/authtoken/tokenproxy/{holder.pk}/revoke/")
+    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert Token.objects.filter(user=holder).exists()
+
+
+@pytest.mark.django_db
+def test_deleting_a_user_in_the_admin_names_their_token_by_its_masked_key(client, staff_user):
+    # given a user with an API token
+    holder = UserFactory(username="alice")
+    token = token_issue(user=holder)
+    client.force_login(staff_user)
+    # when an operator opens the page that confirms the user's deletion
+    body = client.get(f"/admin/auth/user/{holder.pk}/delete/").content.decode()
+    # then the token is among what goes with the user, by its masked key only
+    assert f"<li>Token: {mask_secret(token.key)}</li>" in body
+    assert token.key not in body
