@@ -84,4 +84,4 @@ class VoteReviewAdmin(ReadOnly):
         "known_at",
     )
     list_filter = ("verdict", "personality", "action")
-    list_select_related = ("ai_model",)
+    list_select_related = ("review", "ai_model")
