@@ -3,6 +3,7 @@ the admin of API tokens, in place of DRF's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -88,6 +89,19 @@ class SecretAdminMixin:
     def get_form(self, request: Any, obj: Any = None, **kwargs: Any) -> Any:
         kwargs["form"] = secret_form(self.model, self.secret_fields)
         return super().get_form(request, obj, **kwargs)
+
+
+def decimal_column(name: str) -> Callable[[Any], str]:
+    """Return a list column showing the decimal field ``name`` in fixed point with no
+    trailing zeros ("57970.9", not the column's "57970.9000000000"), "-" when empty."""
+
+    @admin.display(description=name.replace("_", " "), ordering=name)
+    def column(obj: Any) -> str:
+        value = getattr(obj, name)
+        return "-" if value is None else format(value.normalize(), "f")
+
+    column.__name__ = name  # the column's CSS class, field-<name>, as for the field
+    return column
 
 
 @admin.display(description="key")

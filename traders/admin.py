@@ -7,7 +7,7 @@ per-coin leverage) is read-only too; it changes only through execution.
 
 from django.contrib import admin, messages
 
-from arena.admin import SecretAdminMixin, masked_key
+from arena.admin import SecretAdminMixin, decimal_column, masked_key
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
 
@@ -147,9 +147,9 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "action",
         "status",
         "trigger",
-        "filled_quantity",
-        "average_price",
-        "fee",
+        decimal_column("filled_quantity"),
+        decimal_column("average_price"),
+        decimal_column("fee"),
         "decision_age",
         "price_drift",
         "created_at",
