@@ -43,8 +43,9 @@ WINDOW = ("--from", "2024-08-10", "--to", "2024-08-12")
         ),
         (("--from", "soon"), "--from: Invalid isoformat string: 'soon'"),
         (("--timeout", "-5"), "Error: argument --timeout: must be more than 0 seconds; got -5"),
+        (("--user", ""), "--user: give a user name"),
     ],
-    ids=["step", "horizon-and-balance", "window", "symbol", "step-unit", "from", "timeout"],
+    ids=["step", "horizon-and-balance", "window", "symbol", "step-unit", "from", "timeout", "user"],
 )
 def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):
     # when the command runs with bad flags

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.django_db
         ),
         (("--models", "a,b"), "--models: give model ids, e.g. --models 3,4,5"),
         (("--participants", ""), "--participants: A debate needs 2 to 6 participants; got 0."),
+        (("--user", " "), "--user: give a user name"),
     ],
     ids=[
         "rounds",
@@ -46,6 +47,7 @@ pytestmark = pytest.mark.django_db
         "personality",
         "models",
         "no-participants",
+        "no-user",
     ],
 )
 def test_a_bad_flag_is_refused_in_one_line_naming_it(user, flags, line):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
 from rich.markup import escape
@@ -112,6 +113,15 @@ def problem(error: dict | None, *, markup: bool = True) -> str:
     parts = (error.get(key) for key in ("step", "code", "message"))
     text = ": ".join(str(part) for part in parts if part)
     return escape(text) if markup else text
+
+
+def command_owner(username: str):
+    """Return the user ``--user`` names, made on first use (the embedded default's users
+    are made this way)."""
+    if not username.strip():
+        raise CommandError("--user: give a user name")
+    owner, _ = get_user_model().objects.get_or_create(username=username)
+    return owner
 
 
 def seat_models(owner, personalities: list[str], ids: str) -> list[AIModel]:

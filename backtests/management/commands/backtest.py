@@ -8,7 +8,6 @@ import re
 import time
 from datetime import UTC, datetime
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
@@ -28,6 +27,7 @@ from traders.management.console import (
     TimedOut,
     cancelled_when_stopped,
     command_console,
+    command_owner,
     print_whole,
     problem,
     quiet_task_logs,
@@ -143,7 +143,7 @@ class Command(ConsoleCommand):
             force_color=options["force_color"],
         )
         quiet_task_logs()  # the progress and the tables are the output
-        owner, _ = get_user_model().objects.get_or_create(username=options["user"])
+        owner = command_owner(options["user"])
         if options["cancel"] is not None:
             self._cancel(console, owner, options["cancel"])
             return

@@ -10,7 +10,6 @@ import time
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
@@ -34,6 +33,7 @@ from traders.management.console import (
     TimedOut,
     cancelled_when_stopped,
     command_console,
+    command_owner,
     print_whole,
     problem,
     quiet_task_logs,
@@ -196,7 +196,7 @@ class Command(ConsoleCommand):
             force_color=options["force_color"],
         )
         quiet_task_logs()  # the transcript is the output
-        owner, _ = get_user_model().objects.get_or_create(username=options["user"])
+        owner = command_owner(options["user"])
         local = options["local_model"]
         # A flag given is taken as typed (--rounds 0 is refused, not read as the default).
         seats, rounds, timeout = (
