@@ -289,6 +289,17 @@
     $("#debate-error").textContent = text || "";
   }
 
+  /** Whether an action's answer (a detail) is for the open debate and no older than the
+   * stream's events applied: the stream may have moved the debate on while the answer was
+   * on its way (the manual pace's last Continue: the consensus and `completed` arrive
+   * first), and an older answer would show the debate back where it was. Such an answer
+   * is dropped; the stream carries the state. */
+  function isCurrent(detail) {
+    if (!state.debate || state.debate.id !== detail.id) return false;
+    const number = eventNumber(detail.event_id);
+    return number === null || number >= state.lastNumber;
+  }
+
   async function runAction(action) {
     const debate = state.debate;
     try {
@@ -301,7 +312,7 @@
       }
       const path = action.replace("_", "-");  // retry_step: POST .../retry-step
       const detail = await api("POST", `debates/${debate.id}/${path}`);
-      if (state.debate && state.debate.id === detail.id) applyState(detail);
+      if (isCurrent(detail)) applyState(detail);
     } catch (error) {
       showDebateError(error.message);
     }
@@ -566,7 +577,7 @@
     const debate = state.debate;
     try {
       const detail = await api("POST", `debates/${debate.id}/skip-turn`);
-      if (state.debate && state.debate.id === detail.id) setDebate(detail);
+      if (isCurrent(detail)) setDebate(detail);
     } catch (error) {
       showErrors($("#human-turn"), error, $("#human-turn-errors"));
     }
