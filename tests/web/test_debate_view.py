@@ -1,6 +1,6 @@
 """What the arena page shows of a debate beside its transcript: a "simulated" badge on
-simulated models, the market instant, prices at the coin's precision; and the form's
-market instant, sent to the API."""
+simulated models, the market instant, prices at the coin's precision, where and why it
+failed; and the form's market instant, sent to the API."""
 
 from __future__ import annotations
 
@@ -84,3 +84,34 @@ def test_the_form_sends_its_market_instant_and_shows_its_refusal(open_page, user
     # then the API's refusal shows next to the field
     error = page.wait_for_selector('[data-error-for="as_of"]:not(:empty)')
     assert error.inner_text().startswith("Outside the dataset window of this strategy")
+
+
+def test_a_failed_debate_shows_its_step_and_message_live_and_after_a_reload(open_page, user):
+    from django.db import transaction
+    from playwright.sync_api import expect
+
+    from debates import events
+
+    # given a running debate open on its page, its live stream connected
+    debate = DebateFactory(owner=user, status="running", phase="analysis", current_round=1)
+    ParticipantFactory.create_batch(2, debate=debate)
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    expect(page.locator("#debate-error")).to_be_hidden()
+    # when every turn of its first round fails
+    debate.status = "failed"
+    debate.error = {
+        "code": "round_failed",
+        "step": "round 1",
+        "message": "Every turn of round 1 failed.",
+    }
+    debate.save()
+    with transaction.atomic():
+        events.status_changed(debate)
+    # then the page says where it failed and why, as it happens and after a reload
+    failure = "Failed at round 1: Every turn of round 1 failed."
+    expect(page.locator("#debate-status")).to_have_text("failed")
+    expect(page.locator("#debate-error")).to_have_text(failure)
+    page.reload()
+    expect(page.locator("#debate-status")).to_have_text("failed")
+    expect(page.locator("#debate-error")).to_have_text(failure)

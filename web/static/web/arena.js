@@ -240,7 +240,7 @@
       "available_actions", "symbol", "symbols"]) {
       if (key in fields) debate[key] = fields[key];
     }
-    debate.error = fields.error || "";
+    debate.error = fields.error || null;
     renderHeader();
     renderRounds();
     renderVotes();
@@ -281,7 +281,13 @@
       text: ACTION_BUTTONS[action],
       onclick: () => runAction(action),
     })));
-    showDebateError(debate.error);
+    showDebateError(debate.error && failureText(debate.error));
+  }
+
+  /** Return what a failed debate's ``error`` ({step, code, message}) says to a person. */
+  function failureText(error) {
+    const what = error.message || error.code;
+    return error.step ? `Failed at ${error.step}: ${what}` : what;
   }
 
   function showDebateError(text) {
