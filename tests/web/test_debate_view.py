@@ -1,6 +1,6 @@
 """What the arena page shows of a debate beside its transcript: a "simulated" badge on
 simulated models, the market instant, prices at the coin's precision, where and why it
-failed; and the form's market instant, sent to the API."""
+failed, a message's positions on a phone; and the form's market instant, sent to the API."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ from decimal import Decimal
 
 import pytest
 
-from tests.debates.factories import DebateFactory, DecisionFactory, ParticipantFactory
+from tests.debates.factories import (
+    DebateFactory,
+    DecisionFactory,
+    MessageFactory,
+    ParticipantFactory,
+)
 from tests.traders.factories import ExecutionFactory, TraderFactory
+from tests.web.test_browser import page_width
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -115,3 +121,37 @@ def test_a_failed_debate_shows_its_step_and_message_live_and_after_a_reload(open
     page.reload()
     expect(page.locator("#debate-status")).to_have_text("failed")
     expect(page.locator("#debate-error")).to_have_text(failure)
+
+
+def test_on_a_phone_an_opened_message_fits_the_screen(open_page, user):
+    from playwright.sync_api import expect
+
+    # given a debate whose first message takes a position on three coins
+    debate = DebateFactory(owner=user, status="running", phase="analysis", current_round=1)
+    decisions = [
+        {
+            "symbol": symbol,
+            "action": "open_short",
+            "confidence": 65,
+            "leverage": 10,
+            "position_pct": 0.125,
+            "stop_loss": 0.035,
+            "take_profit": 0.075,
+            "reasoning": "Funding is negative while open interest climbs.",
+        }
+        for symbol in ("BTCUSDT", "ETHUSDT", "SOLUSDT")
+    ]
+    MessageFactory(participant=ParticipantFactory(debate=debate), decisions=decisions)
+    # when it is opened on a phone-sized page
+    page = open_page(f"/debates/{debate.pk}/", user=user, viewport=(390, 844))
+    expect(page.locator("#stream-state")).to_have_text("● live")
+    page.locator("[data-message-id] summary").click()
+    table = page.locator("[data-message-id] .positions-table")
+    expect(table.locator("tbody tr")).to_have_count(3)
+    # then the page does not scroll sideways: the table leaves out the reasons, header
+    # and all, and fits the message without scrolling in its own box
+    assert page_width(page) <= 390
+    assert table.evaluate("t => t.parentElement.scrollWidth <= t.parentElement.clientWidth")
+    expect(table.locator("th:visible")).to_have_text(
+        ["Coin", "Action", "Conf.", "Lev.", "Size", "SL", "TP"]
+    )

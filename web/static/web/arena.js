@@ -403,9 +403,12 @@
   }
 
   function positionsTable(decisions) {
-    const titles = ["Coin", "Action", "Conf.", "Lev.", "Size", "SL", "TP", "Why"];
-    return h("table", { class: "positions-table" },
-      h("thead", {}, h("tr", {}, titles.map((text) => h("th", { text })))),
+    const titles = ["Coin", "Action", "Conf.", "Lev.", "Size", "SL", "TP"];
+    // In a box of its own, which scrolls sideways if the table is still too wide (long
+    // action badges on a narrow phone): the page never does.
+    return h("div", { class: "positions-scroll" }, h("table", { class: "positions-table" },
+      h("thead", {}, h("tr", {}, titles.map((text) => h("th", { text })),
+        h("th", { class: "why", text: "Why" }))),
       h("tbody", {}, decisions.map((d) => h("tr", {},
         h("td", { text: d.symbol }),
         h("td", {}, badge(d.action)),
@@ -414,7 +417,7 @@
         h("td", { text: pct(d.position_pct) }),
         h("td", { text: pct(d.stop_loss) }),
         h("td", { text: pct(d.take_profit) }),
-        h("td", { class: "why", text: d.reasoning || "" })))));
+        h("td", { class: "why", text: d.reasoning || "" }))))));
   }
 
   function renderNotice(notice) {
