@@ -12,7 +12,9 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
-  const { $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu } = window.arenaWeb;  // common.js
+  const {  // common.js
+    $, $$, missing, h, redraw, ApiError, api, apiList, nextPage, sidebarMenu,
+  } = window.arenaWeb;
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
     "consensus", "execution", "error", "judge_call", "judge_scores"];
@@ -37,6 +39,7 @@
 
   const state = {
     debates: [],          // the sidebar: list representations, newest first
+    debatesNext: null,    // the path of the list's next page the sidebar has not read
     debate: null,         // the open debate: its detail representation
     messages: new Map(),  // id -> message of the open debate
     votes: new Map(),     // id -> vote of the open debate
@@ -177,6 +180,30 @@
     h("span", { class: "debate-link-meta", text: `${debate.symbol || "auto"} · ${debate.status}` }),
     ))));
     $("#debate-list-empty").hidden = state.debates.length > 0;
+    $("#more-debates").hidden = !state.debatesNext;
+  }
+
+  /** Add a page of the user's debates to the sidebar, newest first: the first page as the
+   * page starts, each next one when asked ("More debates"); a user may have thousands
+   * (a backtest makes one debate a step), so they are not all read at once. A debate the sidebar
+   * already lists (created since the first page was read, pushing the rest down) is kept
+   * once. */
+  async function loadDebates(path) {
+    const page = await api("GET", path);
+    const listed = new Set(state.debates.map((d) => d.id));
+    state.debates.push(...page.results.filter((d) => !listed.has(d.id)));
+    state.debatesNext = nextPage(page);
+    renderSidebar();
+  }
+
+  async function loadMoreDebates() {
+    const button = $("#more-debates");
+    button.disabled = true;
+    try {
+      await loadDebates(state.debatesNext);
+    } finally {
+      button.disabled = false;
+    }
   }
 
   function updateSidebarItem(debate) {
@@ -999,9 +1026,9 @@
       navigate(match ? Number(match[1]) : null);
     });
 
+    $("#more-debates").addEventListener("click", loadMoreDebates);
     await loadPersonalities();
-    state.debates = (await api("GET", "debates")).results;
-    renderSidebar();
+    await loadDebates("debates");
     if (config.debateId) openDebate(config.debateId);
     renderMonitorWarnings(await api("GET", "evaluations/monitors"));
   }

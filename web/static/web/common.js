@@ -101,18 +101,23 @@
     return toggle;
   }
 
+  /** Return the path (for ``api``) of the page after a paginated list's ``page``, or null. */
+  function nextPage(page) {
+    return page.next ? page.next.slice(page.next.indexOf("/api/") + "/api/".length) : null;
+  }
+
   /** Return every item of a paginated list. */
   async function apiList(path) {
     const items = [];
     for (let next = path; next;) {
       const page = await api("GET", next);
       items.push(...page.results);
-      next = page.next && page.next.slice(page.next.indexOf("/api/") + "/api/".length);
+      next = nextPage(page);
     }
     return items;
   }
 
   window.arenaWeb = Object.freeze({
-    $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu,
+    $, $$, missing, h, redraw, ApiError, api, apiList, nextPage, sidebarMenu,
   });
 })();
