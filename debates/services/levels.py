@@ -23,6 +23,7 @@ from debates.engine.types import CoinDecision
 from debates.models import (
     Ballot,
     Debate,
+    DebateLevel,
     DebateStatus,
     Message,
     ParseStatus,
@@ -215,12 +216,16 @@ def quiet_market(*, schedule: Any) -> str | None:
 
     L0 when the primary coin moved less than the strategy's ``quiet_atr_fraction`` of
     its 1h ATR14 since the schedule's last debate saw it, and no position can change: a
-    schedule that executes its decisions automatically is always debated.
+    schedule that executes its decisions automatically is always debated. Only at
+    ``level: auto``, as for a backtest's steps: a schedule set to L1 or L2 asks for that
+    debate at every firing.
     """
     from strategies.market.snapshot import MarketSnapshot
 
+    if schedule.level != DebateLevel.AUTO or schedule.auto_execute:
+        return None
     last, strategy = schedule.last_debate, schedule.strategy
-    if schedule.auto_execute or strategy is None or last is None or not last.market_snapshot:
+    if strategy is None or last is None or not last.market_snapshot:
         return None
     seen = MarketSnapshot.from_dict(last.market_snapshot)
     primary = schedule.symbol or (seen.symbols[0] if seen.symbols else "")

@@ -118,8 +118,11 @@ def test_the_early_stop_is_off_when_the_strategy_turns_it_off(llm, make_debate):
     assert Message.objects.filter(debate=debate).count() == 4
 
 
-@pytest.mark.parametrize(("fraction", "skipped"), [(1000.0, True), (0.0, False)])
-def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fraction, skipped):
+@pytest.mark.parametrize(
+    ("fraction", "level", "skipped"),
+    [(1000.0, "auto", True), (0.0, "auto", False), (1000.0, "L2", False), (1000.0, "L1", False)],
+)
+def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fraction, level, skipped):
     # given a replay schedule whose last debate saw the market an hour before
     from datetime import UTC, datetime
 
@@ -127,7 +130,9 @@ def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fractio
     from tests.debates.test_schedules import schedule_template
 
     first = datetime(2024, 8, 4, 12, tzinfo=UTC)
-    schedule = schedule_create(owner=user, data=schedule_template(user, replay_as_of=first))
+    schedule = schedule_create(
+        owner=user, data=schedule_template(user, replay_as_of=first, level=level)
+    )
     schedule.strategy.quiet_atr_fraction = fraction
     schedule.strategy.save(update_fields=["quiet_atr_fraction"])
     last = schedule_fire(schedule_id=schedule.pk).debate_id
@@ -135,8 +140,9 @@ def test_a_schedule_firing_in_a_quiet_market_is_a_recorded_l0_skip(user, fractio
     Debate.objects.filter(pk=last).update(status="completed")
     # when it fires again
     firing = schedule_fire(schedule_id=schedule.pk)
-    # then a quiet market (moves under 1000 ATRs) is skipped with the figures, and
-    # the replay moves on; with a fraction of 0 every firing is debated
+    # then at level auto a quiet market (moves under 1000 ATRs) is skipped with the
+    # figures, and the replay moves on; with a fraction of 0 every firing is debated, and
+    # so is every firing of a schedule set to L1 or L2
     schedule.refresh_from_db()
     assert (firing.skipped == "quiet_market") is skipped
     assert schedule.replay_as_of == datetime(2024, 8, 4, 14, tzinfo=UTC)
