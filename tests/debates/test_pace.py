@@ -63,7 +63,10 @@ def test_a_manual_debate_stops_after_each_step_until_advanced(celery_worker, llm
 
 
 def test_twenty_concurrent_advances_move_one_step(celery_worker, llm, make_debate):
-    # given a manual debate held after its prepare step
+    # given a manual debate held after its prepare step, whose model takes a second: the
+    # step an advance releases cannot end (and hold the debate again, where a late
+    # advance would rightly move it once more) while the 20 advances are under way
+    llm.set_latency(1.0)
     debate = make_debate(pace="manual")
     debate_start(debate_id=debate.pk)
     wait_for(lambda: held(debate.pk), timeout=30)
