@@ -416,10 +416,7 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     debate = _get_owned(debate_id, owner, "judge_model")
     if debate.status not in ACTION_SOURCES["start"]:
         raise _refuse_state(debate, "start")
-    refusals = _model_refusals(debate)
-    if refusals:
-        reasons = dict.fromkeys(reason for messages in refusals.values() for reason in messages)
-        raise Conflict(" ".join(reasons), fields=refusals)
+    _refuse_unusable_models(debate)
     with transaction.atomic():
         if debate.quota_counted:
             debate_start_check(owner_id=debate.owner_id)
@@ -428,6 +425,15 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         with events.together(debate_id):
             _go_on(debate, transitions.start(debate_id=debate_id, pace=debate.pace), "start")
     return Debate.objects.get(pk=debate_id)
+
+
+def _refuse_unusable_models(debate: Debate) -> None:
+    """Refuse with ``conflict`` to run a debate (start, retry) one of whose AI models was
+    disabled, or lost its key, since its create, naming each seat as the create would."""
+    refusals = _model_refusals(debate)
+    if refusals:
+        reasons = dict.fromkeys(reason for messages in refusals.values() for reason in messages)
+        raise Conflict(" ".join(reasons), fields=refusals)
 
 
 def _model_refusals(debate: Debate) -> dict[str, list[str]]:
@@ -529,8 +535,10 @@ def debate_cancel(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 
 def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
-    """Resume a failed debate from the step that failed, reusing every stored turn."""
-    debate = _get_owned(debate_id, owner)
+    """Resume a failed debate from the step that failed, reusing every stored turn; not
+    with a model disabled since (``conflict``)."""
+    debate = _get_owned(debate_id, owner, "judge_model")
+    _refuse_unusable_models(debate)
     voting = debate.phase in (DebatePhase.VOTING, DebatePhase.CONSENSUS)
     with transaction.atomic():
         if not voting:
@@ -565,9 +573,11 @@ def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
 
     A failed debate goes back to the step that failed it; a held debate (the manual
     pace) to the failed step it stopped after. Either way the debate is held after the
-    step, whatever its pace: ``advance`` goes on from there.
+    step, whatever its pace: ``advance`` goes on from there. Not with a model disabled
+    since (``conflict``).
     """
-    debate = _get_owned(debate_id, owner)
+    debate = _get_owned(debate_id, owner, "judge_model")
+    _refuse_unusable_models(debate)
     with transaction.atomic():
         locked = lock_debate(debate_id=debate_id)
         if locked is None:

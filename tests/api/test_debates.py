@@ -568,6 +568,30 @@ def test_retry_resumes_a_failed_debate(api, user):
     assert (response.json()["status"], response.json()["error"]) == ("running", None)
 
 
+@pytest.mark.parametrize("action", ["retry", "retry-step"])
+def test_a_retry_is_refused_when_a_model_of_the_debate_was_disabled_since(api, user, action):
+    # given a debate that failed in its first round, one of whose models is then disabled
+    debate = DebateFactory(
+        owner=user,
+        status="failed",
+        phase="opening",
+        current_round=1,
+        error={"step": "round 1", "code": "round_failed", "message": "Every turn failed."},
+        as_of=AS_OF,
+    )
+    ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=0)
+    seat = ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=1)
+    api.patch(f"/api/ai-models/{seat.ai_model_id}", {"enabled": False}, format="json")
+    before = Debate.objects.filter(pk=debate.pk).values().get()
+    # when it is retried
+    response = api.post(f"/api/debates/{debate.pk}/{action}")
+    # then the retry is refused as a start would be, naming the seat, and nothing changed
+    message = f"AI model '{seat.ai_model.name}' is disabled."
+    assert response.status_code == 409
+    assert response.json()["fields"] == {"participants[1].ai_model": [message]}
+    assert Debate.objects.filter(pk=debate.pk).values().get() == before
+
+
 # --- execute ------------------------------------------------------------------------------
 
 
