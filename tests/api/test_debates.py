@@ -549,8 +549,9 @@ def test_an_unknown_pace_is_a_400_naming_the_field(api, seeded):
     assert Debate.objects.count() == 0
 
 
-def test_retry_resumes_a_failed_debate(api, user):
-    # given a debate that failed in its first round, before any snapshot
+def failed_in_round_1(user) -> Debate:
+    """Return a debate of ``user`` that failed in its first round, before any snapshot,
+    with two seats."""
     debate = DebateFactory(
         owner=user,
         status="failed",
@@ -559,8 +560,14 @@ def test_retry_resumes_a_failed_debate(api, user):
         error={"step": "round 1", "code": "round_failed", "message": "Every turn failed."},
         as_of=AS_OF,
     )
-    ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=0)
-    ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=1)
+    for order in (0, 1):
+        ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=order)
+    return debate
+
+
+def test_retry_resumes_a_failed_debate(api, user):
+    # given a debate that failed in its first round, before any snapshot
+    debate = failed_in_round_1(user)
     # when it is retried
     response = api.post(f"/api/debates/{debate.pk}/retry")
     # then it runs again with its error cleared
@@ -571,16 +578,8 @@ def test_retry_resumes_a_failed_debate(api, user):
 @pytest.mark.parametrize("action", ["retry", "retry-step"])
 def test_a_retry_is_refused_when_a_model_of_the_debate_was_disabled_since(api, user, action):
     # given a debate that failed in its first round, one of whose models is then disabled
-    debate = DebateFactory(
-        owner=user,
-        status="failed",
-        phase="opening",
-        current_round=1,
-        error={"step": "round 1", "code": "round_failed", "message": "Every turn failed."},
-        as_of=AS_OF,
-    )
-    ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=0)
-    seat = ParticipantFactory(debate=debate, ai_model__owner=user, speak_order=1)
+    debate = failed_in_round_1(user)
+    seat = debate.participants.get(speak_order=1)
     api.patch(f"/api/ai-models/{seat.ai_model_id}", {"enabled": False}, format="json")
     before = Debate.objects.filter(pk=debate.pk).values().get()
     # when it is retried
