@@ -45,8 +45,8 @@ def command_console(
 ) -> Console:
     """Return the console a command prints to: stdout, or stderr when stdout carries
     ``--json``; plain text with Django's ``--no-color`` (no style at all), styled even
-    when piped with its ``--force-color``. Once its terminal hangs up, what it prints is dropped
-    (``_Output``)."""
+    when piped with its ``--force-color``. Once its terminal hangs up, what it prints
+    is dropped (``_Output``)."""
     return Console(
         file=_Output(sys.stderr if stderr else sys.stdout),
         highlight=False,
