@@ -7,6 +7,7 @@ import json
 import re
 import time
 from datetime import UTC, datetime
+from functools import partial
 
 from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
@@ -190,8 +191,9 @@ class Command(ConsoleCommand):
                 raise CommandError(f"{refusal_line(exc, FLAGS)} {self._running(owner)}") from exc
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
-            timeout, run, pk = options["timeout"], f"backtest {backtest.pk}", backtest.pk
-            with cancelled_when_stopped(console, stop, timeout, run, lambda: self._stop(pk)):
+            timeout = options["timeout"]
+            stopped = partial(self._stop, backtest.pk)  # the run a signal or timeout cancels
+            with cancelled_when_stopped(console, stop, timeout, f"backtest {backtest.pk}", stopped):
                 backtest = self._follow(console, backtest, timeout, stop)
         if options["json"]:
             detail = backtest_representation(backtest_id=backtest.pk)

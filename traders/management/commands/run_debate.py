@@ -8,6 +8,7 @@ import subprocess
 import textwrap
 import time
 from datetime import UTC, datetime
+from functools import partial
 
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
@@ -232,8 +233,8 @@ class Command(ConsoleCommand):
                 debate = debate_create(owner=owner, data=data)
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
-            run = f"debate {debate.pk}"
-            with cancelled_when_stopped(console, stop, timeout, run, lambda: self._stop(debate.pk)):
+            stopped = partial(self._stop, debate.pk)  # the run a signal or timeout cancels
+            with cancelled_when_stopped(console, stop, timeout, f"debate {debate.pk}", stopped):
                 debate_start(debate_id=debate.pk)
                 final = self._follow(console, debate.pk, timeout, stop)
                 if final.status == "completed" and options["execute"]:
