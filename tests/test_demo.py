@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 from django.conf import settings
+
+from tests.embedded import MANAGE, embedded_env, migrated_env
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +19,10 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     # given a fresh SQLite file in a directory not made yet (a fresh clone has no var/),
     # no Redis and no API key: the embedded default
     var = tmp_path / "var"
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(var))
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(var)
     # when the demo's command runs with --json
     result = subprocess.run(
-        [*manage, "run_debate", "--json", "--as-of", "2024-08-05T12:00Z"],
+        [*MANAGE, "run_debate", "--json", "--as-of", "2024-08-05T12:00Z"],
         cwd=settings.BASE_DIR,
         env=env,
         capture_output=True,
@@ -46,16 +43,9 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     assert (var / "arena.sqlite3").exists()
 
 
-def demo_env(var) -> dict[str, str]:
-    """The environment of `make demo` on a fresh SQLite file in ``var``."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(ARENA_VAR_DIR=str(var))
-    return env
-
-
 def test_make_demo_executes_paper_fills_every_time_and_its_json_pipes_into_jq(tmp_path):
     # given a fresh clone's embedded default
-    env = demo_env(tmp_path / "var")
+    env = embedded_env(tmp_path / "var")
     for run in (1, 2):
         # when `make demo ARGS=--json | jq .status` runs (twice in a row)
         result = subprocess.run(
@@ -87,12 +77,9 @@ def test_make_demo_executes_paper_fills_every_time_and_its_json_pipes_into_jq(tm
 def test_a_stop_signal_cancels_the_debate_and_says_so_in_one_line(tmp_path, stop, status):
     # given the demo's command running a debate whose models take a second an answer
     var = tmp_path / "var"
-    env = demo_env(var)
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", SIMULATED_MODEL_LATENCY_S="1")
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(var, SIMULATED_MODEL_LATENCY_S="1")
     command = subprocess.Popen(
-        [*manage, "run_debate", "--rounds", "5"],
+        [*MANAGE, "run_debate", "--rounds", "5"],
         cwd=settings.BASE_DIR,
         env=env,
         stdout=subprocess.PIPE,
@@ -121,13 +108,10 @@ def test_a_stop_signal_cancels_the_debate_and_says_so_in_one_line(tmp_path, stop
 def test_a_timeout_cancels_the_debate_and_the_worker_ends_quietly(tmp_path):
     # given the demo's command whose models take a second an answer
     var = tmp_path / "var"
-    env = demo_env(var)
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", SIMULATED_MODEL_LATENCY_S="1")
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(var, SIMULATED_MODEL_LATENCY_S="1")
     # when its --timeout passes before the debate ends
     result = subprocess.run(
-        [*manage, "run_debate", "--rounds", "5", "--timeout", "3"],
+        [*MANAGE, "run_debate", "--rounds", "5", "--timeout", "3"],
         cwd=settings.BASE_DIR,
         env=env,
         capture_output=True,

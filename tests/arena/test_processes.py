@@ -21,6 +21,7 @@ import yaml
 from django.apps import apps
 from django.conf import settings
 
+from tests.embedded import embedded_env
 from tests.ports import free_port
 
 BASE = settings.BASE_DIR
@@ -116,11 +117,7 @@ def test_the_image_holds_every_app_and_django_starts_from_it(tmp_path):
     # when Django checks the project from them, with the installed packages but not the
     # checkout's own editable install (-S: no .pth file of site-packages is read)
     packages = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env |= {
-        "DJANGO_SETTINGS_MODULE": "arena.settings.local",
-        "PYTHONPATH": os.pathsep.join(packages),
-    }
+    env = embedded_env(tmp_path / "var", PYTHONPATH=os.pathsep.join(packages))
     checked = subprocess.run(
         [sys.executable, "-S", "manage.py", "check"],
         cwd=tmp_path,

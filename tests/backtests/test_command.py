@@ -4,28 +4,25 @@ models): a progress bar, then every rule's metrics; ``--json`` prints the report
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 from django.conf import settings
+
+from tests.embedded import MANAGE, migrated_env
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report(tmp_path):
     # given the embedded default in a fresh directory
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(tmp_path)
     command = [
-        *manage,
+        *MANAGE,
         "backtest",
         *("--symbol", "ETH", "--from", "2024-08-04", "--to", "2024-08-05T12:00Z"),
         *("--every", "4h", "--participants", "bull,bear", "--rounds", "2"),
@@ -78,16 +75,9 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
 )
 def test_a_stop_signal_cancels_the_backtest_and_says_so_in_one_line(tmp_path, stop, status):
     # given the command running a backtest whose models take a second an answer
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(
-        DJANGO_SETTINGS_MODULE="arena.settings.local",
-        ARENA_VAR_DIR=str(tmp_path),
-        SIMULATED_MODEL_LATENCY_S="1",
-    )
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(tmp_path, SIMULATED_MODEL_LATENCY_S="1")
     command = subprocess.Popen(
-        [*manage, "backtest", "--symbol", "ETH", "--from", "2024-08-06", "--to", "2024-08-08"],
+        [*MANAGE, "backtest", "--symbol", "ETH", "--from", "2024-08-06", "--to", "2024-08-08"],
         cwd=settings.BASE_DIR,
         env=env,
         stdout=subprocess.PIPE,
@@ -125,12 +115,9 @@ def test_a_stop_signal_cancels_the_backtest_and_says_so_in_one_line(tmp_path, st
 
 def test_a_backtest_none_of_whose_debates_completed_says_why_and_fails(tmp_path):
     # given the embedded default and a model whose server is down (nothing on port 9)
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update(DJANGO_SETTINGS_MODULE="arena.settings.local", ARENA_VAR_DIR=str(tmp_path))
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
+    env = migrated_env(tmp_path)
     made = subprocess.run(
-        [*manage, "shell", "-v", "0", "-c", DOWN_MODEL],
+        [*MANAGE, "shell", "-v", "0", "-c", DOWN_MODEL],
         cwd=settings.BASE_DIR,
         env=env,
         capture_output=True,
@@ -141,7 +128,7 @@ def test_a_backtest_none_of_whose_debates_completed_says_why_and_fails(tmp_path)
     # when a backtest of two steps seats it
     result = subprocess.run(
         [
-            *(*manage, "backtest", "--models", f"{model},{model}", "--participants", "bull,bear"),
+            *(*MANAGE, "backtest", "--models", f"{model},{model}", "--participants", "bull,bear"),
             *("--from", "2024-09-04T22:00Z", "--to", "2024-09-05", "--every", "1h"),
         ],
         cwd=settings.BASE_DIR,
