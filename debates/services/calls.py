@@ -28,6 +28,9 @@ from debates.services.budgets import (
 )
 from debates.services.costs import response_cost
 
+# The error of a call not made because its model can no longer be called.
+MODEL_UNAVAILABLE = "model_unavailable"
+
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
 # a busy worker is never parked for long.
@@ -125,6 +128,7 @@ def call_model(
     cache: str = CacheMode.OFF,
     scope: CallScope | None = None,
     limits: CallLimits | None = None,
+    refusal: str | None = None,
 ) -> CallOutcome | None:
     """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
     as a call of user ``owner_id``, who gets a fair share of the cap while others wait
@@ -147,7 +151,14 @@ def call_model(
     abandons the call and gives ``None`` back. The slot outlives a worker killed during
     the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
     deadline.
+
+    A call whose model can no longer be called (``refusal`` says why: ``model_refusal``,
+    the model disabled or its key removed since the debate started) is not made, nor
+    answered from the cache: its outcome is that error (``model_unavailable``), stored
+    as any failed call's.
     """
+    if refusal:
+        return CallOutcome(response=None, error=ProviderError(refusal, code=MODEL_UNAVAILABLE))
     if limits is None and scope is not None:
         limits = call_limits(scope)
     if limits is not None:

@@ -60,6 +60,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.modes import model_refusal
 from debates.state import step_released
 from strategies.snapshots import market_summary
 
@@ -77,6 +78,8 @@ _DEBATE_FIELDS = (
     "auto_execute",
     "steps_released",
     *(f"judge_model__{name}" for name in CONFIG_COLUMNS),
+    "judge_model__name",
+    "judge_model__enabled",
 )
 
 
@@ -264,6 +267,7 @@ def _summarise_round(debate_id: int, round_number: int) -> None:
         owner_id=debate.owner_id,
         cache=debate.cache,
         scope=CallScope(debate_id=debate_id, role=JUDGE),
+        refusal=model_refusal(debate.judge_model, debate.judge_model_id),
     )
     if outcome is None:
         return
@@ -379,6 +383,7 @@ def _ask_scores(
         owner_id=debate.owner_id,
         cache=debate.cache,
         scope=CallScope(debate_id=debate.pk, role=JUDGE),
+        refusal=model_refusal(debate.judge_model, debate.judge_model_id),
     )
     if outcome is None:
         return None

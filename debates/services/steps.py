@@ -52,6 +52,7 @@ from debates.services.calls import (
 from debates.services.judge import round_summary_text
 from debates.services.levels import round_close
 from debates.services.lifecycle import debate_fail
+from debates.services.modes import model_refusal
 from debates.services.runs import run_enqueue
 from debates.state import plan_of, step_released
 from strategies.snapshots import market_summary, market_text
@@ -141,8 +142,8 @@ class _Said(NamedTuple):
 @dataclass(frozen=True)
 class _Now:
     """What a step reads right before its call: the fixed cast, and what may have
-    changed since the debate started (its strategy's texts, the model's settings, the
-    call's limits, the turns stored so far)."""
+    changed since the debate started (its strategy's texts, the model's settings and
+    whether it may still be called, the call's limits, the turns stored so far)."""
 
     cast: _Cast
     participant: Participant
@@ -151,6 +152,7 @@ class _Now:
     strategy_role: str
     custom_prompt: str
     spoken: list[_Said]
+    refusal: str | None = None  # why the model can no longer be called (``model_refusal``)
 
     def has_said(self, round_number: int) -> bool:
         return any(
@@ -253,6 +255,7 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         strategy_role=(strategy.role_text if strategy else "") or "",
         custom_prompt=(strategy.custom_prompt if strategy else "") or "",
         spoken=spoken,
+        refusal=model_refusal(model, model.pk),
     )
 
 
@@ -336,6 +339,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
         limits=now.limits,
+        refusal=now.refusal,
     )
     if outcome is not None:
         _store_turn(now.cast, now.participant, round_number, outcome)
@@ -567,6 +571,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
         limits=now.limits,
+        refusal=now.refusal,
     )
     if outcome is not None:
         _store_ballot(now.cast, now.participant, outcome)

@@ -20,7 +20,15 @@ from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
 from debates.locks import lock_debate
-from debates.models import AIModel, Ballot, Debate, DebateStatus, Decision, Message
+from debates.models import (
+    AIModel,
+    Ballot,
+    Debate,
+    DebateStatus,
+    Decision,
+    JudgeCall,
+    Message,
+)
 from debates.providers.slots import ANONYMOUS
 from debates.selectors import debate_state
 from debates.serializers import DecisionSerializer
@@ -31,6 +39,7 @@ from debates.services import (
     debate_delete,
     debate_prepare,
     debate_start,
+    judge_round_run,
     runs,
     steps,
     turn_run,
@@ -153,6 +162,56 @@ def test_a_step_asks_with_the_model_and_strategy_as_they_are_now(make_debate, ll
     assert asked.body["model"] == "renamed-model"
     assert asked.headers["authorization"] == "Bearer sk-rotated-key"
     assert "Trade only the breakout." in asked.prompt
+
+
+def test_a_model_disabled_while_its_debate_runs_is_not_called_again(make_debate, llm):
+    # given a 3x2 debate past its openings, and the first seat's model then disabled
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    for seat in seats:
+        turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
+    asked = len(llm.requests)
+    AIModel.objects.filter(participants__pk=seats[0]).update(enabled=False)
+    # when the round-2 turns and the votes run
+    for seat in seats:
+        turn_run(debate_id=debate.pk, round_number=2, participant_id=seat, holder="test")
+    for seat in seats:
+        vote_run(debate_id=debate.pk, participant_id=seat, holder="test")
+    # then the disabled model was asked nothing: its turn and its ballot are stored failed
+    # saying why, the other seats answered, and the debate went on
+    assert len(llm.requests) == asked + 4
+    turn = Message.objects.get(debate=debate, round=2, participant_id=seats[0])
+    ballot = Ballot.objects.get(debate=debate, participant_id=seats[0])
+    for failed in (turn, ballot):
+        assert failed.status == "error"
+        assert failed.error["code"] == "model_unavailable"
+        assert failed.error["message"].endswith("is disabled.")
+    reasons = set(ballot.votes.values_list("abstain_reason", flat=True))
+    assert reasons == {"the vote call failed: model_unavailable"}
+    others = Message.objects.filter(debate=debate, round=2).exclude(participant_id=seats[0])
+    assert [m.status for m in others] == ["ok", "ok"]
+    assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
+    failures = [data for kind, data in published(debate.pk) if kind == "error"]
+    assert [data["code"] for data in failures] == ["model_unavailable"] * 2
+
+
+def test_a_judge_whose_model_was_disabled_is_not_called(make_debate, judge_model, llm):
+    # given a 3x2 debate with a judge, past its openings, and the judge's model disabled
+    debate = make_debate(rounds=2, judge={"ai_model": judge_model.pk})
+    seats = running(debate)
+    for seat in seats:
+        turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
+    AIModel.objects.filter(pk=judge_model.pk).update(enabled=False)
+    # when the judge's summary of round 1 runs
+    judge_round_run(debate_id=debate.pk, round_number=1, holder="test")
+    # then the judge was asked nothing, and its call is stored failed saying why
+    assert [r.body["model"] for r in llm.requests] == ["fake-model"] * 3
+    call = JudgeCall.objects.get(debate=debate)
+    assert call.status == "error"
+    assert call.error == {
+        "code": "model_unavailable",
+        "message": f"AI model {judge_model.name!r} is disabled.",
+    }
 
 
 @pytest.mark.django_db
