@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from debates.engine.personalities import PERSONALITIES
-from debates.engine.plan import STEP_STATUSES, Plan
+from debates.engine.plan import STEP_STATUSES, Plan, Step
 from debates.models import (
     Debate,
     Decision,
@@ -30,7 +30,7 @@ from debates.models import (
 )
 from debates.providers.pricing import usd_text
 from debates.selectors import Spend, debate_rows, debate_spend
-from debates.state import DecisionFacts, available_actions, debate_plan
+from debates.state import DecisionFacts, available_actions, debate_plan, step_outcome
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -329,6 +329,12 @@ class StepSerializer(serializers.Serializer):
     round = serializers.IntegerField(allow_null=True)
     speaker = serializers.IntegerField(allow_null=True, help_text="The participant's id.")
     status = serializers.ChoiceField(choices=STEP_STATUSES)
+    outcome = serializers.DictField(
+        allow_null=True,
+        help_text="What a step no turn or ballot records stored beside its status (else "
+        "null): the execution's `{code, message}` when it was refused, `{reason}` when it "
+        "was skipped, `{execution}` (its id) when it ran.",
+    )
 
 
 # The fields of the state that come from the plan of steps (``PlannedDebate``).
@@ -391,13 +397,21 @@ class PlannedDebate:
         plan = debate_plan(debate) if plan is None else plan
         self._debate = debate
         self.current_step = plan.current_step
-        self.steps = [step.to_dict() for step in plan.steps]
+        self.steps = [_step_shown(debate, step) for step in plan.steps]
         self.user_action_required = plan.user_action_required
         self.can_advance = plan.can_advance
         self.available_actions = available_actions(debate, plan, decisions)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._debate, name)
+
+
+def _step_shown(debate: Debate, step: Step) -> dict[str, Any]:
+    """Return a step as the state shows it: ``Step.to_dict``, with ``outcome`` what its
+    stored outcome (``Debate.step_outcomes``) holds beside the status, or None."""
+    stored = step_outcome(debate, step.key)
+    detail = {k: v for k, v in stored.items() if k != "status"} if isinstance(stored, dict) else {}
+    return {**step.to_dict(), "outcome": detail or None}
 
 
 class DebatePageSerializer(serializers.ListSerializer):

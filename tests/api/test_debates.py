@@ -524,13 +524,21 @@ def test_a_manual_debate_is_held_after_each_step_and_advanced_through_the_api(ap
     assert (detail["current_step"], detail["can_advance"]) == (1, True)
     assert detail["available_actions"] == ["advance", "cancel"]
     assert detail["steps"][:2] == [
-        {"index": 0, "kind": "prepare", "round": None, "speaker": None, "status": "done"},
+        {
+            "index": 0,
+            "kind": "prepare",
+            "round": None,
+            "speaker": None,
+            "status": "done",
+            "outcome": None,
+        },
         {
             "index": 1,
             "kind": "opening",
             "round": 1,
             "speaker": detail["participants"][0]["id"],
             "status": "pending",
+            "outcome": None,
         },
     ]
     # when it is advanced

@@ -284,7 +284,14 @@ def test_the_detail_says_the_debate_waits_for_the_person(api, user):
     # then
     waiting = [s for s in detail["steps"] if s["status"] == "waiting"]
     assert waiting == [
-        {"index": 1, "kind": "opening", "round": 1, "speaker": human.pk, "status": "waiting"}
+        {
+            "index": 1,
+            "kind": "opening",
+            "round": 1,
+            "speaker": human.pk,
+            "status": "waiting",
+            "outcome": None,
+        }
     ]
     assert detail["user_action_required"] is True
     assert {"submit_turn", "skip_turn", "cancel"} <= set(detail["available_actions"])

@@ -66,7 +66,7 @@ def test_a_debate_without_auto_execute_executes_nothing(user, paper_trader):
 
 
 def test_a_refused_automatic_execution_is_announced_and_keeps_the_consensus(
-    user, django_capture_on_commit_callbacks
+    user, api_client, django_capture_on_commit_callbacks
 ):
     # given an auto-executed debate whose trader is stopped
     trader = TraderFactory(owner=user, status="stopped", name="Sleepy")
@@ -75,19 +75,23 @@ def test_a_refused_automatic_execution_is_announced_and_keeps_the_consensus(
     # when the execution step runs
     with django_capture_on_commit_callbacks(execute=True):
         debate_execute(debate_id=debate.pk)
-    # then nothing is recorded, the stream says why, and the step failed with the reason
+    # then nothing is recorded, the stream says why, and the step failed with the reason,
+    # which the plan shows on the stream and in the detail
     assert Execution.objects.count() == 0
     refusal = {"code": "trader_stopped", "message": "Trader Sleepy is stopped."}
     events = published(debate.pk)
     assert events[0] == ("error", {"step": "execution", **refusal})
     assert [kind for kind, _ in events] == ["error", "status"]
-    assert events[1][1]["steps"][-1] == {
+    step = {
         "index": 2,  # after the prepare step and the consensus (the debate has no seats)
         "kind": "execution",
         "round": None,
         "speaker": None,
         "status": "failed",
+        "outcome": refusal,
     }
+    assert events[1][1]["steps"][-1] == step
+    assert api_client.get(f"/api/debates/{debate.pk}").json()["steps"][-1] == step
     debate.refresh_from_db()
     assert debate.step_outcomes == {"execution": {"status": "failed", **refusal}}
     assert debate.status == "completed"

@@ -68,6 +68,25 @@ def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(op
     assert "@ 133.64 · SL 131.63 · TP 138.65" in execution
 
 
+def test_a_refused_automatic_execution_shows_its_reason_under_the_primary_decision(open_page, user):
+    # given a finished debate whose automatic execution its stopped trader refused
+    refusal = {"code": "trader_stopped", "message": "Trader Sleepy is stopped."}
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        phase="done",
+        auto_execute=True,
+        trader=TraderFactory(owner=user, name="Sleepy", status="stopped"),
+        step_outcomes={"execution": {"status": "failed", **refusal}},
+    )
+    DecisionFactory(debate=debate, is_primary=True)
+    # when its page is opened
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    # then the primary decision says why it was not executed
+    refused = page.wait_for_selector(".decision.is-primary .execution-failed")
+    assert refused.inner_text() == "Automatic execution refused: Trader Sleepy is stopped."
+
+
 def test_the_form_sends_its_market_instant_and_shows_its_refusal(open_page, user):
     # given the create form with a strategy and two simulated models
     from playwright.sync_api import expect

@@ -680,7 +680,17 @@
         h("span", { class: "decision-confidence", text: ` ${conf(d.confidence)}` })),
       EXECUTABLE.includes(d.action) ? h("p", { class: "muted small", text: sizing }) : null,
       d.reason ? h("p", { class: "muted small", text: d.reason }) : null,
-      d.execution ? renderExecution(d.execution) : null);
+      d.execution ? renderExecution(d.execution) : null,
+      d.is_primary && !d.execution ? renderAutoRefusal() : null);
+  }
+
+  // The reason a refused automatic execution gave, from the plan's execution step (the
+  // stream's `error` event says it once; the step keeps it for a reload).
+  function renderAutoRefusal() {
+    const step = (state.debate.steps || []).find((s) => s.kind === "execution");
+    if (!step || step.status !== "failed" || !step.outcome || !step.outcome.message) return null;
+    const text = `Automatic execution refused: ${step.outcome.message}`;
+    return h("p", { class: "execution execution-failed", text });
   }
 
   function renderExecution(execution) {
