@@ -8,6 +8,7 @@ per-coin leverage) is read-only too; it changes only through execution.
 from django.contrib import admin, messages
 
 from arena.admin import SecretAdminMixin, decimal_column, masked_key
+from traders.accounts import FIXED_AFTER_CREATE
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
 
@@ -91,6 +92,12 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
     readonly_fields = ("balance", "replay_as_of", "symbol_leverage", "created_at", "updated_at")
     autocomplete_fields = ("owner",)
     inlines = (PositionInline,)
+
+    def get_readonly_fields(self, request, obj=None):
+        # As the API (``trader_update``): what the account's positions and balance were
+        # made under cannot change once it exists.
+        fixed = FIXED_AFTER_CREATE if obj is not None else ()
+        return (*self.readonly_fields, *fixed)
 
 
 @admin.register(Position)

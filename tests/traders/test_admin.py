@@ -1,10 +1,28 @@
-"""Trading in the admin: the executions' list."""
+"""Trading in the admin: a trader's fixed fields, the executions' list."""
 
 from decimal import Decimal
 
 import pytest
 
-from tests.traders.factories import ExecutionFactory
+from tests.traders.factories import ExecutionFactory, TraderFactory
+
+
+@pytest.mark.django_db
+def test_a_traders_exchange_starting_balance_and_market_source_are_fixed_once_it_exists(
+    client, staff_user
+):
+    # given a paper trader on the bundled dataset
+    trader = TraderFactory(exchange="paper", market_source="dataset")
+    client.force_login(staff_user)
+    # when an operator opens it, and the form to add one
+    change = client.get(f"/admin/traders/trader/{trader.pk}/change/").content.decode()
+    add = client.get("/admin/traders/trader/add/").content.decode()
+    # then the three are shown but cannot be changed, as the API refuses to; a new
+    # trader sets them
+    for name in ("exchange", "starting_balance", "market_source"):
+        assert f'name="{name}"' not in change
+        assert '<div class="readonly">' in change
+        assert f'name="{name}"' in add
 
 
 @pytest.mark.django_db
