@@ -215,6 +215,12 @@ def _check_sources(refuse: _Refusals, values: dict[str, Any]) -> None:
     listed = values["static_coins"] or any(key.startswith("static_coins") for key in refuse)
     if coin_source == CoinSource.STATIC and not listed:
         refuse.add("static_coins", "The static coin source needs at least one coin.")
+    static = values["static_coins"]
+    if coin_source == CoinSource.STATIC and static and set(values["excluded_coins"]) >= set(static):
+        refuse.add(
+            "excluded_coins",
+            "Excludes every static coin: the strategy would have no coin to debate.",
+        )
     if coin_source in POOL_SOURCES and not pool_url:
         refuse.add("pool_url", f"Required for the {coin_source} coin source.")
     if isinstance(pool_url, str) and pool_url:

@@ -85,6 +85,18 @@ def test_a_live_pool_strategy(api):
         ),
         (
             {
+                "coin_source": "static",
+                "static_coins": ["BTC", "ETH"],
+                "excluded_coins": ["ETH", "BTC"],
+            },
+            {
+                "excluded_coins": [
+                    "Excludes every static coin: the strategy would have no coin to debate."
+                ]
+            },
+        ),
+        (
+            {
                 "market_source": "live",
                 "static_coins": [f"COIN{i}" for i in range(11)],
             },
@@ -151,6 +163,7 @@ def test_a_live_pool_strategy(api):
         "no-timeframe",
         "repeated-timeframe",
         "static-without-coins",
+        "every-static-coin-excluded",
         "eleven-coins",
         "malformed-symbols",
         "repeated-symbol",
