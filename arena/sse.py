@@ -85,6 +85,14 @@ def debate_channel(debate_id: int) -> str:
     return f"debate-{debate_id}"
 
 
+def owner_channel(owner_id: int) -> str:
+    """Return the channel of what an owner's debates show of the owner's other rows (a
+    strategy's name, a model's, a schedule or trader that is gone). No event is sent on
+    it: its version (``channel_touch_on_commit``) changes when one of those is saved or
+    deleted, so a stored rendering keyed by it shows them as they are."""
+    return f"owner-{owner_id}"
+
+
 def open_channel(channel: str) -> None:
     """Make ``channel`` ready for its events, in the current transaction.
 

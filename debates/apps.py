@@ -5,4 +5,7 @@ class DebatesConfig(AppConfig):
     name = "debates"
 
     def ready(self) -> None:
-        from debates import step_log  # noqa: F401  (connects the step log to the task signals)
+        from debates import (  # noqa: F401  (connect their receivers)
+            receivers,  # the rows a debate shows
+            step_log,  # the step log, to the task signals
+        )

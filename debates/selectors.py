@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from django.apps import apps
 from django.core.cache import cache
-from django.db.models import Count, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django_eventstream import get_current_event_id
@@ -22,7 +22,7 @@ from django_eventstream.utils import make_id
 
 from arena.exceptions import NotFound
 from arena.renderers import json_bytes
-from arena.sse import channel_version, channel_versions, debate_channel
+from arena.sse import channel_versions, debate_channel, owner_channel
 from debates.engine.plan import Plan
 from debates.models import (
     ACTIVE_STATUSES,
@@ -88,30 +88,31 @@ def debate_state(*, debate_id: int, recorded: bool = True) -> Debate:
 
 
 def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
-    """Return the owner's debates, newest first, optionally of one status: their ids
-    (``debate_rows`` serves what a page shows of them)."""
-    queryset = Debate.objects.filter(owner=owner).only("id")
+    """Return the owner's debates, newest first, optionally of one status: their ids and
+    owner (``debate_rows`` serves what a page shows of them)."""
+    queryset = Debate.objects.filter(owner=owner).only("id", "owner_id")
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("-created_at", "-id")
 
 
 def debate_rows(
-    ids: list[int], render: Callable[[Debate, Plan], dict]
+    ids: list[int], render: Callable[[Debate, Plan], dict], *, owner_id: int
 ) -> list[dict | orjson.Fragment]:
-    """Return the list rows of the debates ``ids``, in order.
+    """Return the list rows of the debates ``ids`` of owner ``owner_id``, in order.
 
-    A finished debate's row is stored (the cache) under its stream's version, as its
-    detail is, as JSON, and served from there as it is (an ``orjson.Fragment``, which the
-    API's renderer writes out unparsed). The others are read with their seats,
-    decisions, turns and ballots (five queries whatever their number; none when every
-    row is stored) after the versions, and rendered by ``render`` from the debate and
-    its plan.
+    A finished debate's row is stored (the cache) under its stream's version and its
+    owner's, as its detail is, as JSON, and served from there as it is (an
+    ``orjson.Fragment``, which the API's renderer writes out unparsed). The others are
+    read with their seats, decisions, turns and ballots (five queries whatever their
+    number; none when every row is stored) after the versions, and rendered by
+    ``render`` from the debate and its plan.
     """
     channels = {pk: debate_channel(pk) for pk in ids}
-    versions = channel_versions(list(channels.values()))
+    owner = owner_channel(owner_id)
+    versions = channel_versions([*channels.values(), owner])
     keys = {
-        pk: f"debate-row:{pk}:v{versions[channel]}:json"
+        pk: f"debate-row:{pk}:v{versions[channel]}.{versions[owner]}:json"
         for pk, channel in channels.items()
         if versions[channel] is not None
     }
@@ -235,18 +236,23 @@ def debate_detail_rendered(
 ) -> RenderedDetail:
     """Return the detail of one of ``owner``'s debates as JSON bytes (orjson) with an ETag.
 
-    A finished debate changes only through an event on its stream (an execution) or its
-    deletion, so its rendering is stored (the cache, with its owner) and served from
-    there, the same ETag while nothing changed. It is stored under its stream's version
-    (``arena.sse.channel_version``, changed once each publish commits): a stored
+    A finished debate changes only through an event on its stream (an execution), its
+    deletion, or a change of what it shows of its owner's other rows (a strategy or a
+    model renamed, a schedule or a trader deleted), so its rendering is stored (the
+    cache, with its owner) and served from there, the same ETag while nothing changed.
+    It is stored under its stream's version and its owner's (``arena.sse``: changed once
+    each publish commits, and each such change, ``debates.receivers``): a stored
     rendering is served with no query. Without a shared cache (no version), it is stored
-    under the stream's latest event id, read with the debate's status in one query. An
-    active debate is rendered each time; its ETag is a digest of the bytes.
+    under the stream's latest event id and what it shows of those rows (their ids and
+    last changes), read with the debate's status in one query. An active debate is
+    rendered each time; its ETag is a digest of the bytes.
     """
     channel = debate_channel(debate_id)
     variant = "full" if include_snapshot else "summary"
-    version = channel_version(channel)
-    key = f"debate-detail:{debate_id}:v{version}:{variant}"
+    owned = owner_channel(owner.pk)
+    versions = channel_versions([channel, owned])
+    version = versions[channel]
+    key = f"debate-detail:{debate_id}:v{version}.{versions[owned]}:{variant}"
     if version is not None and (stored := _stored_detail(key, owner)) is not None:
         return stored
     # One query reads the debate's status and its stream's latest event id (as
@@ -254,13 +260,13 @@ def debate_detail_rendered(
     latest = EventCounter.objects.filter(name=channel).values("value")
     row = (
         Debate.objects.filter(pk=debate_id, owner=owner)
-        .annotate(latest_event=Coalesce(Subquery(latest), 0))
-        .values_list("status", "created_at", "latest_event")
+        .annotate(latest_event=Coalesce(Subquery(latest), 0), seats_changed=_SEATS_CHANGED)
+        .values_list("status", "created_at", "latest_event", *_SHOWN_ROWS, "seats_changed")
         .first()
     )
     if row is None:
         raise NotFound("Debate not found.")
-    status, created_at, latest_event = row
+    status, created_at, latest_event, *shown = row
     event_id = make_id({channel: str(latest_event)})
     if status not in TERMINAL_STATUSES:
         body = json_bytes(_render(debate_id, owner, event_id, include_snapshot))
@@ -268,12 +274,31 @@ def debate_detail_rendered(
     if version is None:
         # The creation instant keeps a rendering of a deleted debate from serving a new
         # one that got its id (a database made again).
-        key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{variant}"
+        stamps = ":".join(
+            str(value.timestamp() if isinstance(value, datetime) else value) for value in shown
+        )
+        key = f"debate-detail:{debate_id}:{created_at.timestamp()}:{event_id}:{stamps}:{variant}"
         if (stored := _stored_detail(key, owner)) is not None:
             return stored
     body = json_bytes(_render(debate_id, owner, event_id, include_snapshot))
     cache.set(key, (owner.pk, body), DETAIL_CACHE_S)
     return RenderedDetail(body, _key_etag(key))
+
+
+# What a debate's detail shows of its owner's other rows, read with its status where no
+# version says they changed: their ids and last changes.
+_SHOWN_ROWS = (
+    "strategy_id",
+    "strategy__updated_at",
+    "trader_id",
+    "schedule_id",
+    "judge_model__updated_at",
+)
+_SEATS_CHANGED = Subquery(
+    Participant.objects.filter(debate_id=OuterRef("pk"), ai_model__isnull=False)
+    .order_by("-ai_model__updated_at")
+    .values("ai_model__updated_at")[:1]
+)
 
 
 def _stored_detail(key: str, owner: Any) -> RenderedDetail | None:

@@ -418,9 +418,13 @@ class DebatePageSerializer(serializers.ListSerializer):
     """A page of the list: ``debate_rows`` serves each row, stored or rendered here."""
 
     def to_representation(self, data: Any) -> list[dict[str, Any]]:
+        debates = list(data)  # one owner's (``debate_list``)
+        if not debates:
+            return []
         return debate_rows(
-            [debate.pk for debate in data],
+            [debate.pk for debate in debates],
             lambda debate, plan: self.child.to_representation(PlannedDebate(debate, plan)),
+            owner_id=debates[0].owner_id,
         )
 
 

@@ -6,8 +6,10 @@ class TradersConfig(AppConfig):
 
     def ready(self) -> None:
         # A debate's decisions show their executions as trading represents them; the
-        # debates app, below this one, imports nothing of trading.
+        # debates app, below this one, imports nothing of trading. A trader deleted
+        # moves its owner's channel version (``traders.receivers``).
         from debates.serializers import execution_representation_register
+        from traders import receivers  # noqa: F401
         from traders.serializers import ExecutionSerializer
 
         execution_representation_register(lambda execution: ExecutionSerializer(execution).data)

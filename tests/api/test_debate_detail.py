@@ -1,6 +1,6 @@
 """The debate detail served fast: an ETag and 304 while nothing changed, a finished
-debate's stored rendering replaced when an event is published, the raw candles only on
-request."""
+debate's stored rendering replaced when an event is published or a row it shows changes,
+the raw candles only on request."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests.debates.factories import (
     DecisionFactory,
     MessageFactory,
     ParticipantFactory,
+    ScheduleFactory,
 )
 from tests.traders.factories import TraderFactory
 from traders.services import execution_request
@@ -136,3 +137,65 @@ def test_a_failed_debate_retried_shows_its_new_state_at_once(
     # then the detail shows the debate running again
     assert retried.status_code == 200, retried.json()
     assert api.get(f"/api/debates/{debate.pk}").json()["status"] != "failed"
+
+
+# Each change of a row a finished debate names, and what its detail then shows.
+CHANGES = {
+    "strategy-renamed": (
+        lambda api, debate: api.patch(
+            f"/api/strategies/{debate.strategy_id}", {"name": "Breakouts"}, format="json"
+        ),
+        lambda detail: detail["strategy"]["name"] == "Breakouts",
+    ),
+    "model-renamed": (
+        lambda api, debate: api.patch(
+            f"/api/ai-models/{debate.participants.get().ai_model_id}",
+            {"name": "Renamed model"},
+            format="json",
+        ),
+        lambda detail: detail["participants"][0]["ai_model_name"] == "Renamed model",
+    ),
+    "schedule-deleted": (
+        lambda api, debate: api.delete(f"/api/schedules/{debate.schedule_id}"),
+        lambda detail: detail["schedule"] is None,
+    ),
+    "trader-deleted": (
+        lambda api, debate: api.delete(f"/api/traders/{debate.trader_id}"),
+        lambda detail: detail["trader"] is None,
+    ),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-cache", "embedded-default"])
+def test_a_finished_debate_shows_the_rows_it_names_as_they_are_now(
+    api, user, settings, django_capture_on_commit_callbacks, shared, change
+):
+    # given a finished debate of a schedule, for a trader, its detail and its list row
+    # read (stored)
+    settings.CACHE_SHARED = shared
+    schedule = ScheduleFactory(owner=user)
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        phase="done",
+        schedule=schedule,
+        strategy=schedule.strategy,
+        trader=TraderFactory(owner=user),
+    )
+    ParticipantFactory(debate=debate)
+    path = f"/api/debates/{debate.pk}"
+    before = api.get(path).json()
+    api.get("/api/debates")
+    # when one of the rows it names changes
+    make, shows = CHANGES[change]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert make(api, debate).status_code in (200, 204)
+    # then its detail, and its list row, show that row as it is now
+    assert not shows(before)
+    assert shows(api.get(path).json())
+    row = api.get("/api/debates").json()["results"][0]
+    assert (row["schedule"], row["trader"]) == (
+        None if change == "schedule-deleted" else schedule.pk,
+        None if change == "trader-deleted" else debate.trader_id,
+    )
