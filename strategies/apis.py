@@ -15,6 +15,7 @@ from arena.apis import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
     error_responses,
@@ -139,6 +140,25 @@ class StrategyInputSerializer(StrictSerializer):
     role_text = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     custom_prompt = StrictCharField(required=False, allow_blank=True, max_length=10_000)
     prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
+    early_stop = StrictBooleanField(
+        required=False,
+        help_text="Skip a debate's remaining rounds once no participant changes any action.",
+    )
+    quiet_atr_fraction = StrictFloatField(
+        required=False,
+        min_value=0,
+        max_value=10,
+        help_text="A schedule's or backtest's step at level auto starts no debate (L0) while "
+        "the primary coin moved less than this fraction of its 1h ATR14 since the last "
+        "debate.",
+    )
+    gate_min_confidence = StrictFloatField(
+        required=False,
+        min_value=0,
+        max_value=100,
+        help_text="A debate at level auto whose openings' mean confidence is below this goes "
+        "on to L2.",
+    )
 
 
 class StrategyListApi(JsonApi):

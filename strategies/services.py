@@ -58,6 +58,9 @@ FIELDS = (
     "role_text",
     "custom_prompt",
     "prompt_variant",
+    "early_stop",
+    "quiet_atr_fraction",
+    "gate_min_confidence",
 )
 # The exchanges a live strategy can read (the ones traders can trade on).
 LIVE_EXCHANGES = ("binanceusdm", "bybit", "okx")
@@ -82,6 +85,12 @@ DECIMAL_RANGES = {
     "min_order_usd": (Decimal("0"), True, Decimal("9999999999.99"), 2),
     "review_flat_pct": (Decimal("0"), True, Decimal("100"), 3),
     "max_price_drift_pct": (Decimal("0"), False, Decimal("100"), 3),
+}
+
+# Bounded numbers: (low, high), both allowed.
+FLOAT_RANGES = {
+    "quiet_atr_fraction": (0.0, 10.0),
+    "gate_min_confidence": (0.0, 100.0),
 }
 
 _http_url = URLValidator(schemes=["http", "https"])
@@ -185,7 +194,15 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
             refuse.add(name, f"Must be between {low} and {high}; got {value}.")
     for name in DECIMAL_RANGES:
         _decimal(refuse, values, name)
-    for name in ("include_funding", "include_open_interest"):
+    for name, (low, high) in FLOAT_RANGES.items():
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            refuse.add(name, "Must be a number.")
+        elif not low <= value <= high:  # NaN and infinities too
+            refuse.add(name, f"Must be between {low:g} and {high:g}; got {value}.")
+        else:
+            values[name] = float(value)
+    for name in ("include_funding", "include_open_interest", "early_stop"):
         if not isinstance(values[name], bool):
             refuse.add(name, "Must be true or false.")
 

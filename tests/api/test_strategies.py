@@ -5,7 +5,9 @@ from decimal import Decimal
 
 import pytest
 
+from arena.exceptions import ValidationError
 from strategies.models import Strategy
+from strategies.services import strategy_update
 from tests.debates.factories import DebateFactory, ScheduleFactory
 from tests.strategies.factories import StrategyFactory
 
@@ -53,6 +55,34 @@ def test_create_with_defaults(api):
         "static_coins": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
         "timeframes": ["15m", "1h", "4h"],
         "max_coins": 3,
+    }
+
+
+def test_the_selective_debate_settings_are_set_and_changed_through_the_api(api, user):
+    # given a strategy made with its defaults
+    created = api.post("/api/strategies", {"name": "Selective"}, format="json").json()
+    assert (created["early_stop"], created["quiet_atr_fraction"]) == (True, 0.5)
+    assert created["gate_min_confidence"] == 60.0
+    # when its early stop is turned off and its L0 and L2 thresholds changed
+    changes = {"early_stop": False, "quiet_atr_fraction": 0.25, "gate_min_confidence": 72}
+    response = api.patch(f"/api/strategies/{created['id']}", changes, format="json")
+    # then the strategy keeps them, and the service refuses them out of range too
+    assert response.status_code == 200, response.json()
+    stored = Strategy.objects.get(pk=created["id"])
+    assert (stored.early_stop, stored.quiet_atr_fraction, stored.gate_min_confidence) == (
+        False,
+        0.25,
+        72.0,
+    )
+    with pytest.raises(ValidationError) as refused:
+        strategy_update(
+            owner=user,
+            strategy_id=stored.pk,
+            changes={"quiet_atr_fraction": float("nan"), "gate_min_confidence": "high"},
+        )
+    assert refused.value.fields == {
+        "quiet_atr_fraction": ["Must be between 0 and 10; got nan."],
+        "gate_min_confidence": ["Must be a number."],
     }
 
 
@@ -157,6 +187,14 @@ def test_a_live_pool_strategy(api):
             {"exchange": "kraken"},
             {"exchange": ["'kraken' is not one of: binanceusdm, bybit, okx."]},
         ),
+        (
+            {"early_stop": "yes", "quiet_atr_fraction": -0.1, "gate_min_confidence": 100.5},
+            {
+                "early_stop": ["Must be true or false."],
+                "quiet_atr_fraction": ["Ensure this value is greater than or equal to 0."],
+                "gate_min_confidence": ["Ensure this value is less than or equal to 100."],
+            },
+        ),
     ],
     ids=[
         "unknown-timeframe",
@@ -178,6 +216,7 @@ def test_a_live_pool_strategy(api):
         "risk-limits",
         "position-multiple-zero",
         "unknown-exchange",
+        "selective-debate-settings",
     ],
 )
 def test_create_refuses_bad_input_naming_each_field(api, body, fields):
