@@ -231,6 +231,22 @@ class RenderedDetail:
 DETAIL_CACHE_S = 24 * 3600
 
 
+# What a debate's detail shows of its owner's other rows, read with its status where no
+# version says they changed: their ids and last changes.
+_SHOWN_ROWS = (
+    "strategy_id",
+    "strategy__updated_at",
+    "trader_id",
+    "schedule_id",
+    "judge_model__updated_at",
+)
+_SEATS_CHANGED = Subquery(
+    Participant.objects.filter(debate_id=OuterRef("pk"), ai_model__isnull=False)
+    .order_by("-ai_model__updated_at")
+    .values("ai_model__updated_at")[:1]
+)
+
+
 def debate_detail_rendered(
     *, debate_id: int, owner: Any, include_snapshot: bool = False
 ) -> RenderedDetail:
@@ -283,22 +299,6 @@ def debate_detail_rendered(
     body = json_bytes(_render(debate_id, owner, event_id, include_snapshot))
     cache.set(key, (owner.pk, body), DETAIL_CACHE_S)
     return RenderedDetail(body, _key_etag(key))
-
-
-# What a debate's detail shows of its owner's other rows, read with its status where no
-# version says they changed: their ids and last changes.
-_SHOWN_ROWS = (
-    "strategy_id",
-    "strategy__updated_at",
-    "trader_id",
-    "schedule_id",
-    "judge_model__updated_at",
-)
-_SEATS_CHANGED = Subquery(
-    Participant.objects.filter(debate_id=OuterRef("pk"), ai_model__isnull=False)
-    .order_by("-ai_model__updated_at")
-    .values("ai_model__updated_at")[:1]
-)
 
 
 def _stored_detail(key: str, owner: Any) -> RenderedDetail | None:
