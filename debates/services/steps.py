@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 
 from debates import events
-from debates.claims import StepBusy, step_held
+from debates.claims import StepBusy, steps_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import parse_output
 from debates.engine.plan import OPENING, REBUTTAL, VOTING, StepKey
@@ -315,21 +315,44 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    step = f"{debate_id}:turn:{round_number}:{participant_id}"
+    _turns_run(debate_id, round_number, (participant_id,), holder)
+
+
+def openings_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: str) -> None:
+    """Ask the participants ``participant_ids`` for their round-1 openings, side by side,
+    and store what they said together, in one transaction (``turns_record``): one
+    opening's step, or the stage of openings a debate answered from the model-call cache
+    runs in place (``debates.services.cached``).
+
+    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
+    """
+    _turns_run(debate_id, 1, participant_ids, holder)
+
+
+def _turns_run(
+    debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
+) -> None:
+    steps = [f"{debate_id}:turn:{round_number}:{pid}" for pid in participant_ids]
     try:
-        with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_turn(debate_id, round_number, participant_id)
+        with steps_held(steps=steps, holder=holder, debate_id=debate_id):
+            asked = [_ask_turn(debate_id, round_number, pid) for pid in participant_ids]
+            _store_turns(round_number, [answer for answer in asked if answer is not None])
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
+def _ask_turn(
+    debate_id: int, round_number: int, participant_id: int
+) -> tuple[_Now, CallOutcome] | None:
+    """Return what one participant answered for its turn, with what was read for it;
+    None when it is not asked (the debate stopped, or the turn is stored: a turn is never
+    asked twice) or the call was abandoned."""
     kind = OPENING if round_number == 1 else REBUTTAL
     now = _read(
         debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
     )
     if now is None or now.has_said(round_number):
-        return  # the debate stopped, or the turn is stored: a turn is never asked twice
+        return None
     request = _turn_request(now, round_number)
     outcome = call_model(
         now.config,
@@ -341,8 +364,7 @@ def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
         limits=now.limits,
         refusal=now.refusal,
     )
-    if outcome is not None:
-        _store_turn(now.cast, now.participant, round_number, outcome)
+    return None if outcome is None else (now, outcome)
 
 
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
@@ -382,10 +404,20 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     )
 
 
-def _store_turn(
-    cast: _Cast, participant: Participant, round_number: int, outcome: CallOutcome
-) -> None:
-    """Store what a model answered for its turn (``turn_record``)."""
+def _store_turns(round_number: int, answers: list[tuple[_Now, CallOutcome]]) -> None:
+    """Store what models answered for their turns of ``round_number`` (``turns_record``)."""
+    if not answers:
+        return
+    cast = answers[0][0].cast
+    turns = [(now.participant, _turn_fields(cast, outcome)) for now, outcome in answers]
+    with transaction.atomic():
+        turns_record(
+            debate_id=cast.debate_id, round_number=round_number, turns=turns, seats=cast.seats
+        )
+
+
+def _turn_fields(cast: _Cast, outcome: CallOutcome) -> dict[str, Any]:
+    """Return the columns of the turn a model's ``outcome`` makes."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
         parsed = parse_output(outcome.response.text, cast.symbols)
@@ -398,14 +430,7 @@ def _store_turn(
         )
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
-    with transaction.atomic():
-        turn_record(
-            debate_id=cast.debate_id,
-            participant=participant,
-            round_number=round_number,
-            fields=fields,
-            seats=cast.seats,
-        )
+    return fields
 
 
 def turn_record(
@@ -416,20 +441,37 @@ def turn_record(
     fields: dict[str, Any],
     seats: tuple[Participant, ...],
 ) -> Message | None:
-    """Store a turn (a model's or a person's), close its round when it is the last one,
-    and announce the state; return the turn, or None when it was not stored (the debate
-    stopped, or another copy stored it first). Call inside ``transaction.atomic()``.
+    """Store one turn (a person's) as ``turns_record`` does; return it, or None when it
+    was not stored. Call inside ``transaction.atomic()``."""
+    stored = turns_record(
+        debate_id=debate_id, round_number=round_number, turns=[(participant, fields)], seats=seats
+    )
+    return stored[0] if stored else None
+
+
+def turns_record(
+    *,
+    debate_id: int,
+    round_number: int,
+    turns: list[tuple[Participant, dict[str, Any]]],
+    seats: tuple[Participant, ...],
+) -> list[Message]:
+    """Store turns of round ``round_number`` (a model's or a person's: its participant
+    and columns), close the round when they end it, and announce the state; return the
+    turns stored, without those another copy stored first (none when the debate
+    stopped). Call inside ``transaction.atomic()``.
 
     Every turn is stored under the debate's row lock, so what the round holds is read
-    exactly, and the whole step is a handful of statements. A turn that ends a stage of
-    the plan holding a person's step sends the rest of the run: the canvas stopped
-    there, since no task runs a person's step.
+    exactly, and a step is a handful of statements; the openings a debate answered from
+    the model-call cache are stored together. Turns that end a stage of the plan holding
+    a person's step send the rest of the run: the canvas stopped there, since no task
+    runs a person's step.
     """
     locked = lock_debate(debate_id=debate_id)
     if locked is None or locked.status != DebateStatus.RUNNING:
         state = "gone" if locked is None else locked.status
         logger.info("debate %s is %s: turn result dropped", debate_id, state)
-        return None
+        return []
     # Read once the lock is held, in a statement of its own: a statement that took
     # the lock and read the turns together would see the turns as they were before
     # it waited for the lock, and miss those stored by the transaction it waited for.
@@ -438,41 +480,47 @@ def turn_record(
         .order_by()
         .values_list("round", "participant_id", "status", "decisions")
     )
-    if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
-        return None  # another copy stored this turn first
-    message = Message.objects.create(
-        debate_id=locked.pk,
-        participant=participant,
-        round=round_number,
-        message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
-        **fields,
-    )
-    stored.append((round_number, participant.pk, message.status, message.decisions))
-    turns = [(r, p, status) for r, p, status, _ in stored]
+    taken = {(r, p) for r, p, _, _ in stored}  # another copy's turns are not stored again
+    messages = [
+        Message.objects.create(
+            debate_id=locked.pk,
+            participant=participant,
+            round=round_number,
+            message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
+            **fields,
+        )
+        for participant, fields in turns
+        if (round_number, participant.pk) not in taken
+    ]
+    if not messages:
+        return []
+    stored += [(round_number, m.participant_id, m.status, m.decisions) for m in messages]
+    said_turns = [(r, p, status) for r, p, status, _ in stored]
     # What closing the round reads of the answered turns: their decisions.
     answered = {(r, p): decisions for r, p, status, decisions in stored if status == StepStatus.OK}
-    said = {p: status for r, p, status in turns if r == round_number}
+    said = {p: status for r, p, status in said_turns if r == round_number}
     with events.together(locked.pk):
-        events.message_stored(message)
-        if message.status == StepStatus.ERROR:
-            events.step_failed(
-                locked.pk,
-                step=f"round {round_number} turn",
-                participant=participant.pk,
-                **fields["error"],
-            )
+        for message in messages:
+            events.message_stored(message)
+            if message.status == StepStatus.ERROR:
+                events.step_failed(
+                    locked.pk,
+                    step=f"round {round_number} turn",
+                    participant=message.participant_id,
+                    **message.error,
+                )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
         recorded: dict = {}
-        closing = (locked, round_number, turns, seats, answered, recorded)
+        closing = (locked, round_number, said_turns, seats, answered, recorded)
         if round_closes and not _close_round(*closing):
-            return message  # the debate failed, and debate_fail announced it
+            return messages  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
-        _turn_taken(locked, seats, current, round_number, turns, recorded)
+        _turn_taken(locked, seats, current, round_number, said_turns, recorded)
         # Round 1 is one stage (the openings side by side), each later turn a stage.
-        stage = seats if round_number == 1 else (participant,)
+        stage = seats if round_number == 1 else [message.participant for message in messages]
         if (round_closes or round_number > 1) and any(seat.is_human for seat in stage):
             run_enqueue(debate_id=locked.pk)
-    return message
+    return messages
 
 
 def _close_round(
@@ -550,18 +598,33 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    step = f"{debate_id}:vote:{participant_id}"
+    votes_run(debate_id=debate_id, participant_ids=(participant_id,), holder=holder)
+
+
+def votes_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: str) -> None:
+    """Ask the participants ``participant_ids`` for their final votes, side by side, and
+    store their ballots together, in one transaction (``ballots_record``): one vote's
+    step, or the stage of votes a debate answered from the model-call cache runs in place
+    (``debates.services.cached``).
+
+    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
+    """
+    steps = [f"{debate_id}:vote:{pid}" for pid in participant_ids]
     try:
-        with step_held(step=step, holder=holder, debate_id=debate_id):
-            _ask_vote(debate_id, participant_id)
+        with steps_held(steps=steps, holder=holder, debate_id=debate_id):
+            asked = [_ask_vote(debate_id, pid) for pid in participant_ids]
+            _store_ballots([answer for answer in asked if answer is not None])
     except StepBusy as exc:
         raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
 
 
-def _ask_vote(debate_id: int, participant_id: int) -> None:
+def _ask_vote(debate_id: int, participant_id: int) -> tuple[_Now, CallOutcome] | None:
+    """Return what one participant answered for its vote, with what was read for it;
+    None when it is not asked (the debate stopped, or the ballot is stored: a vote is
+    never asked twice) or the call was abandoned."""
     now = _read(debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id))
     if now is None:
-        return  # the debate stopped, or the ballot is stored: a vote is never asked twice
+        return None
     request = _vote_request(now)
     outcome = call_model(
         now.config,
@@ -573,8 +636,7 @@ def _ask_vote(debate_id: int, participant_id: int) -> None:
         limits=now.limits,
         refusal=now.refusal,
     )
-    if outcome is not None:
-        _store_ballot(now.cast, now.participant, outcome)
+    return None if outcome is None else (now, outcome)
 
 
 def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
@@ -616,8 +678,31 @@ def _vote_request(now: _Now) -> ModelRequest:
     )
 
 
-def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
-    """Store what a model answered for its vote (``ballot_record``)."""
+class BallotIn(NamedTuple):
+    """A ballot to store: its participant and columns, its decision on each coin, and
+    why it abstains on a coin it has none for."""
+
+    participant: Participant
+    fields: dict[str, Any]
+    decisions: dict[str, CoinDecision]
+    why_not: str
+
+
+def _store_ballots(answers: list[tuple[_Now, CallOutcome]]) -> None:
+    """Store what models answered for their votes (``ballots_record``)."""
+    if not answers:
+        return
+    cast = answers[0][0].cast
+    ballots_record(
+        debate_id=cast.debate_id,
+        ballots=[_ballot_in(cast, now.participant, outcome) for now, outcome in answers],
+        symbols=cast.symbols,
+        seats=cast.seats,
+    )
+
+
+def _ballot_in(cast: _Cast, participant: Participant, outcome: CallOutcome) -> BallotIn:
+    """Return the ballot a model's ``outcome`` makes."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -633,15 +718,7 @@ def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
         why_not = f"the vote call failed: {outcome.error.code}"
-    ballot_record(
-        debate_id=cast.debate_id,
-        participant=participant,
-        fields=fields,
-        decisions=decisions,
-        why_not=why_not,
-        symbols=cast.symbols,
-        seats=cast.seats,
-    )
+    return BallotIn(participant, fields, decisions, why_not)
 
 
 def ballot_record(
@@ -654,59 +731,104 @@ def ballot_record(
     symbols: tuple[str, ...],
     seats: tuple[Participant, ...],
 ) -> Ballot | None:
-    """Store a ballot (a model's or a person's) and its votes, one per coin of
-    ``symbols`` (an abstention saying ``why_not`` where ``decisions`` has none), while
-    the debate is voting, once; return it, or None when it was not stored.
+    """Store one ballot (a person's) as ``ballots_record`` does; return it, or None when
+    it was not stored."""
+    stored = ballots_record(
+        debate_id=debate_id,
+        ballots=[BallotIn(participant, fields, decisions, why_not)],
+        symbols=symbols,
+        seats=seats,
+    )
+    return stored[0] if stored else None
 
-    A second copy of the ballot is refused by its unique constraint. The last ballot of
+
+def ballots_record(
+    *,
+    debate_id: int,
+    ballots: list[BallotIn],
+    symbols: tuple[str, ...],
+    seats: tuple[Participant, ...],
+) -> list[Ballot]:
+    """Store ballots (a model's or a person's) and their votes, one per coin of
+    ``symbols`` (an abstention saying the ballot's ``why_not`` where it has no decision),
+    while the debate is voting, once each; return those stored.
+
+    They are stored together, in one transaction; the votes a debate answered from the
+    model-call cache are. A second copy of a ballot is refused by its unique
+    constraint: then each is stored on its own, and the copy is not. The last ballot of
     a debate with a person's seat sends the rest of the run (the consensus): the canvas
     stopped at the votes, since no task runs a person's vote.
     """
     try:
-        with transaction.atomic():
-            locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
-            if locked is None:
-                logger.info("debate %s is no longer voting: ballot dropped", debate_id)
-                return None
-            ballot = Ballot.objects.create(debate_id=debate_id, participant=participant, **fields)
-            votes = Vote.objects.bulk_create(
-                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in symbols
-            )
-            with events.together(debate_id):
-                if ballot.status == StepStatus.ERROR:
-                    events.step_failed(
-                        debate_id, step="vote", participant=participant.pk, **fields["error"]
-                    )
-                for vote in votes:
-                    events.vote_stored(vote)
-                person = any(seat.is_human for seat in seats)
-                ballots: list[tuple[int, str]] = []
-                if locked.steps_released is not None or person:
-                    # The debate may stop after this vote (held, or waiting for a
-                    # person's): its state says so, with the plan announced from the
-                    # turns (they do not change while the debate votes) and the ballots
-                    # stored. In the automatic pace the vote events tell the same.
-                    turns = Message.objects.filter(debate_id=debate_id).order_by()
-                    ballots = list(
-                        Ballot.objects.filter(debate_id=debate_id)
-                        .order_by()
-                        .values_list("participant_id", "status")
-                    )
-                    plan = plan_of(
-                        locked,
-                        seats=seats,
-                        turns=turns.values_list("round", "participant_id", "status"),
-                        ballots=ballots,
-                    )
-                    transitions.state_published(locked, plan, seats)
-            if person and len(ballots) == len(seats):
-                run_enqueue(debate_id=debate_id)
-            return ballot
+        return _ballots_stored(debate_id, ballots, symbols, seats)
     except IntegrityError:
+        if len(ballots) > 1:
+            return [
+                ballot
+                for one in ballots
+                for ballot in ballots_record(
+                    debate_id=debate_id, ballots=[one], symbols=symbols, seats=seats
+                )
+            ]
+        participant = ballots[0].participant
         if not Ballot.objects.filter(debate_id=debate_id, participant=participant).exists():
             raise
         logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
-        return None
+        return []
+
+
+def _ballots_stored(
+    debate_id: int,
+    ballots: list[BallotIn],
+    symbols: tuple[str, ...],
+    seats: tuple[Participant, ...],
+) -> list[Ballot]:
+    with transaction.atomic():
+        locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+        if locked is None:
+            logger.info("debate %s is no longer voting: ballots dropped", debate_id)
+            return []
+        stored = [
+            Ballot.objects.create(debate_id=debate_id, participant=one.participant, **one.fields)
+            for one in ballots
+        ]
+        votes = Vote.objects.bulk_create(
+            vote_row(ballot, symbol, one.decisions.get(symbol), one.why_not)
+            for ballot, one in zip(stored, ballots, strict=True)
+            for symbol in symbols
+        )
+        with events.together(debate_id):
+            for ballot in stored:
+                if ballot.status == StepStatus.ERROR:
+                    events.step_failed(
+                        debate_id, step="vote", participant=ballot.participant_id, **ballot.error
+                    )
+                for vote in votes:
+                    if vote.ballot_id == ballot.pk:
+                        events.vote_stored(vote)
+            person = any(seat.is_human for seat in seats)
+            recorded: list[tuple[int, str]] = []
+            if locked.steps_released is not None or person:
+                # The debate may stop after these votes (held, or waiting for a
+                # person's): its state says so, with the plan announced from the
+                # turns (they do not change while the debate votes) and the ballots
+                # stored. In the automatic pace the vote events tell the same.
+                turns = Message.objects.filter(debate_id=debate_id).order_by()
+                recorded = list(
+                    Ballot.objects.filter(debate_id=debate_id)
+                    .order_by()
+                    .values_list("participant_id", "status")
+                )
+                plan = plan_of(
+                    locked,
+                    seats=seats,
+                    turns=turns.values_list("round", "participant_id", "status"),
+                    ballots=recorded,
+                )
+                transitions.state_published(locked, plan, seats)
+        if person and len(recorded) == len(seats):
+            run_enqueue(debate_id=debate_id)
+        return stored
 
 
 def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

@@ -131,6 +131,67 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
 
 
+def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
+    # given a 3x2 debate at its openings
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    # when its three openings run together (as a cached debate's stage runs in place)
+    together = statements(
+        lambda: steps.openings_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
+    )
+    # then each was asked after reading its context, and the three were stored in one
+    # transaction under the debate's row lock, which closed round 1
+    assert len(llm.requests) == 3
+    assert together.count("BEGIN") == 1
+    assert sum(sql.endswith("FOR NO KEY UPDATE") for sql in together) == 1
+    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 3
+    state = Debate.objects.get(pk=debate.pk)
+    assert (state.current_round, state.current_speaker_id) == (2, seats[0])
+    # and each opening was announced, with one state for the three
+    kinds = [kind for kind, _ in published(debate.pk)]
+    assert kinds[-6:] == ["message", "message", "message", "round_end", "round_start", "status"]
+
+
+def test_a_turn_another_copy_stored_first_is_not_stored_again_beside_the_others(make_debate, llm):
+    # given a 3x2 debate whose second opening is stored
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[1], holder="test")
+    stored = Message.objects.get(debate=debate)
+    # when the three openings are recorded together
+    state = steps._read(debate.pk, seats[0], DebateStatus.RUNNING, ("opening", 1, seats[0]))
+    fields = {"status": "ok", "content": "again", "decisions": [], "parse_status": "ok"}
+    with transaction.atomic():
+        recorded = steps.turns_record(
+            debate_id=debate.pk,
+            round_number=1,
+            turns=[(seat, dict(fields)) for seat in state.cast.seats],
+            seats=state.cast.seats,
+        )
+    # then the two missing ones are stored, and the stored one is left as it was
+    assert [m.participant_id for m in recorded] == [seats[0], seats[2]]
+    assert Message.objects.get(pk=stored.pk).content == stored.content
+    assert Message.objects.filter(debate=debate, round=1).count() == 3
+
+
+def test_votes_run_together_are_stored_in_one_transaction_or_each_on_its_own(make_debate, llm):
+    # given a 3x2 debate voting, the second voter's ballot stored by another copy while
+    # the stage was asked (its ballot read as not stored)
+    debate = make_debate(rounds=2)
+    seats = voting(debate)
+    answers = [steps._ask_vote(debate.pk, seat) for seat in seats]
+    vote_run(debate_id=debate.pk, participant_id=seats[1], holder="other")
+    # when the stage's three ballots are stored together
+    together = statements(lambda: steps._store_ballots(answers))
+    # then the transaction was refused by the stored copy, and each ballot was then
+    # stored on its own: the two missing ones, with their votes, the copy not again
+    assert together.count("BEGIN") == 1 + 3
+    ballots = Ballot.objects.filter(debate=debate).order_by("participant__speak_order")
+    assert [ballot.participant_id for ballot in ballots] == seats
+    symbols = Debate.objects.get(pk=debate.pk).symbols
+    assert [ballot.votes.count() for ballot in ballots] == [len(symbols)] * 3
+
+
 def test_a_stored_turn_is_not_asked_again_and_costs_its_context_reads(make_debate, llm):
     debate = make_debate(rounds=2)
     seats = running(debate)
