@@ -228,3 +228,35 @@ def test_a_manual_pace_debate_waits_for_advance_and_for_the_person(api, user, ll
     ]
     assert Message.objects.filter(debate_id=debate_id).count() == 6
     assert len(llm.requests) == 6
+
+
+def test_from_the_cache_the_models_openings_run_in_place_and_the_persons_waits(
+    api, user, llm, celery_worker
+):
+    # given a debate with the person, at cache: use, run up to the person's opening once
+    # (the models' openings asked and kept), then cancelled
+    first = _create(api, user, llm, cache="use")["id"]
+    assert api.post(f"/api/debates/{first}/start").status_code == 200
+    _wait_for_step(api, first, "opening", 1)
+    wait_for(lambda: Message.objects.filter(debate_id=first, round=1).count() == 2)
+    assert api.post(f"/api/debates/{first}/cancel").status_code == 200
+    asked = len(llm.requests)
+    # when the same debate runs again
+    again = _create(api, user, llm, cache="use")["id"]
+    assert api.post(f"/api/debates/{again}/start").status_code == 200
+    # then the models' openings come from the cache, stored together, no model asked,
+    # and the debate waits for the person's opening
+    _wait_for_step(api, again, "opening", 1)
+    wait_for(lambda: Message.objects.filter(debate_id=again, round=1).count() == 2)
+    openings = Message.objects.filter(debate_id=again, round=1)
+    assert [m.cached for m in openings] == [True, True]
+    assert len(llm.requests) == asked
+    detail = _detail(api, again)
+    assert (detail["status"], detail["current_round"]) == ("running", 1)
+    assert detail["user_action_required"] is True
+    # and once the person writes theirs, round 2 opens
+    response = api.post(
+        f"/api/debates/{again}/turns", _turn(MARK_1, "open_long", "wait"), format="json"
+    )
+    assert response.status_code == 201
+    wait_for(lambda: _detail(api, again)["current_round"] == 2)
