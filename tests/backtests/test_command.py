@@ -158,3 +158,13 @@ print(AIModel.objects.create(
     base_url="http://127.0.0.1:9/v1", timeout_seconds=2,
 ).pk)
 """
+
+
+def test_a_profit_factor_without_a_losing_trade_reads_infinite():
+    from backtests.management.commands.backtest import profit_factor
+
+    # a rule whose every closed trade won has no profit factor (nothing to divide by)
+    assert profit_factor({"profit_factor": None, "win_rate": 1.0}) == "∞"
+    # one with no trade at all has none either, and says so as any missing figure
+    assert profit_factor({"profit_factor": None, "win_rate": None}) == "-"
+    assert profit_factor({"profit_factor": 1.8, "win_rate": 0.5}) == "1.80"

@@ -355,3 +355,35 @@ def test_trade_prices_show_their_coins_own_decimals(open_page, user):
     expect(rows).to_have_count(2)
     expect(rows.nth(0).locator("td")).to_contain_text(["DOGEUSDT", "0.10987", "0.10650", "-30.22"])
     expect(rows.nth(1).locator("td")).to_contain_text(["BTCUSDT", "60123.45", "61000.10", "12.50"])
+
+
+def test_a_rule_that_never_lost_shows_an_infinite_profit_factor(open_page, user):
+    from playwright.sync_api import expect
+
+    # given a finished backtest whose debate closed two winning trades, and a flat rule
+    # that traded nothing
+    def rule(key, label, **metrics):
+        figures = {"final_equity": 1000.0, "trades": 0, "win_rate": None, "profit_factor": None}
+        figures.update(metrics)
+        equity = [[1723262400000, 1000.0], [1723276800000, figures["final_equity"]]]
+        return {"key": key, "label": label, "trades": [], "metrics": figures, "equity": equity}
+
+    report = {
+        "rules": [
+            rule("debate", "Debate consensus", trades=2, win_rate=1.0, final_equity=1012.5),
+            rule("flat", "Always wait"),
+        ],
+        "stretches": [{"timeframe": "15m", "from": "2024-08-10T00:00:00Z"}],
+        "steps": 6,
+        "completed_steps": 6,
+        "usage": {"model_calls": 0, "cached_calls": 0, "prompt_tokens": 0},
+    }
+    report["usage"].update(completion_tokens=0, seconds=1.0)
+    done = BacktestFactory(owner=user, status="completed", steps_done=6, report=report)
+    # when it is opened
+    page = open_page(f"/backtests/{done.pk}/", user=user)
+    # then the debate's profit factor reads infinite, the flat rule's is missing
+    column = 1 + 7  # the rule's label, then the profit factor, seventh of the metrics
+    cell = 'tr[data-rule="{}"] td:nth-child({})'
+    expect(page.locator("#metrics " + cell.format("debate", column))).to_have_text("∞")
+    expect(page.locator("#metrics " + cell.format("flat", column))).to_have_text("–")

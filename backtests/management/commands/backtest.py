@@ -102,6 +102,14 @@ def number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def profit_factor(metrics: dict) -> str:
+    """Return a rule's profit factor; with no losing trade there is none: "∞" when a
+    trade won, "-" when none did."""
+    if metrics["profit_factor"] is None and (metrics["win_rate"] or 0) > 0:
+        return "∞"
+    return number(metrics["profit_factor"])
+
+
 class Command(ConsoleCommand):
     help = "Replay a debate template over history, step by step, and score it against baselines."
 
@@ -311,7 +319,7 @@ class Command(ConsoleCommand):
                 number(m["sharpe"]),
                 number(m["sortino"]),
                 "-" if m["win_rate"] is None else f"{m['win_rate']:.0%}",
-                number(m["profit_factor"]),
+                profit_factor(m),
                 str(m["trades"]),
                 f"{m['exposure']:.0%}",
                 number(m["fees"]),

@@ -22,7 +22,8 @@
     ["sharpe", "Sharpe", (v) => fixed(v)],
     ["sortino", "Sortino", (v) => fixed(v)],
     ["win_rate", "Win rate", (v) => pct(v)],
-    ["profit_factor", "Profit factor", (v) => fixed(v)],
+    // No profit factor (no losing trade): "∞" when a trade won, "–" with none.
+    ["profit_factor", "Profit factor", (v, m) => (missing(v) && m.win_rate > 0 ? "∞" : fixed(v))],
     ["trades", "Trades", (v) => String(v)],
     ["exposure", "Exposure", (v) => pct(v)],
     ["fees", "Fees", (v) => money(v)],
@@ -260,7 +261,7 @@
       ...METRICS.map(([key, , format]) => {
         const value = rule.metrics[key];
         const tone = key === "total_return" && !missing(value) ? (value > 0 ? "gain" : value < 0 ? "loss" : null) : null;
-        return h("td", { class: tone, text: format(value) });
+        return h("td", { class: tone, text: format(value, rule.metrics) });
       })));
     $("#metrics").replaceChildren(h("thead", {}, head), h("tbody", {}, rows));
     const u = report.usage;
