@@ -753,11 +753,11 @@ def ballots_record(
     ``symbols`` (an abstention saying the ballot's ``why_not`` where it has no decision),
     while the debate is voting, once each; return those stored.
 
-    They are stored together, in one transaction; the votes a debate answered from the
-    model-call cache are. A second copy of a ballot is refused by its unique
-    constraint: then each is stored on its own, and the copy is not. The last ballot of
-    a debate with a person's seat sends the rest of the run (the consensus): the canvas
-    stopped at the votes, since no task runs a person's vote.
+    They are stored together, in one transaction (as the stage of votes a debate
+    answered from the model-call cache is). A second copy of a ballot is refused by its
+    unique constraint: then each is stored on its own, and the copy is not. The last
+    ballot of a debate with a person's seat sends the rest of the run (the consensus):
+    the canvas stopped at the votes, since no task runs a person's vote.
     """
     try:
         return _ballots_stored(debate_id, ballots, symbols, seats)
@@ -783,6 +783,8 @@ def _ballots_stored(
     symbols: tuple[str, ...],
     seats: tuple[Participant, ...],
 ) -> list[Ballot]:
+    """Store ``ballots`` in one transaction under the debate's row lock (see
+    ``ballots_record``); raise ``IntegrityError`` when one is stored already."""
     with transaction.atomic():
         locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
         if locked is None:
