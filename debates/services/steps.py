@@ -183,17 +183,19 @@ _DEBATE_FIELDS = (
 )
 
 
-def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _Now | None:
-    """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
-    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
-    or, for a vote, when its ballot is stored.
+def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -> list[_Now | None]:
+    """Return what each step of a stage side by side needs (its participant's id and
+    its key), in order: None for a step when the debate is no longer ``status``
+    (cancelled, say), is held before the step (``step_released``), when its seat is a
+    person's, or, for a vote, when its ballot is stored.
 
     Reads the seats with their models and, in the same statement, their debate with its
-    strategy's texts and its call's limits (and, for a vote, whether its ballot is
-    stored); then every stored turn: what the prompt needs, read right before the call,
-    so the step asks with the model and strategy as they are now. The market snapshot
-    itself is read only for a model that reads it (the simulated one); the others are
-    sent its renderings.
+    strategy's texts and its call's limits (and, for votes, whether each ballot is
+    stored); then every stored turn: what the prompts need, read right before the calls
+    (a stage of several steps runs in place, its calls answered from the cache), so the
+    steps ask with the models and strategy as they are now. The market snapshot itself
+    is read only for a model that reads it (the simulated one); the others are sent its
+    renderings.
     """
     seats_read = (
         Participant.objects.filter(debate_id=debate_id)
@@ -205,29 +207,26 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         )
         .order_by("speak_order")
     )
-    voter = key[0] == VOTING
-    if voter:
+    if any(key[0] == VOTING for _, key in steps):
         stored = Ballot.objects.filter(
-            debate_id=OuterRef("debate_id"), participant_id=participant_id
+            debate_id=OuterRef("debate_id"), participant_id=OuterRef("pk")
         )
         seats_read = seats_read.annotate(ballot_stored=Exists(stored))
     seats = list(seats_read)
-    participant = next((seat for seat in seats if seat.pk == participant_id), None)
-    if participant is None or participant.debate.status != status:
-        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
-    debate = participant.debate
-    if voter and participant.ballot_stored:
-        return None  # the ballot is stored already: a vote is never asked twice
-    if not step_released(debate, key, seats):
-        return None  # sent before the debate was held before it: it runs once released
-    model = participant.ai_model
-    if model is None:
-        return None  # a person's seat: they write their step, no model is asked
+    by_id = {seat.pk: seat for seat in seats}
+    asked = [
+        by_id[participant_id] if _asked(by_id.get(participant_id), status, key, seats) else None
+        for participant_id, key in steps
+    ]
+    going = [participant for participant in asked if participant is not None]
+    if not going:
+        return asked
+    debate = going[0].debate
     # Left out of the read, the snapshot is read (a statement of its own) only for a
     # model that reads it, or to render a debate prepared before its renderings were
     # stored.
-    reads = reads_snapshot(model.provider) or not debate.market_text
-    cast = _cast(debate, seats, debate.market_snapshot if reads else None)
+    reads = any(reads_snapshot(seat.ai_model.provider) for seat in going)
+    cast = _cast(debate, seats, debate.market_snapshot if reads or not debate.market_text else None)
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
@@ -237,26 +236,45 @@ def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _No
         .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
-    limits = limits_of(
-        owner_id=debate.owner_id,
-        schedule_id=debate.schedule_id,
-        max_output_tokens=debate.max_output_tokens,
-        owner_cap=participant.owner_daily_token_cap,
-        schedule_cap=participant.schedule_daily_token_cap,
-        role=PARTICIPANTS,
-        temperature=participant.temperature,
-    )
     strategy = debate.strategy
-    return _Now(
-        cast=cast,
-        participant=participant,
-        config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
-        limits=limits,
-        strategy_role=(strategy.role_text if strategy else "") or "",
-        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
-        spoken=spoken,
-        refusal=model_refusal(model, model.pk),
-    )
+    return [
+        None
+        if participant is None
+        else _Now(
+            cast=cast,
+            participant=participant,
+            config=provider_config(
+                {name: getattr(participant.ai_model, name) for name in CONFIG_COLUMNS}
+            ),
+            limits=limits_of(
+                owner_id=debate.owner_id,
+                schedule_id=debate.schedule_id,
+                max_output_tokens=debate.max_output_tokens,
+                owner_cap=participant.owner_daily_token_cap,
+                schedule_cap=participant.schedule_daily_token_cap,
+                role=PARTICIPANTS,
+                temperature=participant.temperature,
+            ),
+            strategy_role=(strategy.role_text if strategy else "") or "",
+            custom_prompt=(strategy.custom_prompt if strategy else "") or "",
+            spoken=spoken,
+            refusal=model_refusal(participant.ai_model, participant.ai_model_id),
+        )
+        for participant in asked
+    ]
+
+
+def _asked(
+    participant: Participant | None, status: str, key: StepKey, seats: list[Participant]
+) -> bool:
+    """Say whether step ``key`` of ``participant`` (read by ``_stage_read``) is asked."""
+    if participant is None or participant.debate.status != status:
+        return False  # the debate is gone, or no longer ``status`` (cancelled, say)
+    if key[0] == VOTING and participant.ballot_stored:
+        return False  # the ballot is stored already: a vote is never asked twice
+    if not step_released(participant.debate, key, seats):
+        return False  # sent before the debate was held before it: it runs once released
+    return participant.ai_model is not None  # a person writes their step: no model asked
 
 
 def _still(debate_id: int, status: str) -> Callable[[], bool]:
@@ -335,24 +353,25 @@ def _turns_run(
     steps = [f"{debate_id}:turn:{round_number}:{pid}" for pid in participant_ids]
     try:
         with steps_held(steps=steps, holder=holder, debate_id=debate_id):
-            asked = [_ask_turn(debate_id, round_number, pid) for pid in participant_ids]
+            kind = OPENING if round_number == 1 else REBUTTAL
+            read = _stage_read(
+                debate_id,
+                DebateStatus.RUNNING,
+                [(pid, (kind, round_number, pid)) for pid in participant_ids],
+            )
+            asked = [_ask_turn(now, round_number) for now in read]
             _store_turns(round_number, [answer for answer in asked if answer is not None])
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _ask_turn(
-    debate_id: int, round_number: int, participant_id: int
-) -> tuple[_Now, CallOutcome] | None:
-    """Return what one participant answered for its turn, with what was read for it;
-    None when it is not asked (the debate stopped, or the turn is stored: a turn is never
-    asked twice) or the call was abandoned."""
-    kind = OPENING if round_number == 1 else REBUTTAL
-    now = _read(
-        debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
-    )
+def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, CallOutcome] | None:
+    """Return what a participant answered for its turn, with what was read for it
+    (``now``); None when it is not asked (the debate stopped, or the turn is stored: a
+    turn is never asked twice) or the call was abandoned."""
     if now is None or now.has_said(round_number):
         return None
+    debate_id, participant_id = now.cast.debate_id, now.participant.pk
     request = _turn_request(now, round_number)
     outcome = call_model(
         now.config,
@@ -612,19 +631,21 @@ def votes_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: str) 
     steps = [f"{debate_id}:vote:{pid}" for pid in participant_ids]
     try:
         with steps_held(steps=steps, holder=holder, debate_id=debate_id):
-            asked = [_ask_vote(debate_id, pid) for pid in participant_ids]
+            keys = [(pid, (VOTING, None, pid)) for pid in participant_ids]
+            read = _stage_read(debate_id, DebateStatus.VOTING, keys)
+            asked = [_ask_vote(now) for now in read]
             _store_ballots([answer for answer in asked if answer is not None])
     except StepBusy as exc:
         raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
 
 
-def _ask_vote(debate_id: int, participant_id: int) -> tuple[_Now, CallOutcome] | None:
-    """Return what one participant answered for its vote, with what was read for it;
-    None when it is not asked (the debate stopped, or the ballot is stored: a vote is
-    never asked twice) or the call was abandoned."""
-    now = _read(debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id))
+def _ask_vote(now: _Now | None) -> tuple[_Now, CallOutcome] | None:
+    """Return what a participant answered for its vote, with what was read for it
+    (``now``); None when it is not asked (the debate stopped, or the ballot is stored: a
+    vote is never asked twice) or the call was abandoned."""
     if now is None:
         return None
+    debate_id, participant_id = now.cast.debate_id, now.participant.pk
     request = _vote_request(now)
     outcome = call_model(
         now.config,

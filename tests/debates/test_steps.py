@@ -139,9 +139,12 @@ def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
     together = statements(
         lambda: steps.openings_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
     )
-    # then each was asked after reading its context, and the three were stored in one
-    # transaction under the debate's row lock, which closed round 1
+    # then the three were asked after one read of their context (the seats, the turns),
+    # and stored in one transaction under the debate's row lock, which closed round 1
     assert len(llm.requests) == 3
+    begin = together.index("BEGIN")
+    assert sum('FROM "debates_participant"' in sql for sql in together[:begin]) == 1
+    assert sum('FROM "debates_message"' in sql for sql in together[:begin]) == 1
     assert together.count("BEGIN") == 1
     assert sum(sql.endswith("FOR NO KEY UPDATE") for sql in together) == 1
     assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 3
@@ -159,7 +162,9 @@ def test_a_turn_another_copy_stored_first_is_not_stored_again_beside_the_others(
     turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[1], holder="test")
     stored = Message.objects.get(debate=debate)
     # when the three openings are recorded together
-    state = steps._read(debate.pk, seats[0], DebateStatus.RUNNING, ("opening", 1, seats[0]))
+    [state] = steps._stage_read(
+        debate.pk, DebateStatus.RUNNING, [(seats[0], ("opening", 1, seats[0]))]
+    )
     fields = {"status": "ok", "content": "again", "decisions": [], "parse_status": "ok"}
     with transaction.atomic():
         recorded = steps.turns_record(
@@ -179,7 +184,10 @@ def test_votes_run_together_are_stored_in_one_transaction_or_each_on_its_own(mak
     # the stage was asked (its ballot read as not stored)
     debate = make_debate(rounds=2)
     seats = voting(debate)
-    answers = [steps._ask_vote(debate.pk, seat) for seat in seats]
+    read = steps._stage_read(
+        debate.pk, DebateStatus.VOTING, [(s, ("voting", None, s)) for s in seats]
+    )
+    answers = [steps._ask_vote(now) for now in read]
     vote_run(debate_id=debate.pk, participant_id=seats[1], holder="other")
     # when the stage's three ballots are stored together
     together = statements(lambda: steps._store_ballots(answers))
