@@ -11,9 +11,10 @@ sent as any run's is (``runs.run_enqueue``): a backtest run again takes one task
 debate, and a debate half in the cache asks the models only for the rest.
 
 Every step keeps its own claim and records itself through the service its task calls;
-the openings side by side, and the votes, are asked one after another, then stored
-together in one transaction, as the stage they are. A worker lost in the middle leaves
-the steps done so far stored, and the watchdog sends the rest.
+the turns of a round (the openings side by side, the rebuttals one after another, each
+seeing those before it) and the votes are asked one after another, then stored together
+in one transaction. A worker lost in the middle leaves the steps done so far stored,
+and the watchdog sends the rest.
 """
 
 from __future__ import annotations
@@ -30,21 +31,13 @@ from debates.services.consensus import consensus_finalize
 from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import debate_prepare
 from debates.services.runs import pending_stages, run_enqueue, runs_in_place, step_task
-from debates.services.steps import openings_run, turn_run, votes_run
+from debates.services.steps import openings_run, rebuttals_run, votes_run
 from debates.step_log import step_ran_in_place
-
-
-def _turn(debate_id: int, step: Step, holder: str) -> None:
-    turn_run(
-        debate_id=debate_id, round_number=step.round, participant_id=step.speaker, holder=holder
-    )
-
 
 # The service of each kind of step run in place on its own, from the debate's id, the
 # step and the holder of its claim (the task running it). The execution step is the
 # traders app's.
 _IN_PLACE: dict[str, Callable[[int, Step, str], None]] = {
-    REBUTTAL: _turn,
     JUDGE_ROUND: lambda debate_id, step, holder: judge_round_run(
         debate_id=debate_id, round_number=step.round, holder=holder
     ),
@@ -68,29 +61,50 @@ def cached_steps_run(*, debate_id: int, holder: str) -> None:
     """Run in place (in task ``holder``) the steps of a prepared debate that the cache
     answers, in the plan's order; from the first it does not, send the rest as tasks
     (see the module docstring)."""
-    for stage in pending_stages(debate_state(debate_id=debate_id)):
+    for stage in _together(pending_stages(debate_state(debate_id=debate_id))):
         if not _stage_ran_from_cache(debate_id, stage, holder):
             run_enqueue(debate_id=debate_id)
             return
 
 
-# The service of each kind of step side by side (a stage of them) that runs the stage
-# together, from the debate's id, the speakers and the holder of their claims.
-_TOGETHER: dict[str, Callable[..., None]] = {OPENING: openings_run, VOTING: votes_run}
+def _together(stages: list[list[Step]]) -> list[list[Step]]:
+    """Return ``stages`` with the rebuttals of a round that follow one another (each a
+    stage of its own) as one: they run in place together."""
+    joined: list[list[Step]] = []
+    for stage in stages:
+        last = joined[-1] if joined else None
+        rebuttal = stage[0].kind == REBUTTAL
+        if rebuttal and last and last[0].kind == REBUTTAL and last[0].round == stage[0].round:
+            last.extend(stage)
+        else:
+            joined.append(list(stage))
+    return joined
 
 
 def _stage_ran_from_cache(debate_id: int, stage: list[Step], holder: str) -> bool:
-    """Run a stage's steps in place; say whether all ran. The openings, and the votes,
-    side by side are asked, then stored together (one transaction for the stage); the
-    other steps one after another, up to the first that does not run."""
-    together = _TOGETHER.get(stage[0].kind)
-    if together is not None and all(step.kind == stage[0].kind for step in stage):
+    """Run a stage's steps in place; say whether all ran. The turns of a round (the
+    openings side by side, or the rebuttals one after another) and the votes are asked,
+    then stored together (one transaction for them); the other steps run one after
+    another, up to the first that does not run."""
+    kind, speakers = stage[0].kind, tuple(step.speaker for step in stage)
+    run: Callable[[], None] | None = None
+    if kind == OPENING:
         run = functools.partial(
-            together,
+            openings_run, debate_id=debate_id, participant_ids=speakers, holder=holder
+        )
+    elif kind == REBUTTAL:
+        run = functools.partial(
+            rebuttals_run,
             debate_id=debate_id,
-            participant_ids=tuple(step.speaker for step in stage),
+            round_number=stage[0].round,
+            participant_ids=speakers,
             holder=holder,
         )
+    elif kind == VOTING:
+        run = functools.partial(
+            votes_run, debate_id=debate_id, participant_ids=speakers, holder=holder
+        )
+    if run is not None:
         return _ran_from_cache(debate_id, stage, holder, run)
     for step in stage:
         run = _IN_PLACE.get(step.kind)

@@ -8,6 +8,7 @@ an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections import defaultdict
@@ -347,6 +348,20 @@ def openings_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: st
     _turns_run(debate_id, 1, participant_ids, holder)
 
 
+def rebuttals_run(
+    *, debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
+) -> None:
+    """Ask the participants ``participant_ids`` for their turns of round
+    ``round_number`` (2..N), one after another in that order, each seeing those asked
+    before it, and store what they said together, in one transaction (``turns_record``):
+    the rebuttals of a round a debate answered from the model-call cache run in place
+    (``debates.services.cached``).
+
+    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
+    """
+    _turns_run(debate_id, round_number, participant_ids, holder)
+
+
 def _turns_run(
     debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
 ) -> None:
@@ -359,16 +374,45 @@ def _turns_run(
                 DebateStatus.RUNNING,
                 [(pid, (kind, round_number, pid)) for pid in participant_ids],
             )
-            asked = [_ask_turn(now, round_number) for now in read]
-            _store_turns(round_number, [answer for answer in asked if answer is not None])
+            answers: list[tuple[_Now, dict[str, Any]]] = []
+            for now in read:
+                if now is not None and round_number > 1:
+                    # A later speaker sees the turns said before it in this run, not
+                    # stored yet, as it would once stored (``_Said``).
+                    now = _hearing(now, [_said(*answer, round_number) for answer in answers])
+                answer = _ask_turn(now, round_number)
+                if answer is not None:
+                    answers.append(answer)
+            _store_turns(round_number, answers)
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, CallOutcome] | None:
-    """Return what a participant answered for its turn, with what was read for it
-    (``now``); None when it is not asked (the debate stopped, or the turn is stored: a
-    turn is never asked twice) or the call was abandoned."""
+def _said(now: _Now, fields: dict[str, Any], round_number: int) -> _Said:
+    """Return what a prompt shows of a turn asked but not stored yet: its columns' (with
+    the defaults a stored turn would have)."""
+    return _Said(
+        now.participant,
+        round_number,
+        fields["status"],
+        fields.get("decisions", []),
+        fields.get("reasoning", ""),
+    )
+
+
+def _hearing(now: _Now, said: list[_Said]) -> _Now:
+    """Return ``now`` with ``said`` among its turns said, in speaking order."""
+    if not said:
+        return now
+    spoken = sorted([*now.spoken, *said], key=lambda s: (s.round, s.participant.speak_order))
+    return dataclasses.replace(now, spoken=spoken)
+
+
+def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, dict[str, Any]] | None:
+    """Return what a participant answered for its turn (the columns of the turn it
+    makes), with what was read for it (``now``); None when it is not asked (the debate
+    stopped, or the turn is stored: a turn is never asked twice) or the call was
+    abandoned."""
     if now is None or now.has_said(round_number):
         return None
     debate_id, participant_id = now.cast.debate_id, now.participant.pk
@@ -383,7 +427,7 @@ def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, CallOutcome] |
         limits=now.limits,
         refusal=now.refusal,
     )
-    return None if outcome is None else (now, outcome)
+    return None if outcome is None else (now, _turn_fields(now.cast, outcome))
 
 
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
@@ -423,12 +467,12 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     )
 
 
-def _store_turns(round_number: int, answers: list[tuple[_Now, CallOutcome]]) -> None:
+def _store_turns(round_number: int, answers: list[tuple[_Now, dict[str, Any]]]) -> None:
     """Store what models answered for their turns of ``round_number`` (``turns_record``)."""
     if not answers:
         return
     cast = answers[0][0].cast
-    turns = [(now.participant, _turn_fields(cast, outcome)) for now, outcome in answers]
+    turns = [(now.participant, fields) for now, fields in answers]
     with transaction.atomic():
         turns_record(
             debate_id=cast.debate_id, round_number=round_number, turns=turns, seats=cast.seats

@@ -72,13 +72,14 @@ def test_a_debate_the_cache_answers_runs_in_its_prepare_task(
     assert Message.objects.filter(debate_id=again, cached=True).count() == 6
     assert Ballot.objects.filter(debate_id=again, cached=True).count() == 3
     assert decisions_of(again) == decisions_of(first)
-    # (but for the openings' states: stored together, the three are announced with one),
-    # ending in the same state
+    # (but for the states between a round's turns: stored together, the three openings
+    # are announced with one state, and so are the three rebuttals), ending in the same
+    # state
     first_events, again_events = published(first), published(again)
     assert [t for t, _ in again_events if t != "status"] == [
         t for t, _ in first_events if t != "status"
     ]
-    assert len(again_events) == len(first_events) - 2
+    assert len(again_events) == len(first_events) - 4
 
     def last_state(events: list) -> tuple:
         data = [data for kind, data in events if kind == "status"][-1]
@@ -109,12 +110,13 @@ def test_a_debate_half_in_the_cache_asks_the_models_only_for_the_rest(
     assert ModelAnswer.objects.filter(text=turn).delete()[0] == 1
     # when the same debate runs again
     again = run(make_debate)
-    # then the model was asked that turn alone: the steps before it ran in the prepare
-    # task, and that turn and every step after it as tasks (from the cache)
+    # then the model was asked that turn alone: the steps before its round ran in the
+    # prepare task, and the round's turns and every step after them as tasks (the
+    # others answered from the cache)
     assert len(llm.requests) == 10
     assert of_debate(tasks_run, again) == sorted(
         ["debates.prepare_run", "debates.consensus_finalize"]
-        + ["debates.turn_run"] * 2
+        + ["debates.turn_run"] * 3
         + ["debates.vote_run"] * 3
     )
     cached = dict(

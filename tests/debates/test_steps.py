@@ -56,6 +56,7 @@ from debates.tasks import (
 from strategies.models import Strategy
 from tests.broker import queued
 from tests.debates.events_helpers import published
+from tests.fakes.llm_server import Reply, default_answer
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -153,6 +154,31 @@ def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
     # and each opening was announced, with one state for the three
     kinds = [kind for kind, _ in published(debate.pk)]
     assert kinds[-6:] == ["message", "message", "message", "round_end", "round_start", "status"]
+
+
+def test_rebuttals_run_together_each_hear_those_before_and_are_stored_at_once(make_debate, llm):
+    # given a 3x2 debate past its openings, whose first speaker says something of its own
+    # in round 2
+    mark = "Funding says the squeeze is not over"
+    answer = default_answer("BTCUSDT").replace("Fake model answer for BTCUSDT.", mark)
+    llm.add_rule(Reply.answer(answer, match="round 2/2. You are P1,"))
+    debate = make_debate(rounds=2)
+    seats = running(debate)
+    steps.openings_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
+    # when its three rebuttals run together (as a cached debate's round runs in place)
+    together = statements(
+        lambda: steps.rebuttals_run(
+            debate_id=debate.pk, round_number=2, participant_ids=tuple(seats), holder="t"
+        )
+    )
+    # then each later speaker heard the first's rebuttal before it was stored, as it
+    # would have once stored; the three were stored in one transaction, ending the rounds
+    rebuttals = [r.prompt for r in llm.requests if "round 2/2. You are" in r.prompt]
+    assert len(rebuttals) == 3
+    assert [mark in prompt for prompt in rebuttals] == [False, True, True]
+    assert together.count("BEGIN") == 1
+    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 3
+    assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
 
 
 def test_a_turn_another_copy_stored_first_is_not_stored_again_beside_the_others(make_debate, llm):
