@@ -31,7 +31,7 @@ from debates.services.consensus import consensus_finalize
 from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import debate_prepare
 from debates.services.runs import pending_stages, run_enqueue, runs_in_place, step_task
-from debates.services.steps import openings_run, rebuttals_run, votes_run
+from debates.services.steps import round_turns_run, votes_run
 from debates.step_log import step_ran_in_place
 
 # The service of each kind of step run in place on its own, from the debate's id, the
@@ -87,24 +87,16 @@ def _stage_ran_from_cache(debate_id: int, stage: list[Step], holder: str) -> boo
     then stored together (one transaction for them); the other steps run one after
     another, up to the first that does not run."""
     kind, speakers = stage[0].kind, tuple(step.speaker for step in stage)
-    run: Callable[[], None] | None = None
-    if kind == OPENING:
-        run = functools.partial(
-            openings_run, debate_id=debate_id, participant_ids=speakers, holder=holder
-        )
-    elif kind == REBUTTAL:
-        run = functools.partial(
-            rebuttals_run,
-            debate_id=debate_id,
-            round_number=stage[0].round,
-            participant_ids=speakers,
-            holder=holder,
-        )
+    if kind in (OPENING, REBUTTAL):
+        together = functools.partial(round_turns_run, round_number=stage[0].round)
     elif kind == VOTING:
+        together = votes_run
+    else:
+        together = None
+    if together is not None:
         run = functools.partial(
-            votes_run, debate_id=debate_id, participant_ids=speakers, holder=holder
+            together, debate_id=debate_id, participant_ids=speakers, holder=holder
         )
-    if run is not None:
         return _ran_from_cache(debate_id, stage, holder, run)
     for step in stage:
         run = _IN_PLACE.get(step.kind)

@@ -334,37 +334,26 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    _turns_run(debate_id, round_number, (participant_id,), holder)
+    round_turns_run(
+        debate_id=debate_id,
+        round_number=round_number,
+        participant_ids=(participant_id,),
+        holder=holder,
+    )
 
 
-def openings_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: str) -> None:
-    """Ask the participants ``participant_ids`` for their round-1 openings, side by side,
-    and store what they said together, in one transaction (``turns_record``): one
-    opening's step, or the stage of openings a debate answered from the model-call cache
-    runs in place (``debates.services.cached``).
-
-    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
-    """
-    _turns_run(debate_id, 1, participant_ids, holder)
-
-
-def rebuttals_run(
+def round_turns_run(
     *, debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
 ) -> None:
     """Ask the participants ``participant_ids`` for their turns of round
-    ``round_number`` (2..N), one after another in that order, each seeing those asked
-    before it, and store what they said together, in one transaction (``turns_record``):
-    the rebuttals of a round a debate answered from the model-call cache run in place
-    (``debates.services.cached``).
+    ``round_number``, one after another in that order, and store what they said together,
+    in one transaction (``turns_record``): one turn's step, or the turns of a round a
+    debate answered from the model-call cache, run in place (``debates.services.cached``).
+    The openings are side by side; a rebuttal sees those asked before it in the run as
+    it would once they are stored.
 
     Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
     """
-    _turns_run(debate_id, round_number, participant_ids, holder)
-
-
-def _turns_run(
-    debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
-) -> None:
     steps = [f"{debate_id}:turn:{round_number}:{pid}" for pid in participant_ids]
     try:
         with steps_held(steps=steps, holder=holder, debate_id=debate_id):

@@ -138,7 +138,9 @@ def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
     seats = running(debate)
     # when its three openings run together (as a cached debate's stage runs in place)
     together = statements(
-        lambda: steps.openings_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
+        lambda: steps.round_turns_run(
+            debate_id=debate.pk, round_number=1, participant_ids=tuple(seats), holder="t"
+        )
     )
     # then the three were asked after one read of their context (the seats, the turns),
     # and stored in one transaction under the debate's row lock, which closed round 1
@@ -164,10 +166,12 @@ def test_rebuttals_run_together_each_hear_those_before_and_are_stored_at_once(ma
     llm.add_rule(Reply.answer(answer, match="round 2/2. You are P1,"))
     debate = make_debate(rounds=2)
     seats = running(debate)
-    steps.openings_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
+    steps.round_turns_run(
+        debate_id=debate.pk, round_number=1, participant_ids=tuple(seats), holder="t"
+    )
     # when its three rebuttals run together (as a cached debate's round runs in place)
     together = statements(
-        lambda: steps.rebuttals_run(
+        lambda: steps.round_turns_run(
             debate_id=debate.pk, round_number=2, participant_ids=tuple(seats), holder="t"
         )
     )

@@ -317,6 +317,20 @@ def test_the_untouched_form_starts_a_backtest(open_page, server, user):
     )
 
 
+def finished_backtest(user, rules: list[dict]):
+    """Return a completed 6-step backtest of ``user`` whose report holds ``rules`` (15m
+    candles, no model call)."""
+    report = {
+        "rules": rules,
+        "stretches": [{"timeframe": "15m", "from": "2024-08-10T00:00:00Z"}],
+        "steps": 6,
+        "completed_steps": 6,
+        "usage": {"model_calls": 0, "cached_calls": 0, "prompt_tokens": 0},
+    }
+    report["usage"].update(completion_tokens=0, seconds=1.0)
+    return BacktestFactory(owner=user, status="completed", steps_done=6, report=report)
+
+
 def test_trade_prices_show_their_coins_own_decimals(open_page, user):
     from playwright.sync_api import expect
 
@@ -333,21 +347,12 @@ def test_trade_prices_show_their_coins_own_decimals(open_page, user):
         trade("DOGEUSDT", 0.10987, 0.1065, -30.22, "stop"),
         trade("BTCUSDT", 60123.45, 61000.1, 12.5, "target"),
     ]
-    report = {
-        "rules": [
-            {
-                **{"key": "debate", "label": "Debate consensus", "trades": trades},
-                "metrics": {"final_equity": 982.28, "trades": 2},
-                "equity": [[1723262400000, 1000.0], [1723276800000, 982.28]],
-            }
-        ],
-        "stretches": [{"timeframe": "15m", "from": "2024-08-10T00:00:00Z"}],
-        "steps": 6,
-        "completed_steps": 6,
-        "usage": {"model_calls": 0, "cached_calls": 0, "prompt_tokens": 0},
+    debate = {
+        **{"key": "debate", "label": "Debate consensus", "trades": trades},
+        "metrics": {"final_equity": 982.28, "trades": 2},
+        "equity": [[1723262400000, 1000.0], [1723276800000, 982.28]],
     }
-    report["usage"].update(completion_tokens=0, seconds=1.0)
-    done = BacktestFactory(owner=user, status="completed", steps_done=6, report=report)
+    done = finished_backtest(user, [debate])
     # when it is opened
     page = open_page(f"/backtests/{done.pk}/", user=user)
     # then each trade's prices show as many decimals as its coin's candles
@@ -368,18 +373,13 @@ def test_a_rule_that_never_lost_shows_an_infinite_profit_factor(open_page, user)
         equity = [[1723262400000, 1000.0], [1723276800000, figures["final_equity"]]]
         return {"key": key, "label": label, "trades": [], "metrics": figures, "equity": equity}
 
-    report = {
-        "rules": [
+    done = finished_backtest(
+        user,
+        [
             rule("debate", "Debate consensus", trades=2, win_rate=1.0, final_equity=1012.5),
             rule("flat", "Always wait"),
         ],
-        "stretches": [{"timeframe": "15m", "from": "2024-08-10T00:00:00Z"}],
-        "steps": 6,
-        "completed_steps": 6,
-        "usage": {"model_calls": 0, "cached_calls": 0, "prompt_tokens": 0},
-    }
-    report["usage"].update(completion_tokens=0, seconds=1.0)
-    done = BacktestFactory(owner=user, status="completed", steps_done=6, report=report)
+    )
     # when it is opened
     page = open_page(f"/backtests/{done.pk}/", user=user)
     # then the debate's profit factor reads infinite, the flat rule's is missing
