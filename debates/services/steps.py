@@ -209,9 +209,9 @@ def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -
         .order_by("speak_order")
     )
     if any(key[0] == VOTING for _, key in steps):
-        stored = Ballot.objects.filter(
-            debate_id=OuterRef("debate_id"), participant_id=OuterRef("pk")
-        )
+        # The debate's id given, not referred to: referred to, PostgreSQL may answer
+        # the EXISTS by hashing every ballot stored (a scan growing with the table).
+        stored = Ballot.objects.filter(debate_id=debate_id, participant_id=OuterRef("pk"))
         seats_read = seats_read.annotate(ballot_stored=Exists(stored))
     seats = list(seats_read)
     by_id = {seat.pk: seat for seat in seats}
@@ -533,8 +533,8 @@ def turns_record(
         .values_list("round", "participant_id", "status", "decisions")
     )
     taken = {(r, p) for r, p, _, _ in stored}  # another copy's turns are not stored again
-    messages = [
-        Message.objects.create(
+    messages = Message.objects.bulk_create(
+        Message(
             debate_id=locked.pk,
             participant=participant,
             round=round_number,
@@ -543,7 +543,7 @@ def turns_record(
         )
         for participant, fields in turns
         if (round_number, participant.pk) not in taken
-    ]
+    )
     if not messages:
         return []
     stored += [(round_number, m.participant_id, m.status, m.decisions) for m in messages]
@@ -844,10 +844,10 @@ def _ballots_stored(
         if locked is None:
             logger.info("debate %s is no longer voting: ballots dropped", debate_id)
             return []
-        stored = [
-            Ballot.objects.create(debate_id=debate_id, participant=one.participant, **one.fields)
+        stored = Ballot.objects.bulk_create(
+            Ballot(debate_id=debate_id, participant=one.participant, **one.fields)
             for one in ballots
-        ]
+        )
         votes = Vote.objects.bulk_create(
             vote_row(ballot, symbol, one.decisions.get(symbol), one.why_not)
             for ballot, one in zip(stored, ballots, strict=True)

@@ -143,14 +143,16 @@ def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
         )
     )
     # then the three were asked after one read of their context (the seats, the turns),
-    # and stored in one transaction under the debate's row lock, which closed round 1
+    # and stored in one transaction under the debate's row lock, in one statement,
+    # which closed round 1
     assert len(llm.requests) == 3
     begin = together.index("BEGIN")
     assert sum('FROM "debates_participant"' in sql for sql in together[:begin]) == 1
     assert sum('FROM "debates_message"' in sql for sql in together[:begin]) == 1
     assert together.count("BEGIN") == 1
     assert sum(sql.endswith("FOR NO KEY UPDATE") for sql in together) == 1
-    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 3
+    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 1
+    assert Message.objects.filter(debate=debate, round=1).count() == 3
     state = Debate.objects.get(pk=debate.pk)
     assert (state.current_round, state.current_speaker_id) == (2, seats[0])
     # and each opening was announced, with one state for the three
@@ -176,12 +178,14 @@ def test_rebuttals_run_together_each_hear_those_before_and_are_stored_at_once(ma
         )
     )
     # then each later speaker heard the first's rebuttal before it was stored, as it
-    # would have once stored; the three were stored in one transaction, ending the rounds
+    # would have once stored; the three were stored in one transaction and one
+    # statement, ending the rounds
     rebuttals = [r.prompt for r in llm.requests if "round 2/2. You are" in r.prompt]
     assert len(rebuttals) == 3
     assert [mark in prompt for prompt in rebuttals] == [False, True, True]
     assert together.count("BEGIN") == 1
-    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 3
+    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 1
+    assert Message.objects.filter(debate=debate, round=2).count() == 3
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
 
 
@@ -207,6 +211,30 @@ def test_a_turn_another_copy_stored_first_is_not_stored_again_beside_the_others(
     assert [m.participant_id for m in recorded] == [seats[0], seats[2]]
     assert Message.objects.get(pk=stored.pk).content == stored.content
     assert Message.objects.filter(debate=debate, round=1).count() == 3
+
+
+def test_votes_run_together_are_stored_in_one_transaction(make_debate, llm):
+    # given a 3x2 debate voting
+    debate = make_debate(rounds=2)
+    seats = voting(debate)
+    # when its three votes run together (as a cached debate's stage runs in place)
+    together = statements(
+        lambda: steps.votes_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
+    )
+    # then the stage's one read asked whether each ballot is stored among the debate's
+    # ballots (by its id: not by the seat's column, which PostgreSQL may answer by
+    # hashing every ballot of every debate)
+    [read] = [sql for sql in together if 'EXISTS(SELECT 1 AS "a" FROM "debates_ballot"' in sql]
+    assert f'U0."debate_id" = {debate.pk} AND' in read
+    # and the three ballots were stored in one transaction, in one statement, and their
+    # votes in another
+    assert together.count("BEGIN") == 1
+    assert sum(sql.startswith('INSERT INTO "debates_ballot"') for sql in together) == 1
+    assert sum(sql.startswith('INSERT INTO "debates_vote"') for sql in together) == 1
+    ballots = Ballot.objects.filter(debate=debate).order_by("participant__speak_order")
+    assert [ballot.participant_id for ballot in ballots] == seats
+    symbols = Debate.objects.get(pk=debate.pk).symbols
+    assert [ballot.votes.count() for ballot in ballots] == [len(symbols)] * 3
 
 
 def test_votes_run_together_are_stored_in_one_transaction_or_each_on_its_own(make_debate, llm):
