@@ -54,14 +54,20 @@ def prepare_step_run(*, debate_id: int, holder: str) -> None:
     """
     debate = debate_prepare(debate_id=debate_id)
     if debate is not None and runs_in_place(debate):
-        cached_steps_run(debate_id=debate_id, holder=holder)
+        # A debate with no snapshot before this step has stored no step either: no
+        # turn is asked without one.
+        recorded = debate.market_snapshot is not None
+        cached_steps_run(debate_id=debate_id, holder=holder, recorded=recorded)
 
 
-def cached_steps_run(*, debate_id: int, holder: str) -> None:
+def cached_steps_run(*, debate_id: int, holder: str, recorded: bool = True) -> None:
     """Run in place (in task ``holder``) the steps of a prepared debate that the cache
     answers, in the plan's order; from the first it does not, send the rest as tasks
-    (see the module docstring)."""
-    for stage in _together(pending_stages(debate_state(debate_id=debate_id))):
+    (see the module docstring). ``recorded=False``: the debate has stored no step (its
+    snapshot is the one its prepare step has just made), so its turns, ballots and
+    decisions are not read (``debate_state``)."""
+    state = debate_state(debate_id=debate_id, recorded=recorded)
+    for stage in _together(pending_stages(state)):
         if not _stage_ran_from_cache(debate_id, stage, holder):
             run_enqueue(debate_id=debate_id)
             return

@@ -12,7 +12,8 @@ from celery.signals import task_prerun
 
 from debates.claims import step_claim
 from debates.models import Ballot, JudgeCall, JudgeScore, Message, ModelAnswer
-from debates.services import calls, debate_prepare, debate_start, turn_run
+from debates.selectors import debate_state
+from debates.services import cached, calls, debate_prepare, debate_start, prepare_step_run, turn_run
 from debates.services.calls import NotCached, cached_answers_only, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import published
@@ -195,3 +196,37 @@ def test_a_judged_debate_the_cache_answers_runs_its_judge_in_place(
         0.6,
         0.4,
     ]
+
+
+def test_the_prepare_task_reads_the_stored_steps_only_of_a_debate_prepared_before(
+    make_debate, monkeypatch
+):
+    # given a started 3x2 debate at cache: use, whose prepare task's reads of its state
+    # and stages to run in place are seen (none runs: as if the cache answered nothing)
+    reads, stages = [], []
+
+    def state_read(*, debate_id, recorded=True):
+        reads.append(recorded)
+        return debate_state(debate_id=debate_id, recorded=recorded)
+
+    def stage_run(debate_id, stage, holder):
+        stages.append([(step.kind, step.speaker) for step in stage])
+        return False
+
+    monkeypatch.setattr(cached, "debate_state", state_read)
+    monkeypatch.setattr(cached, "_stage_ran_from_cache", stage_run)
+    debate = make_debate(rounds=2, cache="use")
+    seats = list(debate.participants.order_by("speak_order").values_list("pk", flat=True))
+    debate_start(debate_id=debate.pk)
+    # when its prepare task makes its snapshot
+    prepare_step_run(debate_id=debate.pk, holder="prepare")
+    # then it read its state without turns, ballots or decisions (it has none yet), and
+    # went on from the three openings
+    assert reads == [False]
+    assert stages == [[("opening", seat) for seat in seats]]
+    # and when, its first opening stored since, its prepare task runs again (a resume)
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
+    prepare_step_run(debate_id=debate.pk, holder="prepare again")
+    # then it read the stored steps, and went on from the two openings not stored
+    assert reads == [False, True]
+    assert stages[-1] == [("opening", seat) for seat in seats[1:]]
