@@ -33,10 +33,12 @@ from debates.providers.slots import ANONYMOUS
 from debates.selectors import debate_state
 from debates.serializers import DecisionSerializer
 from debates.services import (
+    DebateInput,
     calls,
     consensus_finalize,
     debate_cancel,
     debate_delete,
+    debate_launch,
     debate_prepare,
     debate_start,
     judge_round_run,
@@ -368,6 +370,37 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
     assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
     # The market is the plan's first step, run by a worker.
     assert debate.market_snapshot is None
+
+
+@pytest.mark.django_db
+def test_a_launch_creates_and_starts_a_debate_without_reading_it_back(
+    user, llm, make_debate, django_capture_on_commit_callbacks
+):
+    # given the template of a debate (a schedule's, a backtest's step's)
+    template = make_debate()
+    seats = template.participants.order_by("speak_order")
+    data = DebateInput(
+        name="Launched",
+        strategy=template.strategy_id,
+        symbol="BTCUSDT",
+        max_rounds=3,
+        participants=[{"ai_model": s.ai_model_id, "personality": s.personality} for s in seats],
+    )
+    # when it is launched (in the caller's transaction, the test's here)
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        launch = statements(lambda: debate_launch(owner=user, data=data))
+    # then the debate was created and started: the create's reads and writes, then the
+    # start's, but for its reads of the debate and its seats' models (the create has
+    # just checked them) and the debate read back; the one read of each is the state
+    # announced
+    reads = [sql.split(".", 1)[0] for sql in launch if sql.startswith("SELECT")]
+    assert reads.count('SELECT "debates_debate"') == 1, "\n".join(launch)
+    assert reads.count('SELECT "debates_participant"') == 1, "\n".join(launch)
+    debate = Debate.objects.exclude(pk=template.pk).get()
+    assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
+    assert debate.participants.count() == 3
+    senders = [getattr(callback, "func", callback).__module__ for callback in sent]
+    assert senders == ["arena.worker", "arena.sse"]
 
 
 @pytest.mark.django_db
