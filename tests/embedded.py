@@ -26,3 +26,20 @@ def migrated_env(var: Path, **extra: str) -> dict[str, str]:
     env = embedded_env(var, **extra)
     subprocess.run([*MANAGE, "migrate", "-v0"], cwd=settings.BASE_DIR, env=env, check=True)
     return env
+
+
+def manage(
+    *args: str, env: dict[str, str], timeout: float = 300, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py`` with ``args`` in the project's directory under ``env``, its
+    output captured as text; return the finished process (``check``: fail unless it
+    exited 0)."""
+    return subprocess.run(
+        [*MANAGE, *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )

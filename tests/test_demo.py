@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from django.conf import settings
 
-from tests.embedded import MANAGE, embedded_env, migrated_env
+from tests.embedded import MANAGE, embedded_env, manage, migrated_env
 
 pytestmark = pytest.mark.slow
 
@@ -21,14 +21,7 @@ def test_run_debate_on_the_embedded_default_completes(tmp_path):
     var = tmp_path / "var"
     env = migrated_env(var)
     # when the demo's command runs with --json
-    result = subprocess.run(
-        [*MANAGE, "run_debate", "--json", "--as-of", "2024-08-05T12:00Z"],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = manage("run_debate", "--json", "--as-of", "2024-08-05T12:00Z", env=env, timeout=120)
     # then it exits 0 and prints the completed debate as the API represents it
     assert result.returncode == 0, result.stderr[-2000:]
     detail = json.loads(result.stdout)
@@ -110,14 +103,7 @@ def test_a_timeout_cancels_the_debate_and_the_worker_ends_quietly(tmp_path):
     var = tmp_path / "var"
     env = migrated_env(var, SIMULATED_MODEL_LATENCY_S="1")
     # when its --timeout passes before the debate ends
-    result = subprocess.run(
-        [*MANAGE, "run_debate", "--rounds", "5", "--timeout", "3"],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = manage("run_debate", "--rounds", "5", "--timeout", "3", env=env, timeout=120)
     # then it fails with one line naming the flag, and none of the worker's dying words
     assert result.returncode == 1, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == (

@@ -13,7 +13,7 @@ import time
 import pytest
 from django.conf import settings
 
-from tests.embedded import MANAGE, migrated_env
+from tests.embedded import MANAGE, manage, migrated_env
 
 pytestmark = pytest.mark.slow
 
@@ -22,23 +22,13 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
     # given the embedded default in a fresh directory
     env = migrated_env(tmp_path)
     command = [
-        *MANAGE,
         "backtest",
         *("--symbol", "ETH", "--from", "2024-08-04", "--to", "2024-08-05T12:00Z"),
         *("--every", "4h", "--participants", "bull,bear", "--rounds", "2"),
     ]
     # when a 36-hour backtest runs, then again with --json
-    shown = subprocess.run(
-        command, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300
-    )
-    again = subprocess.run(
-        [*command, "--json"],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    shown = manage(*command, env=env)
+    again = manage(*command, "--json", env=env)
     # then the first showed its progress and the table of every rule
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "9/9 debates" in shown.stdout
@@ -116,26 +106,13 @@ def test_a_stop_signal_cancels_the_backtest_and_says_so_in_one_line(tmp_path, st
 def test_a_backtest_none_of_whose_debates_completed_says_why_and_fails(tmp_path):
     # given the embedded default and a model whose server is down (nothing on port 9)
     env = migrated_env(tmp_path)
-    made = subprocess.run(
-        [*MANAGE, "shell", "-v", "0", "-c", DOWN_MODEL],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    made = manage("shell", "-v", "0", "-c", DOWN_MODEL, env=env, check=True)
     model = made.stdout.strip()
     # when a backtest of two steps seats it
-    result = subprocess.run(
-        [
-            *(*MANAGE, "backtest", "--models", f"{model},{model}", "--participants", "bull,bear"),
-            *("--from", "2024-09-04T22:00Z", "--to", "2024-09-05", "--every", "1h"),
-        ],
-        cwd=settings.BASE_DIR,
+    result = manage(
+        *("backtest", "--models", f"{model},{model}", "--participants", "bull,bear"),
+        *("--from", "2024-09-04T22:00Z", "--to", "2024-09-05", "--every", "1h"),
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     # then it says which steps have no debate and why, and fails: there is nothing to score
     assert result.returncode == 1, result.stderr[-3000:]
