@@ -93,17 +93,12 @@ def _stage_ran_from_cache(debate_id: int, stage: list[Step], holder: str) -> boo
     then stored together (one transaction for them); the other steps run one after
     another, up to the first that does not run."""
     kind, speakers = stage[0].kind, tuple(step.speaker for step in stage)
+    together = {"debate_id": debate_id, "participant_ids": speakers, "holder": holder}
     if kind in (OPENING, REBUTTAL):
-        together = functools.partial(round_turns_run, round_number=stage[0].round)
-    elif kind == VOTING:
-        together = votes_run
-    else:
-        together = None
-    if together is not None:
-        run = functools.partial(
-            together, debate_id=debate_id, participant_ids=speakers, holder=holder
-        )
+        run = functools.partial(round_turns_run, round_number=stage[0].round, **together)
         return _ran_from_cache(debate_id, stage, holder, run)
+    if kind == VOTING:
+        return _ran_from_cache(debate_id, stage, holder, functools.partial(votes_run, **together))
     for step in stage:
         run = _IN_PLACE.get(step.kind)
         if run is None or not _ran_from_cache(

@@ -237,32 +237,31 @@ def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -
         .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
-    strategy = debate.strategy
-    return [
-        None
-        if participant is None
-        else _Now(
-            cast=cast,
-            participant=participant,
-            config=provider_config(
-                {name: getattr(participant.ai_model, name) for name in CONFIG_COLUMNS}
-            ),
-            limits=limits_of(
-                owner_id=debate.owner_id,
-                schedule_id=debate.schedule_id,
-                max_output_tokens=debate.max_output_tokens,
-                owner_cap=participant.owner_daily_token_cap,
-                schedule_cap=participant.schedule_daily_token_cap,
-                role=PARTICIPANTS,
-                temperature=participant.temperature,
-            ),
-            strategy_role=(strategy.role_text if strategy else "") or "",
-            custom_prompt=(strategy.custom_prompt if strategy else "") or "",
-            spoken=spoken,
-            refusal=model_refusal(participant.ai_model, participant.ai_model_id),
-        )
-        for participant in asked
-    ]
+    return [None if seat is None else _seat_now(cast, seat, spoken) for seat in asked]
+
+
+def _seat_now(cast: _Cast, participant: Participant, spoken: list[_Said]) -> _Now:
+    """Return what a step of ``participant`` (read by ``_stage_read``, with its model and
+    debate) needs, the stage's ``cast`` and turns ``spoken`` given."""
+    debate, model, strategy = participant.debate, participant.ai_model, participant.debate.strategy
+    return _Now(
+        cast=cast,
+        participant=participant,
+        config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
+        limits=limits_of(
+            owner_id=debate.owner_id,
+            schedule_id=debate.schedule_id,
+            max_output_tokens=debate.max_output_tokens,
+            owner_cap=participant.owner_daily_token_cap,
+            schedule_cap=participant.schedule_daily_token_cap,
+            role=PARTICIPANTS,
+            temperature=participant.temperature,
+        ),
+        strategy_role=(strategy.role_text if strategy else "") or "",
+        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
+        spoken=spoken,
+        refusal=model_refusal(model, participant.ai_model_id),
+    )
 
 
 def _asked(

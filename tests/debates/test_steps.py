@@ -372,20 +372,33 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
     assert debate.market_snapshot is None
 
 
-@pytest.mark.django_db
-def test_a_launch_creates_and_starts_a_debate_without_reading_it_back(
-    user, llm, make_debate, django_capture_on_commit_callbacks
-):
-    # given the template of a debate (a schedule's, a backtest's step's)
-    template = make_debate()
+def launch_input(template: Debate) -> DebateInput:
+    """Return the input of a debate seated, on the strategy, as ``template`` is."""
     seats = template.participants.order_by("speak_order")
-    data = DebateInput(
+    return DebateInput(
         name="Launched",
         strategy=template.strategy_id,
         symbol="BTCUSDT",
         max_rounds=3,
         participants=[{"ai_model": s.ai_model_id, "personality": s.personality} for s in seats],
     )
+
+
+def test_a_launch_outside_a_transaction_is_refused_and_writes_nothing(user, llm, make_debate):
+    template = make_debate()
+    data = launch_input(template)
+    with pytest.raises(RuntimeError):
+        debate_launch(owner=user, data=data)
+    assert list(Debate.objects.values_list("pk", flat=True)) == [template.pk]
+
+
+@pytest.mark.django_db
+def test_a_launch_creates_and_starts_a_debate_without_reading_it_back(
+    user, llm, make_debate, django_capture_on_commit_callbacks
+):
+    # given the template of a debate (a schedule's, a backtest's step's)
+    template = make_debate()
+    data = launch_input(template)
     # when it is launched (in the caller's transaction, the test's here)
     with django_capture_on_commit_callbacks(execute=False) as sent:
         launch = statements(lambda: debate_launch(owner=user, data=data))
