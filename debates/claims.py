@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 from django.conf import settings
@@ -165,19 +165,3 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
         step_release(step=step, holder=holder)
         raise
     step_release(step=step, holder=holder)
-
-
-@contextlib.contextmanager
-def steps_held(*, steps: Sequence[str], holder: str, debate_id: int) -> Iterator[None]:
-    """Hold every step of ``steps`` for the ``with`` block (each as ``step_held`` does),
-    or none: raise ``StepBusy`` when another holder has one, the claims taken before it
-    given back."""
-    with contextlib.ExitStack() as held:
-        for index, step in enumerate(steps):
-            try:
-                held.enter_context(step_held(step=step, holder=holder, debate_id=debate_id))
-            except StepBusy:
-                for taken in steps[:index]:
-                    step_release(step=taken, holder=holder)
-                raise
-        yield

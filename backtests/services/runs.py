@@ -56,7 +56,7 @@ from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.models import DebateLevel, DebateStatus, Weighting
-from debates.services import DebateInput, debate_launch
+from debates.services import DebateInput, debate_create, debate_start
 from debates.services.levels import market_move, quiet_reason
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review, is_due
 from strategies.models import MarketSource
@@ -236,10 +236,9 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
             weighting=backtest.weighting,
         )
         # The backtest's own quota (running backtests) admits its steps' debates.
-        debate_id = debate_launch(owner=backtest.owner, data=data, quota=False)
-        BacktestStep.objects.create(
-            backtest=backtest, index=index, as_of=as_of, debate_id=debate_id
-        )
+        debate = debate_create(owner=backtest.owner, data=data, quota=False)
+        BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
+        debate_start(debate_id=debate.pk)
         running.append(as_of)
         index, started = index + 1, started + 1
 

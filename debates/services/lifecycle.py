@@ -418,31 +418,13 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         raise _refuse_state(debate, "start")
     _refuse_unusable_models(debate)
     with transaction.atomic():
-        _started(debate)
+        if debate.quota_counted:
+            debate_start_check(owner_id=debate.owner_id)
+        # The run is sent first when the transaction commits, then the events delivered:
+        # the workers start on the plan a Redis round trip sooner.
+        with events.together(debate_id):
+            _go_on(debate, transitions.start(debate_id=debate_id, pace=debate.pace), "start")
     return Debate.objects.get(pk=debate_id)
-
-
-def debate_launch(*, owner: Any, data: DebateInput, quota: bool = True) -> int:
-    """Create a debate and start it in the caller's transaction (a schedule's firing, a
-    backtest's step); return its id. ``debate_create`` then ``debate_start``, without
-    the start's reads: the create has just read and checked the debate's models. Call
-    inside ``transaction.atomic()``."""
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("a debate is launched inside the transaction that records it")
-    debate = debate_create(owner=owner, data=data, quota=quota)
-    _started(debate)
-    return debate.pk
-
-
-def _started(debate: Debate) -> None:
-    """Start ``debate``, pending and its models callable, within its owner's start quota
-    when it counts in them; call inside ``transaction.atomic()``."""
-    if debate.quota_counted:
-        debate_start_check(owner_id=debate.owner_id)
-    # The run is sent first when the transaction commits, then the events delivered:
-    # the workers start on the plan a Redis round trip sooner.
-    with events.together(debate.pk):
-        _go_on(debate, transitions.start(debate_id=debate.pk, pace=debate.pace), "start")
 
 
 def _refuse_unusable_models(debate: Debate) -> None:

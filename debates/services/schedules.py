@@ -51,8 +51,9 @@ from debates.quotas import schedule_create_check, schedule_fire_refusal
 from debates.services.levels import quiet_market
 from debates.services.lifecycle import (
     DebateInput,
+    debate_create,
     debate_input_clean,
-    debate_launch,
+    debate_start,
     input_refusal,
 )
 from strategies.market.dataset import DATASET_END
@@ -502,15 +503,16 @@ def schedule_fire(*, schedule_id: int) -> ScheduleFiring:
                 )
             return _skip(schedule, "quiet_market", quiet)
         try:
-            debate_id = debate_launch(owner=schedule.owner, data=_debate_input(schedule))
+            debate = debate_create(owner=schedule.owner, data=_debate_input(schedule))
         except ValidationError as exc:
             return _skip(schedule, "invalid_template", _describe(exc))
         as_of = schedule.replay_as_of
         Schedule.objects.filter(pk=schedule.pk).update(
-            last_debate_id=debate_id,
+            last_debate=debate,
             last_fired_at=timezone.now(),
             run_count=F("run_count") + 1,
             replay_as_of=(as_of + timedelta(minutes=schedule.interval_minutes) if as_of else None),
             updated_at=timezone.now(),
         )
-    return ScheduleFiring(schedule_id=schedule.pk, debate_id=debate_id)
+        debate_start(debate_id=debate.pk)
+    return ScheduleFiring(schedule_id=schedule.pk, debate_id=debate.pk)

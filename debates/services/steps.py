@@ -8,7 +8,6 @@ an abstention and the debate goes on; only the rules of SPEC 5.2 fail a debate.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections import defaultdict
@@ -20,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 
 from debates import events
-from debates.claims import StepBusy, steps_held
+from debates.claims import StepBusy, step_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import parse_output
 from debates.engine.plan import OPENING, REBUTTAL, VOTING, StepKey
@@ -184,19 +183,17 @@ _DEBATE_FIELDS = (
 )
 
 
-def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -> list[_Now | None]:
-    """Return what each step of a stage side by side needs (its participant's id and
-    its key), in order: None for a step when the debate is no longer ``status``
-    (cancelled, say), is held before the step (``step_released``), when its seat is a
-    person's, or, for a vote, when its ballot is stored.
+def _read(debate_id: int, participant_id: int, status: str, key: StepKey) -> _Now | None:
+    """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
+    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
+    or, for a vote, when its ballot is stored.
 
     Reads the seats with their models and, in the same statement, their debate with its
-    strategy's texts and its call's limits (and, for votes, whether each ballot is
-    stored); then every stored turn: what the prompts need, read right before the calls
-    (a stage of several steps runs in place, its calls answered from the cache), so the
-    steps ask with the models and strategy as they are now. The market snapshot itself
-    is read only for a model that reads it (the simulated one); the others are sent its
-    renderings.
+    strategy's texts and its call's limits (and, for a vote, whether its ballot is
+    stored); then every stored turn: what the prompt needs, read right before the call,
+    so the step asks with the model and strategy as they are now. The market snapshot
+    itself is read only for a model that reads it (the simulated one); the others are
+    sent its renderings.
     """
     seats_read = (
         Participant.objects.filter(debate_id=debate_id)
@@ -208,26 +205,29 @@ def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -
         )
         .order_by("speak_order")
     )
-    if any(key[0] == VOTING for _, key in steps):
-        # The debate's id given, not referred to: referred to, PostgreSQL may answer
-        # the EXISTS by hashing every ballot stored (a scan growing with the table).
-        stored = Ballot.objects.filter(debate_id=debate_id, participant_id=OuterRef("pk"))
+    voter = key[0] == VOTING
+    if voter:
+        stored = Ballot.objects.filter(
+            debate_id=OuterRef("debate_id"), participant_id=participant_id
+        )
         seats_read = seats_read.annotate(ballot_stored=Exists(stored))
     seats = list(seats_read)
-    by_id = {seat.pk: seat for seat in seats}
-    asked = [
-        by_id[participant_id] if _asked(by_id.get(participant_id), status, key, seats) else None
-        for participant_id, key in steps
-    ]
-    going = [participant for participant in asked if participant is not None]
-    if not going:
-        return asked
-    debate = going[0].debate
+    participant = next((seat for seat in seats if seat.pk == participant_id), None)
+    if participant is None or participant.debate.status != status:
+        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    debate = participant.debate
+    if voter and participant.ballot_stored:
+        return None  # the ballot is stored already: a vote is never asked twice
+    if not step_released(debate, key, seats):
+        return None  # sent before the debate was held before it: it runs once released
+    model = participant.ai_model
+    if model is None:
+        return None  # a person's seat: they write their step, no model is asked
     # Left out of the read, the snapshot is read (a statement of its own) only for a
     # model that reads it, or to render a debate prepared before its renderings were
     # stored.
-    reads = any(reads_snapshot(seat.ai_model.provider) for seat in going)
-    cast = _cast(debate, seats, debate.market_snapshot if reads or not debate.market_text else None)
+    reads = reads_snapshot(model.provider) or not debate.market_text
+    cast = _cast(debate, seats, debate.market_snapshot if reads else None)
     spoken = [
         _Said(cast.seat(speaker), round_number, step_status, decisions, reasoning)
         for speaker, round_number, step_status, decisions, reasoning in Message.objects.filter(
@@ -237,44 +237,26 @@ def _stage_read(debate_id: int, status: str, steps: list[tuple[int, StepKey]]) -
         .values_list("participant_id", "round", "status", "decisions", "reasoning")
     ]
     spoken.sort(key=lambda said: (said.round, said.participant.speak_order))
-    return [None if seat is None else _seat_now(cast, seat, spoken) for seat in asked]
-
-
-def _seat_now(cast: _Cast, participant: Participant, spoken: list[_Said]) -> _Now:
-    """Return what a step of ``participant`` (read by ``_stage_read``, with its model and
-    debate) needs, the stage's ``cast`` and turns ``spoken`` given."""
-    debate, model, strategy = participant.debate, participant.ai_model, participant.debate.strategy
+    limits = limits_of(
+        owner_id=debate.owner_id,
+        schedule_id=debate.schedule_id,
+        max_output_tokens=debate.max_output_tokens,
+        owner_cap=participant.owner_daily_token_cap,
+        schedule_cap=participant.schedule_daily_token_cap,
+        role=PARTICIPANTS,
+        temperature=participant.temperature,
+    )
+    strategy = debate.strategy
     return _Now(
         cast=cast,
         participant=participant,
         config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
-        limits=limits_of(
-            owner_id=debate.owner_id,
-            schedule_id=debate.schedule_id,
-            max_output_tokens=debate.max_output_tokens,
-            owner_cap=participant.owner_daily_token_cap,
-            schedule_cap=participant.schedule_daily_token_cap,
-            role=PARTICIPANTS,
-            temperature=participant.temperature,
-        ),
+        limits=limits,
         strategy_role=(strategy.role_text if strategy else "") or "",
         custom_prompt=(strategy.custom_prompt if strategy else "") or "",
         spoken=spoken,
-        refusal=model_refusal(model, participant.ai_model_id),
+        refusal=model_refusal(model, model.pk),
     )
-
-
-def _asked(
-    participant: Participant | None, status: str, key: StepKey, seats: list[Participant]
-) -> bool:
-    """Say whether step ``key`` of ``participant`` (read by ``_stage_read``) is asked."""
-    if participant is None or participant.debate.status != status:
-        return False  # the debate is gone, or no longer ``status`` (cancelled, say)
-    if key[0] == VOTING and participant.ballot_stored:
-        return False  # the ballot is stored already: a vote is never asked twice
-    if not step_released(participant.debate, key, seats):
-        return False  # sent before the debate was held before it: it runs once released
-    return participant.ai_model is not None  # a person writes their step: no model asked
 
 
 def _still(debate_id: int, status: str) -> Callable[[], bool]:
@@ -333,77 +315,21 @@ def turn_run(*, debate_id: int, round_number: int, participant_id: int, holder: 
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    round_turns_run(
-        debate_id=debate_id,
-        round_number=round_number,
-        participant_ids=(participant_id,),
-        holder=holder,
-    )
-
-
-def round_turns_run(
-    *, debate_id: int, round_number: int, participant_ids: tuple[int, ...], holder: str
-) -> None:
-    """Ask the participants ``participant_ids`` for their turns of round
-    ``round_number``, one after another in that order, and store what they said together,
-    in one transaction (``turns_record``): one turn's step, or the turns of a round a
-    debate answered from the model-call cache, run in place (``debates.services.cached``).
-    The openings are side by side; a rebuttal sees those asked before it in the run as
-    it would once they are stored.
-
-    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
-    """
-    steps = [f"{debate_id}:turn:{round_number}:{pid}" for pid in participant_ids]
+    step = f"{debate_id}:turn:{round_number}:{participant_id}"
     try:
-        with steps_held(steps=steps, holder=holder, debate_id=debate_id):
-            kind = OPENING if round_number == 1 else REBUTTAL
-            read = _stage_read(
-                debate_id,
-                DebateStatus.RUNNING,
-                [(pid, (kind, round_number, pid)) for pid in participant_ids],
-            )
-            answers: list[tuple[_Now, dict[str, Any]]] = []
-            for now in read:
-                if now is not None and round_number > 1:
-                    # A later speaker sees the turns said before it in this run, not
-                    # stored yet, as it would once stored (``_Said``).
-                    now = _hearing(now, [_said(*answer, round_number) for answer in answers])
-                answer = _ask_turn(now, round_number)
-                if answer is not None:
-                    answers.append(answer)
-            _store_turns(round_number, answers)
+        with step_held(step=step, holder=holder, debate_id=debate_id):
+            _ask_turn(debate_id, round_number, participant_id)
     except StepBusy as exc:
         raise StepDeferred("another copy of this turn is running", retry_after=2.0) from exc
 
 
-def _said(now: _Now, fields: dict[str, Any], round_number: int) -> _Said:
-    """Return what a prompt shows of a turn asked but not stored yet: its columns' (with
-    the defaults a stored turn would have)."""
-    return _Said(
-        now.participant,
-        round_number,
-        fields["status"],
-        fields.get("decisions", []),
-        fields.get("reasoning", ""),
+def _ask_turn(debate_id: int, round_number: int, participant_id: int) -> None:
+    kind = OPENING if round_number == 1 else REBUTTAL
+    now = _read(
+        debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
     )
-
-
-def _hearing(now: _Now, said: list[_Said]) -> _Now:
-    """Return ``now`` with ``said`` among its turns said, in speaking order."""
-    if not said:
-        return now
-    spoken = sorted([*now.spoken, *said], key=lambda s: (s.round, s.participant.speak_order))
-    return dataclasses.replace(now, spoken=spoken)
-
-
-def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, dict[str, Any]] | None:
-    """Return what a participant answered for its turn (the columns of the turn it
-    makes), with what was read for it (``now``); None when it is not asked (the debate
-    stopped, or the turn is stored: a turn is never asked twice) or the call was
-    abandoned."""
     if now is None or now.has_said(round_number):
-        return None
-    debate_id, participant_id = now.cast.debate_id, now.participant.pk
+        return  # the debate stopped, or the turn is stored: a turn is never asked twice
     request = _turn_request(now, round_number)
     outcome = call_model(
         now.config,
@@ -415,7 +341,8 @@ def _ask_turn(now: _Now | None, round_number: int) -> tuple[_Now, dict[str, Any]
         limits=now.limits,
         refusal=now.refusal,
     )
-    return None if outcome is None else (now, _turn_fields(now.cast, outcome))
+    if outcome is not None:
+        _store_turn(now.cast, now.participant, round_number, outcome)
 
 
 def _turn_request(now: _Now, round_number: int) -> ModelRequest:
@@ -455,20 +382,10 @@ def _turn_request(now: _Now, round_number: int) -> ModelRequest:
     )
 
 
-def _store_turns(round_number: int, answers: list[tuple[_Now, dict[str, Any]]]) -> None:
-    """Store what models answered for their turns of ``round_number`` (``turns_record``)."""
-    if not answers:
-        return
-    cast = answers[0][0].cast
-    turns = [(now.participant, fields) for now, fields in answers]
-    with transaction.atomic():
-        turns_record(
-            debate_id=cast.debate_id, round_number=round_number, turns=turns, seats=cast.seats
-        )
-
-
-def _turn_fields(cast: _Cast, outcome: CallOutcome) -> dict[str, Any]:
-    """Return the columns of the turn a model's ``outcome`` makes."""
+def _store_turn(
+    cast: _Cast, participant: Participant, round_number: int, outcome: CallOutcome
+) -> None:
+    """Store what a model answered for its turn (``turn_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     if outcome.response is not None:
         parsed = parse_output(outcome.response.text, cast.symbols)
@@ -481,7 +398,14 @@ def _turn_fields(cast: _Cast, outcome: CallOutcome) -> dict[str, Any]:
         )
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
-    return fields
+    with transaction.atomic():
+        turn_record(
+            debate_id=cast.debate_id,
+            participant=participant,
+            round_number=round_number,
+            fields=fields,
+            seats=cast.seats,
+        )
 
 
 def turn_record(
@@ -492,37 +416,20 @@ def turn_record(
     fields: dict[str, Any],
     seats: tuple[Participant, ...],
 ) -> Message | None:
-    """Store one turn (a person's) as ``turns_record`` does; return it, or None when it
-    was not stored. Call inside ``transaction.atomic()``."""
-    stored = turns_record(
-        debate_id=debate_id, round_number=round_number, turns=[(participant, fields)], seats=seats
-    )
-    return stored[0] if stored else None
-
-
-def turns_record(
-    *,
-    debate_id: int,
-    round_number: int,
-    turns: list[tuple[Participant, dict[str, Any]]],
-    seats: tuple[Participant, ...],
-) -> list[Message]:
-    """Store turns of round ``round_number`` (a model's or a person's: its participant
-    and columns), close the round when they end it, and announce the state; return the
-    turns stored, without those another copy stored first (none when the debate
-    stopped). Call inside ``transaction.atomic()``.
+    """Store a turn (a model's or a person's), close its round when it is the last one,
+    and announce the state; return the turn, or None when it was not stored (the debate
+    stopped, or another copy stored it first). Call inside ``transaction.atomic()``.
 
     Every turn is stored under the debate's row lock, so what the round holds is read
-    exactly, and a step is a handful of statements; the openings a debate answered from
-    the model-call cache are stored together. Turns that end a stage of the plan holding
-    a person's step send the rest of the run: the canvas stopped there, since no task
-    runs a person's step.
+    exactly, and the whole step is a handful of statements. A turn that ends a stage of
+    the plan holding a person's step sends the rest of the run: the canvas stopped
+    there, since no task runs a person's step.
     """
     locked = lock_debate(debate_id=debate_id)
     if locked is None or locked.status != DebateStatus.RUNNING:
         state = "gone" if locked is None else locked.status
         logger.info("debate %s is %s: turn result dropped", debate_id, state)
-        return []
+        return None
     # Read once the lock is held, in a statement of its own: a statement that took
     # the lock and read the turns together would see the turns as they were before
     # it waited for the lock, and miss those stored by the transaction it waited for.
@@ -531,47 +438,41 @@ def turns_record(
         .order_by()
         .values_list("round", "participant_id", "status", "decisions")
     )
-    taken = {(r, p) for r, p, _, _ in stored}  # another copy's turns are not stored again
-    messages = Message.objects.bulk_create(
-        Message(
-            debate_id=locked.pk,
-            participant=participant,
-            round=round_number,
-            message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
-            **fields,
-        )
-        for participant, fields in turns
-        if (round_number, participant.pk) not in taken
+    if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
+        return None  # another copy stored this turn first
+    message = Message.objects.create(
+        debate_id=locked.pk,
+        participant=participant,
+        round=round_number,
+        message_type=MessageType.ANALYSIS if round_number == 1 else MessageType.REBUTTAL,
+        **fields,
     )
-    if not messages:
-        return []
-    stored += [(round_number, m.participant_id, m.status, m.decisions) for m in messages]
-    said_turns = [(r, p, status) for r, p, status, _ in stored]
+    stored.append((round_number, participant.pk, message.status, message.decisions))
+    turns = [(r, p, status) for r, p, status, _ in stored]
     # What closing the round reads of the answered turns: their decisions.
     answered = {(r, p): decisions for r, p, status, decisions in stored if status == StepStatus.OK}
-    said = {p: status for r, p, status in said_turns if r == round_number}
+    said = {p: status for r, p, status in turns if r == round_number}
     with events.together(locked.pk):
-        for message in messages:
-            events.message_stored(message)
-            if message.status == StepStatus.ERROR:
-                events.step_failed(
-                    locked.pk,
-                    step=f"round {round_number} turn",
-                    participant=message.participant_id,
-                    **message.error,
-                )
+        events.message_stored(message)
+        if message.status == StepStatus.ERROR:
+            events.step_failed(
+                locked.pk,
+                step=f"round {round_number} turn",
+                participant=participant.pk,
+                **fields["error"],
+            )
         round_closes = locked.current_round == round_number and len(said) == len(seats)
         recorded: dict = {}
-        closing = (locked, round_number, said_turns, seats, answered, recorded)
+        closing = (locked, round_number, turns, seats, answered, recorded)
         if round_closes and not _close_round(*closing):
-            return messages  # the debate failed, and debate_fail announced it
+            return message  # the debate failed, and debate_fail announced it
         current = said if locked.current_round == round_number else {}
-        _turn_taken(locked, seats, current, round_number, said_turns, recorded)
+        _turn_taken(locked, seats, current, round_number, turns, recorded)
         # Round 1 is one stage (the openings side by side), each later turn a stage.
-        stage = seats if round_number == 1 else [message.participant for message in messages]
+        stage = seats if round_number == 1 else (participant,)
         if (round_closes or round_number > 1) and any(seat.is_human for seat in stage):
             run_enqueue(debate_id=locked.pk)
-    return messages
+    return message
 
 
 def _close_round(
@@ -649,35 +550,18 @@ def vote_run(*, debate_id: int, participant_id: int, holder: str) -> None:
 
     Raise ``StepDeferred`` when the step must be tried again later.
     """
-    votes_run(debate_id=debate_id, participant_ids=(participant_id,), holder=holder)
-
-
-def votes_run(*, debate_id: int, participant_ids: tuple[int, ...], holder: str) -> None:
-    """Ask the participants ``participant_ids`` for their final votes, side by side, and
-    store their ballots together, in one transaction (``ballots_record``): one vote's
-    step, or the stage of votes a debate answered from the model-call cache runs in place
-    (``debates.services.cached``).
-
-    Raise ``StepDeferred`` when the steps must be tried again later; then none is stored.
-    """
-    steps = [f"{debate_id}:vote:{pid}" for pid in participant_ids]
+    step = f"{debate_id}:vote:{participant_id}"
     try:
-        with steps_held(steps=steps, holder=holder, debate_id=debate_id):
-            keys = [(pid, (VOTING, None, pid)) for pid in participant_ids]
-            read = _stage_read(debate_id, DebateStatus.VOTING, keys)
-            asked = [_ask_vote(now) for now in read]
-            _store_ballots([answer for answer in asked if answer is not None])
+        with step_held(step=step, holder=holder, debate_id=debate_id):
+            _ask_vote(debate_id, participant_id)
     except StepBusy as exc:
         raise StepDeferred("another copy of this vote is running", retry_after=2.0) from exc
 
 
-def _ask_vote(now: _Now | None) -> tuple[_Now, CallOutcome] | None:
-    """Return what a participant answered for its vote, with what was read for it
-    (``now``); None when it is not asked (the debate stopped, or the ballot is stored: a
-    vote is never asked twice) or the call was abandoned."""
+def _ask_vote(debate_id: int, participant_id: int) -> None:
+    now = _read(debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id))
     if now is None:
-        return None
-    debate_id, participant_id = now.cast.debate_id, now.participant.pk
+        return  # the debate stopped, or the ballot is stored: a vote is never asked twice
     request = _vote_request(now)
     outcome = call_model(
         now.config,
@@ -689,7 +573,8 @@ def _ask_vote(now: _Now | None) -> tuple[_Now, CallOutcome] | None:
         limits=now.limits,
         refusal=now.refusal,
     )
-    return None if outcome is None else (now, outcome)
+    if outcome is not None:
+        _store_ballot(now.cast, now.participant, outcome)
 
 
 def _latest(history: list[HistoryEntry]) -> dict[str, HistoryEntry]:
@@ -731,31 +616,8 @@ def _vote_request(now: _Now) -> ModelRequest:
     )
 
 
-class BallotIn(NamedTuple):
-    """A ballot to store: its participant and columns, its decision on each coin, and
-    why it abstains on a coin it has none for."""
-
-    participant: Participant
-    fields: dict[str, Any]
-    decisions: dict[str, CoinDecision]
-    why_not: str
-
-
-def _store_ballots(answers: list[tuple[_Now, CallOutcome]]) -> None:
-    """Store what models answered for their votes (``ballots_record``)."""
-    if not answers:
-        return
-    cast = answers[0][0].cast
-    ballots_record(
-        debate_id=cast.debate_id,
-        ballots=[_ballot_in(cast, now.participant, outcome) for now, outcome in answers],
-        symbols=cast.symbols,
-        seats=cast.seats,
-    )
-
-
-def _ballot_in(cast: _Cast, participant: Participant, outcome: CallOutcome) -> BallotIn:
-    """Return the ballot a model's ``outcome`` makes."""
+def _store_ballot(cast: _Cast, participant: Participant, outcome: CallOutcome) -> None:
+    """Store what a model answered for its vote (``ballot_record``)."""
     fields: dict = {"status": StepStatus.OK, **_usage(outcome), "error": _error(outcome)}
     decisions: dict[str, CoinDecision] = {}
     if outcome.response is not None:
@@ -771,7 +633,15 @@ def _ballot_in(cast: _Cast, participant: Participant, outcome: CallOutcome) -> B
     else:
         fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
         why_not = f"the vote call failed: {outcome.error.code}"
-    return BallotIn(participant, fields, decisions, why_not)
+    ballot_record(
+        debate_id=cast.debate_id,
+        participant=participant,
+        fields=fields,
+        decisions=decisions,
+        why_not=why_not,
+        symbols=cast.symbols,
+        seats=cast.seats,
+    )
 
 
 def ballot_record(
@@ -784,106 +654,59 @@ def ballot_record(
     symbols: tuple[str, ...],
     seats: tuple[Participant, ...],
 ) -> Ballot | None:
-    """Store one ballot (a person's) as ``ballots_record`` does; return it, or None when
-    it was not stored."""
-    stored = ballots_record(
-        debate_id=debate_id,
-        ballots=[BallotIn(participant, fields, decisions, why_not)],
-        symbols=symbols,
-        seats=seats,
-    )
-    return stored[0] if stored else None
+    """Store a ballot (a model's or a person's) and its votes, one per coin of
+    ``symbols`` (an abstention saying ``why_not`` where ``decisions`` has none), while
+    the debate is voting, once; return it, or None when it was not stored.
 
-
-def ballots_record(
-    *,
-    debate_id: int,
-    ballots: list[BallotIn],
-    symbols: tuple[str, ...],
-    seats: tuple[Participant, ...],
-) -> list[Ballot]:
-    """Store ballots (a model's or a person's) and their votes, one per coin of
-    ``symbols`` (an abstention saying the ballot's ``why_not`` where it has no decision),
-    while the debate is voting, once each; return those stored.
-
-    They are stored together, in one transaction (as the stage of votes a debate
-    answered from the model-call cache is). A second copy of a ballot is refused by its
-    unique constraint: then each is stored on its own, and the copy is not. The last
-    ballot of a debate with a person's seat sends the rest of the run (the consensus):
-    the canvas stopped at the votes, since no task runs a person's vote.
+    A second copy of the ballot is refused by its unique constraint. The last ballot of
+    a debate with a person's seat sends the rest of the run (the consensus): the canvas
+    stopped at the votes, since no task runs a person's vote.
     """
     try:
-        return _ballots_stored(debate_id, ballots, symbols, seats)
+        with transaction.atomic():
+            locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
+            if locked is None:
+                logger.info("debate %s is no longer voting: ballot dropped", debate_id)
+                return None
+            ballot = Ballot.objects.create(debate_id=debate_id, participant=participant, **fields)
+            votes = Vote.objects.bulk_create(
+                vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in symbols
+            )
+            with events.together(debate_id):
+                if ballot.status == StepStatus.ERROR:
+                    events.step_failed(
+                        debate_id, step="vote", participant=participant.pk, **fields["error"]
+                    )
+                for vote in votes:
+                    events.vote_stored(vote)
+                person = any(seat.is_human for seat in seats)
+                ballots: list[tuple[int, str]] = []
+                if locked.steps_released is not None or person:
+                    # The debate may stop after this vote (held, or waiting for a
+                    # person's): its state says so, with the plan announced from the
+                    # turns (they do not change while the debate votes) and the ballots
+                    # stored. In the automatic pace the vote events tell the same.
+                    turns = Message.objects.filter(debate_id=debate_id).order_by()
+                    ballots = list(
+                        Ballot.objects.filter(debate_id=debate_id)
+                        .order_by()
+                        .values_list("participant_id", "status")
+                    )
+                    plan = plan_of(
+                        locked,
+                        seats=seats,
+                        turns=turns.values_list("round", "participant_id", "status"),
+                        ballots=ballots,
+                    )
+                    transitions.state_published(locked, plan, seats)
+            if person and len(ballots) == len(seats):
+                run_enqueue(debate_id=debate_id)
+            return ballot
     except IntegrityError:
-        if len(ballots) > 1:
-            return [
-                ballot
-                for one in ballots
-                for ballot in ballots_record(
-                    debate_id=debate_id, ballots=[one], symbols=symbols, seats=seats
-                )
-            ]
-        participant = ballots[0].participant
         if not Ballot.objects.filter(debate_id=debate_id, participant=participant).exists():
             raise
         logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
-        return []
-
-
-def _ballots_stored(
-    debate_id: int,
-    ballots: list[BallotIn],
-    symbols: tuple[str, ...],
-    seats: tuple[Participant, ...],
-) -> list[Ballot]:
-    """Store ``ballots`` in one transaction under the debate's row lock (see
-    ``ballots_record``); raise ``IntegrityError`` when one is stored already."""
-    with transaction.atomic():
-        locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
-        if locked is None:
-            logger.info("debate %s is no longer voting: ballots dropped", debate_id)
-            return []
-        stored = Ballot.objects.bulk_create(
-            Ballot(debate_id=debate_id, participant=one.participant, **one.fields)
-            for one in ballots
-        )
-        votes = Vote.objects.bulk_create(
-            vote_row(ballot, symbol, one.decisions.get(symbol), one.why_not)
-            for ballot, one in zip(stored, ballots, strict=True)
-            for symbol in symbols
-        )
-        with events.together(debate_id):
-            for ballot in stored:
-                if ballot.status == StepStatus.ERROR:
-                    events.step_failed(
-                        debate_id, step="vote", participant=ballot.participant_id, **ballot.error
-                    )
-                for vote in votes:
-                    if vote.ballot_id == ballot.pk:
-                        events.vote_stored(vote)
-            person = any(seat.is_human for seat in seats)
-            recorded: list[tuple[int, str]] = []
-            if locked.steps_released is not None or person:
-                # The debate may stop after these votes (held, or waiting for a
-                # person's): its state says so, with the plan announced from the
-                # turns (they do not change while the debate votes) and the ballots
-                # stored. In the automatic pace the vote events tell the same.
-                turns = Message.objects.filter(debate_id=debate_id).order_by()
-                recorded = list(
-                    Ballot.objects.filter(debate_id=debate_id)
-                    .order_by()
-                    .values_list("participant_id", "status")
-                )
-                plan = plan_of(
-                    locked,
-                    seats=seats,
-                    turns=turns.values_list("round", "participant_id", "status"),
-                    ballots=recorded,
-                )
-                transitions.state_published(locked, plan, seats)
-        if person and len(recorded) == len(seats):
-            run_enqueue(debate_id=debate_id)
-        return stored
+        return None
 
 
 def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:

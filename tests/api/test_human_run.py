@@ -244,7 +244,7 @@ def test_from_the_cache_the_models_openings_run_in_place_and_the_persons_waits(
     # when the same debate runs again
     again = _create(api, user, llm, cache="use")["id"]
     assert api.post(f"/api/debates/{again}/start").status_code == 200
-    # then the models' openings come from the cache, stored together, no model asked,
+    # then the models' openings come from the cache, no model asked,
     # and the debate waits for the person's opening
     _wait_for_step(api, again, "opening", 1)
     wait_for(lambda: Message.objects.filter(debate_id=again, round=1).count() == 2)

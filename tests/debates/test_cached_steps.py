@@ -12,11 +12,10 @@ from celery.signals import task_prerun
 
 from debates.claims import step_claim
 from debates.models import Ballot, JudgeCall, JudgeScore, Message, ModelAnswer
-from debates.selectors import debate_state
-from debates.services import cached, calls, debate_prepare, debate_start, prepare_step_run, turn_run
+from debates.services import calls, debate_prepare, debate_start, turn_run
 from debates.services.calls import NotCached, cached_answers_only, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.events_helpers import published
+from tests.debates.events_helpers import published_types
 from tests.debates.test_cache import CONFIG, REQUEST, decisions_of
 from tests.debates.test_judge import scores_answer, summary_answer
 from tests.fakes.llm_server import Reply, default_answer
@@ -73,20 +72,7 @@ def test_a_debate_the_cache_answers_runs_in_its_prepare_task(
     assert Message.objects.filter(debate_id=again, cached=True).count() == 6
     assert Ballot.objects.filter(debate_id=again, cached=True).count() == 3
     assert decisions_of(again) == decisions_of(first)
-    # (but for the states between a round's turns: stored together, the three openings
-    # are announced with one state, and so are the three rebuttals), ending in the same
-    # state
-    first_events, again_events = published(first), published(again)
-    assert [t for t, _ in again_events if t != "status"] == [
-        t for t, _ in first_events if t != "status"
-    ]
-    assert len(again_events) == len(first_events) - 4
-
-    def last_state(events: list) -> tuple:
-        data = [data for kind, data in events if kind == "status"][-1]
-        return data["status"], [(step["kind"], step["status"]) for step in data["steps"]]
-
-    assert last_state(again_events) == last_state(first_events)
+    assert published_types(again) == published_types(first)
     # and each step left its line, naming the task that ran it (the consensus's once it
     # has returned, a moment after it completed the debate)
 
@@ -111,13 +97,12 @@ def test_a_debate_half_in_the_cache_asks_the_models_only_for_the_rest(
     assert ModelAnswer.objects.filter(text=turn).delete()[0] == 1
     # when the same debate runs again
     again = run(make_debate)
-    # then the model was asked that turn alone: the steps before its round ran in the
-    # prepare task, and the round's turns and every step after them as tasks (the
-    # others answered from the cache)
+    # then the model was asked that turn alone: the steps before it ran in the prepare
+    # task, and that turn and every step after it as tasks (from the cache)
     assert len(llm.requests) == 10
     assert of_debate(tasks_run, again) == sorted(
         ["debates.prepare_run", "debates.consensus_finalize"]
-        + ["debates.turn_run"] * 3
+        + ["debates.turn_run"] * 2
         + ["debates.vote_run"] * 3
     )
     cached = dict(
@@ -196,37 +181,3 @@ def test_a_judged_debate_the_cache_answers_runs_its_judge_in_place(
         0.6,
         0.4,
     ]
-
-
-def test_the_prepare_task_reads_the_stored_steps_only_of_a_debate_prepared_before(
-    make_debate, monkeypatch
-):
-    # given a started 3x2 debate at cache: use, whose prepare task's reads of its state
-    # and stages to run in place are seen (none runs: as if the cache answered nothing)
-    reads, stages = [], []
-
-    def state_read(*, debate_id, recorded=True):
-        reads.append(recorded)
-        return debate_state(debate_id=debate_id, recorded=recorded)
-
-    def stage_run(debate_id, stage, holder):
-        stages.append([(step.kind, step.speaker) for step in stage])
-        return False
-
-    monkeypatch.setattr(cached, "debate_state", state_read)
-    monkeypatch.setattr(cached, "_stage_ran_from_cache", stage_run)
-    debate = make_debate(rounds=2, cache="use")
-    seats = list(debate.participants.order_by("speak_order").values_list("pk", flat=True))
-    debate_start(debate_id=debate.pk)
-    # when its prepare task makes its snapshot
-    prepare_step_run(debate_id=debate.pk, holder="prepare")
-    # then it read its state without turns, ballots or decisions (it has none yet), and
-    # went on from the three openings
-    assert reads == [False]
-    assert stages == [[("opening", seat) for seat in seats]]
-    # and when, its first opening stored since, its prepare task runs again (a resume)
-    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
-    prepare_step_run(debate_id=debate.pk, holder="prepare again")
-    # then it read the stored steps, and went on from the two openings not stored
-    assert reads == [False, True]
-    assert stages[-1] == [("opening", seat) for seat in seats[1:]]

@@ -16,7 +16,6 @@ from debates.claims import (
     claim_store,
     step_claim,
     step_held,
-    steps_held,
 )
 from debates.tasks import resume_after_boot, resume_stale_task
 
@@ -80,23 +79,6 @@ def test_a_step_held_by_another_copy_is_busy_and_free_once_released(make_debate)
             pass
         assert not step_claim(step=step, holder="copy-2")
     assert step_claim(step=step, holder="copy-2")
-
-
-def test_steps_held_together_are_all_taken_or_none(make_debate) -> None:
-    # given three steps, the last held by another copy
-    debate = make_debate()
-    steps = [f"test:{uuid.uuid4().hex}" for _ in range(3)]
-    assert step_claim(step=steps[2], holder="copy-1")
-    # when a copy holds the three together
-    with pytest.raises(StepBusy), steps_held(steps=steps, holder="copy-2", debate_id=debate.pk):
-        pass
-    # then it is busy, and the two it took first are given back at once, not left to lapse
-    assert step_claim(step=steps[0], holder="copy-3")
-    assert step_claim(step=steps[1], holder="copy-3")
-    # and once the third is free, the three are held together, and given back at the end
-    with steps_held(steps=steps[:2], holder="copy-3", debate_id=debate.pk):
-        assert not step_claim(step=steps[0], holder="copy-4")
-    assert step_claim(step=steps[0], holder="copy-4")
 
 
 def test_the_store_follows_the_settings(settings) -> None:

@@ -33,12 +33,10 @@ from debates.providers.slots import ANONYMOUS
 from debates.selectors import debate_state
 from debates.serializers import DecisionSerializer
 from debates.services import (
-    DebateInput,
     calls,
     consensus_finalize,
     debate_cancel,
     debate_delete,
-    debate_launch,
     debate_prepare,
     debate_start,
     judge_round_run,
@@ -58,7 +56,6 @@ from debates.tasks import (
 from strategies.models import Strategy
 from tests.broker import queued
 from tests.debates.events_helpers import published
-from tests.fakes.llm_server import Reply, default_answer
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,132 +129,6 @@ def test_a_turn_reads_its_context_and_stores_in_one_short_transaction(make_debat
     assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
     assert Message.objects.filter(debate=debate).count() == 2 * len(seats)
     assert not [sql for sql in opening + rebuttal + closing if "cursor" in sql.lower()]
-
-
-def test_openings_run_together_are_stored_in_one_transaction(make_debate, llm):
-    # given a 3x2 debate at its openings
-    debate = make_debate(rounds=2)
-    seats = running(debate)
-    # when its three openings run together (as a cached debate's stage runs in place)
-    together = statements(
-        lambda: steps.round_turns_run(
-            debate_id=debate.pk, round_number=1, participant_ids=tuple(seats), holder="t"
-        )
-    )
-    # then the three were asked after one read of their context (the seats, the turns),
-    # and stored in one transaction under the debate's row lock, in one statement,
-    # which closed round 1
-    assert len(llm.requests) == 3
-    begin = together.index("BEGIN")
-    assert sum('FROM "debates_participant"' in sql for sql in together[:begin]) == 1
-    assert sum('FROM "debates_message"' in sql for sql in together[:begin]) == 1
-    assert together.count("BEGIN") == 1
-    assert sum(sql.endswith("FOR NO KEY UPDATE") for sql in together) == 1
-    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 1
-    assert Message.objects.filter(debate=debate, round=1).count() == 3
-    state = Debate.objects.get(pk=debate.pk)
-    assert (state.current_round, state.current_speaker_id) == (2, seats[0])
-    # and each opening was announced, with one state for the three
-    kinds = [kind for kind, _ in published(debate.pk)]
-    assert kinds[-6:] == ["message", "message", "message", "round_end", "round_start", "status"]
-
-
-def test_rebuttals_run_together_each_hear_those_before_and_are_stored_at_once(make_debate, llm):
-    # given a 3x2 debate past its openings, whose first speaker says something of its own
-    # in round 2
-    mark = "Funding says the squeeze is not over"
-    answer = default_answer("BTCUSDT").replace("Fake model answer for BTCUSDT.", mark)
-    llm.add_rule(Reply.answer(answer, match="round 2/2. You are P1,"))
-    debate = make_debate(rounds=2)
-    seats = running(debate)
-    steps.round_turns_run(
-        debate_id=debate.pk, round_number=1, participant_ids=tuple(seats), holder="t"
-    )
-    # when its three rebuttals run together (as a cached debate's round runs in place)
-    together = statements(
-        lambda: steps.round_turns_run(
-            debate_id=debate.pk, round_number=2, participant_ids=tuple(seats), holder="t"
-        )
-    )
-    # then each later speaker heard the first's rebuttal before it was stored, as it
-    # would have once stored; the three were stored in one transaction and one
-    # statement, ending the rounds
-    rebuttals = [r.prompt for r in llm.requests if "round 2/2. You are" in r.prompt]
-    assert len(rebuttals) == 3
-    assert [mark in prompt for prompt in rebuttals] == [False, True, True]
-    assert together.count("BEGIN") == 1
-    assert sum(sql.startswith('INSERT INTO "debates_message"') for sql in together) == 1
-    assert Message.objects.filter(debate=debate, round=2).count() == 3
-    assert Debate.objects.get(pk=debate.pk).status == DebateStatus.VOTING
-
-
-def test_a_turn_another_copy_stored_first_is_not_stored_again_beside_the_others(make_debate, llm):
-    # given a 3x2 debate whose second opening is stored
-    debate = make_debate(rounds=2)
-    seats = running(debate)
-    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[1], holder="test")
-    stored = Message.objects.get(debate=debate)
-    # when the three openings are recorded together
-    [state] = steps._stage_read(
-        debate.pk, DebateStatus.RUNNING, [(seats[0], ("opening", 1, seats[0]))]
-    )
-    fields = {"status": "ok", "content": "again", "decisions": [], "parse_status": "ok"}
-    with transaction.atomic():
-        recorded = steps.turns_record(
-            debate_id=debate.pk,
-            round_number=1,
-            turns=[(seat, dict(fields)) for seat in state.cast.seats],
-            seats=state.cast.seats,
-        )
-    # then the two missing ones are stored, and the stored one is left as it was
-    assert [m.participant_id for m in recorded] == [seats[0], seats[2]]
-    assert Message.objects.get(pk=stored.pk).content == stored.content
-    assert Message.objects.filter(debate=debate, round=1).count() == 3
-
-
-def test_votes_run_together_are_stored_in_one_transaction(make_debate, llm):
-    # given a 3x2 debate voting
-    debate = make_debate(rounds=2)
-    seats = voting(debate)
-    # when its three votes run together (as a cached debate's stage runs in place)
-    together = statements(
-        lambda: steps.votes_run(debate_id=debate.pk, participant_ids=tuple(seats), holder="t")
-    )
-    # then the stage's one read asked whether each ballot is stored among the debate's
-    # ballots (by its id: not by the seat's column, which PostgreSQL may answer by
-    # hashing every ballot of every debate)
-    [read] = [sql for sql in together if 'EXISTS(SELECT 1 AS "a" FROM "debates_ballot"' in sql]
-    assert f'U0."debate_id" = {debate.pk} AND' in read
-    # and the three ballots were stored in one transaction, in one statement, and their
-    # votes in another
-    assert together.count("BEGIN") == 1
-    assert sum(sql.startswith('INSERT INTO "debates_ballot"') for sql in together) == 1
-    assert sum(sql.startswith('INSERT INTO "debates_vote"') for sql in together) == 1
-    ballots = Ballot.objects.filter(debate=debate).order_by("participant__speak_order")
-    assert [ballot.participant_id for ballot in ballots] == seats
-    symbols = Debate.objects.get(pk=debate.pk).symbols
-    assert [ballot.votes.count() for ballot in ballots] == [len(symbols)] * 3
-
-
-def test_votes_run_together_are_stored_in_one_transaction_or_each_on_its_own(make_debate, llm):
-    # given a 3x2 debate voting, the second voter's ballot stored by another copy while
-    # the stage was asked (its ballot read as not stored)
-    debate = make_debate(rounds=2)
-    seats = voting(debate)
-    read = steps._stage_read(
-        debate.pk, DebateStatus.VOTING, [(s, ("voting", None, s)) for s in seats]
-    )
-    answers = [steps._ask_vote(now) for now in read]
-    vote_run(debate_id=debate.pk, participant_id=seats[1], holder="other")
-    # when the stage's three ballots are stored together
-    together = statements(lambda: steps._store_ballots(answers))
-    # then the transaction was refused by the stored copy, and each ballot was then
-    # stored on its own: the two missing ones, with their votes, the copy not again
-    assert together.count("BEGIN") == 1 + 3
-    ballots = Ballot.objects.filter(debate=debate).order_by("participant__speak_order")
-    assert [ballot.participant_id for ballot in ballots] == seats
-    symbols = Debate.objects.get(pk=debate.pk).symbols
-    assert [ballot.votes.count() for ballot in ballots] == [len(symbols)] * 3
 
 
 def test_a_stored_turn_is_not_asked_again_and_costs_its_context_reads(make_debate, llm):
@@ -370,50 +241,6 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
     assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
     # The market is the plan's first step, run by a worker.
     assert debate.market_snapshot is None
-
-
-def launch_input(template: Debate) -> DebateInput:
-    """Return the input of a debate seated, on the strategy, as ``template`` is."""
-    seats = template.participants.order_by("speak_order")
-    return DebateInput(
-        name="Launched",
-        strategy=template.strategy_id,
-        symbol="BTCUSDT",
-        max_rounds=3,
-        participants=[{"ai_model": s.ai_model_id, "personality": s.personality} for s in seats],
-    )
-
-
-def test_a_launch_outside_a_transaction_is_refused_and_writes_nothing(user, llm, make_debate):
-    template = make_debate()
-    data = launch_input(template)
-    with pytest.raises(RuntimeError):
-        debate_launch(owner=user, data=data)
-    assert list(Debate.objects.values_list("pk", flat=True)) == [template.pk]
-
-
-@pytest.mark.django_db
-def test_a_launch_creates_and_starts_a_debate_without_reading_it_back(
-    user, llm, make_debate, django_capture_on_commit_callbacks
-):
-    # given the template of a debate (a schedule's, a backtest's step's)
-    template = make_debate()
-    data = launch_input(template)
-    # when it is launched (in the caller's transaction, the test's here)
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        launch = statements(lambda: debate_launch(owner=user, data=data))
-    # then the debate was created and started: the create's reads and writes, then the
-    # start's, but for its reads of the debate and its seats' models (the create has
-    # just checked them) and the debate read back; the one read of each is the state
-    # announced
-    reads = [sql.split(".", 1)[0] for sql in launch if sql.startswith("SELECT")]
-    assert reads.count('SELECT "debates_debate"') == 1, "\n".join(launch)
-    assert reads.count('SELECT "debates_participant"') == 1, "\n".join(launch)
-    debate = Debate.objects.exclude(pk=template.pk).get()
-    assert (debate.status, debate.current_round) == (DebateStatus.RUNNING, 1)
-    assert debate.participants.count() == 3
-    senders = [getattr(callback, "func", callback).__module__ for callback in sent]
-    assert senders == ["arena.worker", "arena.sse"]
 
 
 @pytest.mark.django_db
