@@ -167,8 +167,14 @@ def run_steps_in_order(debate) -> None:
     from django.db import transaction
 
     from debates.models import Debate, DebateStatus
-    from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
-    from debates.services.judge import judge_final_run, judge_round_run
+    from debates.services import (
+        consensus_finalize,
+        debate_prepare,
+        judge_final_run,
+        judge_round_run,
+        turn_run,
+        vote_run,
+    )
 
     with transaction.atomic():
         Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)

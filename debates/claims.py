@@ -17,14 +17,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from django.conf import settings
-from django.utils import timezone
 
 from arena.heartbeat import heartbeat
-from debates.models import Debate
 
 
 def claim_ttl_s() -> float:
@@ -33,8 +31,20 @@ def claim_ttl_s() -> float:
     return float(settings.STEP_CLAIM_TTL_S)
 
 
-class StepBusy(Exception):
+class StepDeferred(Exception):
+    """The step cannot run now (no free model slot, or another copy holds it): its task
+    tries again ``retry_after`` seconds later."""
+
+    def __init__(self, reason: str, retry_after: float) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+class StepBusy(StepDeferred):
     """Another live copy holds the step."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__(f"another copy of {step} is running", retry_after=2.0)
 
 
 class StepHandedOver(Exception):
@@ -142,8 +152,9 @@ def step_release(*, step: str, holder: str) -> None:
 
 
 @contextlib.contextmanager
-def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
-    """Hold ``step`` for the ``with`` block, with a heartbeat; raise ``StepBusy`` if taken.
+def step_held(*, step: str, holder: str, on_beat: Callable[[], None]) -> Iterator[None]:
+    """Hold ``step`` for the ``with`` block, with a heartbeat that renews the claim and
+    calls ``on_beat`` (which marks the debate alive); raise ``StepBusy`` if taken.
 
     The claim is released when the block ends normally, or raises ``StepHandedOver``
     (the task sent for the step takes it at once); when it raises anything else, the
@@ -156,7 +167,7 @@ def step_held(*, step: str, holder: str, debate_id: int) -> Iterator[None]:
     def beat() -> None:
         # Renewed only while this holder has it (or nobody took it since it lapsed).
         step_claim(step=step, holder=holder)
-        Debate.objects.filter(pk=debate_id).update(progressed_at=timezone.now())
+        on_beat()
 
     try:
         with heartbeat(beat, every_s=claim_ttl_s() / 3, name=step):

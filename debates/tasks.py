@@ -18,8 +18,8 @@ from django.db import InterfaceError, OperationalError, connection
 
 from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates import services
-from debates.claims import claim_ttl_s
-from debates.services.calls import StepDeferred
+from debates.claims import StepDeferred, claim_ttl_s
+from debates.engine.plan import CONSENSUS
 from debates.services.human import human_steps_expire
 from debates.services.schedules import schedule_fire
 
@@ -120,7 +120,7 @@ def judge_final_task(self, debate_id: int) -> None:
 def consensus_finalize_task(self, debate_id: int) -> None:
     """Compute and store the consensus of a debate whose votes are in."""
     try:
-        services.consensus_finalize(debate_id=debate_id)
+        services.step_run(debate_id=debate_id, key=(CONSENSUS, None, None), holder=self.request.id)
     except DATABASE_ERRORS as exc:
         raise retry_on_fresh_connection(self, exc) from exc
 

@@ -1,8 +1,6 @@
 """Every write to debates goes through these services."""
 
-from debates.services.cached import cached_steps_run, prepare_step_run
 from debates.services.consensus import consensus_finalize
-from debates.services.judge import judge_final_run, judge_round_run
 from debates.services.lifecycle import (
     DebateInput,
     debate_advance,
@@ -18,11 +16,18 @@ from debates.services.lifecycle import (
     debates_delete,
 )
 from debates.services.runs import debates_resume_stale, run_enqueue, run_plan
-from debates.services.steps import turn_run, vote_run
+from debates.services.steps import (
+    judge_final_run,
+    judge_round_run,
+    prepare_step_run,
+    step_run,
+    steps_run_in_place,
+    turn_run,
+    vote_run,
+)
 
 __all__ = [
     "DebateInput",
-    "cached_steps_run",
     "consensus_finalize",
     "debate_advance",
     "debate_cancel",
@@ -41,6 +46,8 @@ __all__ = [
     "prepare_step_run",
     "run_enqueue",
     "run_plan",
+    "step_run",
+    "steps_run_in_place",
     "turn_run",
     "vote_run",
 ]

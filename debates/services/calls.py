@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from debates.claims import StepHandedOver, claim_ttl_s
+from debates.claims import StepDeferred, StepHandedOver, claim_ttl_s
 from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.registry import complete
@@ -37,33 +35,10 @@ MODEL_UNAVAILABLE = "model_unavailable"
 SLOT_WAIT_S = 5.0
 
 
-class StepDeferred(Exception):
-    """The step cannot run now (no free model slot, or another copy holds it)."""
-
-    def __init__(self, reason: str, retry_after: float) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
-
-
 class NotCached(StepHandedOver):
-    """The call's answer is not in the model-call cache (``cached_answers_only``): the
-    step asking it has done nothing, and gives its claim back for the task sent for it."""
-
-
-# Whether a call the cache does not answer is refused (``NotCached``) instead of made.
-_cached_only: ContextVar[bool] = ContextVar("cached_answers_only", default=False)
-
-
-@contextlib.contextmanager
-def cached_answers_only() -> Iterator[None]:
-    """Within the block, a call that the model-call cache does not answer raises
-    ``NotCached`` before anything is taken or written (no slot, no budget): the step
-    asking it stores nothing and can be sent to a worker as it is."""
-    token = _cached_only.set(True)
-    try:
-        yield
-    finally:
-        _cached_only.reset(token)
+    """The call's answer is not in the model-call cache and only the cache may answer
+    (``call_model(cached_only=True)``): the step asking it has done nothing, and gives
+    its claim back for the task sent for it."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +104,7 @@ def call_model(
     scope: CallScope | None = None,
     limits: CallLimits | None = None,
     refusal: str | None = None,
+    cached_only: bool = False,
 ) -> CallOutcome | None:
     """Send ``request`` to the model of ``config`` within the shared cap of calls in flight,
     as a call of user ``owner_id``, who gets a fair share of the cap while others wait
@@ -142,8 +118,9 @@ def call_model(
 
     With ``cache`` ``use``, a call made before is answered from the model-call cache
     (``debates.services.answers``) without a model call or a slot; with ``use`` or
-    ``refresh``, a model's answer is kept there. Within ``cached_answers_only()`` a call
-    the cache does not answer raises ``NotCached`` instead.
+    ``refresh``, a model's answer is kept there. With ``cached_only`` a call the cache
+    does not answer raises ``NotCached`` before anything is taken or written (no slot,
+    no budget): the step asking it stores nothing and can be sent to a worker as it is.
 
     Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
     it asks right before; a step that had to wait for its slot asks ``still_wanted()``
@@ -168,7 +145,7 @@ def call_model(
         hit = answer_cached(fingerprint=fingerprint, config=config)
         if hit is not None:
             return CallOutcome(response=hit, error=None)
-    if _cached_only.get():
+    if cached_only:
         raise NotCached(request.kind)
     try:
         owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"

@@ -44,6 +44,7 @@ from debates.models import (
     StepStatus,
 )
 from debates.selectors import debate_state
+from debates.services import transitions
 from debates.services.steps import ballot_record, turn_record
 from debates.state import debate_plan
 
@@ -257,10 +258,8 @@ def human_due_skip(*, debate_id: int, now: datetime | None = None) -> bool:
     """
     now = now or timezone.now()
     with transaction.atomic():
-        claimed = Debate.objects.filter(
-            pk=debate_id, status__in=ACTIVE_STATUSES, human_due_at__lte=now
-        ).update(human_due_at=None)
-        return bool(claimed) and human_step_skip(debate_id=debate_id) is not None
+        claimed = transitions.person_due_claimed(debate_id=debate_id, now=now)
+        return claimed and human_step_skip(debate_id=debate_id) is not None
 
 
 def human_steps_expire(*, now: datetime | None = None) -> list[int]:

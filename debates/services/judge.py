@@ -3,8 +3,8 @@
 A judge never fails its debate: a failed call is stored with its error, later rounds
 then get the full history (``round_summary_text`` gives nothing), and the scores are
 stored as missing with the reason. Each step is idempotent: a stored call is never made
-again, a second copy in flight waits for the first (``debates.claims``), and a step of
-a debate that is no longer active does nothing.
+again, and a step of a debate that is no longer active does nothing. They run as every
+step does, through ``debates.services.steps.step_run``, which holds their claim.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 
 from debates import events
-from debates.claims import StepBusy, step_held
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.judge import (
     JUDGE_FINAL,
@@ -56,7 +55,6 @@ from debates.services.budgets import JUDGE, CallScope
 from debates.services.calls import (
     CONFIG_COLUMNS,
     CallOutcome,
-    StepDeferred,
     call_model,
     provider_config,
 )
@@ -132,14 +130,6 @@ def _messages(debate_id: int, **filters: object) -> list[Message]:
     )
 
 
-def _held(step: str, holder: str, debate_id: int, run: Callable[[], None]) -> None:
-    try:
-        with step_held(step=step, holder=holder, debate_id=debate_id):
-            run()
-    except StepBusy as exc:
-        raise StepDeferred("another copy of this judge step is running", retry_after=2.0) from exc
-
-
 def _call_fields(outcome: CallOutcome) -> dict:
     """Return the stored columns of a judge call: its usage and cost as a turn's, its
     answer or its error."""
@@ -213,16 +203,9 @@ def round_summary_text(*, debate_id: int, round_number: int, tally: bool = True)
     return result.get("text", "") if tally else summary_text(result, tally=False)
 
 
-def judge_round_run(*, debate_id: int, round_number: int, holder: str) -> None:
+def judge_summary_ask(*, debate_id: int, round_number: int, cached_only: bool) -> None:
     """Have the judge summarise round ``round_number`` of a running debate, once.
-
-    Raise ``StepDeferred`` when the step must be tried again later.
-    """
-    step = f"{debate_id}:judge_round:{round_number}"
-    _held(step, holder, debate_id, lambda: _summarise_round(debate_id, round_number))
-
-
-def _summarise_round(debate_id: int, round_number: int) -> None:
+    ``cached_only``: only the model-call cache may answer (``call_model``)."""
     debate = _judged(debate_id, ACTIVE_STATUSES, (JUDGE_ROUND, round_number, None))
     if debate is None or not 1 <= round_number < debate.max_rounds:
         return
@@ -268,6 +251,7 @@ def _summarise_round(debate_id: int, round_number: int) -> None:
         cache=debate.cache,
         scope=CallScope(debate_id=debate_id, role=JUDGE),
         refusal=model_refusal(debate.judge_model, debate.judge_model_id),
+        cached_only=cached_only,
     )
     if outcome is None:
         return
@@ -296,15 +280,9 @@ def _parse_status(status: SummaryStatus) -> str:
 # -- the scores --------------------------------------------------------------------------
 
 
-def judge_final_run(*, debate_id: int, holder: str) -> None:
+def judge_scores_ask(*, debate_id: int, cached_only: bool) -> None:
     """Have the judge (1 or 3 calls) score every participant of a voting debate, once.
-
-    Raise ``StepDeferred`` when the step must be tried again later.
-    """
-    _held(f"{debate_id}:judge_final", holder, debate_id, lambda: _score(debate_id))
-
-
-def _score(debate_id: int) -> None:
+    ``cached_only``: only the model-call cache may answer (``call_model``)."""
     statuses = (DebateStatus.VOTING,)
     debate = _judged(debate_id, statuses, (JUDGE_FINAL, None, None))
     if debate is None or JudgeScore.objects.filter(debate_id=debate_id).exists():
@@ -330,7 +308,9 @@ def _score(debate_id: int) -> None:
     temperatures = judge_temperatures(debate.judge_count, debate.judge_model.temperature)
     calls: list[JudgeCall] = []
     for judge, temperature in enumerate(temperatures):
-        call = stored.get(judge) or _ask_scores(debate, request, judge, temperature, context.labels)
+        call = stored.get(judge) or _ask_scores(
+            debate, request, (judge, temperature), context.labels, cached_only
+        )
         if call is None:
             return  # the debate stopped meanwhile
         calls.append(call)
@@ -371,10 +351,12 @@ def _scores_context(debate: Debate, seats: list[Participant]) -> ScoresContext:
 def _ask_scores(
     debate: Debate,
     request: ModelRequest,
-    judge: int,
-    temperature: float,
+    seat: tuple[int, float],
     labels: tuple[str, ...],
+    cached_only: bool,
 ) -> JudgeCall | None:
+    """Ask judge ``seat`` (its number and temperature) for its scores, and store them."""
+    judge, temperature = seat
     statuses = (DebateStatus.VOTING,)
     outcome = call_model(
         _config(debate, temperature),
@@ -384,6 +366,7 @@ def _ask_scores(
         cache=debate.cache,
         scope=CallScope(debate_id=debate.pk, role=JUDGE),
         refusal=model_refusal(debate.judge_model, debate.judge_model_id),
+        cached_only=cached_only,
     )
     if outcome is None:
         return None

@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 from arena.exceptions import Conflict, InvalidState, NotFound, ValidationError
 from arena.queries import one_or_none
 from debates import events
+from debates.engine import machine
 from debates.engine.judge import JUDGE_COUNTS
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
@@ -33,7 +34,6 @@ from debates.models import (
     Debate,
     DebateLevel,
     DebateMode,
-    DebatePhase,
     DebateStatus,
     DeletedSpend,
     Message,
@@ -49,7 +49,7 @@ from debates.selectors import debate_state, spend_to_keep
 from debates.services import transitions
 from debates.services.modes import SeatPlan, model_refusal, planned_judge, seat_plan
 from debates.services.transitions import PREPARE_KEY
-from debates.state import ACTION_SOURCES, debate_plan, outcome_name, retry_step_target
+from debates.state import ACTION_SOURCES, debate_plan, retry_step_target
 from strategies.market.exceptions import InvalidSymbolError, MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.market.symbols import normalize_symbol
@@ -539,9 +539,9 @@ def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
     with a model disabled since (``conflict``)."""
     debate = _get_owned(debate_id, owner, "judge_model")
     _refuse_unusable_models(debate)
-    voting = debate.phase in (DebatePhase.VOTING, DebatePhase.CONSENSUS)
+    to = machine.retry_status(debate.phase)
     with transaction.atomic():
-        if not voting:
+        if to == DebateStatus.RUNNING:
             # Failed turns are asked again; answered ones are kept. Deleted first, so
             # that the state announced by the retry already shows them to run.
             Message.objects.filter(
@@ -551,7 +551,6 @@ def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
                 debate__status=DebateStatus.FAILED,
             ).delete()
         _forget_prepare_failure(debate)
-        to = DebateStatus.VOTING if voting else DebateStatus.RUNNING
         _go_on(debate, transitions.retry(debate_id=debate_id, to=to), "retry")
     debate.refresh_from_db()
     return debate
@@ -559,13 +558,7 @@ def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 def _forget_prepare_failure(debate: Debate) -> None:
     """Drop the failed outcome of a prepare step, so that the step runs again."""
-    outcomes = dict(debate.step_outcomes or {})
-    name = outcome_name(PREPARE_KEY)
-    if outcomes.get(name, {}).get("status") == FAILED:
-        del outcomes[name]
-        Debate.objects.filter(pk=debate.pk, status=DebateStatus.FAILED).update(
-            step_outcomes=outcomes
-        )
+    transitions.step_forgotten(debate_id=debate.pk, key=PREPARE_KEY)
 
 
 def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
@@ -589,9 +582,7 @@ def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
         _forget_step(debate_id, target.kind, target.round, target.speaker)
         if target.kind == PREPARE:
             _forget_prepare_failure(state)
-        to = state.status
-        if state.status == DebateStatus.FAILED:
-            to = DebateStatus.VOTING if target.kind == VOTING else DebateStatus.RUNNING
+        to = machine.retry_step_status(state.status, target.kind)
         moved = transitions.retry_step(
             debate_id=debate_id,
             status=state.status,

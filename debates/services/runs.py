@@ -11,7 +11,7 @@ the execution step is a task of the traders app, which this app does not import.
 step no task runs (a person's turn) ends the canvas; the service recording it sends
 the rest. A debate at ``cache: use`` sends its prepare step alone: that task runs in
 place the steps the model-call cache answers, then sends the rest
-(``debates.services.cached``).
+(``debates.services.steps.steps_run_in_place``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from debates.engine.plan import (
 )
 from debates.models import ACTIVE_STATUSES, CacheMode, Debate, DebateStatus
 from debates.selectors import debate_state
+from debates.services import transitions
 from debates.state import debate_plan, outcome_name
 
 logger = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def pending_stages(debate: Debate) -> list[list[Step]]:
 
 def runs_in_place(debate: Debate) -> bool:
     """Say whether the prepare task of ``debate`` runs in place the steps the model-call
-    cache answers, then sends the rest (``debates.services.cached``): at ``cache: use``."""
+    cache answers, then sends the rest (``debates.services.steps``): at ``cache: use``."""
     return debate.cache == CacheMode.USE
 
 
@@ -197,13 +198,12 @@ def debates_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
     resumed = []
     stale = Debate.objects.filter(unfinished_runs(), progressed_at__lt=cutoff)
     for debate_id in stale.values_list("pk", flat=True):
-        # Claim the resume itself, so two watchdogs never resume the same debate at once.
         with transaction.atomic():
-            claimed = Debate.objects.filter(
-                unfinished_runs(), pk=debate_id, progressed_at__lt=cutoff
-            ).update(progressed_at=timezone.now())
-            if not claimed:
-                continue
+            claimed = transitions.resume_claimed(
+                debate_id=debate_id, unfinished=unfinished_runs(), cutoff=cutoff
+            )
+        if not claimed:
+            continue
         with transaction.atomic():
             if not run_enqueue(debate_id=debate_id):
                 continue  # held before its next step (the manual pace), or waiting

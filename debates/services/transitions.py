@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
 from debates import events
-from debates.engine.plan import DONE, PREPARE, Plan
+from debates.engine.machine import State
+from debates.engine.plan import DONE, FAILED, PREPARE, Plan, StepKey
 from debates.locks import lock_debate
 from debates.models import (
     ACTIVE_STATUSES,
@@ -95,7 +96,7 @@ def person_deadline(debate: Debate, plan: Plan) -> None:
         due = None
     else:
         return
-    Debate.objects.filter(pk=debate.pk).update(human_due_at=due)
+    Debate.objects.filter(pk=debate.pk, status__in=ACTIVE_STATUSES).update(human_due_at=due)
     debate.human_due_at = due
 
 
@@ -128,33 +129,39 @@ def turn_taken(
     *,
     debate: Debate,
     round_number: int,
+    state: State,
     seats: Iterable[Participant],
     turns: Iterable[tuple[int, int, str]],
     recorded: dict | None = None,
 ) -> bool:
-    """Record where a running debate is after a turn of round ``round_number``: the next
-    speaker, the next round, or the votes after the last round or once the gate or the
-    early stop ends the rounds (``recorded``: the level and stop columns they set, also
-    applied to ``debate``).
+    """Move a running debate to ``state`` (``debates.engine.machine.after_turn``) once a
+    turn of ``round_number`` is stored: the next speaker, the next round, the votes, or
+    its failure; with ``recorded``, the level and early-stop columns the round's close
+    set. Say whether it moved.
 
-    ``debate`` is the state read under the debate's row lock with the turn's changes
-    applied (status, phase, current round and speaker); ``seats`` and ``turns`` (round,
-    participant id, status) are what the step holds of the debate, so the state is
-    announced, its plan with it, without reading it back. Say whether it moved.
+    ``debate`` is the state read under the debate's row lock, updated here in memory;
+    ``seats`` and ``turns`` (round, participant id, status) are what the step holds of
+    the debate, so the state is announced, its plan with it, without reading it back.
     """
-    moved = _moved(
-        debate.pk,
-        (DebateStatus.RUNNING,),
-        where=Q(current_round__gte=round_number),
-        status=debate.status,
-        phase=debate.phase,
-        current_round=debate.current_round,
-        current_speaker_id=debate.current_speaker_id,
+    if state.round_ended is not None:
+        events.round_ended(debate.pk, state.round_ended)
+    if state.failure is not None:
+        return fail(debate_id=debate.pk, **vars(state.failure))
+    fields = {
+        "status": state.status,
+        "phase": state.phase,
+        "current_round": state.current_round,
+        "current_speaker_id": state.current_speaker,
         **(recorded or {}),
+    }
+    moved = _moved(
+        debate.pk, (DebateStatus.RUNNING,), where=Q(current_round__gte=round_number), **fields
     )
-    for name, value in (recorded or {}).items():
-        setattr(debate, name, value)
     if moved:
+        for name, value in fields.items():
+            setattr(debate, name, value)
+        if state.round_started is not None:
+            events.round_started(debate.pk, state.round_started)
         state_published(debate, plan_of(debate, seats=seats, turns=turns), seats)
     return moved
 
@@ -293,6 +300,48 @@ def step_recorded(
     if locked is None or name in (locked.step_outcomes or {}):
         return False
     outcomes = {**(locked.step_outcomes or {}), name: {"status": status, **(detail or {})}}
-    Debate.objects.filter(pk=debate_id).update(step_outcomes=outcomes, progressed_at=timezone.now())
+    if not _moved(debate_id, (locked.status,), step_outcomes=outcomes):
+        return False
     announce(debate_id)
     return True
+
+
+def step_forgotten(*, debate_id: int, key: StepKey) -> bool:
+    """Drop the failed outcome of step ``key`` of a failed debate (its prepare step), so
+    that the step runs again once the debate is retried; say whether it was dropped.
+    Takes the debate's row lock."""
+    locked = lock_debate(debate_id=debate_id, status=DebateStatus.FAILED)
+    name = outcome_name(key)
+    outcomes = dict((locked.step_outcomes or {}) if locked is not None else {})
+    if outcomes.get(name, {}).get("status") != FAILED:
+        return False
+    del outcomes[name]
+    return (
+        Debate.objects.filter(pk=debate_id, status=DebateStatus.FAILED).update(
+            step_outcomes=outcomes
+        )
+        == 1
+    )
+
+
+def progressed(*, debate_id: int) -> None:
+    """Mark an active debate alive: a step of it is running (its claim's heartbeat), so
+    the watchdog leaves it alone."""
+    Debate.objects.filter(pk=debate_id, status__in=ACTIVE_STATUSES).update(
+        progressed_at=timezone.now()
+    )
+
+
+def resume_claimed(*, debate_id: int, unfinished: Q, cutoff: datetime) -> bool:
+    """Claim the resume of a debate with steps still to run (``unfinished``) that made no
+    progress since ``cutoff``, so two watchdogs never resume it at once; say whether
+    this call claimed it."""
+    stale = Debate.objects.filter(unfinished, pk=debate_id, progressed_at__lt=cutoff)
+    return stale.update(progressed_at=timezone.now()) == 1
+
+
+def person_due_claimed(*, debate_id: int, now: datetime) -> bool:
+    """Clear the deadline of the person's step of an active debate if it passed by
+    ``now``: the compare-and-set that claims the step's skip; say whether it did."""
+    due = Debate.objects.filter(pk=debate_id, status__in=ACTIVE_STATUSES, human_due_at__lte=now)
+    return due.update(human_due_at=None) == 1

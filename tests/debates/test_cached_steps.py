@@ -13,7 +13,7 @@ from celery.signals import task_prerun
 from debates.claims import step_claim
 from debates.models import Ballot, JudgeCall, JudgeScore, Message, ModelAnswer
 from debates.services import calls, debate_prepare, debate_start, turn_run
-from debates.services.calls import NotCached, cached_answers_only, call_model
+from debates.services.calls import NotCached, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import published_types
 from tests.debates.test_cache import CONFIG, REQUEST, decisions_of
@@ -126,14 +126,14 @@ def test_only_cached_answers_refuses_a_call_before_taking_a_slot(llm, monkeypatc
     # the test
     with monkeypatch.context() as patched:
         patched.setattr(calls, "hold", lambda *a, **k: pytest.fail("a model slot was taken"))
-        with cached_answers_only():
-            again = call_model(config, REQUEST, still_wanted=lambda: True, cache="use")
-            with pytest.raises(NotCached):
-                call_model(config, other, still_wanted=lambda: True, cache="use")
+        only = {"still_wanted": lambda: True, "cache": "use", "cached_only": True}
+        again = call_model(config, REQUEST, **only)
+        with pytest.raises(NotCached):
+            call_model(config, other, **only)
     # then the first is answered from the cache and the second refused, neither called
     assert again.response.cached and again.response.text == made.response.text
     assert len(llm.requests) == 1
-    # and outside the block, the second is a call again
+    # and asked without ``cached_only``, the second is a call again
     call_model(config, other, still_wanted=lambda: True, cache="use")
     assert len(llm.requests) == 2
 
@@ -145,8 +145,14 @@ def test_a_step_the_cache_cannot_answer_gives_its_claim_back(make_debate):
     assert debate_prepare(debate_id=debate.pk)
     seat = debate.participants.order_by("speak_order").first()
     # when its first opening is run in place, with only the cache's answers
-    with cached_answers_only(), pytest.raises(NotCached):
-        turn_run(debate_id=debate.pk, round_number=1, participant_id=seat.pk, holder="in-place")
+    with pytest.raises(NotCached):
+        turn_run(
+            debate_id=debate.pk,
+            round_number=1,
+            participant_id=seat.pk,
+            holder="in-place",
+            cached_only=True,
+        )
     # then nothing is stored, and the task sent for the turn can claim it at once
     assert not Message.objects.filter(debate=debate).exists()
     assert step_claim(step=f"{debate.pk}:turn:1:{seat.pk}", holder="its task")

@@ -71,11 +71,10 @@ def test_redis_claims_are_shared_by_every_process(key: str) -> None:
 
 
 @pytest.mark.django_db
-def test_a_step_held_by_another_copy_is_busy_and_free_once_released(make_debate) -> None:
-    debate = make_debate()
+def test_a_step_held_by_another_copy_is_busy_and_free_once_released() -> None:
     step = f"test:{uuid.uuid4().hex}"
-    with step_held(step=step, holder="copy-1", debate_id=debate.pk):
-        with pytest.raises(StepBusy), step_held(step=step, holder="copy-2", debate_id=debate.pk):
+    with step_held(step=step, holder="copy-1", on_beat=lambda: None):
+        with pytest.raises(StepBusy), step_held(step=step, holder="copy-2", on_beat=lambda: None):
             pass
         assert not step_claim(step=step, holder="copy-2")
     assert step_claim(step=step, holder="copy-2")
@@ -99,11 +98,10 @@ def test_a_claim_lives_as_long_as_the_setting_says(settings) -> None:
 
 
 @pytest.mark.django_db
-def test_a_held_step_is_renewed_every_third_of_the_setting(settings, make_debate) -> None:
+def test_a_held_step_is_renewed_every_third_of_the_setting(settings) -> None:
     settings.STEP_CLAIM_TTL_S = 1
-    debate = make_debate()
     step = f"test:{uuid.uuid4().hex}"
-    with step_held(step=step, holder="copy-1", debate_id=debate.pk):
+    with step_held(step=step, holder="copy-1", on_beat=lambda: None):
         time.sleep(1.6)  # past the claim's first expiry: the heartbeat renewed it
         assert not step_claim(step=step, holder="copy-2")
 

@@ -13,8 +13,15 @@ import json
 import pytest
 
 from debates.models import Debate, DebateStatus, Decision, JudgeCall, JudgeScore, Message
-from debates.services import consensus_finalize, debate_prepare, turn_run, vote_run
-from debates.services.judge import judge_final_run, judge_round_run, round_summary_text
+from debates.services import (
+    consensus_finalize,
+    debate_prepare,
+    judge_final_run,
+    judge_round_run,
+    turn_run,
+    vote_run,
+)
+from debates.services.judge import round_summary_text
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
-from types import SimpleNamespace
+import time
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from debates import step_log
-from debates.services import debate_start
+from debates.services import debate_start, steps
 from tests.debates.conftest import wait_for, wait_until_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,12 +52,8 @@ def test_no_line_is_made_when_the_step_log_is_off(make_debate, caplog):
     # given the step log above INFO, and a stored turn
     caplog.set_level(logging.WARNING, logger="debates.step_log")
     debate = make_debate()
-    task = SimpleNamespace(
-        name="debates.turn_run",
-        run=lambda debate_id, round_number, participant_id, holder: None,
-    )
-    args = (debate.pk, 1, debate.participants.first().pk, "holder")
-    # when a turn's task ends, then nothing is read for its line and no line is written
+    key = ("opening", 1, debate.participants.first().pk)
+    # when a turn's step ends, then nothing is read for its line and no line is written
     with CaptureQueriesContext(connection) as queries:
-        step_log._step_ended(task_id="t", task=task, args=args, state="SUCCESS")
+        steps._log(debate.pk, key, time.perf_counter())
     assert (len(queries), caplog.records) == (0, [])

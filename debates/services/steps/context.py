@@ -1,0 +1,268 @@
+"""What a participant's step reads right before its model call, and what its prompt
+shows of the debate so far."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from django.db.models import Exists, F
+
+from debates.engine.digest import HistoryEntry, participant_label
+from debates.engine.parsing import ParseResult, parse_output
+from debates.engine.plan import VOTING, StepKey
+from debates.engine.types import CoinDecision
+from debates.models import Ballot, Debate, Message, ParseStatus, Participant, StepStatus
+from debates.providers.base import ProviderConfig
+from debates.providers.registry import reads_snapshot
+from debates.services.budgets import PARTICIPANTS, CallLimits, limits_of
+from debates.services.calls import CONFIG_COLUMNS, CallOutcome, provider_config
+from debates.services.modes import model_refusal
+from debates.state import step_released
+from strategies.snapshots import market_summary, market_text
+
+
+def label(participant: Participant) -> str:
+    """Return the prompt label of a participant: P1 for the first speaker."""
+    return participant_label(participant.speak_order + 1)
+
+
+class Cast:
+    """The part of a started debate that its steps use and that never changes: its
+    settings, its seats in speaking order, and its market snapshot with the snapshot's
+    two prompt renderings (stored by the prepare step; made here only for a debate
+    prepared before they were stored)."""
+
+    def __init__(self, debate: Debate, seats: list[Participant], snapshot: dict | None) -> None:
+        self.debate_id = debate.pk
+        self.owner_id = debate.owner_id
+        self.max_rounds = debate.max_rounds
+        self.prompt_variant = debate.prompt_variant
+        self.cache = debate.cache
+        self.symbols = tuple(debate.symbols)
+        self.snapshot = snapshot
+        self.seats = tuple(seats)
+        self.judged = debate.judge_model_id is not None
+        self._rendered = (debate.market_text, debate.market_summary)
+
+    def seat(self, participant_id: int) -> Participant:
+        """Return the seat ``participant_id`` of the debate."""
+        for seat in self.seats:
+            if seat.pk == participant_id:
+                return seat
+        raise Participant.DoesNotExist(f"participant {participant_id} is not in this debate")
+
+    @functools.cached_property
+    def market_text(self) -> str:
+        return self._rendered[0] or market_text(self.snapshot)
+
+    @functools.cached_property
+    def market_summary(self) -> str:
+        return self._rendered[1] or market_summary(self.snapshot)
+
+
+class Said(NamedTuple):
+    """What a prompt shows of a stored turn: its decisions and reasoning, not its text."""
+
+    participant: Participant
+    round: int
+    status: str
+    decisions: list
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step reads right before its call: the fixed cast, and what may have
+    changed since the debate started (its strategy's texts, the model's settings and
+    whether it may still be called, the call's limits, the turns stored so far)."""
+
+    cast: Cast
+    participant: Participant
+    config: ProviderConfig
+    limits: CallLimits
+    strategy_role: str
+    custom_prompt: str
+    spoken: list[Said]
+    refusal: str | None = None  # why the model can no longer be called (``model_refusal``)
+
+    def has_said(self, round_number: int) -> bool:
+        return any(
+            said.round == round_number and said.participant == self.participant
+            for said in self.spoken
+        )
+
+
+# What a step reads of its seats, and of their debate and its strategy, before its call.
+_SEAT_FIELDS = ("kind", "ai_model", "personality", "speak_order", "temperature", "debate")
+_DEBATE_FIELDS = (
+    "status",
+    "owner_id",
+    "max_rounds",
+    "prompt_variant",
+    "cache",
+    "symbols",
+    "market_text",
+    "market_summary",
+    "judge_model_id",
+    "auto_execute",
+    "steps_released",
+    "schedule_id",
+    "max_output_tokens",
+    "strategy",
+    "strategy__role_text",
+    "strategy__custom_prompt",
+)
+
+
+def step_context(
+    debate_id: int, participant_id: int, status: str, key: StepKey
+) -> StepContext | None:
+    """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
+    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
+    when the seat is a person's, or, for a vote, when its ballot is stored.
+
+    Reads the seats with their models and, in the same statement, their debate with its
+    strategy's texts and its call's limits (and, for a vote, whether its ballot is
+    stored); then every stored turn, so the step asks with the model and strategy as
+    they are now. The market snapshot itself is read only for a model that reads it
+    (the simulated one); the others are sent its renderings.
+    """
+    seats = _seats(debate_id, participant_id, voter=key[0] == VOTING)
+    participant = next((seat for seat in seats if seat.pk == participant_id), None)
+    if participant is None or participant.debate.status != status:
+        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    debate, model = participant.debate, participant.ai_model
+    if getattr(participant, "ballot_stored", False):
+        return None  # the ballot is stored already: a vote is never asked twice
+    if not step_released(debate, key, seats) or model is None:
+        return None  # held before the step, or a person's seat: no model is asked
+    reads = reads_snapshot(model.provider) or not debate.market_text
+    cast = Cast(debate, seats, debate.market_snapshot if reads else None)
+    strategy = debate.strategy
+    return StepContext(
+        cast=cast,
+        participant=participant,
+        config=provider_config({name: getattr(model, name) for name in CONFIG_COLUMNS}),
+        limits=limits_of(
+            owner_id=debate.owner_id,
+            schedule_id=debate.schedule_id,
+            max_output_tokens=debate.max_output_tokens,
+            owner_cap=participant.owner_daily_token_cap,
+            schedule_cap=participant.schedule_daily_token_cap,
+            role=PARTICIPANTS,
+            temperature=participant.temperature,
+        ),
+        strategy_role=(strategy.role_text if strategy else "") or "",
+        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
+        spoken=_spoken(cast),
+        refusal=model_refusal(model, model.pk),
+    )
+
+
+def _seats(debate_id: int, participant_id: int, *, voter: bool) -> list[Participant]:
+    """Return a debate's seats in speaking order with their models, their debate and its
+    strategy's texts, and the daily token caps of its owner and schedule; for a vote,
+    whether the ballot of ``participant_id`` is stored."""
+    seats = (
+        Participant.objects.filter(debate_id=debate_id)
+        .select_related("ai_model", "debate__strategy")
+        .only(*_SEAT_FIELDS, *(f"debate__{name}" for name in _DEBATE_FIELDS))
+        .annotate(
+            owner_daily_token_cap=F("debate__owner__token_budget__daily_token_cap"),
+            schedule_daily_token_cap=F("debate__schedule__daily_token_cap"),
+        )
+        .order_by("speak_order")
+    )
+    if voter:
+        stored = Ballot.objects.filter(debate_id=debate_id, participant_id=participant_id)
+        seats = seats.annotate(ballot_stored=Exists(stored))
+    return list(seats)
+
+
+def _spoken(cast: Cast) -> list[Said]:
+    """Return every stored turn of the debate, in round and speaking order."""
+    turns = (
+        Message.objects.filter(debate_id=cast.debate_id)
+        .order_by()
+        .values_list("participant_id", "round", "status", "decisions", "reasoning")
+    )
+    spoken = [Said(cast.seat(speaker), *rest) for speaker, *rest in turns]
+    return sorted(spoken, key=lambda said: (said.round, said.participant.speak_order))
+
+
+def still(debate_id: int, status: str) -> Callable[[], bool]:
+    """Return a check that the debate is still ``status``, for a step that waited."""
+
+    def check() -> bool:
+        return Debate.objects.filter(pk=debate_id, status=status).exists()
+
+    return check
+
+
+def history(spoken: list[Said], before: tuple[int, int]) -> list[HistoryEntry]:
+    """Return the turns of ``spoken`` said before (round, speak order) ``before``.
+
+    In rounds 2..N turns follow one another, so a speaker sees the earlier rounds and
+    the speakers before it in its own round.
+    """
+    if before[0] == 1:
+        return []  # the openings are written independently, at the same time
+    return [_entry(said) for said in spoken if (said.round, said.participant.speak_order) < before]
+
+
+def _entry(said: Said) -> HistoryEntry:
+    return HistoryEntry(
+        participant=label(said.participant),
+        personality=said.participant.personality,
+        round=said.round,
+        decisions=tuple(CoinDecision.from_dict(d) for d in said.decisions),
+        reasoning=said.reasoning,
+        failed=said.status != StepStatus.OK,  # a failed turn, or a person's skipped one
+    )
+
+
+def latest(entries: list[HistoryEntry]) -> dict[str, HistoryEntry]:
+    """Return each participant's latest answered turn in ``entries``, in speaking order."""
+    found: dict[str, HistoryEntry] = {}
+    for entry in entries:
+        if not entry.failed:
+            found[entry.participant] = entry
+    return dict(sorted(found.items(), key=lambda item: int(item[0][1:])))
+
+
+def prior_actions(entries: list[HistoryEntry], participant: Participant) -> dict:
+    """Return the actions the other participants took on each coin in ``entries``."""
+    own = label(participant)
+    actions: dict[str, list[str]] = defaultdict(list)
+    for entry in entries:
+        if entry.participant != own:
+            for decision in entry.decisions:
+                actions[decision.symbol].append(decision.action.value)
+    return {symbol: tuple(found) for symbol, found in actions.items()}
+
+
+def answer_fields(
+    outcome: CallOutcome, symbols: tuple[str, ...]
+) -> tuple[dict[str, Any], ParseResult | None]:
+    """Return the stored columns of a model's answer (a turn's or a ballot's) and what
+    parsing it gave: its usage, its text and parse status, or the call's error."""
+    error = outcome.error
+    fields: dict[str, Any] = {
+        "status": StepStatus.OK,
+        **outcome.usage_fields(),
+        "error": None if error is None else {"code": error.code, "message": error.message},
+    }
+    if outcome.response is None:
+        fields.update(status=StepStatus.ERROR, parse_status=ParseStatus.NONE)
+        return fields, None
+    parsed = parse_output(outcome.response.text, symbols)
+    fields.update(
+        content=outcome.response.text,
+        parse_status=parsed.status.value,
+        dropped=[d.to_dict() for d in parsed.dropped],
+    )
+    return fields, parsed
