@@ -1,10 +1,10 @@
-# Debate Arena: the two commands of the README, and the full stack.
+# Debate Arena: the two commands of the README, the full stack, the benchmarks and the docs.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-local backtest test test-fast serve bench lint format migrate services clean
+.PHONY: demo demo-local backtest test test-fast serve bench docs lint format migrate services clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -60,7 +60,7 @@ migrate: $(STAMP)
 	$(PY) manage.py migrate
 
 # web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis; the web
-# process listens on PORT (default 8000, the README's port).
+# process listens on PORT (default 8000, the port of the documentation's sessions).
 serve: $(STAMP) services
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/arena} \
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
@@ -69,6 +69,11 @@ serve: $(STAMP) services
 
 bench: $(STAMP) services
 	$(PY) -m bench $(ARGS)
+
+# The documentation site (mkdocs.yml, docs/) in site/; --strict fails on any warning, a
+# broken link or anchor among them.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,8 @@
-"""The README's "Using the API" session runs as written, on a fresh database and after
-`make demo`, and prints what the README shows; so do its judge session and its "Modes,
-budgets and costs" session, on a fresh database; and its full-stack session, on `make
-serve` from nothing."""
+"""The console sessions of the documentation run as written and print what the pages
+show: the API session (docs/api.md), on a fresh database and after `make demo`; the judge
+session (docs/concepts/judge.md) and the selective-debate session
+(docs/concepts/levels.md), on a fresh database; and the full-stack session
+(docs/concepts/schedules.md), on `make serve` from nothing."""
 
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ from tests.ports import free_port
 pytestmark = pytest.mark.slow
 
 BASE = settings.BASE_DIR
+DOCS = BASE / "docs"
 MARK = "@@@ step "
 
 
 def console_session(text: str, opening: str) -> list[tuple[str, list[str]]]:
     """Return the commands of the first console block after ``opening``, each with the
-    output lines the README shows under it (a command goes on over indented lines)."""
+    output lines the page shows under it (a command goes on over indented lines)."""
     block = text[text.index(opening) :]
     block = block[block.index("```console\n") + len("```console\n") :]
     block = block[: block.index("```")]
@@ -70,32 +72,33 @@ def run_session(
     return outputs
 
 
-def embedded_default(tmp_path) -> tuple[dict[str, str], str, str]:
+def embedded_default(tmp_path) -> tuple[dict[str, str], str]:
     """Return the environment of a fresh clone's embedded default (nothing set, its
-    files under ``tmp_path``), a free port for its web server, and the README."""
+    files under ``tmp_path``) and a free port for its web server."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
     }
     env["ARENA_VAR_DIR"] = str(tmp_path / "var")
-    return env, str(free_port()), (BASE / "README.md").read_text()
+    return env, str(free_port())
 
 
 @pytest.mark.parametrize("after_demo", [False, True], ids=["fresh-database", "after-make-demo"])
 def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
     # given a fresh clone's embedded default (nothing set), the web server on a free port
-    env, port, readme = embedded_default(tmp_path)
+    env, port = embedded_default(tmp_path)
+    page = (DOCS / "api.md").read_text()
     steps = [
         (command.replace("8000", port), output)
-        for command, output in console_session(readme, "A session on the embedded default")
+        for command, output in console_session(page, "A session on the embedded default")
     ]
     if after_demo:  # the demo's objects come first in the same file
         demo = ["make", "-s", "demo", "ARGS=--rounds 2"]
         subprocess.run(demo, cwd=BASE, env=env, check=True, capture_output=True, timeout=300)
     # when its commands run in order in one shell
     outputs = run_session(steps, env)
-    # then each prints what the README shows under it (after the demo, a model's figures
+    # then each prints what the page shows under it (after the demo, a model's figures
     # differ: the simulated answers depend on the debate's id)
     assert len(outputs) == len(steps)
     for (command, expected), output in zip(steps, outputs, strict=True):
@@ -106,23 +109,26 @@ def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
 
 
 @pytest.mark.parametrize(
-    "opening",
+    ("page", "opening"),
     [
-        "A session on a fresh embedded default with the simulated model as judge",
-        "A session on a fresh embedded default with two simulated models",
+        (
+            "concepts/judge.md",
+            "A session on a fresh embedded default with the simulated model as judge",
+        ),
+        ("concepts/levels.md", "A session on a fresh embedded default with two simulated models"),
     ],
     ids=["judge", "modes-budgets-and-costs"],
 )
-def test_a_session_on_a_fresh_embedded_default_runs_as_written(tmp_path, opening):
+def test_a_session_on_a_fresh_embedded_default_runs_as_written(tmp_path, page, opening):
     # given a fresh clone's embedded default, the web server on a free port
-    env, port, readme = embedded_default(tmp_path)
+    env, port = embedded_default(tmp_path)
     steps = [
         (command.replace("8000", port), output)
-        for command, output in console_session(readme, opening)
+        for command, output in console_session((DOCS / page).read_text(), opening)
     ]
     # when its commands run in order in one shell
     outputs = run_session(steps, env)
-    # then each prints what the README shows under it
+    # then each prints what the page shows under it
     assert len(outputs) == len(steps)
     for (command, expected), output in zip(steps, outputs, strict=True):
         assert output == expected, command
@@ -138,8 +144,8 @@ def shape(line: str) -> tuple:
 # --- The full stack: make serve on PostgreSQL and Redis -----------------------------------
 
 FULL_STACK = "A session on PostgreSQL and Redis from nothing"
-# The database the README's session names, and its server.
-README_DATABASE = "postgres://postgres@127.0.0.1:5432/arena"
+# The database the full-stack session names, and its server.
+STACK_DATABASE = "postgres://postgres@127.0.0.1:5432/arena"
 
 
 def stack_redis_url() -> str:
@@ -153,7 +159,7 @@ def stack_redis_url() -> str:
 def fresh_database(name: str) -> Iterator[str]:
     """Yield the URL of a database ``name`` that does not exist yet (``make serve``
     creates it), on the tests' server; drop it afterwards."""
-    url = urlsplit(os.environ.get("DATABASE_URL", README_DATABASE))
+    url = urlsplit(os.environ.get("DATABASE_URL", STACK_DATABASE))
     admin = urlunsplit(url._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -216,7 +222,7 @@ def test_the_full_stack_session_runs_as_written(tmp_path):
     # its own (emptied) and a free port
     import redis
 
-    readme = (BASE / "README.md").read_text()
+    page = (DOCS / "concepts" / "schedules.md").read_text()
     port = free_port()
     redis_url = stack_redis_url()
     redis.Redis.from_url(redis_url).flushdb()
@@ -231,11 +237,11 @@ def test_the_full_stack_session_runs_as_written(tmp_path):
         steps = [
             (
                 command.replace("localhost:8000", f"localhost:{port}").replace(
-                    README_DATABASE, database_url
+                    STACK_DATABASE, database_url
                 ),
                 output,
             )
-            for command, output in console_session(readme, FULL_STACK)
+            for command, output in console_session(page, FULL_STACK)
         ]
         try:
             with make_serve(env, port, tmp_path / "serve.log"):
@@ -243,7 +249,7 @@ def test_the_full_stack_session_runs_as_written(tmp_path):
                 outputs = run_session(steps, env, timeout=600)
         finally:
             redis.Redis.from_url(redis_url).flushdb()
-    # then each prints what the README shows under it
+    # then each prints what the page shows under it
     assert len(outputs) == len(steps)
     for (command, expected), output in zip(steps, outputs, strict=True):
         assert output == expected, command

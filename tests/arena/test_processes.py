@@ -1,5 +1,5 @@
-"""The processes the README starts: the port `make serve` gives the web process, the
-containers' start order, what the container image holds."""
+"""The processes the documentation starts: the port `make serve` gives the web process,
+the containers' start order, what the container image holds."""
 
 from __future__ import annotations
 
@@ -27,10 +27,11 @@ from tests.ports import free_port
 BASE = settings.BASE_DIR
 
 
-def test_make_serve_starts_honcho_on_the_readme_port():
-    # given the README's full-stack sessions, which all talk to one port
-    readme = (BASE / "README.md").read_text()
-    ports = set(re.findall(r"curl -s(?: -X \w+)? localhost:(\d+)", readme))
+def test_make_serve_starts_honcho_on_the_documented_port():
+    # given the console sessions of the README and the docs pages, which all talk to one port
+    pages = [BASE / "README.md", *sorted((BASE / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    ports = set(re.findall(r"curl -s(?: -X \w+)? localhost:(\d+)", text))
     assert ports == {"8000"}
     # when make prints what `make serve` runs (without running it)
     env = {k: v for k, v in os.environ.items() if k != "PORT"}

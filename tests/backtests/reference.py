@@ -2,9 +2,9 @@
 
 It reads the bundled CSV files itself and uses none of the project's market, risk,
 fill or backtest code, so a test comparing the two checks the project against the rules
-(README, "Backtests"), not against itself. It covers what the scripted tests trade: one
-coin, one opening decision repeated at every step, no slippage, the strategy's default
-limits (which such a decision never reaches).
+(docs/backtests.md, "The portfolio"), not against itself. It covers what the scripted
+tests trade: one coin, one opening decision repeated at every step, no slippage, the
+strategy's default limits (which such a decision never reaches).
 
 The rules, as applied here:
 - prices: each stretch of time on the finest timeframe the files hold there (15m from
