@@ -11,8 +11,6 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from django.db import transaction
-
 from arena.sse import (
     channel_touch_on_commit,
     debate_channel,
@@ -22,7 +20,6 @@ from arena.sse import (
 )
 from debates.engine.plan import Plan
 from debates.models import (
-    TERMINAL_STATUSES,
     Debate,
     Decision,
     JudgeCall,
@@ -41,7 +38,6 @@ from debates.serializers import (
     StateSerializer,
     VoteSerializer,
 )
-from debates.signals import debate_ended
 from debates.state import DecisionFacts
 
 # One serializer of each kind, reused for every event: building a serializer's fields
@@ -124,15 +120,11 @@ def status_changed(
 ) -> None:
     """Announce the debate's state fields with its plan of steps (computed from the
     debate unless given) and the actions it allows (from its ``decisions`` when given,
-    see ``debates.state.available_actions``); a terminal state also sends
-    ``debates.signals.debate_ended`` once it commits."""
+    see ``debates.state.available_actions``)."""
     data = dict(_STATE.to_representation(PlannedDebate(debate, plan, decisions)))
     if not data.get("error"):
         data.pop("error", None)
     _publish(debate.pk, "status", data)
-    if debate.status in TERMINAL_STATUSES:
-        ended = {"debate_id": debate.pk, "status": debate.status, "as_of": debate.as_of}
-        transaction.on_commit(lambda: debate_ended.send(sender=Debate, **ended))
 
 
 def round_started(debate_id: int, round_number: int) -> None:

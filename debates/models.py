@@ -234,6 +234,13 @@ class Debate(Seating, models.Model):
         help_text="Counted in its owner's debate quotas; a backtest's step is admitted by "
         "the backtest's own quota instead.",
     )
+    ended_task = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="The Celery task sent with the debate's id once it ends (completed, "
+        "failed or cancelled): a backtest's step names the one that advances its backtest.",
+    )
     stopped_early = models.JSONField(
         null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
     )

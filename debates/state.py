@@ -41,9 +41,9 @@ from debates.models import (
 )
 
 # The columns of a debate's state: all that a ``status`` event and ``available_actions``
-# read of a debate (besides its stored steps and decisions), its replayed instant,
-# which ``debates.signals.debate_ended`` carries, and its model-call cache mode, which
-# decides how its run is sent (``debates.services.runs.run_plan``).
+# read of a debate (besides its stored steps and decisions), its replayed instant, the
+# task it names to be sent once it ends, and its model-call cache mode, which decides
+# how its run is sent (``debates.services.runs.run_plan``).
 STATE_COLUMNS = (
     "status",
     "phase",
@@ -61,6 +61,7 @@ STATE_COLUMNS = (
     "human_turn_timeout_minutes",
     "as_of",
     "cache",
+    "ended_task",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on

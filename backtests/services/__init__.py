@@ -7,19 +7,17 @@ from backtests.services.lifecycle import (
     backtest_delete,
 )
 from backtests.services.runs import (
-    backtest_step_ended,
+    backtest_debate_ended,
     backtest_tick,
     backtests_resume_stale,
-    debate_ended,
 )
 
 __all__ = [
     "BacktestInput",
     "backtest_cancel",
     "backtest_create",
+    "backtest_debate_ended",
     "backtest_delete",
-    "backtest_step_ended",
     "backtest_tick",
     "backtests_resume_stale",
-    "debate_ended",
 ]

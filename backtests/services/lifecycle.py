@@ -21,7 +21,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from arena.exceptions import InvalidState, NotFound
 from arena.worker import send_on_commit
@@ -30,9 +29,9 @@ from backtests.models import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     Backtest,
-    BacktestStatus,
     CoinScope,
 )
+from backtests.services import transitions
 from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
 from debates.models import CacheMode, Debate, DebateLevel, DebateStatus, Weighting
 from debates.quotas import backtest_start_check
@@ -237,17 +236,12 @@ def backtest_cancel(*, backtest_id: int, owner: Any | None = None) -> Backtest:
     backtest = _get_owned(backtest_id, owner)
     with transaction.atomic():
         # Waits for a tick holding the row: debates it started are in the list below.
-        moved = Backtest.objects.filter(pk=backtest_id, status__in=ACTIVE_STATUSES).update(
-            status=BacktestStatus.CANCELLED, finished_at=timezone.now()
-        )
-        if not moved:
+        if not transitions.cancelled(backtest):
             backtest.refresh_from_db()
             raise InvalidState(
                 f"Cannot cancel a backtest that is {backtest.status}.",
                 fields={"status": [backtest.status]},
             )
-        backtest.refresh_from_db()
-        events.status_changed(backtest)
     debates_cancel(backtest)
     return backtest
 

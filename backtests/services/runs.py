@@ -7,9 +7,10 @@ debate services, the debates of the next steps while fewer than
 ``BACKTEST_DEBATES_IN_FLIGHT`` are running; once every step's debate has ended,
 simulates the portfolio and stores the report. It then sends the next tick,
 ``BACKTEST_TICK_S`` later. The end of a step's debate advances the run the same way at
-once (``backtest_step_ended``, sent on ``debates.signals.debate_ended``), so the next
-step's debate starts without waiting for a tick; the ticks stay the run's clock and
-catch an end whose message was lost.
+once (``backtest_debate_ended``: each step's debate names the task
+``backtests.debate_ended``, which the debate's transitions send when it ends), so the
+next step's debate starts without waiting for a tick; the ticks stay the run's clock and
+catch an end whose task was lost.
 Debates of one backtest are independent (no prompt holds the account), so they run
 side by side, within the model-call cap like every debate (but at ``weighting:
 calibrated``, below); each learns nothing of the backtest, which reads their stored
@@ -50,8 +51,8 @@ from django.utils import timezone
 from arena.exceptions import ApplicationError
 from arena.queries import one_or_none
 from arena.worker import send_on_commit
-from backtests import events
 from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep, StepSkip
+from backtests.services import transitions
 from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
@@ -78,14 +79,21 @@ def backtest_tick(*, backtest_id: int, token: str) -> None:
         if backtest is None or backtest.tick_token != token:
             return
         if _advance(backtest):
-            Backtest.objects.filter(pk=backtest_id).update(ticked_at=timezone.now())
+            transitions.ticked(backtest)
             _send_tick(backtest, countdown=settings.BACKTEST_TICK_S)
 
 
-def backtest_step_ended(*, backtest_id: int) -> None:
-    """Advance a backtest's run once a debate of it ended, without waiting for the next
-    tick: the next step's debate starts at once. The tick chain goes on as it was (it
-    also catches an end whose message was lost); idempotent."""
+def backtest_debate_ended(*, debate_id: int) -> None:
+    """Advance the active backtest whose step's debate ``debate_id`` ended, without
+    waiting for the next tick: the next step's debate starts at once. The tick chain
+    goes on as it was (it also catches an end whose task was lost); idempotent."""
+    backtest_id = one_or_none(  # a debate is the step of one backtest at most
+        BacktestStep.objects.values_list("backtest_id", flat=True),
+        debate_id=debate_id,
+        backtest__status__in=ACTIVE_STATUSES,
+    )
+    if backtest_id is None:
+        return
     with transaction.atomic():
         backtest = _locked(backtest_id)
         if backtest is not None:
@@ -108,9 +116,7 @@ def _advance(backtest: Backtest) -> bool:
         return False
     now = timezone.now()
     if backtest.status == BacktestStatus.PENDING:
-        backtest.status, backtest.started_at = BacktestStatus.RUNNING, now
-        Backtest.objects.filter(pk=backtest.pk).update(status=backtest.status, started_at=now)
-        events.status_changed(backtest)
+        transitions.started(backtest)
     steps = list(
         BacktestStep.objects.filter(backtest=backtest)
         .order_by("index")
@@ -129,9 +135,7 @@ def _advance(backtest: Backtest) -> bool:
         _fail(backtest, code="review_failed", message=f"{type(exc).__name__}: {exc}")
         return False
     if ended != backtest.steps_done:
-        backtest.steps_done = ended
-        Backtest.objects.filter(pk=backtest.pk).update(steps_done=ended)
-        events.progress(backtest)
+        transitions.progressed(backtest, steps_done=ended)
     if ended == backtest.steps_total:
         _finish(backtest)
         return False
@@ -145,20 +149,6 @@ def _advance(backtest: Backtest) -> bool:
             _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
             return False
     return True
-
-
-def debate_ended(*, debate_id: int) -> None:
-    """Tell the active backtest whose step ``debate_id`` is, if any, that it ended
-    (``backtests.step_ended``, on commit)."""
-    from backtests.tasks import backtest_step_ended_task
-
-    backtest_id = one_or_none(  # a debate is the step of one backtest at most
-        BacktestStep.objects.values_list("backtest_id", flat=True),
-        debate_id=debate_id,
-        backtest__status__in=ACTIVE_STATUSES,
-    )
-    if backtest_id is not None:
-        send_on_commit(backtest_step_ended_task.si(backtest_id))
 
 
 def _review_settings(backtest: Backtest) -> ReviewSettings:
@@ -235,8 +225,11 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
             level=backtest.level,
             weighting=backtest.weighting,
         )
-        # The backtest's own quota (running backtests) admits its steps' debates.
-        debate = debate_create(owner=backtest.owner, data=data, quota=False)
+        # The backtest's own quota (running backtests) admits its steps' debates, and
+        # each tells the backtest it ended through the task it names.
+        debate = debate_create(
+            owner=backtest.owner, data=data, quota=False, ended_task="backtests.debate_ended"
+        )
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
         debate_start(debate_id=debate.pk)
         running.append(as_of)
@@ -312,29 +305,14 @@ def _finish(backtest: Backtest) -> None:
         "contaminated": report["leakage"]["contaminated"],
         "warnings": len(report["monitors"]["warnings"]),
     }
-    Backtest.objects.filter(pk=backtest.pk).update(
-        status=BacktestStatus.COMPLETED,
-        report=report,
-        headline=headline,
-        finished_at=now,
-        ticked_at=now,
-    )
-    backtest.status, backtest.report, backtest.finished_at = BacktestStatus.COMPLETED, report, now
-    events.report_ready(backtest)
-    events.status_changed(backtest)
+    transitions.completed(backtest, report=report, headline=headline, now=now)
 
 
 def _fail(backtest: Backtest, *, code: str, message: str) -> None:
     """Fail a running backtest (under its row lock) with the reason."""
-    now = timezone.now()
-    error = {"code": code, "message": message[:2000]}
     logger.warning("backtest %s failed: %s", backtest.pk, message)
-    Backtest.objects.filter(pk=backtest.pk).update(
-        status=BacktestStatus.FAILED, error=error, finished_at=now
-    )
-    backtest.status, backtest.error, backtest.finished_at = BacktestStatus.FAILED, error, now
-    events.status_changed(backtest)
-    debates_cancel(backtest)
+    if transitions.failed(backtest, code=code, message=message):
+        debates_cancel(backtest)
 
 
 def backtests_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
@@ -349,14 +327,11 @@ def backtests_resume_stale(*, older_than: timedelta | None = None) -> list[int]:
         status__in=ACTIVE_STATUSES,
     )
     for backtest_id, token in stale.values_list("pk", "tick_token"):
-        fresh = secrets.token_hex(8)
+        backtest = Backtest(pk=backtest_id, tick_token=token)
         with transaction.atomic():
-            moved = Backtest.objects.filter(
-                pk=backtest_id, status__in=ACTIVE_STATUSES, tick_token=token
-            ).update(tick_token=fresh, ticked_at=timezone.now())
-            if not moved:
+            if not transitions.chain_replaced(backtest, token=token, fresh=secrets.token_hex(8)):
                 continue
             logger.warning("resuming backtest %s with a new tick chain", backtest_id)
-            _send_tick(Backtest(pk=backtest_id, tick_token=fresh), countdown=0)
+            _send_tick(backtest, countdown=0)
         resumed.append(backtest_id)
     return resumed

@@ -342,12 +342,16 @@ def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) ->
     return values
 
 
-def debate_create(*, owner: Any, data: DebateInput, quota: bool = True) -> Debate:
+def debate_create(
+    *, owner: Any, data: DebateInput, quota: bool = True, ended_task: str = ""
+) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing.
 
     ``quota`` False: the debate is admitted by its caller's own quota instead of the
     owner's debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is
-    not counted in them, at its start either.
+    not counted in them, at its start either. ``ended_task``: the name of a Celery task
+    sent with the debate's id once it ends (a backtest's step names the one that
+    advances its backtest).
     """
     values = debate_input_clean(owner, data)
     if data.errors:
@@ -357,7 +361,11 @@ def debate_create(*, owner: Any, data: DebateInput, quota: bool = True) -> Debat
         if quota:
             debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(
-            owner=owner, schedule_id=data.schedule_id, quota_counted=quota, **values
+            owner=owner,
+            schedule_id=data.schedule_id,
+            quota_counted=quota,
+            ended_task=ended_task,
+            **values,
         )
         Participant.objects.bulk_create(
             Participant(

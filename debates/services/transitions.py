@@ -17,9 +17,11 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import signature
 from django.db.models import Q
 from django.utils import timezone
 
+from arena.worker import send_on_commit
 from debates import events
 from debates.engine.machine import State
 from debates.engine.plan import DONE, FAILED, PREPARE, Plan, StepKey
@@ -194,6 +196,7 @@ def complete(*, debate: Debate, decisions: Iterable[Decision]) -> bool:
         )
         made = [DecisionFacts(decision.action, executed=False) for decision in decisions]
         state_published(debate, plan, seats, made)
+        _ended(debate)
     return moved
 
 
@@ -212,22 +215,30 @@ def fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
         logger.warning("debate %s failed at %s: %s", debate_id, step, message)
         with events.together(debate_id):
             events.step_failed(debate_id, step=step, code=code, message=message)
-            announce(debate_id)
+            _ended(announce(debate_id))
     return moved
 
 
 def cancel(*, debate_id: int) -> Debate | None:
     """Cancel a pending or active debate: queued steps become no-ops."""
-    return _announced(
-        _moved(
-            debate_id,
-            ACTION_SOURCES["cancel"],
-            status=DebateStatus.CANCELLED,
-            current_speaker=None,
-            finished_at=timezone.now(),
-        ),
+    moved = _moved(
         debate_id,
+        ACTION_SOURCES["cancel"],
+        status=DebateStatus.CANCELLED,
+        current_speaker=None,
+        finished_at=timezone.now(),
     )
+    debate = _announced(moved, debate_id)
+    if debate is not None:
+        _ended(debate)
+    return debate
+
+
+def _ended(debate: Debate) -> None:
+    """Send the task ``debate`` names to be sent once it ends (``Debate.ended_task``),
+    with its id, when its ending commits."""
+    if debate.ended_task:
+        send_on_commit(signature(debate.ended_task, args=(debate.pk,), immutable=True))
 
 
 def retry(*, debate_id: int, to: str) -> Debate | None:
