@@ -166,18 +166,19 @@ def run_steps_in_order(debate) -> None:
     votes, as the debate's plan runs them."""
     from django.db import transaction
 
-    from debates.models import Debate, DebateStatus
+    from debates.models import Debate, Pace
     from debates.services import (
         consensus_finalize,
         debate_prepare,
         judge_final_run,
         judge_round_run,
+        transitions,
         turn_run,
         vote_run,
     )
 
     with transaction.atomic():
-        Debate.objects.filter(pk=debate.pk).update(status=DebateStatus.RUNNING, current_round=1)
+        transitions.start(debate_id=debate.pk, pace=Pace.AUTO)
     debate_prepare(debate_id=debate.pk)
     seats = list(debate.participants.order_by("speak_order"))
     judged = debate.judge_model_id is not None

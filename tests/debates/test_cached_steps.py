@@ -11,11 +11,19 @@ import pytest
 from celery.signals import task_prerun
 
 from debates.claims import step_claim
-from debates.models import Ballot, JudgeCall, JudgeScore, Message, ModelAnswer
+from debates.models import (
+    Ballot,
+    JudgeCall,
+    JudgeScore,
+    Message,
+    ModelAnswer,
+    Participant,
+    Vote,
+)
 from debates.services import calls, debate_prepare, debate_start, turn_run
 from debates.services.calls import NotCached, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.events_helpers import published_types
+from tests.debates.events_helpers import published, published_types
 from tests.debates.test_cache import CONFIG, REQUEST, decisions_of
 from tests.debates.test_judge import scores_answer, summary_answer
 from tests.fakes.llm_server import Reply, default_answer
@@ -49,6 +57,31 @@ def run(make_debate) -> int:
     return debate.pk
 
 
+def said(debate_id: int) -> list[tuple]:
+    """Return what each turn of a debate stored, by round and speaking order."""
+    fields = ("round", "participant__speak_order", "status", "content", "decisions")
+    turns = Message.objects.filter(debate_id=debate_id).order_by(*fields[:2])
+    return list(turns.values_list(*fields, "reasoning", "parse_status"))
+
+
+def voted(debate_id: int) -> list[tuple]:
+    """Return each stored vote of a debate, by speaking order and coin."""
+    fields = ("participant__speak_order", "symbol", "action", "confidence", "leverage")
+    votes = Vote.objects.filter(debate_id=debate_id).order_by(*fields[:2])
+    return list(votes.values_list(*fields, "position_pct", "abstained", "ballot__content"))
+
+
+def states(debate_id: int) -> list[tuple]:
+    """Return the states a debate's ``status`` events announced, in order, with the
+    speaker by speaking order."""
+    order = dict(Participant.objects.filter(debate_id=debate_id).values_list("pk", "speak_order"))
+    return [
+        (data["status"], data["phase"], data["current_round"], order.get(data["current_speaker"]))
+        for kind, data in published(debate_id)
+        if kind == "status"
+    ]
+
+
 def test_a_debate_the_cache_answers_runs_in_its_prepare_task(
     celery_worker, llm, make_debate, tasks_run, caplog
 ):
@@ -67,12 +100,15 @@ def test_a_debate_the_cache_answers_runs_in_its_prepare_task(
     )
     assert of_debate(tasks_run, again) == ["debates.prepare_run"]
     assert len(llm.requests) == 9
-    # with every turn and ballot stored as the first's, cached, the same decisions and
-    # the same events on its stream
+    # with every turn and ballot stored as the first's, cached: the same messages, votes
+    # and decisions, and the same events and states on its stream
     assert Message.objects.filter(debate_id=again, cached=True).count() == 6
     assert Ballot.objects.filter(debate_id=again, cached=True).count() == 3
     assert decisions_of(again) == decisions_of(first)
+    assert said(again) == said(first)
+    assert voted(again) == voted(first)
     assert published_types(again) == published_types(first)
+    assert states(again) == states(first)
     # and each step left its line, naming the task that ran it (the consensus's once it
     # has returned, a moment after it completed the debate)
 
