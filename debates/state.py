@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from debates.engine import machine
 from debates.engine.judge import JUDGE_OPTION
 from debates.engine.plan import (
     CONSENSUS,
@@ -180,25 +181,8 @@ def debate_plan(debate: Debate) -> Plan:
 
 
 def retry_step_target(debate: Debate, plan: Plan) -> Step | None:
-    """Return the step ``retry_step`` would run again, or None when it does not apply.
-
-    A failed debate retries the step that failed it. A held debate (manual pace, or
-    after a retried step) retries the step it stopped after when that step failed and
-    can still be asked: a turn while the rounds go on, a vote while voting.
-    """
-    if debate.status == DebateStatus.FAILED:
-        step = plan.step(plan.current_step)
-        return step if step is not None and step.status == FAILED else None
-    if debate.status not in ACTIVE_STATUSES or not plan.can_advance:
-        return None
-    step = plan.step((debate.steps_released or 0) - 1)
-    if step is None or step.status != FAILED:
-        return None
-    if step.kind in (OPENING, REBUTTAL) and debate.status == DebateStatus.RUNNING:
-        return step
-    if step.kind == VOTING and debate.status == DebateStatus.VOTING:
-        return step
-    return None
+    """Return the step ``retry_step`` would run again (``machine.retry_step_target``)."""
+    return machine.retry_step_target(debate.status, plan)
 
 
 class DecisionFacts(NamedTuple):

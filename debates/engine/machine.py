@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from debates.engine.plan import OPENING, REBUTTAL, VOTING
+from debates.engine.plan import FAILED as STEP_FAILED
+from debates.engine.plan import OPENING, REBUTTAL, VOTING, Plan, Step
 
 PENDING, RUNNING, VOTING_STATUS = "pending", "running", "voting"
 COMPLETED, CANCELLED, FAILED = "completed", "cancelled", "failed"
@@ -151,3 +152,27 @@ def retry_step_status(status: str, step_kind: str) -> str:
     if status != FAILED:
         return status
     return VOTING_STATUS if step_kind == VOTING else RUNNING
+
+
+# The kinds of a held debate's failed step that may run again, by the debate's status:
+# a turn while the rounds go on, a vote while voting.
+_RETRIED_WHILE = {RUNNING: (OPENING, REBUTTAL), VOTING_STATUS: (VOTING,)}
+
+
+def retry_step_target(status: str, plan: Plan) -> Step | None:
+    """Return the step ``retry_step`` would run again in a debate of ``status`` with
+    ``plan``, or None when it does not apply.
+
+    A failed debate retries the step that failed it. A held debate (manual pace, or
+    after a retried step) retries the step it stopped after when that step failed and
+    can still be asked.
+    """
+    if status == FAILED:
+        step = plan.step(plan.current_step)
+        return step if step is not None and step.status == STEP_FAILED else None
+    if not plan.can_advance:
+        return None
+    step = plan.step((plan.released or 0) - 1)
+    if step is None or step.status != STEP_FAILED:
+        return None
+    return step if step.kind in _RETRIED_WHILE.get(status, ()) else None

@@ -18,7 +18,8 @@ knowing of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -186,6 +187,7 @@ class Plan:
     current_step: int | None
     can_advance: bool
     user_action_required: bool
+    released: int | None = None  # how many steps may run (None: all of them)
 
     def step(self, index: int | None) -> Step | None:
         return self.steps[index] if index is not None and 0 <= index < len(self.steps) else None
@@ -241,7 +243,29 @@ def build_plan(settings: PlanSettings, progress: Progress) -> Plan:
         current_step=_current(plan_steps, status),
         can_advance=_can_advance(plan_steps, status, released, waiting),
         user_action_required=waiting,
+        released=released,
     )
+
+
+def stages_to_run(plan: Plan, people: Collection[int] = ()) -> list[list[Step]]:
+    """Return what runs next: the stages of ``plan`` still to run, in order, each as its
+    steps released and not finished, up to the first stage holding a step of one of
+    ``people`` (the seats a person holds: no task runs their turn or vote, and the
+    service recording it asks again for what runs next).
+
+    Every start, retry, advance and resume, a person's step recorded and the watchdog
+    send what this returns, so a stored step is never asked again.
+    """
+    released = plan.steps if plan.released is None else plan.steps[: plan.released]
+    stages: list[list[Step]] = []
+    for _, stage in itertools.groupby(released, key=lambda step: step.stage):
+        unfinished = [step for step in stage if step.status not in FINISHED]
+        runnable = [step for step in unfinished if step.speaker not in people]
+        if runnable:
+            stages.append(runnable)
+        if len(runnable) < len(unfinished):
+            break  # a person's step: the rest is sent once it is recorded
+    return stages
 
 
 def _unrecorded(

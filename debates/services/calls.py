@@ -141,14 +141,30 @@ def call_model(
     if limits is not None:
         config = limited_config(config, limits)
     fingerprint = call_fingerprint(config, request) if cache != CacheMode.OFF else ""
-    if cache == CacheMode.USE:
-        hit = answer_cached(fingerprint=fingerprint, config=config)
-        if hit is not None:
-            return CallOutcome(response=hit, error=None)
+    hit = answer_cached(fingerprint=fingerprint, config=config) if cache == CacheMode.USE else None
+    if hit is not None:
+        return CallOutcome(response=hit, error=None)
     if cached_only:
         raise NotCached(request.kind)
+    outcome = _in_a_slot(config, request, still_wanted, owner_id, limits, scope)
+    if outcome is not None and outcome.response is not None and fingerprint:
+        replace = cache == CacheMode.REFRESH
+        answer_store(fingerprint=fingerprint, response=outcome.response, replace=replace)
+    return outcome
+
+
+def _in_a_slot(
+    config: ProviderConfig,
+    request: ModelRequest,
+    still_wanted: Callable[[], bool],
+    owner_id: int | None,
+    limits: CallLimits | None,
+    scope: CallScope | None,
+) -> CallOutcome | None:
+    """Make the call in a model slot of user ``owner_id`` within the token budgets of
+    ``limits`` (see ``call_model``)."""
+    owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
     try:
-        owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
@@ -165,8 +181,6 @@ def call_model(
         if scope is not None:  # always: only a debate's call has a budget
             _fail_for_budget(scope, request, str(exc))
         return None
-    if fingerprint:
-        answer_store(fingerprint=fingerprint, response=response, replace=cache == CacheMode.REFRESH)
     return CallOutcome(response=response, error=None, cost_usd=response_cost(response))
 
 

@@ -32,14 +32,12 @@ from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
 from debates.engine.plan import (
     CONSENSUS,
     EXECUTION,
-    FINISHED,
     OPENING,
-    PENDING,
     PREPARE,
     REBUTTAL,
-    RUNNING,
     VOTING,
     Step,
+    stages_to_run,
 )
 from debates.models import ACTIVE_STATUSES, CacheMode, Debate, DebateStatus
 from debates.selectors import debate_state
@@ -61,7 +59,6 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     CONSENSUS: ("debates.consensus_finalize", lambda debate_id, step: (debate_id,)),
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }
-_TO_SEND = frozenset({PENDING, RUNNING})
 # How late a completed debate's execution step is still resumed: a decision is not
 # traded on hours after its debate (nor are debates completed before the step existed).
 EXECUTION_RESUME_WITHIN = timedelta(hours=1)
@@ -87,32 +84,10 @@ def step_signature(debate_id: int, step: Step) -> Signature:
 
 
 def pending_stages(debate: Debate) -> list[list[Step]]:
-    """Return the stages of ``debate``'s plan still to run, in order, each as the steps of
-    it a task runs: the steps released and not recorded yet, up to the first step no
-    task runs (a person's turn or vote: the service recording it sends the rest).
-
-    ``debate`` carries its stored steps (``debates.selectors.debate_state``).
-    """
-    plan = debate_plan(debate)
-    released = len(plan.steps) if debate.steps_released is None else debate.steps_released
-    by_stage: dict[int, list[Step]] = {}
-    for step in plan.steps[:released]:
-        by_stage.setdefault(step.stage, []).append(step)
-    # A person's turn or vote runs no task, even before it waits for them.
+    """Return what runs next of ``debate`` (``debates.engine.plan.stages_to_run``), read
+    with its stored steps (``debates.selectors.debate_state``)."""
     people = {seat.pk for seat in debate.participants.all() if seat.is_human}
-    stages: list[list[Step]] = []
-    for stage in by_stage.values():
-        unfinished = [step for step in stage if step.status not in FINISHED]
-        sendable = [
-            step
-            for step in unfinished
-            if step.status in _TO_SEND and step.speaker not in people and step.kind in STEP_TASKS
-        ]
-        if sendable:
-            stages.append(sendable)
-        if len(sendable) < len(unfinished):
-            break  # a step no task runs (a person's): the rest is sent once it is in
-    return stages
+    return stages_to_run(debate_plan(debate), people)
 
 
 def runs_in_place(debate: Debate) -> bool:

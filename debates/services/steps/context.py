@@ -122,8 +122,9 @@ def step_context(
     debate_id: int, participant_id: int, status: str, key: StepKey
 ) -> StepContext | None:
     """Return what step ``key`` of ``participant_id`` needs, or None when the debate is
-    no longer ``status`` (cancelled, say), is held before the step (``step_released``),
-    when the seat is a person's, or, for a vote, when its ballot is stored.
+    gone or no longer ``status`` (cancelled, say), is held before the step
+    (``step_released``), when the seat is a person's, or, for a vote, when its ballot is
+    stored.
 
     Reads the seats with their models and, in the same statement, their debate with its
     strategy's texts and its call's limits (and, for a vote, whether its ballot is
@@ -133,16 +134,12 @@ def step_context(
     """
     seats = _seats(debate_id, participant_id, voter=key[0] == VOTING)
     participant = next((seat for seat in seats if seat.pk == participant_id), None)
-    if participant is None or participant.debate.status != status:
-        return None  # the debate is gone, or no longer ``status`` (cancelled, say)
+    if participant is None or not _asked(participant, status, key, seats):
+        return None
     debate, model = participant.debate, participant.ai_model
-    if getattr(participant, "ballot_stored", False):
-        return None  # the ballot is stored already: a vote is never asked twice
-    if not step_released(debate, key, seats) or model is None:
-        return None  # held before the step, or a person's seat: no model is asked
     reads = reads_snapshot(model.provider) or not debate.market_text
     cast = Cast(debate, seats, debate.market_snapshot if reads else None)
-    strategy = debate.strategy
+    role, custom = _strategy_texts(debate)
     return StepContext(
         cast=cast,
         participant=participant,
@@ -156,11 +153,30 @@ def step_context(
             role=PARTICIPANTS,
             temperature=participant.temperature,
         ),
-        strategy_role=(strategy.role_text if strategy else "") or "",
-        custom_prompt=(strategy.custom_prompt if strategy else "") or "",
+        strategy_role=role,
+        custom_prompt=custom,
         spoken=_spoken(cast),
         refusal=model_refusal(model, model.pk),
     )
+
+
+def _strategy_texts(debate: Debate) -> tuple[str, str]:
+    """Return the role text and custom prompt of the debate's strategy ("" without)."""
+    strategy = debate.strategy
+    if strategy is None:
+        return "", ""
+    return strategy.role_text or "", strategy.custom_prompt or ""
+
+
+def _asked(participant: Participant, status: str, key: StepKey, seats: list[Participant]) -> bool:
+    """Say whether step ``key`` of ``participant`` (read by ``_seats``) asks its model."""
+    if participant.debate.status != status:
+        return False  # the debate is no longer ``status`` (cancelled, say)
+    if getattr(participant, "ballot_stored", False):
+        return False  # the ballot is stored already: a vote is never asked twice
+    if not step_released(participant.debate, key, seats):
+        return False  # sent before the debate was held before it: it runs once released
+    return participant.ai_model is not None  # a person writes their own step
 
 
 def _seats(debate_id: int, participant_id: int, *, voter: bool) -> list[Participant]:

@@ -139,14 +139,7 @@ def turn_record(
         state = "gone" if locked is None else locked.status
         logger.info("debate %s is %s: turn result dropped", debate_id, state)
         return None
-    # Read once the lock is held, in a statement of its own: a statement that took
-    # the lock and read the turns together would see the turns as they were before
-    # it waited for the lock, and miss those stored by the transaction it waited for.
-    stored = list(
-        Message.objects.filter(debate_id=locked.pk)
-        .order_by()
-        .values_list("round", "participant_id", "status", "decisions")
-    )
+    stored = _stored_turns(locked.pk)
     if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
         return None  # another copy stored this turn first
     message = Message.objects.create(
@@ -165,14 +158,7 @@ def turn_record(
         turns=tuple((r, p, status) for r, p, status, _ in stored),
     )
     with events.together(locked.pk):
-        events.message_stored(message)
-        if message.status == StepStatus.ERROR:
-            events.step_failed(
-                locked.pk,
-                step=f"round {round_number} turn",
-                participant=participant.pk,
-                **fields["error"],
-            )
+        _announce(message)
         closing = _round_close(locked.pk, facts, round_number, seats, stored)
         state = machine.after_turn(facts, round_number, votes_now=closing.votes_now)
         transitions.turn_taken(
@@ -183,12 +169,43 @@ def turn_record(
             turns=facts.turns,
             recorded=closing.fields,
         )
-    # Round 1 is one stage (the openings side by side), each later turn a stage.
-    stage = seats if round_number == 1 else (participant,)
-    ends_stage = round_number > 1 or machine.round_closes(facts, round_number)
-    if ends_stage and any(seat.is_human for seat in stage):
+    if _ends_a_persons_stage(facts, message, seats):
         run_enqueue(debate_id=locked.pk)
     return message
+
+
+def _stored_turns(debate_id: int) -> list[tuple[int, int, str, list]]:
+    """Return every stored turn of a debate as (round, participant id, status, decisions).
+
+    Read once the debate's lock is held, in a statement of its own: a statement that
+    took the lock and read the turns together would see the turns as they were before
+    it waited for the lock, and miss those stored by the transaction it waited for.
+    """
+    turns = Message.objects.filter(debate_id=debate_id).order_by()
+    return list(turns.values_list("round", "participant_id", "status", "decisions"))
+
+
+def _announce(message: Message) -> None:
+    """Announce a stored turn, and its failure for a turn whose model call failed."""
+    events.message_stored(message)
+    if message.status == StepStatus.ERROR:
+        step = f"round {message.round} turn"
+        events.step_failed(
+            message.debate_id, step=step, participant=message.participant_id, **message.error
+        )
+
+
+def _ends_a_persons_stage(
+    facts: machine.Rounds, message: Message, seats: tuple[Participant, ...]
+) -> bool:
+    """Say whether ``message`` ends a stage of the plan holding a person's step: round 1
+    is one stage (the openings side by side) and ends with its last turn; each later
+    turn is a stage of its own."""
+    if message.round == 1:
+        stage = seats if machine.round_closes(facts, 1) else ()
+    else:
+        stage = tuple(seat for seat in seats if seat.pk == message.participant_id)
+    return any(seat.is_human for seat in stage)
 
 
 def _round_close(

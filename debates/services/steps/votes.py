@@ -138,12 +138,7 @@ def ballot_record(
                 vote_row(ballot, symbol, decisions.get(symbol), why_not) for symbol in symbols
             )
             with events.together(debate_id):
-                if ballot.status == StepStatus.ERROR:
-                    events.step_failed(
-                        debate_id, step="vote", participant=participant.pk, **fields["error"]
-                    )
-                for vote in votes:
-                    events.vote_stored(vote)
+                _announce(ballot, votes)
                 person = any(seat.is_human for seat in seats)
                 ballots = (
                     _state_published(locked, seats)
@@ -158,6 +153,16 @@ def ballot_record(
             raise
         logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
         return None
+
+
+def _announce(ballot: Ballot, votes: list[Vote]) -> None:
+    """Announce a stored ballot's votes, and its failure for a ballot whose call failed."""
+    if ballot.status == StepStatus.ERROR:
+        events.step_failed(
+            ballot.debate_id, step="vote", participant=ballot.participant_id, **ballot.error
+        )
+    for vote in votes:
+        events.vote_stored(vote)
 
 
 def _state_published(locked: Any, seats: tuple[Participant, ...]) -> list[tuple[int, str]]:

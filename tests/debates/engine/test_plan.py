@@ -12,6 +12,7 @@ from debates.engine.plan import (
     StepSpec,
     build_plan,
     register_step_kind,
+    stages_to_run,
 )
 
 SEATS = (Seat(11), Seat(12), Seat(13))
@@ -97,6 +98,39 @@ def test_a_completed_debate_runs_its_execution_step_after_the_consensus():
         Progress("completed", {**records, ("execution", None, None): "done"}),
     )
     assert done.current_step is None
+
+
+def keys(stages) -> list[list[tuple]]:
+    return [[(s.kind, s.round, s.speaker) for s in stage] for stage in stages]
+
+
+def test_what_runs_next_is_every_stage_not_run_from_the_first_unfinished_step():
+    # given a prepared debate with one opening stored
+    records = {("prepare", None, None): "done", ("opening", 1, 12): "done"}
+    plan = build_plan(settings(rounds=2), Progress("running", records))
+    # then the other openings run side by side, then each rebuttal, the votes, the consensus
+    assert keys(stages_to_run(plan)) == [
+        [("opening", 1, 11), ("opening", 1, 13)],
+        [("rebuttal", 2, 11)],
+        [("rebuttal", 2, 12)],
+        [("rebuttal", 2, 13)],
+        [("voting", None, 11), ("voting", None, 12), ("voting", None, 13)],
+        [("consensus", None, None)],
+    ]
+
+
+def test_what_runs_next_stops_at_the_released_steps():
+    records = {("prepare", None, None): "done"}
+    plan = build_plan(settings(), Progress("running", records, released=2))
+    assert keys(stages_to_run(plan)) == [[("opening", 1, 11)]]
+
+
+def test_what_runs_next_stops_with_the_stage_holding_a_persons_step():
+    # given a debate whose second seat is a person's, prepared
+    seats = (Seat(11), Seat(12, kind="human"), Seat(13))
+    plan = build_plan(settings(seats=seats), Progress("running", {("prepare", None, None): "done"}))
+    # then the models' openings run, and nothing after the stage the person's opening holds
+    assert keys(stages_to_run(plan, people={12})) == [[("opening", 1, 11), ("opening", 1, 13)]]
 
 
 def test_a_person_s_turn_waits_for_them_and_asks_for_their_action():
