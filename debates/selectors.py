@@ -108,26 +108,13 @@ def debate_rows(
     number; none when every row is stored) after the versions, and rendered by
     ``render`` from the debate and its plan.
     """
-    channels = {pk: debate_channel(pk) for pk in ids}
-    owner = owner_channel(owner_id)
-    versions = channel_versions([*channels.values(), owner])
-    keys = {
-        pk: f"debate-row:{pk}:v{versions[channel]}.{versions[owner]}:json"
-        for pk, channel in channels.items()
-        if versions[channel] is not None
-    }
+    keys = _row_keys(ids, owner_id)
     stored = cache.get_many(keys.values()) if keys else {}
     rows: dict[int, dict | orjson.Fragment] = {
         pk: orjson.Fragment(stored[key]) for pk, key in keys.items() if key in stored
     }
     if missing := [pk for pk in ids if pk not in rows]:
-        debates = list(
-            Debate.objects.filter(pk__in=missing)
-            .defer(*_LIST_DEFERRED)
-            .prefetch_related(_SEATS, _DECISIONS)
-        )
-        plans = debate_plans(debates)
-        fresh = {debate.pk: render(debate, plans[debate.pk]) for debate in debates}
+        fresh = _rows_rendered(missing, render)
         finished = {
             keys[pk]: json_bytes(row)
             for pk, row in fresh.items()
@@ -136,6 +123,31 @@ def debate_rows(
         cache.set_many(finished, DETAIL_CACHE_S)
         rows.update(fresh)
     return [rows[pk] for pk in ids if pk in rows]
+
+
+def _row_keys(ids: list[int], owner_id: int) -> dict[int, str]:
+    """Return the cache key of the list row of each debate of ``ids`` whose stream has a
+    version: its stream's version and its owner's name the row."""
+    channels = {pk: debate_channel(pk) for pk in ids}
+    owner = owner_channel(owner_id)
+    versions = channel_versions([*channels.values(), owner])
+    return {
+        pk: f"debate-row:{pk}:v{versions[channel]}.{versions[owner]}:json"
+        for pk, channel in channels.items()
+        if versions[channel] is not None
+    }
+
+
+def _rows_rendered(ids: list[int], render: Callable[[Debate, Plan], dict]) -> dict[int, dict]:
+    """Return the list rows of the debates ``ids`` read with their seats, decisions, turns
+    and ballots, rendered by ``render``."""
+    debates = list(
+        Debate.objects.filter(pk__in=ids)
+        .defer(*_LIST_DEFERRED)
+        .prefetch_related(_SEATS, _DECISIONS)
+    )
+    plans = debate_plans(debates)
+    return {debate.pk: render(debate, plans[debate.pk]) for debate in debates}
 
 
 def debate_plans(debates: list[Debate]) -> dict[int, Plan]:

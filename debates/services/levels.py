@@ -121,36 +121,40 @@ def _actions(answers: dict[int, list[dict]]) -> dict[int, dict[str, str]]:
 
 
 def _gate(debate: Debate, openings: dict[int, list[dict]], seats: Sequence[Participant]):
+    """Choose the debate's level from its openings (``debates.engine.gate``)."""
     primary = debate.symbol or (debate.symbols[0] if debate.symbols else "")
-    on_primary = {
-        seat: {d["symbol"]: d for d in decisions}.get(primary, {})
-        for seat, decisions in openings.items()
-    }
-    rows = [
-        Opening(
-            on_primary.get(seat.pk, {}).get("action"), on_primary.get(seat.pk, {}).get("confidence")
-        )
-        for seat in seats
-        if seat.kind == SeatKind.MODEL
-    ]
-    last = debate.schedule.last_debate if debate.schedule is not None else None
-    failure = ""
-    if last is not None and last.pk != debate.pk and last.status == DebateStatus.FAILED:
-        failure = "the schedule's previous debate failed"
+    strategy, trader = debate.strategy, debate.trader
     return gate(
         requested=debate.level,
-        openings=rows,
+        openings=_on_primary(openings, primary, seats),
         primary=primary,
-        high_impact=debate.auto_execute
-        and debate.trader is not None
-        and debate.trader.exchange != "paper",
-        failure=failure,
+        high_impact=debate.auto_execute and trader is not None and trader.exchange != "paper",
+        failure=_schedule_failure(debate),
         human=any(seat.kind != SeatKind.MODEL for seat in seats),
-        min_confidence=(
-            debate.strategy.gate_min_confidence if debate.strategy is not None else 60.0
-        ),
+        min_confidence=strategy.gate_min_confidence if strategy is not None else 60.0,
         over_budget=_over_budget(debate),
     )
+
+
+def _on_primary(
+    openings: dict[int, list[dict]], primary: str, seats: Sequence[Participant]
+) -> list[Opening]:
+    """Return each model seat's opening on the primary coin: its action and confidence
+    (None for a seat that took no position on it)."""
+    rows = []
+    for seat in seats:
+        if seat.kind == SeatKind.MODEL:
+            on = {d["symbol"]: d for d in openings.get(seat.pk, [])}.get(primary, {})
+            rows.append(Opening(on.get("action"), on.get("confidence")))
+    return rows
+
+
+def _schedule_failure(debate: Debate) -> str:
+    """Say whether the previous debate of the debate's schedule failed ("" otherwise)."""
+    last = debate.schedule.last_debate if debate.schedule is not None else None
+    if last is not None and last.pk != debate.pk and last.status == DebateStatus.FAILED:
+        return "the schedule's previous debate failed"
+    return ""
 
 
 def _over_budget(debate: Debate) -> str:
