@@ -143,18 +143,17 @@ def celery_alone(count: int, in_flight: int, timeout: float = 600.0) -> float:
     tasks that do nothing, ``in_flight`` at once, as a backtest keeps its debates."""
     import uuid
 
-    from celery import group
+    from celery import chain, group
 
     from bench.floor_tasks import FLOOR_CHANNEL, floor_end, floor_step
     from bench.orchestration import hearing
-    from debates.services.runs import chained
 
     def canvas(run: str):
         openings = group([floor_step.si(0) for _ in SEATS])
         turns = [floor_step.si(0).set(ignore_result=True) for _ in SEATS]
         votes = group([floor_step.si(0) for _ in SEATS])
-        return chained(
-            [floor_step.si(0).set(ignore_result=True), openings, *turns, votes, floor_end.si(run)]
+        return chain(
+            floor_step.si(0).set(ignore_result=True), openings, *turns, votes, floor_end.si(run)
         )
 
     runs = [uuid.uuid4().hex for _ in range(count)]

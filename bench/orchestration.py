@@ -142,10 +142,9 @@ def run_floor(participants: int, rounds: int, latency: float) -> float:
     Sent and heard as a debate's run is (``bench.floor_tasks``), it measures what Celery
     alone adds to the ideal critical path on this machine.
     """
-    from celery import group
+    from celery import chain, group
 
     from bench.floor_tasks import FLOOR_CHANNEL, floor_end, floor_step
-    from debates.services.runs import chained
 
     run = uuid.uuid4().hex
     steps = [group([floor_step.si(latency) for _ in range(participants)])]
@@ -156,7 +155,7 @@ def run_floor(participants: int, rounds: int, latency: float) -> float:
     steps += [floor_end.si(run).set(ignore_result=True)]
     with hearing(FLOOR_CHANNEL, lambda message: message["data"] == run.encode()) as wait:
         started = time.perf_counter()
-        chained(steps).apply_async()
+        chain(*steps).apply_async()
         return wait(120) - started
 
 
