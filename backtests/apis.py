@@ -13,16 +13,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.inputs import (
     IdField,
-    JsonApi,
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     validate,
 )
 from backtests.models import Backtest, BacktestStatus, CoinScope

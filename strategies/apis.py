@@ -10,17 +10,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
-    JsonApi,
+from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     requires_when,
     validate,
 )

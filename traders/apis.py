@@ -23,20 +23,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.fields import mask_secret
+from arena.inputs import (
     IdField,
-    JsonApi,
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     requires_when,
     validate,
 )
-from arena.fields import mask_secret
 from strategies.models import MarketSource
 from traders.accounts import trader_create, trader_delete, trader_update
 from traders.models import (

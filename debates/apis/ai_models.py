@@ -14,21 +14,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
-    JsonApi,
+from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.fields import mask_secret
+from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     requires_when,
     validate,
 )
-from arena.fields import mask_secret
 from debates.models import AIModel, OutputMode
 from debates.providers.catalog import PROVIDERS
 from debates.services.ai_models import ai_model_create, ai_model_delete, ai_model_update

@@ -15,17 +15,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, paginated_response
+from arena.inputs import (
     IdField,
-    JsonApi,
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
-    paginated_response,
     requires_when,
     validate,
 )

@@ -10,16 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.inputs import (
     IdField,
-    JsonApi,
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     requires_when,
     validate,
 )
