@@ -1,9 +1,12 @@
 """What every input shares: strict fields, validation, and what the schema says of them.
 
-Input serializers check types and shapes: a JSON string where an integer is expected is
-refused (``"3"`` is not 3), unknown keys are refused (a misspelt field is an error, not
-a silent default). Domain rules (ownership, ranges that depend on other fields, what a
-state allows) stay in the services, which every caller goes through.
+Input serializers check what they are given: types (a JSON string where an integer is
+expected is refused: ``"3"`` is not 3), ranges, choices, lengths, unknown keys (a
+misspelt field is an error, not a silent default), and the rules between fields, against
+the stored object when an input changes one. Services validate their input with them,
+so every caller (an API, the admin, a command) is refused alike, each bad field named.
+Rules that need other state (quotas, what a state allows, whether a model may be called
+now) stay in the services.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import Model
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -111,6 +115,18 @@ class StrictSerializer(serializers.Serializer):
     """
 
     schema_rules: tuple[dict[str, Any], ...] = ()
+    # The model whose defaults a create starts from (``state``).
+    model: type[Model] | None = None
+
+    def state(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Return every field as ``attrs`` leaves the object: over the stored object's
+        values (``instance``, a change) or the model's defaults (a create), so that the
+        rules between fields see the whole object."""
+        if self.instance is not None:
+            before = {name: getattr(self.instance, name) for name in self.fields}
+        else:
+            before = {name: self.model._meta.get_field(name).get_default() for name in self.fields}
+        return {**before, **attrs}
 
     def to_internal_value(self, data: Any) -> Any:
         unknown = {}
@@ -152,13 +168,34 @@ def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def validate(
-    serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False
+    serializer_class: type[serializers.Serializer],
+    data: Any,
+    *,
+    partial: bool = False,
+    instance: Any = None,
+    context: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Return the validated input, or raise ``ValidationError`` naming each bad field."""
-    serializer = serializer_class(data=data, partial=partial)
+    """Return the validated input, or raise ``ValidationError`` naming each bad field.
+
+    ``instance``: the stored object that ``data`` changes (``partial``), which the rules
+    between fields are checked against; ``context``: what the serializer looks up
+    objects with (``owner``).
+    """
+    serializer = serializer_class(instance, data=data, partial=partial, context=context or {})
     if not serializer.is_valid():
         raise ValidationError(fields=flatten_errors(serializer.errors))
     return dict(serializer.validated_data)
+
+
+def shown_fields(serializer_class: type[serializers.Serializer]) -> list[str]:
+    """Return the names of the input fields that an answer shows back: all but the
+    write-only ones (secrets)."""
+    return [name for name, field in serializer_class().fields.items() if not field.write_only]
+
+
+def refuse(errors: dict[str, list[str]], name: str, message: str) -> None:
+    """Add ``message`` to the messages of field ``name`` in ``errors``."""
+    errors.setdefault(name, []).append(message)
 
 
 # --- What the schema says of inputs -----------------------------------------------------

@@ -6,9 +6,7 @@ never more than a quarter of the key; see ``arena.fields.mask_secret``) and ``ha
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,19 +14,15 @@ from rest_framework.settings import api_settings
 
 from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
 from arena.fields import mask_secret
-from arena.inputs import (
-    StrictBooleanField,
-    StrictCharField,
-    StrictChoiceField,
-    StrictFloatField,
-    StrictIntegerField,
-    StrictSerializer,
-    requires_when,
-    validate,
-)
-from debates.models import AIModel, OutputMode
+from arena.inputs import shown_fields
+from debates.models import AIModel
 from debates.providers.catalog import PROVIDERS
-from debates.services.ai_models import ai_model_create, ai_model_delete, ai_model_update
+from debates.services.ai_models import (
+    AIModelInputSerializer,
+    ai_model_create,
+    ai_model_delete,
+    ai_model_update,
+)
 
 TAGS = ["ai-models"]
 
@@ -45,20 +39,11 @@ class AIModelSerializer(serializers.ModelSerializer):
         model = AIModel
         fields = [
             "id",
-            "name",
-            "provider",
+            *shown_fields(AIModelInputSerializer),
             "provider_name",
             "simulated",
-            "model_name",
-            "base_url",
             "api_key_masked",
             "has_api_key",
-            "temperature",
-            "max_tokens",
-            "timeout_seconds",
-            "output_mode",
-            "training_cutoff",
-            "enabled",
             "created_at",
             "updated_at",
         ]
@@ -75,47 +60,6 @@ class AIModelSerializer(serializers.ModelSerializer):
 
     def get_has_api_key(self, obj: AIModel) -> bool:
         return bool(obj.api_key)
-
-
-@extend_schema_serializer(component_name="AIModelInput")
-class AIModelInputSerializer(StrictSerializer):
-    schema_rules = (requires_when("provider", ["openai_compatible"], "base_url", "model_name"),)
-
-    name = StrictCharField(max_length=100)
-    provider = StrictChoiceField(choices=list(PROVIDERS))
-    model_name = StrictCharField(
-        required=False, allow_blank=True, max_length=100, help_text="Empty: the provider default."
-    )
-    base_url = StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=200,
-        help_text="http(s) URL; required for openai_compatible, else the provider default.",
-    )
-    api_key = StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=500,
-        write_only=True,
-        help_text="Stored encrypted, never returned; on update an empty string removes it.",
-    )
-    temperature = StrictFloatField(required=False, min_value=0, max_value=2)
-    max_tokens = StrictIntegerField(required=False, min_value=1, max_value=200_000)
-    timeout_seconds = StrictIntegerField(required=False, min_value=1, max_value=180)
-    output_mode = StrictChoiceField(
-        choices=OutputMode.choices,
-        required=False,
-        help_text="json_schema: the server decodes the answer under the output contract's "
-        "JSON schema (openai, gemini, grok, openai_compatible servers such as llama.cpp, "
-        "vLLM and Ollama).",
-    )
-    training_cutoff = serializers.DateField(
-        required=False,
-        allow_null=True,
-        help_text="The last day of the model's training data; default: the catalogue's, "
-        "for the models it knows.",
-    )
-    enabled = StrictBooleanField(required=False)
 
 
 class AIModelListApi(JsonApi):
@@ -138,8 +82,6 @@ class AIModelListApi(JsonApi):
 class AIModelCreateApi(JsonApi):
     """Create an AI model configuration."""
 
-    InputSerializer = AIModelInputSerializer
-
     @extend_schema(
         operation_id="ai_models_create",
         tags=TAGS,
@@ -147,8 +89,7 @@ class AIModelCreateApi(JsonApi):
         responses={201: AIModelSerializer, **error_responses(400)},
     )
     def post(self, request: Request) -> Response:
-        data = validate(self.InputSerializer, request.data)
-        model = ai_model_create(owner=request.user, data=data)
+        model = ai_model_create(owner=request.user, data=request.data)
         return Response(AIModelSerializer(model).data, status=status.HTTP_201_CREATED)
 
 
@@ -168,8 +109,6 @@ class AIModelDetailApi(JsonApi):
 class AIModelUpdateApi(JsonApi):
     """Change some fields of an AI model; the others keep their values."""
 
-    InputSerializer = AIModelInputSerializer
-
     @extend_schema(
         operation_id="ai_models_partial_update",
         tags=TAGS,
@@ -177,8 +116,7 @@ class AIModelUpdateApi(JsonApi):
         responses={200: AIModelSerializer, **error_responses(400, 404)},
     )
     def patch(self, request: Request, ai_model_id: int) -> Response:
-        changes: dict[str, Any] = validate(self.InputSerializer, request.data, partial=True)
-        model = ai_model_update(owner=request.user, ai_model_id=ai_model_id, changes=changes)
+        model = ai_model_update(owner=request.user, ai_model_id=ai_model_id, changes=request.data)
         return Response(AIModelSerializer(model).data)
 
 
