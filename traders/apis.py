@@ -8,7 +8,6 @@ secret is set, never a secret.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -27,17 +26,19 @@ from arena.apis import JsonApi, error_responses, owned_or_404, paginated_respons
 from arena.fields import mask_secret
 from arena.inputs import (
     IdField,
-    StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictSerializer,
-    requires_when,
+    shown_fields,
     validate,
 )
-from strategies.models import MarketSource
-from traders.accounts import trader_create, trader_delete, trader_update
+from traders.accounts import (
+    TraderInputSerializer,
+    trader_create,
+    trader_delete,
+    trader_update,
+)
 from traders.models import (
-    Exchange,
     Execution,
     ExecutionStatus,
     Order,
@@ -63,18 +64,12 @@ class TraderSerializer(serializers.ModelSerializer):
         model = Trader
         fields = [
             "id",
-            "name",
-            "exchange",
-            "sandbox",
-            "status",
+            *shown_fields(TraderInputSerializer),
+            "balance",
             "api_key_masked",
             "has_api_key",
             "has_api_secret",
             "has_api_passphrase",
-            "starting_balance",
-            "balance",
-            "fee_rate",
-            "market_source",
             "created_at",
             "updated_at",
         ]
@@ -91,58 +86,6 @@ class TraderSerializer(serializers.ModelSerializer):
 
     def get_has_api_passphrase(self, obj: Trader) -> bool:
         return bool(obj.api_passphrase)
-
-
-def _secret(help_text: str) -> StrictCharField:
-    return StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=500,
-        write_only=True,
-        help_text=f"{help_text} Stored encrypted, never returned; on update an empty "
-        "string removes it.",
-    )
-
-
-@extend_schema_serializer(component_name="TraderInput")
-class TraderInputSerializer(StrictSerializer):
-    schema_rules = (
-        requires_when(
-            "exchange", ["binanceusdm", "bybit", "okx"], "api_key", "api_secret", default="paper"
-        ),
-        requires_when("exchange", ["okx"], "api_passphrase", default="paper"),
-    )
-
-    name = StrictCharField(max_length=100)
-    exchange = StrictChoiceField(
-        choices=Exchange.choices, required=False, help_text="Fixed once the trader exists."
-    )
-    api_key = _secret("Required for a real exchange.")
-    api_secret = _secret("Required for a real exchange.")
-    api_passphrase = _secret("Required for OKX.")
-    sandbox = StrictBooleanField(required=False)
-    status = StrictChoiceField(choices=TraderStatus.choices, required=False)
-    starting_balance = serializers.DecimalField(
-        max_digits=20,
-        decimal_places=8,
-        min_value=Decimal("0.00000001"),
-        error_messages={"min_value": "Must be more than 0."},
-        required=False,
-        help_text="Paper: the USDT it starts with. Fixed once the trader exists.",
-    )
-    fee_rate = serializers.DecimalField(
-        max_digits=8,
-        decimal_places=6,
-        min_value=Decimal("0"),
-        max_value=Decimal("0.099999"),
-        required=False,
-        help_text="Paper: fee per fill, as a fraction (0.0004 = 0.04 %).",
-    )
-    market_source = StrictChoiceField(
-        choices=MarketSource.choices,
-        required=False,
-        help_text="Paper: where prices come from. Fixed once the trader exists.",
-    )
 
 
 class TraderListApi(JsonApi):
@@ -172,8 +115,6 @@ class TraderListApi(JsonApi):
 class TraderCreateApi(JsonApi):
     """Create a trader account (paper, or a real exchange with its credentials)."""
 
-    InputSerializer = TraderInputSerializer
-
     @extend_schema(
         operation_id="traders_create",
         tags=TAGS,
@@ -181,8 +122,7 @@ class TraderCreateApi(JsonApi):
         responses={201: TraderSerializer, **error_responses(400)},
     )
     def post(self, request: Request) -> Response:
-        data = validate(self.InputSerializer, request.data)
-        trader = trader_create(owner=request.user, data=data)
+        trader = trader_create(owner=request.user, data=request.data)
         return Response(TraderSerializer(trader).data, status=status.HTTP_201_CREATED)
 
 
@@ -202,8 +142,6 @@ class TraderDetailApi(JsonApi):
 class TraderUpdateApi(JsonApi):
     """Change some fields of a trader (stop it with ``status: stopped``)."""
 
-    InputSerializer = TraderInputSerializer
-
     @extend_schema(
         operation_id="traders_partial_update",
         tags=TAGS,
@@ -211,8 +149,7 @@ class TraderUpdateApi(JsonApi):
         responses={200: TraderSerializer, **error_responses(400, 404)},
     )
     def patch(self, request: Request, trader_id: int) -> Response:
-        changes = validate(self.InputSerializer, request.data, partial=True)
-        trader = trader_update(owner=request.user, trader_id=trader_id, changes=changes)
+        trader = trader_update(owner=request.user, trader_id=trader_id, changes=request.data)
         return Response(TraderSerializer(trader).data)
 
 
