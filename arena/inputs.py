@@ -12,12 +12,13 @@ now) stay in the services.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.db.models import Model
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.settings import api_settings
 from rest_framework.utils import html
 
@@ -51,6 +52,29 @@ class IdField(StrictIntegerField):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)
+
+
+class OwnedField(IdField):
+    """The id of one of the owner's objects (the serializer's ``context["owner"]``); its
+    value is the object itself."""
+
+    default_error_messages = {
+        "null": "Must be the id of one of your objects.",
+        "missing": "No such object: {pk}.",
+    }
+
+    def __init__(self, model: type[Model], **kwargs: Any) -> None:
+        self.model = model
+        super().__init__(**kwargs)
+
+    def run_validation(self, data: Any = serializers.empty) -> Model | None:
+        pk = super().run_validation(data)
+        if pk is None:
+            return None
+        obj = self.model.objects.filter(owner=self.context["owner"], pk=pk).first()
+        if obj is None:
+            self.fail("missing", pk=pk)
+        return obj
 
 
 class StrictFloatField(serializers.FloatField):
@@ -179,12 +203,26 @@ def validate(
 
     ``instance``: the stored object that ``data`` changes (``partial``), which the rules
     between fields are checked against; ``context``: what the serializer looks up
-    objects with (``owner``).
+    objects with (``owner``). An error whose code is a ``ValidationError`` subclass's
+    raises that subclass (``not_enough_participants``).
     """
     serializer = serializer_class(instance, data=data, partial=partial, context=context or {})
-    if not serializer.is_valid():
-        raise ValidationError(fields=flatten_errors(serializer.errors))
-    return dict(serializer.validated_data)
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    codes = set(_codes(serializer.errors))
+    refusal = next(
+        (cls for cls in ValidationError.__subclasses__() if cls.code in codes), ValidationError
+    )
+    raise refusal(fields=flatten_errors(serializer.errors))
+
+
+def _codes(errors: Any) -> Iterator[str]:
+    """Yield the code of every error in DRF's nested errors."""
+    if isinstance(errors, ErrorDetail):
+        yield errors.code
+    elif isinstance(errors, dict | list):
+        for item in errors.values() if isinstance(errors, dict) else errors:
+            yield from _codes(item)
 
 
 def shown_fields(serializer_class: type[serializers.Serializer]) -> list[str]:

@@ -26,8 +26,8 @@ from backtests.models import Backtest, BacktestStatus, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
-from debates.apis.debates import ParticipantInputSerializer
 from debates.models import CacheMode, DebateLevel, Weighting
+from debates.services.inputs import ParticipantInputSerializer
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (
