@@ -13,10 +13,8 @@ returns are the ones to store, objects for ids, the seats checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_serializer
@@ -50,6 +48,7 @@ from debates.models import (
 )
 from debates.services.modes import (
     MAX_OUTPUT_TOKENS,
+    Refuse,
     SeatPlan,
     model_refusal,
     planned_judge,
@@ -62,8 +61,6 @@ from strategies.snapshots import outside_replay_window, unservable_symbol
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
-# Records a refusal: refuse(field, message).
-Refuse = Callable[[str, str], None]
 # The trader a debate executes on, as its model declares it (trading's model: this app
 # imports nothing of trading).
 TRADER = Debate.trader.field.related_model
@@ -258,12 +255,7 @@ class TemplateInputSerializer(SeatingInputSerializer):
         if attrs.get("weighting") == Weighting.JUDGE and attrs.get("judge") is None:
             refuse("weighting", "Weighting by judge needs a judge.")
         seating = {name: attrs.get(name) for name in SEATING_FIELDS}
-        seating["mode"] = attrs.get("mode", DebateMode.CUSTOM)
-        plan = seat_plan(
-            self.context["owner"],
-            SimpleNamespace(**seating, participants=attrs["participants"]),
-            refuse,
-        )
+        plan = seat_plan(self.context["owner"], attrs["participants"], seating, refuse)
         attrs.update(plan.stored)
         attrs["seats"] = self._seats(attrs["participants"], plan, refuse)
 
