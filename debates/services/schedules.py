@@ -269,13 +269,24 @@ def _refusal(schedule: Schedule) -> tuple[str, str] | None:
         return "previous_debate_active", f"Debate {busy[0]} is still {busy[1]}."
     if schedule.strategy is None:
         return "strategy_deleted", "The schedule's strategy was deleted."
+    return _trader_refusal(schedule) or _replay_refusal(schedule)
+
+
+def _trader_refusal(schedule: Schedule) -> tuple[str, str] | None:
+    """Return (code, reason) when the trader the schedule executes on is gone or stopped."""
     trader = schedule.trader
-    if schedule.auto_execute:
-        if trader is None:
-            return "trader_deleted", "The schedule executes automatically; its trader was deleted."
-        if not trader.is_running:
-            return "trader_stopped", f"Trader {trader.name} is stopped."
-    as_of = schedule.replay_as_of
+    if not schedule.auto_execute:
+        return None
+    if trader is None:
+        return "trader_deleted", "The schedule executes automatically; its trader was deleted."
+    if not trader.is_running:
+        return "trader_stopped", f"Trader {trader.name} is stopped."
+    return None
+
+
+def _replay_refusal(schedule: Schedule) -> tuple[str, str] | None:
+    """Return (code, reason) when the schedule's replay cannot go on from its instant."""
+    as_of, trader = schedule.replay_as_of, schedule.trader
     if as_of is not None and as_of > DATASET_END:
         return (
             "replay_finished",
