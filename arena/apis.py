@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arena.auth import token_expires_at, token_issue, token_revoke
-from arena.exceptions import ApplicationError, NotFound
+from arena.exceptions import ApplicationError
 from arena.inputs import StrictCharField, StrictSerializer, validate
 from arena.parsers import JsonBodyParser
 
@@ -31,14 +31,6 @@ class JsonApi(APIView):
     size and depth (``arena.parsers``)."""
 
     parser_classes = [JsonBodyParser]
-
-
-def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
-    """Return the object ``pk`` of ``queryset`` (already scoped to its owner) or 404."""
-    obj = queryset.filter(pk=pk).first()
-    if obj is None:
-        raise NotFound(f"{label} not found.")
-    return obj
 
 
 def paginated_response(

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.apis import JsonApi, error_responses, paginated_response
 from arena.inputs import (
     IdField,
     StrictCharField,
@@ -22,6 +22,7 @@ from arena.inputs import (
     StrictSerializer,
     validate,
 )
+from arena.queries import owned_or_404
 from backtests.models import Backtest, BacktestStatus, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer

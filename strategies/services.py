@@ -19,7 +19,7 @@ from django.db import transaction
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from arena.exceptions import Conflict, NotFound
+from arena.exceptions import Conflict
 from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
@@ -32,6 +32,7 @@ from arena.inputs import (
     validate,
 )
 from arena.outbound import OutboundUrlValidator
+from arena.queries import owned_or_404
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.exceptions import InvalidSymbolError
@@ -246,13 +247,6 @@ def _dataset_refusals(coin_source: str, static_coins: list[str]) -> dict[str, li
     return errors
 
 
-def _owned(owner: AbstractBaseUser, strategy_id: int) -> Strategy:
-    strategy = Strategy.objects.filter(owner=owner, pk=strategy_id).first()
-    if strategy is None:
-        raise NotFound("Strategy not found.")
-    return strategy
-
-
 def strategy_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Strategy:
     """Create a strategy from ``data`` (unset fields take the model defaults)."""
     return Strategy.objects.create(owner=owner, **validate(StrategyInputSerializer, data))
@@ -263,7 +257,7 @@ def strategy_update(
 ) -> Strategy:
     """Change the fields in ``changes``; the rules between fields are checked against
     the whole strategy."""
-    strategy = _owned(owner, strategy_id)
+    strategy = owned_or_404(Strategy.objects.filter(owner=owner), strategy_id, "Strategy")
     values = validate(StrategyInputSerializer, changes, instance=strategy, partial=True)
     for name, value in values.items():
         setattr(strategy, name, value)
@@ -275,7 +269,7 @@ def strategy_delete(*, owner: AbstractBaseUser, strategy_id: int) -> None:
     """Delete a strategy no pending or running debate and no schedule uses (409 otherwise)."""
     from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, Schedule
 
-    strategy = _owned(owner, strategy_id)
+    strategy = owned_or_404(Strategy.objects.filter(owner=owner), strategy_id, "Strategy")
     with transaction.atomic():
         in_use = Debate.objects.filter(
             strategy=strategy, status__in=(DebateStatus.PENDING, *ACTIVE_STATUSES)

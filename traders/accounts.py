@@ -20,7 +20,7 @@ from django.db.models import ProtectedError
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from arena.exceptions import Conflict, NotFound
+from arena.exceptions import Conflict
 from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
@@ -29,6 +29,7 @@ from arena.inputs import (
     requires_when,
     validate,
 )
+from arena.queries import owned_or_404
 from strategies.models import MarketSource
 from traders.models import Exchange, Trader, TraderStatus
 
@@ -117,13 +118,6 @@ def _credentials(exchange: str) -> tuple[str, ...]:
     return ("api_key", "api_secret", *(("api_passphrase",) if exchange == Exchange.OKX else ()))
 
 
-def _owned(owner: AbstractBaseUser, trader_id: int) -> Trader:
-    trader = Trader.objects.filter(owner=owner, pk=trader_id).first()
-    if trader is None:
-        raise NotFound("Trader not found.")
-    return trader
-
-
 def trader_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Trader:
     """Create a trader account; a paper account starts with ``starting_balance``."""
     trader = Trader(owner=owner, **validate(TraderInputSerializer, data))
@@ -138,7 +132,7 @@ def trader_update(*, owner: AbstractBaseUser, trader_id: int, changes: Mapping[s
     The exchange, the starting balance and the market source cannot change: create
     another trader instead.
     """
-    trader = _owned(owner, trader_id)
+    trader = owned_or_404(Trader.objects.filter(owner=owner), trader_id, "Trader")
     values = validate(TraderInputSerializer, changes, instance=trader, partial=True)
     # Only the named columns: the balance is written by execution, concurrently.
     for name, value in values.items():
@@ -151,7 +145,7 @@ def trader_delete(*, owner: AbstractBaseUser, trader_id: int) -> None:
     """Delete a trader unless it has executions or automatic execution relies on it (409)."""
     from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, Schedule
 
-    trader = _owned(owner, trader_id)
+    trader = owned_or_404(Trader.objects.filter(owner=owner), trader_id, "Trader")
     relied_on = (
         Debate.objects.filter(
             trader=trader, auto_execute=True, status__in=(DebateStatus.PENDING, *ACTIVE_STATUSES)

@@ -22,7 +22,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.apis import JsonApi, error_responses, paginated_response
+from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import (
     IdField,
@@ -32,6 +33,7 @@ from arena.inputs import (
     shown_fields,
     validate,
 )
+from arena.queries import owned_or_404
 from traders.accounts import (
     TraderInputSerializer,
     trader_create,
@@ -88,84 +90,6 @@ class TraderSerializer(serializers.ModelSerializer):
         return bool(obj.api_passphrase)
 
 
-class TraderListApi(JsonApi):
-    """List the user's traders, newest first."""
-
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
-
-    class FilterSerializer(serializers.Serializer):
-        status = StrictChoiceField(choices=TraderStatus.choices, required=False)
-
-    @extend_schema(
-        operation_id="traders_list",
-        tags=TAGS,
-        parameters=[FilterSerializer],
-        responses={200: TraderSerializer(many=True), **error_responses(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        filters = validate(self.FilterSerializer, request.query_params)
-        traders = Trader.objects.filter(owner=request.user, **filters).order_by(
-            "-created_at", "-id"
-        )
-        return paginated_response(
-            request=request, view=self, queryset=traders, serializer_class=TraderSerializer
-        )
-
-
-class TraderCreateApi(JsonApi):
-    """Create a trader account (paper, or a real exchange with its credentials)."""
-
-    @extend_schema(
-        operation_id="traders_create",
-        tags=TAGS,
-        request=TraderInputSerializer,
-        responses={201: TraderSerializer, **error_responses(400)},
-    )
-    def post(self, request: Request) -> Response:
-        trader = trader_create(owner=request.user, data=request.data)
-        return Response(TraderSerializer(trader).data, status=status.HTTP_201_CREATED)
-
-
-class TraderDetailApi(JsonApi):
-    """Return one trader."""
-
-    @extend_schema(
-        operation_id="traders_retrieve",
-        tags=TAGS,
-        responses={200: TraderSerializer, **error_responses(404)},
-    )
-    def get(self, request: Request, trader_id: int) -> Response:
-        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
-        return Response(TraderSerializer(trader).data)
-
-
-class TraderUpdateApi(JsonApi):
-    """Change some fields of a trader (stop it with ``status: stopped``)."""
-
-    @extend_schema(
-        operation_id="traders_partial_update",
-        tags=TAGS,
-        request=TraderInputSerializer,
-        responses={200: TraderSerializer, **error_responses(400, 404)},
-    )
-    def patch(self, request: Request, trader_id: int) -> Response:
-        trader = trader_update(owner=request.user, trader_id=trader_id, changes=request.data)
-        return Response(TraderSerializer(trader).data)
-
-
-class TraderDeleteApi(JsonApi):
-    """Delete a trader without executions that nothing executes on automatically (409)."""
-
-    @extend_schema(
-        operation_id="traders_destroy",
-        tags=TAGS,
-        responses={204: None, **error_responses(404, 409)},
-    )
-    def delete(self, request: Request, trader_id: int) -> Response:
-        trader_delete(owner=request.user, trader_id=trader_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
 def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer]:
     """Return the query-string serializer of a list filterable by ``status``."""
 
@@ -173,6 +97,25 @@ def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer
         status = StrictChoiceField(choices=choices, required=False)
 
     return FilterSerializer
+
+
+TRADERS = Resource(
+    model=Trader,
+    route="traders",
+    name="trader",
+    input=TraderInputSerializer,
+    output=TraderSerializer,
+    create=trader_create,
+    update=trader_update,
+    delete=trader_delete,
+    filters=status_filter(TraderStatus.choices),
+    docs={
+        "create": "Create a trader account (paper, or a real exchange with its credentials).",
+        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``).",
+        "destroy": "Delete a trader without executions that nothing executes on "
+        "automatically (409).",
+    },
+)
 
 
 class TraderRecordListApi(JsonApi):

@@ -6,13 +6,9 @@ never more than a quarter of the key; see ``arena.fields.mask_secret``) and ``ha
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.settings import api_settings
+from rest_framework import serializers
 
-from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import shown_fields
 from debates.models import AIModel
@@ -23,8 +19,6 @@ from debates.services.ai_models import (
     ai_model_delete,
     ai_model_update,
 )
-
-TAGS = ["ai-models"]
 
 
 class AIModelSerializer(serializers.ModelSerializer):
@@ -62,72 +56,18 @@ class AIModelSerializer(serializers.ModelSerializer):
         return bool(obj.api_key)
 
 
-class AIModelListApi(JsonApi):
-    """List the user's AI models, newest first."""
-
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
-
-    @extend_schema(
-        operation_id="ai_models_list",
-        tags=TAGS,
-        responses={200: AIModelSerializer(many=True), **error_responses(404)},
-    )
-    def get(self, request: Request) -> Response:
-        models = AIModel.objects.filter(owner=request.user).order_by("-created_at", "-id")
-        return paginated_response(
-            request=request, view=self, queryset=models, serializer_class=AIModelSerializer
-        )
-
-
-class AIModelCreateApi(JsonApi):
-    """Create an AI model configuration."""
-
-    @extend_schema(
-        operation_id="ai_models_create",
-        tags=TAGS,
-        request=AIModelInputSerializer,
-        responses={201: AIModelSerializer, **error_responses(400)},
-    )
-    def post(self, request: Request) -> Response:
-        model = ai_model_create(owner=request.user, data=request.data)
-        return Response(AIModelSerializer(model).data, status=status.HTTP_201_CREATED)
-
-
-class AIModelDetailApi(JsonApi):
-    """Return one AI model."""
-
-    @extend_schema(
-        operation_id="ai_models_retrieve",
-        tags=TAGS,
-        responses={200: AIModelSerializer, **error_responses(404)},
-    )
-    def get(self, request: Request, ai_model_id: int) -> Response:
-        model = owned_or_404(AIModel.objects.filter(owner=request.user), ai_model_id, "AI model")
-        return Response(AIModelSerializer(model).data)
-
-
-class AIModelUpdateApi(JsonApi):
-    """Change some fields of an AI model; the others keep their values."""
-
-    @extend_schema(
-        operation_id="ai_models_partial_update",
-        tags=TAGS,
-        request=AIModelInputSerializer,
-        responses={200: AIModelSerializer, **error_responses(400, 404)},
-    )
-    def patch(self, request: Request, ai_model_id: int) -> Response:
-        model = ai_model_update(owner=request.user, ai_model_id=ai_model_id, changes=request.data)
-        return Response(AIModelSerializer(model).data)
-
-
-class AIModelDeleteApi(JsonApi):
-    """Delete an AI model no debate or schedule seats (409 ``conflict`` otherwise)."""
-
-    @extend_schema(
-        operation_id="ai_models_destroy",
-        tags=TAGS,
-        responses={204: None, **error_responses(404, 409)},
-    )
-    def delete(self, request: Request, ai_model_id: int) -> Response:
-        ai_model_delete(owner=request.user, ai_model_id=ai_model_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+AI_MODELS = Resource(
+    model=AIModel,
+    route="ai-models",
+    name="ai-model",
+    input=AIModelInputSerializer,
+    output=AIModelSerializer,
+    create=ai_model_create,
+    update=ai_model_update,
+    delete=ai_model_delete,
+    docs={
+        "create": "Create an AI model configuration.",
+        "partial_update": "Change some fields of an AI model; the others keep their values.",
+        "destroy": "Delete an AI model no debate or schedule seats (409 ``conflict`` otherwise).",
+    },
+)

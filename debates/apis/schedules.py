@@ -5,12 +5,12 @@ schedule's Celery beat entry in step."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 
-from arena.apis import JsonApi, error_responses, owned_or_404, paginated_response
+from arena.apis import JsonApi, error_responses
+from arena.crud import Resource
 from arena.inputs import shown_fields
 from debates.models import Schedule
 from debates.selectors import RUN_LEVELS, schedules_with_runs
@@ -68,77 +68,24 @@ class ScheduleSerializer(serializers.ModelSerializer):
         return {level: getattr(obj, f"runs_{level}") for level in RUN_LEVELS}
 
 
-class ScheduleListApi(JsonApi):
-    """List the user's schedules, newest first."""
-
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
-
-    @extend_schema(
-        operation_id="schedules_list",
-        tags=TAGS,
-        responses={200: ScheduleSerializer(many=True), **error_responses(404)},
-    )
-    def get(self, request: Request) -> Response:
-        schedules = schedules_with_runs(owner=request.user).order_by("-created_at", "-id")
-        return paginated_response(
-            request=request, view=self, queryset=schedules, serializer_class=ScheduleSerializer
-        )
-
-
-class ScheduleCreateApi(JsonApi):
-    """Create a schedule."""
-
-    @extend_schema(
-        operation_id="schedules_create",
-        tags=TAGS,
-        request=ScheduleInputSerializer,
-        responses={201: ScheduleSerializer, **error_responses(400, 429)},
-    )
-    def post(self, request: Request) -> Response:
-        schedule = schedule_create(owner=request.user, data=request.data)
-        return Response(ScheduleSerializer(schedule).data, status=status.HTTP_201_CREATED)
-
-
-class ScheduleDetailApi(JsonApi):
-    """Return one schedule."""
-
-    @extend_schema(
-        operation_id="schedules_retrieve",
-        tags=TAGS,
-        responses={200: ScheduleSerializer, **error_responses(404)},
-    )
-    def get(self, request: Request, schedule_id: int) -> Response:
-        schedule = owned_or_404(schedules_with_runs(owner=request.user), schedule_id, "Schedule")
-        return Response(ScheduleSerializer(schedule).data)
-
-
-class ScheduleUpdateApi(JsonApi):
-    """Change some fields of a schedule (pause it with ``enabled: false``)."""
-
-    @extend_schema(
-        operation_id="schedules_partial_update",
-        tags=TAGS,
-        request=ScheduleInputSerializer,
-        responses={200: ScheduleSerializer, **error_responses(400, 404)},
-    )
-    def patch(self, request: Request, schedule_id: int) -> Response:
-        schedule = schedule_update(
-            owner=request.user, schedule_id=schedule_id, changes=request.data
-        )
-        return Response(ScheduleSerializer(schedule).data)
-
-
-class ScheduleDeleteApi(JsonApi):
-    """Delete a schedule; the debates it created stay."""
-
-    @extend_schema(
-        operation_id="schedules_destroy",
-        tags=TAGS,
-        responses={204: None, **error_responses(404)},
-    )
-    def delete(self, request: Request, schedule_id: int) -> Response:
-        schedule_delete(owner=request.user, schedule_id=schedule_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+SCHEDULES = Resource(
+    model=Schedule,
+    route="schedules",
+    name="schedule",
+    input=ScheduleInputSerializer,
+    output=ScheduleSerializer,
+    create=schedule_create,
+    update=schedule_update,
+    delete=schedule_delete,
+    owned=lambda user: schedules_with_runs(owner=user),
+    create_errors=(400, 429),
+    delete_errors=(404,),
+    docs={
+        "create": "Create a schedule.",
+        "partial_update": "Change some fields of a schedule (pause it with ``enabled: false``).",
+        "destroy": "Delete a schedule; the debates it created stay.",
+    },
+)
 
 
 class SchedulePauseApi(JsonApi):

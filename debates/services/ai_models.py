@@ -20,7 +20,7 @@ from django.db.models import ProtectedError
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from arena.exceptions import Conflict, NotFound
+from arena.exceptions import Conflict
 from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
@@ -33,6 +33,7 @@ from arena.inputs import (
     validate,
 )
 from arena.outbound import OutboundUrlValidator
+from arena.queries import owned_or_404
 from debates.models import AIModel, OutputMode, Schedule
 from debates.providers.catalog import PROVIDERS, default_training_cutoff
 
@@ -97,13 +98,6 @@ class AIModelInputSerializer(StrictSerializer):
         return attrs
 
 
-def _owned(owner: AbstractBaseUser, ai_model_id: int) -> AIModel:
-    model = AIModel.objects.filter(owner=owner, pk=ai_model_id).first()
-    if model is None:
-        raise NotFound("AI model not found.")
-    return model
-
-
 def ai_model_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> AIModel:
     """Create an AI model from ``data`` (unset fields take the model defaults)."""
     values = validate(AIModelInputSerializer, data)
@@ -118,7 +112,7 @@ def ai_model_update(
     *, owner: AbstractBaseUser, ai_model_id: int, changes: Mapping[str, Any]
 ) -> AIModel:
     """Change the fields in ``changes``; an ``api_key`` of ``""`` removes the key."""
-    model = _owned(owner, ai_model_id)
+    model = owned_or_404(AIModel.objects.filter(owner=owner), ai_model_id, "AI model")
     values = validate(AIModelInputSerializer, changes, instance=model, partial=True)
     for name, value in values.items():
         setattr(model, name, value)
@@ -135,7 +129,7 @@ def _seated_by(schedule: Schedule) -> set[int]:
 
 def ai_model_delete(*, owner: AbstractBaseUser, ai_model_id: int) -> None:
     """Delete an AI model unless a debate or a schedule seats it (409 ``conflict``)."""
-    model = _owned(owner, ai_model_id)
+    model = owned_or_404(AIModel.objects.filter(owner=owner), ai_model_id, "AI model")
     scheduled = [
         schedule.name
         for schedule in Schedule.objects.filter(owner=owner).only(
