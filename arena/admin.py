@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -20,7 +20,7 @@ from rest_framework.authtoken.models import TokenProxy
 
 from arena.auth import token_expires_at, token_revoke
 from arena.fields import mask_secret
-from arena.outbound import OutboundRefused, check_no_user_info, check_url
+from arena.outbound import OutboundUrlValidator
 
 
 def secret_form(model: type, secret_fields: tuple[str, ...]) -> type[forms.ModelForm]:
@@ -72,10 +72,9 @@ class OutboundUrlAdminMixin:
                 for name in names:
                     if cleaned.get(name):
                         try:
-                            check_no_user_info(cleaned[name])
-                            check_url(cleaned[name])
-                        except OutboundRefused as exc:
-                            self.add_error(name, str(exc))
+                            OutboundUrlValidator()(cleaned[name])
+                        except ValidationError as exc:
+                            self.add_error(name, exc.messages)
                 return cleaned
 
         return OutboundUrlForm

@@ -1,177 +1,27 @@
-"""What every API shares: strict input fields, validation, pagination, error schemas.
+"""What every API shares: JSON views, owned objects, pagination, error schemas.
 
 Also the token endpoints. Errors that no DRF view renders (unknown URLs, unhandled
-errors) are answered in the same shape by ``arena.middleware``.
-
-Input serializers check types and shapes: a JSON string where an integer is expected is
-refused (``"3"`` is not 3), unknown keys are refused (a misspelt field is an error, not
-a silent default). Domain rules (ownership, ranges that depend on other fields, what a
-state allows) stay in the services, which every caller goes through.
+errors) are answered in the same shape by ``arena.middleware``; inputs are checked by
+the serializers of ``arena.inputs``.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
-from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
-from rest_framework.utils import html
 from rest_framework.views import APIView
 
 from arena.auth import token_expires_at, token_issue, token_revoke
-from arena.exceptions import ApplicationError, NotFound, ValidationError
+from arena.exceptions import ApplicationError
+from arena.inputs import StrictCharField, StrictSerializer, validate
 from arena.parsers import JsonBodyParser
-
-MAX_ID = 2**63 - 1
-MAX_INT = 2**31 - 1
-
-
-# --- Strict input fields ------------------------------------------------------------------
-
-
-class StrictIntegerField(serializers.IntegerField):
-    """An integer given as a JSON number; strings, floats and booleans are refused."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("min_value", -MAX_INT - 1)
-        kwargs.setdefault("max_value", MAX_INT)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return data
-
-
-class IdField(StrictIntegerField):
-    """The id of a stored object."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("min_value", 1)
-        kwargs.setdefault("max_value", MAX_ID)
-        super().__init__(**kwargs)
-
-
-class StrictFloatField(serializers.FloatField):
-    """A number given as a JSON number; strings and booleans are refused."""
-
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """``true`` or ``false``; ``"yes"``, ``1`` and ``"true"`` are refused."""
-
-    default_error_messages = {"invalid": "Must be true or false."}
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
-
-
-class StrictCharField(serializers.CharField):
-    """A JSON string; numbers are refused rather than turned into text."""
-
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictChoiceField(serializers.ChoiceField):
-    """One of fixed strings; the message names the choices."""
-
-    def __init__(self, choices: Iterable[Any], **kwargs: Any) -> None:
-        super().__init__(choices, **kwargs)
-        names = ", ".join(str(key) for key in self.choices)
-        self.error_messages["invalid_choice"] = f"{{input!r}} is not one of: {names}."
-
-    def get_value(self, dictionary: Any) -> Any:
-        # DRF reads an empty query parameter (``?status=``) as no parameter; it is no
-        # choice either, and is refused as one.
-        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
-            return ""
-        return super().get_value(dictionary)
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, str):
-            self.fail("invalid_choice", input=data)
-        return super().to_internal_value(data)
-
-
-class StrictSerializer(serializers.Serializer):
-    """An input serializer that refuses keys it does not declare.
-
-    Its schema says so (``additionalProperties: false``), and ``schema_rules`` adds the
-    rules between fields that a create enforces (JSON Schema, as ``allOf`` entries), so
-    the schema refuses what the API refuses; a partial update is checked against the
-    stored object, so its schema has no such rules.
-    """
-
-    schema_rules: tuple[dict[str, Any], ...] = ()
-
-    def to_internal_value(self, data: Any) -> Any:
-        unknown = {}
-        if isinstance(data, dict):
-            unknown = {str(key): ["Unknown field."] for key in data if key not in self.fields}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            if unknown and isinstance(exc.detail, dict):
-                exc.detail.update(unknown)
-            raise
-        if unknown:
-            raise serializers.ValidationError(unknown)
-        return value
-
-
-def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
-    """Return DRF's nested errors as ``{"participants[0].ai_model": [messages]}``."""
-    flat: dict[str, list[str]] = {}
-    if isinstance(errors, dict):
-        for key, value in errors.items():
-            if isinstance(key, int):
-                name = f"{prefix}[{key}]"
-            elif key == api_settings.NON_FIELD_ERRORS_KEY and prefix:
-                name = prefix
-            else:
-                name = f"{prefix}.{key}" if prefix else str(key)
-            for field, messages in flatten_errors(value, name).items():
-                flat.setdefault(field, []).extend(messages)
-    elif isinstance(errors, list) and all(isinstance(item, str) for item in errors):
-        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(item) for item in errors]
-    elif isinstance(errors, list):
-        for index, item in enumerate(errors):
-            if item:
-                flat.update(flatten_errors(item, f"{prefix}[{index}]"))
-    else:
-        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(errors)]
-    return flat
-
-
-def validate(
-    serializer_class: type[serializers.Serializer], data: Any, *, partial: bool = False
-) -> dict[str, Any]:
-    """Return the validated input, or raise ``ValidationError`` naming each bad field."""
-    serializer = serializer_class(data=data, partial=partial)
-    if not serializer.is_valid():
-        raise ValidationError(fields=flatten_errors(serializer.errors))
-    return dict(serializer.validated_data)
-
 
 # --- Views --------------------------------------------------------------------------------
 
@@ -181,14 +31,6 @@ class JsonApi(APIView):
     size and depth (``arena.parsers``)."""
 
     parser_classes = [JsonBodyParser]
-
-
-def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
-    """Return the object ``pk`` of ``queryset`` (already scoped to its owner) or 404."""
-    obj = queryset.filter(pk=pk).first()
-    if obj is None:
-        raise NotFound(f"{label} not found.")
-    return obj
 
 
 def paginated_response(
@@ -202,56 +44,6 @@ def paginated_response(
     paginator = view.pagination_class()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
-
-
-# --- What the schema says of inputs -----------------------------------------------------
-
-
-class StrictSerializerScheme(OpenApiSerializerExtension):
-    """Declare that a ``StrictSerializer`` refuses unknown keys, and its rules between
-    fields."""
-
-    target_class = StrictSerializer
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
-        schema["additionalProperties"] = False
-        if schema.get("description") == inspect.getdoc(StrictSerializer):
-            del schema["description"]  # what every input is, said of none in particular
-        if self.target.schema_rules and not getattr(self.target, "partial", False):
-            schema["allOf"] = list(self.target.schema_rules)
-        return schema
-
-
-class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
-    """Declare that a ``StrictCharField`` that allows no blank refuses an empty string."""
-
-    target_class = StrictCharField
-    match_subclasses = True
-
-    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        if not self.target.allow_blank and not self.target.read_only:
-            schema["minLength"] = max(1, schema.get("minLength", 0))
-        return schema
-
-
-_EMPTY = {"not": {"enum": ["", None, []]}}
-
-
-def requires_when(
-    field: str, values: list[Any], *required: str, default: Any = None
-) -> dict[str, Any]:
-    """Return a schema rule: when ``field`` is one of ``values`` (omitted, it is
-    ``default``), the fields ``required`` are given and not empty."""
-    cases: list[dict[str, Any]] = [
-        {"required": [field], "properties": {field: {"not": {"enum": values}}}},
-        {"required": list(required), "properties": dict.fromkeys(required, _EMPTY)},
-    ]
-    if default not in values:
-        cases.append({"not": {"required": [field]}})
-    return {"anyOf": cases}
 
 
 # --- Error bodies in the schema -----------------------------------------------------------

@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -217,6 +219,28 @@ def check_no_user_info(url: str, *, instead: str = "") -> None:
             "Must not carry a user name or password (user:password@), which would be "
             f"stored and shown as typed{advice}."
         )
+
+
+_http_url = URLValidator(schemes=["http", "https"])
+
+
+class OutboundUrlValidator:
+    """Refuse, at save, a URL the service may not call (a Django validator): one that is
+    not http(s), one carrying a user name or password (``instead`` says where credentials
+    go), one whose host resolves to an address the policy forbids (``check_url``)."""
+
+    def __init__(self, *, instead: str = "") -> None:
+        self.instead = instead
+
+    def __call__(self, url: str) -> None:
+        try:
+            _http_url(url)
+            check_no_user_info(url, instead=self.instead)
+            check_url(url)
+        except DjangoValidationError:
+            raise DjangoValidationError("Must be an http or https URL.") from None
+        except OutboundRefused as exc:
+            raise DjangoValidationError(str(exc)) from None
 
 
 class GuardedBackend(httpcore.NetworkBackend):

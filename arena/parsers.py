@@ -46,7 +46,7 @@ def _path(parent: str, key: str | int) -> str:
 
 def check_parsed(data: Any) -> None:
     """Raise ``ValidationError`` if ``data`` nests past ``MAX_DEPTH`` or holds a
-    non-finite number; the fields are named as ``arena.apis.flatten_errors`` names them."""
+    non-finite number; the fields are named as ``arena.inputs.flatten_errors`` names them."""
     refused: dict[str, list[str]] = {}
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:

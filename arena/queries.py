@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from arena.exceptions import NotFound
+
 
 def one_or_none(queryset: QuerySet, **lookup: Any) -> Any:
     """Return the row of ``queryset`` that ``lookup`` selects (a model, or a tuple of a
@@ -19,3 +21,11 @@ def one_or_none(queryset: QuerySet, **lookup: Any) -> Any:
         return queryset.get(**lookup)
     except queryset.model.DoesNotExist:
         return None
+
+
+def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
+    """Return the object ``pk`` of ``queryset`` (already scoped to its owner) or 404."""
+    obj = queryset.filter(pk=pk).first()
+    if obj is None:
+        raise NotFound(f"{label} not found.")
+    return obj

@@ -13,24 +13,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, paginated_response
+from arena.inputs import (
     IdField,
-    JsonApi,
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
     validate,
 )
+from arena.queries import owned_or_404
 from backtests.models import Backtest, BacktestStatus, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
-from debates.apis.debates import ParticipantInputSerializer
 from debates.models import CacheMode, DebateLevel, Weighting
+from debates.services.inputs import ParticipantInputSerializer
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (

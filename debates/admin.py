@@ -27,8 +27,8 @@ from debates.models import (
 )
 from debates.selectors import waiting_for_person
 from debates.services import debates_delete
+from debates.services.inputs import SEATING_FIELDS
 from debates.services.schedules import (
-    SEATING_FIELDS,
     schedule_check,
     schedule_create,
     schedule_delete,

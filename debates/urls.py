@@ -57,28 +57,8 @@ urlpatterns = [
         streams.DebateStreamTokenApi.as_view(),
         name="debate-stream-token",
     ),
-    path(
-        "ai-models",
-        combine(ai_models.AIModelListApi, ai_models.AIModelCreateApi),
-        name="ai-models",
-    ),
-    path(
-        "ai-models/<int:ai_model_id>",
-        combine(ai_models.AIModelDetailApi, ai_models.AIModelUpdateApi, ai_models.AIModelDeleteApi),
-        name="ai-model",
-    ),
-    path(
-        "schedules",
-        combine(schedules.ScheduleListApi, schedules.ScheduleCreateApi),
-        name="schedules",
-    ),
-    path(
-        "schedules/<int:schedule_id>",
-        combine(
-            schedules.ScheduleDetailApi, schedules.ScheduleUpdateApi, schedules.ScheduleDeleteApi
-        ),
-        name="schedule",
-    ),
+    *ai_models.AI_MODELS.urls(),
+    *schedules.SCHEDULES.urls(),
     path(
         "schedules/<int:schedule_id>/spend",
         spend.ScheduleSpendApi.as_view(),

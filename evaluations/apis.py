@@ -11,7 +11,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from arena.apis import JsonApi, error_responses, owned_or_404
+from arena.apis import JsonApi, error_responses
+from arena.queries import owned_or_404
 from debates.models import Schedule
 from evaluations import selectors
 from evaluations.serializers import (

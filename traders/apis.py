@@ -8,7 +8,6 @@ secret is set, never a secret.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -23,24 +22,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from arena.apis import (
+from arena.apis import JsonApi, error_responses, paginated_response
+from arena.crud import Resource
+from arena.fields import mask_secret
+from arena.inputs import (
     IdField,
-    JsonApi,
-    StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictSerializer,
-    error_responses,
-    owned_or_404,
-    paginated_response,
-    requires_when,
+    shown_fields,
     validate,
 )
-from arena.fields import mask_secret
-from strategies.models import MarketSource
-from traders.accounts import trader_create, trader_delete, trader_update
+from arena.queries import owned_or_404
+from traders.accounts import (
+    TraderInputSerializer,
+    trader_create,
+    trader_delete,
+    trader_update,
+)
 from traders.models import (
-    Exchange,
     Execution,
     ExecutionStatus,
     Order,
@@ -66,18 +66,12 @@ class TraderSerializer(serializers.ModelSerializer):
         model = Trader
         fields = [
             "id",
-            "name",
-            "exchange",
-            "sandbox",
-            "status",
+            *shown_fields(TraderInputSerializer),
+            "balance",
             "api_key_masked",
             "has_api_key",
             "has_api_secret",
             "has_api_passphrase",
-            "starting_balance",
-            "balance",
-            "fee_rate",
-            "market_source",
             "created_at",
             "updated_at",
         ]
@@ -96,142 +90,6 @@ class TraderSerializer(serializers.ModelSerializer):
         return bool(obj.api_passphrase)
 
 
-def _secret(help_text: str) -> StrictCharField:
-    return StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=500,
-        write_only=True,
-        help_text=f"{help_text} Stored encrypted, never returned; on update an empty "
-        "string removes it.",
-    )
-
-
-@extend_schema_serializer(component_name="TraderInput")
-class TraderInputSerializer(StrictSerializer):
-    schema_rules = (
-        requires_when(
-            "exchange", ["binanceusdm", "bybit", "okx"], "api_key", "api_secret", default="paper"
-        ),
-        requires_when("exchange", ["okx"], "api_passphrase", default="paper"),
-    )
-
-    name = StrictCharField(max_length=100)
-    exchange = StrictChoiceField(
-        choices=Exchange.choices, required=False, help_text="Fixed once the trader exists."
-    )
-    api_key = _secret("Required for a real exchange.")
-    api_secret = _secret("Required for a real exchange.")
-    api_passphrase = _secret("Required for OKX.")
-    sandbox = StrictBooleanField(required=False)
-    status = StrictChoiceField(choices=TraderStatus.choices, required=False)
-    starting_balance = serializers.DecimalField(
-        max_digits=20,
-        decimal_places=8,
-        min_value=Decimal("0.00000001"),
-        error_messages={"min_value": "Must be more than 0."},
-        required=False,
-        help_text="Paper: the USDT it starts with. Fixed once the trader exists.",
-    )
-    fee_rate = serializers.DecimalField(
-        max_digits=8,
-        decimal_places=6,
-        min_value=Decimal("0"),
-        max_value=Decimal("0.099999"),
-        required=False,
-        help_text="Paper: fee per fill, as a fraction (0.0004 = 0.04 %).",
-    )
-    market_source = StrictChoiceField(
-        choices=MarketSource.choices,
-        required=False,
-        help_text="Paper: where prices come from. Fixed once the trader exists.",
-    )
-
-
-class TraderListApi(JsonApi):
-    """List the user's traders, newest first."""
-
-    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
-
-    class FilterSerializer(serializers.Serializer):
-        status = StrictChoiceField(choices=TraderStatus.choices, required=False)
-
-    @extend_schema(
-        operation_id="traders_list",
-        tags=TAGS,
-        parameters=[FilterSerializer],
-        responses={200: TraderSerializer(many=True), **error_responses(400, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        filters = validate(self.FilterSerializer, request.query_params)
-        traders = Trader.objects.filter(owner=request.user, **filters).order_by(
-            "-created_at", "-id"
-        )
-        return paginated_response(
-            request=request, view=self, queryset=traders, serializer_class=TraderSerializer
-        )
-
-
-class TraderCreateApi(JsonApi):
-    """Create a trader account (paper, or a real exchange with its credentials)."""
-
-    InputSerializer = TraderInputSerializer
-
-    @extend_schema(
-        operation_id="traders_create",
-        tags=TAGS,
-        request=TraderInputSerializer,
-        responses={201: TraderSerializer, **error_responses(400)},
-    )
-    def post(self, request: Request) -> Response:
-        data = validate(self.InputSerializer, request.data)
-        trader = trader_create(owner=request.user, data=data)
-        return Response(TraderSerializer(trader).data, status=status.HTTP_201_CREATED)
-
-
-class TraderDetailApi(JsonApi):
-    """Return one trader."""
-
-    @extend_schema(
-        operation_id="traders_retrieve",
-        tags=TAGS,
-        responses={200: TraderSerializer, **error_responses(404)},
-    )
-    def get(self, request: Request, trader_id: int) -> Response:
-        trader = owned_or_404(Trader.objects.filter(owner=request.user), trader_id, "Trader")
-        return Response(TraderSerializer(trader).data)
-
-
-class TraderUpdateApi(JsonApi):
-    """Change some fields of a trader (stop it with ``status: stopped``)."""
-
-    InputSerializer = TraderInputSerializer
-
-    @extend_schema(
-        operation_id="traders_partial_update",
-        tags=TAGS,
-        request=TraderInputSerializer,
-        responses={200: TraderSerializer, **error_responses(400, 404)},
-    )
-    def patch(self, request: Request, trader_id: int) -> Response:
-        changes = validate(self.InputSerializer, request.data, partial=True)
-        trader = trader_update(owner=request.user, trader_id=trader_id, changes=changes)
-        return Response(TraderSerializer(trader).data)
-
-
-class TraderDeleteApi(JsonApi):
-    """Delete a trader without executions that nothing executes on automatically (409)."""
-
-    @extend_schema(
-        operation_id="traders_destroy",
-        tags=TAGS,
-        responses={204: None, **error_responses(404, 409)},
-    )
-    def delete(self, request: Request, trader_id: int) -> Response:
-        trader_delete(owner=request.user, trader_id=trader_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
 def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer]:
     """Return the query-string serializer of a list filterable by ``status``."""
 
@@ -239,6 +97,25 @@ def status_filter(choices: list[tuple[str, str]]) -> type[serializers.Serializer
         status = StrictChoiceField(choices=choices, required=False)
 
     return FilterSerializer
+
+
+TRADERS = Resource(
+    model=Trader,
+    route="traders",
+    name="trader",
+    input=TraderInputSerializer,
+    output=TraderSerializer,
+    create=trader_create,
+    update=trader_update,
+    delete=trader_delete,
+    filters=status_filter(TraderStatus.choices),
+    docs={
+        "create": "Create a trader account (paper, or a real exchange with its credentials).",
+        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``).",
+        "destroy": "Delete a trader without executions that nothing executes on "
+        "automatically (409).",
+    },
+)
 
 
 class TraderRecordListApi(JsonApi):

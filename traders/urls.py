@@ -2,7 +2,6 @@
 
 from django.urls import path
 
-from arena.apis import combine
 from traders import apis
 
 urlpatterns = [
@@ -12,12 +11,7 @@ urlpatterns = [
         apis.DebateExecuteApi.as_view(),
         name="debate-execute",
     ),
-    path("traders", combine(apis.TraderListApi, apis.TraderCreateApi), name="traders"),
-    path(
-        "traders/<int:trader_id>",
-        combine(apis.TraderDetailApi, apis.TraderUpdateApi, apis.TraderDeleteApi),
-        name="trader",
-    ),
+    *apis.TRADERS.urls(),
     path(
         "traders/<int:trader_id>/positions",
         apis.TraderPositionListApi.as_view(),

@@ -22,7 +22,8 @@ from typing import Any
 
 from django.db import transaction
 
-from arena.exceptions import InvalidState, NotFound
+from arena.exceptions import InvalidState, NotFound, ValidationError
+from arena.inputs import validate
 from arena.worker import send_on_commit
 from backtests import events
 from backtests.models import (
@@ -35,11 +36,27 @@ from backtests.services import transitions
 from debates.models import ACTIVE_STATUSES as DEBATE_ACTIVE
 from debates.models import CacheMode, Debate, DebateLevel, DebateStatus, Weighting
 from debates.quotas import backtest_start_check
-from debates.services import DebateInput, debate_cancel, debates_delete
-from debates.services.lifecycle import debate_input_clean, input_refusal
+from debates.services import debate_cancel, debates_delete
+from debates.services.inputs import (
+    MIN_PARTICIPANTS,
+    NotEnoughParticipants,
+    TemplateInputSerializer,
+)
 from strategies.models import MarketSource
 from strategies.snapshots import outside_replay_window
 
+# What a backtest's debates are made of, checked as a debate's (``TemplateInputSerializer``).
+TEMPLATE_FIELDS = (
+    "name",
+    "strategy",
+    "participants",
+    "symbol",
+    "max_rounds",
+    "prompt_variant",
+    "cache",
+    "level",
+    "weighting",
+)
 MAX_STEPS = 2000
 STEP_QUANTUM_MINUTES = 15
 MAX_BALANCE = Decimal("1000000000")
@@ -145,40 +162,30 @@ def _window(data: BacktestInput, strategy: Any, values: dict[str, Any]) -> None:
         values["steps_total"] = steps
 
 
+def _template(owner: Any, data: BacktestInput) -> dict[str, Any]:
+    """Return the checked settings of the backtest's debates; refused (recorded in
+    ``data``), none."""
+    given = {name: getattr(data, name) for name in TEMPLATE_FIELDS}
+    try:
+        return validate(TemplateInputSerializer, given, context={"owner": owner})
+    except ValidationError as exc:
+        for name, messages in exc.fields.items():
+            for message in messages:
+                data.refuse(name, message)
+        return {}
+
+
 def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
     """Check every field; return the columns to store (only used when nothing was refused)."""
-    template = DebateInput(
-        name=data.name,
-        strategy=data.strategy,
-        participants=data.participants,
-        symbol=data.symbol,
-        max_rounds=data.max_rounds,
-        prompt_variant=data.prompt_variant,
-        cache=data.cache,
-        level=data.level,
-        weighting=data.weighting,
-    )
-    cleaned = debate_input_clean(owner, template, humans=False)
-    for name, messages in template.errors.items():
-        for message in messages:
-            data.refuse(name, message)
-    strategy = cleaned["strategy"]
+    template = _template(owner, data)
+    values = {name: template.get(name) for name in TEMPLATE_FIELDS}
+    values["participants"] = [seat.as_template() for seat in template.get("seats", [])]
+    strategy = values["strategy"]
     if strategy is not None and strategy.market_source != MarketSource.DATASET:
         data.refuse(
             "strategy",
             f"A backtest needs a strategy on the dataset; {strategy.name} reads live prices.",
         )
-    values: dict[str, Any] = {
-        "name": cleaned.get("name"),
-        "strategy": strategy,
-        "symbol": cleaned["symbol"],
-        "participants": [seat.as_template() for seat in cleaned["seats"]],
-        "max_rounds": cleaned["max_rounds"],
-        "prompt_variant": cleaned["prompt_variant"],
-        "cache": cleaned["cache"],
-        "level": cleaned["level"],
-        "weighting": cleaned["weighting"],
-    }
     _window(data, strategy, values)
     if data.horizon_minutes is None:
         values["horizon_minutes"] = values["interval_minutes"]
@@ -206,14 +213,8 @@ def backtest_create(*, owner: Any, data: BacktestInput) -> Backtest:
     values = backtest_input_clean(owner, data)
     if data.errors:
         # The same code as for a debate: not_enough_participants when seats are missing.
-        raise input_refusal(
-            DebateInput(
-                name=data.name,
-                strategy=data.strategy,
-                participants=data.participants,
-                errors=data.errors,
-            )
-        )
+        few = isinstance(data.participants, list) and len(data.participants) < MIN_PARTICIPANTS
+        raise (NotEnoughParticipants if few else ValidationError)(fields=data.errors)
     with transaction.atomic():
         _check_quota(owner)
         backtest = Backtest.objects.create(owner=owner, tick_token=secrets.token_hex(8), **values)

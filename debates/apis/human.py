@@ -13,14 +13,13 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from arena.apis import (
-    JsonApi,
+from arena.apis import JsonApi, error_responses
+from arena.inputs import (
     StrictCharField,
     StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
-    error_responses,
     validate,
 )
 from debates.engine.contract import COIN_REASONING_MAX_CHARS

@@ -10,7 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils import html
 
-from arena.apis import JsonApi, StrictSerializer, error_responses, owned_or_404, validate
+from arena.apis import JsonApi, error_responses
+from arena.inputs import StrictSerializer, validate
+from arena.queries import owned_or_404
 from debates.models import Schedule
 from debates.selectors import spend_by_day
 from debates.serializers import DaySpendSerializer

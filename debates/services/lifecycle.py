@@ -9,26 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
 
-from arena.exceptions import Conflict, InvalidState, NotFound, ValidationError
+from arena.exceptions import Conflict, InvalidState, NotFound
+from arena.inputs import validate
 from arena.queries import one_or_none
 from debates import events
 from debates.engine import machine
-from debates.engine.judge import JUDGE_COUNTS
-from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate, lock_debates_for_delete
 from debates.models import (
     ACTIVE_STATUSES,
     DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES,
-    MAX_HUMAN_TURN_TIMEOUT_MINUTES,
-    AIModel,
     Ballot,
     CacheMode,
     Debate,
@@ -37,69 +35,33 @@ from debates.models import (
     DebateStatus,
     DeletedSpend,
     Message,
-    OIDuration,
     Pace,
     Participant,
-    SeatKind,
     StepStatus,
     Weighting,
 )
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state, spend_to_keep
 from debates.services import transitions
-from debates.services.modes import SeatPlan, model_refusal, planned_judge, seat_plan
+from debates.services.inputs import DebateInputSerializer
+from debates.services.modes import model_refusal
 from debates.services.transitions import PREPARE_KEY
 from debates.state import ACTION_SOURCES, debate_plan, retry_step_target
-from strategies.market.exceptions import InvalidSymbolError, MarketDataError
+from strategies.market.exceptions import MarketDataError
 from strategies.market.snapshot import MarketSnapshot
-from strategies.market.symbols import normalize_symbol
-from strategies.models import MarketSource, Strategy
 from strategies.snapshots import market_summary, market_text
 
 logger = logging.getLogger(__name__)
 
-MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
-MIN_ROUNDS, MAX_ROUNDS = 2, 5
 KEYLESS_PROVIDERS = frozenset({"simulated", "openai_compatible"})
-# The trader a debate executes on, as its model declares it (trading's model: this app
-# imports nothing of trading).
-TRADER = Debate.trader.field.related_model
-
-
-class NotEnoughParticipants(ValidationError):
-    """Fewer than two participants were given; ``fields`` still names every bad field."""
-
-    code = "not_enough_participants"
-
-
-def input_refusal(data: DebateInput) -> ValidationError:
-    """Return the error refusing ``data``, whose ``errors`` are not empty."""
-    few = isinstance(data.participants, list) and len(data.participants) < MIN_PARTICIPANTS
-    return (NotEnoughParticipants if few else ValidationError)(fields=data.errors)
-
-
-@dataclass(frozen=True)
-class Seat:
-    """One checked seat: a model playing a personality, or (``ai_model`` None) the
-    debate's owner in a human seat."""
-
-    ai_model: AIModel | None
-    personality: str
-    temperature: float | None = None
-
-    @property
-    def kind(self) -> str:
-        return SeatKind.MODEL if self.ai_model is not None else SeatKind.HUMAN
-
-    def as_template(self) -> dict[str, Any]:
-        """Return the seat as a schedule or a backtest stores it (model seats only)."""
-        assert self.ai_model is not None, "only model seats are stored in templates"
-        return {"ai_model": self.ai_model.pk, "personality": self.personality}
+# Whether each field of a debate's input is required (DebateInputSerializer's).
+_REQUIRED = {name: field.required for name, field in DebateInputSerializer().fields.items()}
 
 
 @dataclass
 class DebateInput:
-    """The fields of SPEC 5.1, as given by a client (types are checked here too)."""
+    """The fields of SPEC 5.1, as given by a client; ``debate_create`` checks them with
+    ``DebateInputSerializer``, as it checks a client's JSON."""
 
     name: Any
     strategy: Any
@@ -126,243 +88,47 @@ class DebateInput:
     human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
     pace: Any = Pace.AUTO
     schedule_id: int | None = None
-    errors: dict[str, list[str]] = field(default_factory=dict)
-
-    def refuse(self, name: str, message: str) -> None:
-        self.errors.setdefault(name, []).append(message)
 
 
-def _int_in(data: DebateInput, name: str, low: int, high: int | None) -> int | None:
-    value = getattr(data, name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        data.refuse(name, "Must be an integer.")
-        return None
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        data.refuse(name, f"Must be {bound}; got {value}.")
-        return None
-    return value
-
-
-def _owned(model: type, owner: Any, pk: Any, data: DebateInput, name: str) -> Any:
-    if isinstance(pk, bool) or not isinstance(pk, int):
-        data.refuse(name, "Must be the id of one of your objects.")
-        return None
-    obj = model.objects.filter(owner=owner, pk=pk).first()
-    if obj is None:
-        data.refuse(name, f"No such object: {pk}.")
-    return obj
-
-
-def _seats(owner: Any, data: DebateInput, plan: SeatPlan, *, humans: bool) -> list[Seat]:
-    """Check the seats, with the models and temperatures ``plan`` gives them; ``humans``:
-    a seat may be the owner's (``kind: human``)."""
-    raw = data.participants
-    if not isinstance(raw, list):
-        data.refuse("participants", "Must be a list of {ai_model, personality}.")
-        return []
-    if not MIN_PARTICIPANTS <= len(raw) <= MAX_PARTICIPANTS:
-        data.refuse(
-            "participants",
-            f"A debate needs {MIN_PARTICIPANTS} to {MAX_PARTICIPANTS} participants; "
-            f"got {len(raw)}.",
-        )
-        return []
-    models = {
-        m.pk: m
-        for m in AIModel.objects.filter(
-            owner=owner, pk__in=[i for i in plan.models if isinstance(i, int)]
-        )
-    }
-    seats: list[Seat] = []
-    human_at: int | None = None
-    for index, seat in enumerate(raw):
-        where = f"participants[{index}]"
-        if not isinstance(seat, dict):
-            data.refuse(where, "Must be an object {ai_model, personality}.")
-            continue
-        personality = seat.get("personality")
-        if personality not in PERSONALITIES:
-            data.refuse(
-                f"{where}.personality",
-                f"Unknown personality {personality!r}; one of {', '.join(PERSONALITIES)}.",
-            )
-        kind = seat.get("kind", SeatKind.MODEL)
-        if kind not in SeatKind.values:
-            data.refuse(f"{where}.kind", f"One of {', '.join(SeatKind.values)}.")
-            continue
-        if kind == SeatKind.HUMAN:
-            if not humans:
-                data.refuse(f"{where}.kind", "Only a debate started by hand has a human seat.")
-            elif human_at is not None:
-                data.refuse(
-                    f"{where}.kind",
-                    f"A debate has at most one human seat; participants[{human_at}] is one.",
-                )
-            if seat.get("ai_model") is not None:
-                data.refuse(f"{where}.ai_model", "A human seat has no AI model.")
-            human_at = index if human_at is None else human_at
-            if humans and personality in PERSONALITIES:
-                seats.append(Seat(None, personality))
-            continue
-        chosen = plan.models[index]
-        model = models.get(chosen) if isinstance(chosen, int) else None
-        _check_model(model, chosen, data, f"{where}.ai_model")
-        if model is not None and personality in PERSONALITIES:
-            seats.append(Seat(model, personality, plan.temperatures[index]))
-    return seats
-
-
-def _check_model(model: AIModel | None, given: Any, data: DebateInput, name: str) -> None:
-    """Refuse field ``name`` unless ``model`` (the one ``given`` names) can be called."""
-    refusal = model_refusal(model, given)
-    if refusal:
-        data.refuse(name, refusal)
-
-
-def _judge(owner: Any, data: DebateInput, values: dict[str, Any]) -> None:
-    """Check the judge settings and the weighting; store them in ``values``."""
-    values["judge_model"], values["judge_count"] = None, 1
-    judge = data.judge
-    if judge is not None:
-        if not isinstance(judge, dict):
-            data.refuse("judge", "Must be an object {ai_model, count} or null.")
-        else:
-            given = judge.get("ai_model")
-            model = (
-                AIModel.objects.filter(owner=owner, pk=given).first()
-                if isinstance(given, int) and not isinstance(given, bool)
-                else None
-            )
-            _check_model(model, given, data, "judge.ai_model")
-            values["judge_model"] = model
-            count = judge.get("count", 1)
-            if isinstance(count, bool) or count not in JUDGE_COUNTS:
-                data.refuse("judge.count", f"One of {', '.join(map(str, JUDGE_COUNTS))}.")
-            values["judge_count"] = count
-    if data.weighting not in Weighting.values:
-        data.refuse("weighting", f"One of {', '.join(Weighting.values)}.")
-    elif data.weighting == Weighting.JUDGE and judge is None:
-        data.refuse("weighting", "Weighting by judge needs a judge.")
-    values["weighting"] = data.weighting
-
-
-def _as_of_in_window(strategy: Strategy, data: DebateInput) -> None:
-    """Refuse an ``as_of`` outside the dataset window of a strategy on the dataset."""
-    from strategies.snapshots import outside_replay_window
-
-    if strategy.market_source == MarketSource.DATASET:
-        refusal = outside_replay_window(strategy, data.as_of)
-        if refusal is not None:
-            data.refuse("as_of", refusal)
-
-
-def _symbol_servable(strategy: Strategy | None, symbol: str, data: DebateInput) -> None:
-    """Refuse a primary symbol the strategy's market source cannot serve."""
-    from strategies.snapshots import unservable_symbol
-
-    refusal = unservable_symbol(strategy, symbol) if strategy is not None else None
-    if refusal is not None:
-        data.refuse("symbol", refusal)
-
-
-def debate_input_clean(owner: Any, data: DebateInput, *, humans: bool = True) -> dict[str, Any]:
-    """Check every field; return the values to store (only used when nothing was refused).
-
-    ``humans``: a seat may be the owner's own; a schedule or a backtest, which no person
-    watches, says False.
-    """
-    values: dict[str, Any] = {}
-    if not isinstance(data.name, str) or not data.name.strip():
-        data.refuse("name", "Required.")
-    elif len(data.name.strip()) > 200:
-        data.refuse("name", "At most 200 characters.")
-    else:
-        values["name"] = data.name.strip()
-
-    values["strategy"] = _owned(Strategy, owner, data.strategy, data, "strategy")
-    values["max_rounds"] = _int_in(data, "max_rounds", MIN_ROUNDS, MAX_ROUNDS)
-    values["interval_minutes"] = _int_in(data, "interval_minutes", 1, None)
-    values["oi_ranking_limit"] = _int_in(data, "oi_ranking_limit", 1, 10)
-
-    symbol = data.symbol or ""
-    if symbol:
-        try:
-            symbol = normalize_symbol(symbol)
-        except InvalidSymbolError as exc:
-            data.refuse("symbol", str(exc))
-        else:
-            _symbol_servable(values["strategy"], symbol, data)
-    values["symbol"] = symbol
-
-    if data.prompt_variant not in VARIANTS:
-        data.refuse("prompt_variant", f"One of {', '.join(VARIANTS)}.")
-    values["prompt_variant"] = data.prompt_variant
-    if data.oi_duration not in OIDuration.values:
-        data.refuse("oi_duration", f"One of {', '.join(OIDuration.values)}.")
-    values["oi_duration"] = data.oi_duration
-    for flag in ("auto_execute", "enable_oi_ranking"):
-        if not isinstance(getattr(data, flag), bool):
-            data.refuse(flag, "Must be true or false.")
-        values[flag] = getattr(data, flag)
-
-    values["trader"] = None
-    if data.trader is not None:
-        values["trader"] = _owned(TRADER, owner, data.trader, data, "trader")
-    elif data.auto_execute is True:
-        data.refuse("trader", "Required when auto_execute is true.")
-
-    if data.as_of is not None and (
-        not isinstance(data.as_of, datetime) or data.as_of.tzinfo is None
-    ):
-        data.refuse("as_of", "Must be a timezone-aware instant.")
-    elif data.as_of is not None and values["strategy"] is not None:
-        _as_of_in_window(values["strategy"], data)
-    values["as_of"] = data.as_of
-    if data.cache not in CacheMode.values:
-        data.refuse("cache", f"One of {', '.join(CacheMode.values)}.")
-    values["cache"] = data.cache
-    _judge(owner, data, values)
-    if data.pace not in Pace.values:
-        data.refuse("pace", f"One of {', '.join(Pace.values)}.")
-    values["pace"] = data.pace
-    values["human_turn_timeout_minutes"] = _int_in(
-        data, "human_turn_timeout_minutes", 1, MAX_HUMAN_TURN_TIMEOUT_MINUTES
-    )
-    if data.level not in DebateLevel.values:
-        data.refuse("level", f"One of {', '.join(DebateLevel.values)}.")
-    values["level"] = data.level
-    plan = seat_plan(owner, data, data.refuse)
-    values.update(plan.stored)
-    named = planned_judge(plan.stored)
-    if values["judge_model"] is not None and named not in (None, values["judge_model"].pk):
-        # the map's judge, or the adversarial mode's C, judges a debate that has a judge
-        values["judge_model"] = AIModel.objects.get(owner=owner, pk=named)
-    values["seats"] = _seats(owner, data, plan, humans=humans)
-    return values
+def debate_input_validate(*, owner: Any, data: DebateInput | Mapping[str, Any]) -> dict[str, Any]:
+    """Return the values to store of the debate ``data`` describes, its checked ``seats``
+    among them; raise ``ValidationError`` naming every bad field (``NotEnoughParticipants``
+    when fewer than two seats are given)."""
+    if isinstance(data, DebateInput):
+        # None is a field left unset, as a client's JSON leaves it out.
+        data = {
+            name: value
+            for name, value in vars(data).items()
+            if name in _REQUIRED and (value is not None or _REQUIRED[name])
+        }
+    return validate(DebateInputSerializer, data, context={"owner": owner})
 
 
 def debate_create(
-    *, owner: Any, data: DebateInput, quota: bool = True, ended_task: str = ""
+    *,
+    owner: Any,
+    data: DebateInput | Mapping[str, Any],
+    quota: bool = True,
+    ended_task: str = "",
 ) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing.
 
-    ``quota`` False: the debate is admitted by its caller's own quota instead of the
-    owner's debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is
-    not counted in them, at its start either. ``ended_task``: the name of a Celery task
+    ``data``: a ``DebateInput``, or the fields as a client's JSON gives them. ``quota``
+    False: the debate is admitted by its caller's own quota instead of the owner's
+    debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is not
+    counted in them, at its start either. ``ended_task``: the name of a Celery task
     sent with the debate's id once it ends (a backtest's step names the one that
     advances its backtest).
     """
-    values = debate_input_clean(owner, data)
-    if data.errors:
-        raise input_refusal(data)
+    values = debate_input_validate(owner=owner, data=data)
     seats = values.pop("seats")
+    schedule_id = data.schedule_id if isinstance(data, DebateInput) else None
     with transaction.atomic():
         if quota:
             debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(
             owner=owner,
-            schedule_id=data.schedule_id,
+            schedule_id=schedule_id,
             quota_counted=quota,
             ended_task=ended_task,
             **values,

@@ -14,6 +14,7 @@ Every field is checked at create and named when refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +25,9 @@ JUDGE = "judge"
 BULLISH = frozenset({"bull", "contrarian"})
 BEARISH = frozenset({"bear", "risk_manager"})
 DEFAULT_TEMPERATURE_RANGE = (0.2, 1.0)
-MAX_OUTPUT_ROLES = ("participants", JUDGE)
 MAX_OUTPUT_TOKENS = 200_000
+# Records a refusal: refuse(field, message).
+Refuse = Callable[[str, str], None]
 # How many mode models each mode takes: (fewest, most).
 _MODEL_COUNTS = {
     DebateMode.CUSTOM: (0, 0),
@@ -58,29 +60,44 @@ def model_refusal(model: AIModel | None, given: Any) -> str | None:
     return None
 
 
-def seat_plan(owner: Any, data: Any, refuse: Any) -> SeatPlan:
-    """Check the mode fields of ``data`` (a ``DebateInput``) and plan its seats.
+def seat_plan(
+    owner: Any, participants: list[dict[str, Any]], seating: dict[str, Any], refuse: Refuse
+) -> SeatPlan:
+    """Plan the seats ``participants`` as the mode and the map of ``seating`` say (both
+    as ``debates.services.inputs`` checked them), refusing with ``refuse(field,
+    message)`` what they cannot seat; the plan is only used when nothing was refused."""
+    mode = seating.get("mode") or DebateMode.CUSTOM
+    mode_models, role_map = _checked_ids(owner, seating, mode, refuse)
+    low, high = _temperature_range(seating, mode, refuse)
+    count = len(participants)
+    temperatures: list[float | None] = [None] * count
+    if mode == DebateMode.TEMPERATURE and count:
+        step = (high - low) / (count - 1) if count > 1 else 0.0
+        temperatures = [round(low + index * step, 4) for index in range(count)]
+    stored = {
+        "mode": mode,
+        "mode_models": mode_models,
+        "temperature_range": [low, high] if mode == DebateMode.TEMPERATURE else [],
+        "role_model_map": role_map,
+        "max_output_tokens": dict(seating.get("max_output_tokens") or {}),
+    }
+    models = _seat_models(participants, stored, refuse)
+    return SeatPlan(models=models, temperatures=temperatures, stored=stored)
 
-    ``refuse(field, message)`` records a refusal; the plan is only used when none was.
-    """
-    seats = data.participants if isinstance(data.participants, list) else []
-    count = len(seats)
-    mode = data.mode
-    if mode not in DebateMode.values:
-        refuse("mode", f"One of {', '.join(DebateMode.values)}.")
-        mode = DebateMode.CUSTOM
-    ids = _checked_ids(owner, data, mode, refuse)
-    mode_models, role_map = ids["mode_models"], ids["role_model_map"]
-    low, high = _temperature_range(data, mode, refuse)
 
-    first = seats[0].get("ai_model") if seats and isinstance(seats[0], dict) else None
+def _seat_models(
+    participants: list[dict[str, Any]], stored: dict[str, Any], refuse: Refuse
+) -> list[int | None]:
+    """Return each seat's model id as the mode and the map of ``stored`` give it (None
+    for the owner's seat), refusing a seat's own model where the mode seats them."""
+    mode, mode_models = stored["mode"], stored["mode_models"]
+    first = participants[0].get("ai_model") if participants else None
     models: list[int | None] = []
-    for index, seat in enumerate(seats):
-        if isinstance(seat, dict) and seat.get("kind") == SeatKind.HUMAN:
-            models.append(None)  # the owner's seat: no model
+    for index, seat in enumerate(participants):
+        if seat.get("kind") == SeatKind.HUMAN:
+            models.append(None)
             continue
-        personality = seat.get("personality") if isinstance(seat, dict) else None
-        own = seat.get("ai_model") if isinstance(seat, dict) else None
+        own, personality = seat.get("ai_model"), seat["personality"]
         first_seats_model = index == 0 and not mode_models and mode != DebateMode.ADVERSARIAL
         if mode != DebateMode.CUSTOM and own is not None and not first_seats_model:
             refuse(
@@ -91,21 +108,8 @@ def seat_plan(owner: Any, data: Any, refuse: Any) -> SeatPlan:
         chosen = (
             own if mode == DebateMode.CUSTOM else _mode_model(mode, mode_models, first, personality)
         )
-        if isinstance(personality, str) and personality in role_map:
-            chosen = role_map[personality]
-        models.append(chosen)
-    temperatures: list[float | None] = [None] * count
-    if mode == DebateMode.TEMPERATURE and count:
-        step = (high - low) / (count - 1) if count > 1 else 0.0
-        temperatures = [round(low + index * step, 4) for index in range(count)]
-    stored = {
-        "mode": mode,
-        "mode_models": mode_models,
-        "temperature_range": [low, high] if mode == DebateMode.TEMPERATURE else [],
-        "role_model_map": role_map,
-        "max_output_tokens": _max_output_tokens(data, refuse),
-    }
-    return SeatPlan(models=models, temperatures=temperatures, stored=stored)
+        models.append(stored["role_model_map"].get(personality, chosen))
+    return models
 
 
 def planned_judge(stored: dict[str, Any]) -> int | None:
@@ -137,79 +141,67 @@ def _mode_model(mode: str, mode_models: list[int], first: Any, personality: Any)
     return mode_models[2] if len(mode_models) == 3 else mode_models[0]
 
 
-def _checked_ids(owner: Any, data: Any, mode: str, refuse: Any) -> dict[str, Any]:
-    """Return the valid ``mode_models`` and ``role_model_map``, refusing the bad ones."""
-    given_models = data.mode_models if data.mode_models is not None else []
-    given_map = data.role_model_map if data.role_model_map is not None else {}
-    if not isinstance(given_models, list):
-        refuse("mode_models", "Must be a list of AI model ids.")
-        given_models = []
-    if not isinstance(given_map, dict):
-        refuse("role_model_map", 'Must map a personality or "judge" to an AI model id.')
-        given_map = {}
+def _checked_ids(
+    owner: Any, seating: dict[str, Any], mode: str, refuse: Refuse
+) -> tuple[list[int], dict[str, int]]:
+    """Return the ``mode_models`` and the ``role_model_map`` that can seat, refusing the
+    others: a number of models the mode does not take, an unknown role, a model not the
+    owner's or that may not be called now."""
+    given_models = seating.get("mode_models") or []
+    given_map = seating.get("role_model_map") or {}
     fewest, most = _MODEL_COUNTS[mode]
     if not fewest <= len(given_models) <= most:
-        wanted = "none" if most == 0 else f"{fewest} to {most}" if fewest != most else str(most)
-        refuse(
-            "mode_models", f"The {mode} mode takes {wanted} AI model(s); got {len(given_models)}."
-        )
-    wanted_ids = [i for i in [*given_models, *given_map.values()] if _is_id(i)]
-    owned = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted_ids)}
+        refuse("mode_models", _count_refusal(mode, len(given_models)))
+    owned = AIModel.objects.filter(owner=owner, pk__in=[*given_models, *given_map.values()])
+    callable_now = _callable_now({m.pk: m for m in owned}, refuse)
+    mode_models = [m for i, m in enumerate(given_models) if callable_now(f"mode_models[{i}]", m)]
+    return mode_models, _role_map(given_map, callable_now, refuse)
 
-    def check(name: str, given: Any) -> bool:
-        why = "Must be the id of one of your AI models." if not _is_id(given) else None
-        why = why or model_refusal(owned.get(given), given)
-        if why:
-            refuse(name, why)
-        return why is None
 
-    mode_models = [m for i, m in enumerate(given_models) if check(f"mode_models[{i}]", m)]
+def _role_map(
+    given: dict[str, int], callable_now: Callable[[str, int], bool], refuse: Refuse
+) -> dict[str, int]:
+    """Return the roles of ``given`` that are roles, each to a model that can seat."""
     role_map = {}
-    for key, model_id in given_map.items():
+    for key, model_id in given.items():
         if key != JUDGE and key not in PERSONALITIES:
             refuse(
                 f"role_model_map.{key}",
                 f'Not a role: one of {", ".join(PERSONALITIES)} or "judge".',
             )
-        elif check(f"role_model_map.{key}", model_id):
+        elif callable_now(f"role_model_map.{key}", model_id):
             role_map[key] = model_id
-    return {"mode_models": mode_models, "role_model_map": role_map}
+    return role_map
 
 
-def _temperature_range(data: Any, mode: str, refuse: Any) -> tuple[float, float]:
-    given = data.temperature_range
+def _count_refusal(mode: str, count: int) -> str:
+    """Return why ``count`` models are not what ``mode`` takes."""
+    fewest, most = _MODEL_COUNTS[mode]
+    wanted = "none" if most == 0 else f"{fewest} to {most}" if fewest != most else str(most)
+    return f"The {mode} mode takes {wanted} AI model(s); got {count}."
+
+
+def _callable_now(owned: dict[int, AIModel], refuse: Refuse) -> Callable[[str, int], bool]:
+    """Return a check that the model a field names is among ``owned`` and may be called
+    now, refusing the field when not."""
+
+    def check(name: str, given: int) -> bool:
+        why = model_refusal(owned.get(given), given)
+        if why:
+            refuse(name, why)
+        return why is None
+
+    return check
+
+
+def _temperature_range(seating: dict[str, Any], mode: str, refuse: Refuse) -> tuple[float, float]:
+    given = seating.get("temperature_range")
     if given is None:
         return DEFAULT_TEMPERATURE_RANGE
     if mode != DebateMode.TEMPERATURE:
         refuse("temperature_range", "Only the temperature mode takes a temperature range.")
         return DEFAULT_TEMPERATURE_RANGE
-    numbers = (
-        isinstance(given, list)
-        and len(given) == 2
-        and all(isinstance(t, int | float) and not isinstance(t, bool) for t in given)
-    )
-    if not numbers or not 0 <= given[0] <= given[1] <= 2:
+    if given[0] > given[1]:
         refuse("temperature_range", "Must be [lowest, highest] with 0 <= lowest <= highest <= 2.")
         return DEFAULT_TEMPERATURE_RANGE
     return float(given[0]), float(given[1])
-
-
-def _max_output_tokens(data: Any, refuse: Any) -> dict[str, int]:
-    given = data.max_output_tokens if data.max_output_tokens is not None else {}
-    if not isinstance(given, dict):
-        refuse("max_output_tokens", 'Must be {"participants": n, "judge": n}.')
-        return {}
-    caps = {}
-    for role, cap in given.items():
-        name = f"max_output_tokens.{role}"
-        if role not in MAX_OUTPUT_ROLES:
-            refuse(name, f"Not a role: one of {', '.join(MAX_OUTPUT_ROLES)}.")
-        elif not _is_id(cap) or cap > MAX_OUTPUT_TOKENS:
-            refuse(name, f"Must be an integer from 1 to {MAX_OUTPUT_TOKENS}.")
-        else:
-            caps[role] = cap
-    return caps
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

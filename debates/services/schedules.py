@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -46,19 +46,13 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from arena.exceptions import ApplicationError, NotFound, ValidationError
+from arena.inputs import validate
 from debates.models import Debate, DebateStatus, Schedule
 from debates.quotas import schedule_create_check, schedule_fire_refusal
+from debates.services.inputs import SEATING_FIELDS, ScheduleInputSerializer, replay_refusals
 from debates.services.levels import quiet_market
-from debates.services.lifecycle import (
-    DebateInput,
-    debate_create,
-    debate_input_clean,
-    debate_start,
-    input_refusal,
-)
+from debates.services.lifecycle import DebateInput, debate_create, debate_start
 from strategies.market.dataset import DATASET_END
-from strategies.models import MarketSource, Strategy
-from strategies.snapshots import outside_replay_window
 
 FIRE_TASK = "debates.schedule_fire"
 # A firing still queued when the next one is due is stale (workers were down): beat
@@ -68,29 +62,6 @@ MAX_FIRING_EXPIRY_S = 24 * 3600
 BUSY_STATUSES = (DebateStatus.PENDING, DebateStatus.RUNNING, DebateStatus.VOTING)
 # A debate is named after its schedule and its run number.
 MAX_SCHEDULE_NAME_IN_DEBATE = 180
-
-# Which model sits in each seat and each role's output cap, checked as for a debate.
-SEATING_FIELDS = ("mode", "mode_models", "temperature_range", "role_model_map", "max_output_tokens")
-FIELDS = (
-    "name",
-    "strategy",
-    "symbol",
-    "participants",
-    "max_rounds",
-    "prompt_variant",
-    "auto_execute",
-    "trader",
-    "interval_minutes",
-    "enabled",
-    "replay_as_of",
-    "cache",
-    "daily_token_budget",
-    "daily_token_cap",
-    "weighting",
-    "level",
-    *SEATING_FIELDS,
-)
-BUDGET_FIELDS = ("daily_token_budget", "daily_token_cap")
 
 
 @dataclass(frozen=True)
@@ -106,82 +77,29 @@ class ScheduleFiring:
 # -- checking a template ------------------------------------------------------------
 
 
-def _replay_refusals(
-    strategy: Strategy | None, trader: Any | None, values: dict[str, Any]
-) -> dict[str, list[str]]:
-    """Return what is wrong with a replay schedule (nothing when it does not replay)."""
-    as_of = values["replay_as_of"]
-    if not isinstance(as_of, datetime) or as_of.tzinfo is None or strategy is None:
-        return {}
-    errors: dict[str, list[str]] = {}
-    if strategy.market_source != MarketSource.DATASET:
-        errors["replay_as_of"] = [
-            f"A replay needs a strategy on the dataset; {strategy.name} reads live prices."
-        ]
-    else:
-        refusal = outside_replay_window(strategy, as_of)
-        if refusal is not None:
-            errors["replay_as_of"] = [refusal]
-    if values["auto_execute"] is True and trader is not None and not trader.is_dataset_paper:
-        errors["trader"] = ["A replay executes only on a paper trader priced from the dataset."]
-    return errors
+def _validated(
+    owner: AbstractBaseUser, data: Mapping[str, Any], schedule: Schedule | None = None
+) -> dict[str, Any]:
+    """Return the columns to store of the template ``data``, given over ``schedule``'s
+    (a change: the whole template is checked again), or raise ``ValidationError``
+    naming every bad field."""
+    if isinstance(data, Mapping):
+        data = {**(_current(schedule) if schedule is not None else {}), **data}
+        # An empty seating setting (the admin's blank one, the temperature range stored
+        # empty when the mode is not temperature) is none given.
+        data = {
+            name: value
+            for name, value in data.items()
+            if name not in SEATING_FIELDS or name == "mode" or value not in (None, [], {})
+        }
+    return validate(ScheduleInputSerializer, data, context={"owner": owner})
 
 
-def _clean(owner: AbstractBaseUser, values: dict[str, Any]) -> dict[str, Any]:
-    """Return the columns to store, or raise ``ValidationError`` naming every bad field."""
-    data = DebateInput(
-        name=values["name"],
-        strategy=values["strategy"],
-        participants=values["participants"],
-        symbol=values["symbol"],
-        max_rounds=values["max_rounds"],
-        interval_minutes=values["interval_minutes"],
-        prompt_variant=values["prompt_variant"],
-        auto_execute=values["auto_execute"],
-        trader=values["trader"],
-        as_of=values["replay_as_of"],
-        cache=values["cache"],
-        weighting=values["weighting"],
-        level=values["level"],
-        **_seating(values),
-    )
-    cleaned = debate_input_clean(owner, data, humans=False)
-    errors = dict(data.errors)
-    if "as_of" in errors:
-        errors["replay_as_of"] = errors.pop("as_of")
-    else:
-        for name, messages in _replay_refusals(
-            cleaned["strategy"], cleaned["trader"], values
-        ).items():
-            errors.setdefault(name, []).extend(messages)
-    if not isinstance(values["enabled"], bool):
-        errors["enabled"] = ["Must be true or false."]
-    for name in BUDGET_FIELDS:
-        tokens = values[name]
-        if tokens is not None and (
-            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
-        ):
-            errors[name] = ["Must be a number of tokens (0 or more), or null for none."]
-    if errors:
-        # The same code as for a debate: not_enough_participants when seats are missing.
-        raise type(input_refusal(data))(fields=errors)
+def _current(schedule: Schedule) -> dict[str, Any]:
+    """Return the stored template as a client gives it, objects by id."""
     return {
-        "name": cleaned["name"],
-        "strategy": cleaned["strategy"],
-        "symbol": cleaned["symbol"],
-        "participants": _seats_as_given(values["participants"]),
-        "max_rounds": cleaned["max_rounds"],
-        "prompt_variant": cleaned["prompt_variant"],
-        "auto_execute": cleaned["auto_execute"],
-        "trader": cleaned["trader"],
-        "interval_minutes": cleaned["interval_minutes"],
-        "enabled": values["enabled"],
-        "replay_as_of": cleaned["as_of"],
-        "cache": cleaned["cache"],
-        **{name: values[name] for name in BUDGET_FIELDS},
-        "weighting": cleaned["weighting"],
-        "level": cleaned["level"],
-        **{name: cleaned[name] for name in SEATING_FIELDS},
+        name: getattr(schedule, Schedule._meta.get_field(name).attname)
+        for name in ScheduleInputSerializer().fields
     }
 
 
@@ -193,21 +111,6 @@ def _seating(values: Mapping[str, Any]) -> dict[str, Any]:
     seating = {name: values[name] for name in SEATING_FIELDS}
     seating["temperature_range"] = seating["temperature_range"] or None
     return seating
-
-
-def _seats_as_given(seats: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return checked seats as the template keeps them: each seat's own model (None where
-    the mode or the role-to-model map seats one) and personality. Each firing's debate
-    seats the models again from the mode and the map, as a debate created with them would."""
-    return [
-        {"ai_model": seat.get("ai_model"), "personality": seat["personality"]} for seat in seats
-    ]
-
-
-def _unknown(data: Mapping[str, Any]) -> None:
-    unknown = set(data) - set(FIELDS)
-    if unknown:
-        raise ValidationError(fields={name: ["Unknown field."] for name in sorted(unknown)})
 
 
 def _owned(owner: AbstractBaseUser, schedule_id: int) -> Schedule:
@@ -223,29 +126,12 @@ def _owned(owner: AbstractBaseUser, schedule_id: int) -> Schedule:
     return schedule
 
 
-def _defaults() -> dict[str, Any]:
-    values = {
-        name: Schedule._meta.get_field(name).get_default()
-        for name in FIELDS
-        if name not in ("strategy", "trader")
-    }
-    return {**values, "strategy": None, "trader": None}
-
-
-def _current(schedule: Schedule) -> dict[str, Any]:
-    values = {
-        name: getattr(schedule, name) for name in FIELDS if name not in ("strategy", "trader")
-    }
-    return {**values, "strategy": schedule.strategy_id, "trader": schedule.trader_id}
-
-
 def schedule_check(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> None:
     """Raise ``ValidationError`` unless ``data`` (every field, ids for objects) is valid.
 
     For forms that show the refusal next to their fields before saving (the admin).
     """
-    _unknown(data)
-    _clean(owner, {**_defaults(), **data})
+    _validated(owner, data)
 
 
 # -- keeping beat in step -------------------------------------------------------------
@@ -305,8 +191,7 @@ def _set_enabled(schedule: Schedule, enabled: bool) -> Schedule:
 def schedule_create(*, owner: AbstractBaseUser, data: Mapping[str, Any]) -> Schedule:
     """Create a schedule and its periodic task; ``strategy``, ``trader`` and seat models
     are given by id."""
-    _unknown(data)
-    values = _clean(owner, {**_defaults(), **data})
+    values = _validated(owner, data)
     with transaction.atomic():
         schedule_create_check(owner_id=owner.pk)
         schedule = Schedule.objects.create(owner=owner, **values)
@@ -322,12 +207,11 @@ def schedule_update(
     The whole template is checked again, except for a bare pause (``enabled: false``),
     which never needs a valid template.
     """
-    _unknown(changes)
-    if dict(changes) == {"enabled": False}:
+    if changes == {"enabled": False}:
         return schedule_pause(owner=owner, schedule_id=schedule_id)
     with transaction.atomic():
         schedule = _owned(owner, schedule_id)
-        values = _clean(owner, {**_current(schedule), **changes})
+        values = _validated(owner, changes, schedule)
         for name, value in values.items():
             setattr(schedule, name, value)
         schedule.save()
@@ -345,7 +229,7 @@ def schedule_resume(*, owner: AbstractBaseUser, schedule_id: int) -> Schedule:
     """Fire a paused schedule again, once its template is still valid."""
     with transaction.atomic():
         schedule = _owned(owner, schedule_id)
-        _clean(owner, {**_current(schedule), "enabled": True})
+        _validated(owner, {"enabled": True}, schedule)
         return _set_enabled(schedule, True)
 
 
@@ -385,20 +269,31 @@ def _refusal(schedule: Schedule) -> tuple[str, str] | None:
         return "previous_debate_active", f"Debate {busy[0]} is still {busy[1]}."
     if schedule.strategy is None:
         return "strategy_deleted", "The schedule's strategy was deleted."
+    return _trader_refusal(schedule) or _replay_refusal(schedule)
+
+
+def _trader_refusal(schedule: Schedule) -> tuple[str, str] | None:
+    """Return (code, reason) when the trader the schedule executes on is gone or stopped."""
     trader = schedule.trader
-    if schedule.auto_execute:
-        if trader is None:
-            return "trader_deleted", "The schedule executes automatically; its trader was deleted."
-        if not trader.is_running:
-            return "trader_stopped", f"Trader {trader.name} is stopped."
-    as_of = schedule.replay_as_of
+    if not schedule.auto_execute:
+        return None
+    if trader is None:
+        return "trader_deleted", "The schedule executes automatically; its trader was deleted."
+    if not trader.is_running:
+        return "trader_stopped", f"Trader {trader.name} is stopped."
+    return None
+
+
+def _replay_refusal(schedule: Schedule) -> tuple[str, str] | None:
+    """Return (code, reason) when the schedule's replay cannot go on from its instant."""
+    as_of, trader = schedule.replay_as_of, schedule.trader
     if as_of is not None and as_of > DATASET_END:
         return (
             "replay_finished",
             f"The replay reached the end of the dataset ({DATASET_END.isoformat()}); "
             "the schedule was paused.",
         )
-    replay_errors = _replay_refusals(
+    replay_errors = replay_refusals(
         schedule.strategy,
         trader,
         {"replay_as_of": as_of, "auto_execute": schedule.auto_execute},

@@ -23,7 +23,7 @@ from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
 from debates.selectors import debate_representation
 from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
-from debates.services.lifecycle import MAX_ROUNDS, MIN_ROUNDS
+from debates.services.inputs import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
@@ -97,6 +97,15 @@ FLAGS = {
     "cache": "--cache",
     "participants": "--participants",
 }
+
+
+def check_rounds(rounds: int) -> None:
+    """Refuse a number of rounds out of range, naming the range (the input serializer's
+    message names only the bound passed)."""
+    if not MIN_ROUNDS <= rounds <= MAX_ROUNDS:
+        raise CommandError(
+            f"--rounds: Must be between {MIN_ROUNDS} and {MAX_ROUNDS}; got {rounds}."
+        )
 
 
 def demo_trader(owner) -> Trader:
@@ -204,6 +213,7 @@ class Command(ConsoleCommand):
             DEFAULTS[name][local] if options[name] is None else options[name]
             for name in ("participants", "rounds", "timeout")
         )
+        check_rounds(rounds)
         personalities = [p.strip() for p in seats.split(",") if p.strip()]
         try:
             as_of = parse_instant(options["as_of"])

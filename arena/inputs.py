@@ -1,0 +1,286 @@
+"""What every input shares: strict fields, validation, and what the schema says of them.
+
+Input serializers check what they are given: types (a JSON string where an integer is
+expected is refused: ``"3"`` is not 3), ranges, choices, lengths, unknown keys (a
+misspelt field is an error, not a silent default), and the rules between fields, against
+the stored object when an input changes one. Services validate their input with them,
+so every caller (an API, the admin, a command) is refused alike, each bad field named.
+Rules that need other state (quotas, what a state allows, whether a model may be called
+now) stay in the services.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db.models import Model
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+from rest_framework.settings import api_settings
+from rest_framework.utils import html
+
+from arena.exceptions import ValidationError
+
+MAX_ID = 2**63 - 1
+MAX_INT = 2**31 - 1
+
+
+# --- Strict fields --------------------------------------------------------------------------
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer given as a JSON number; strings, floats and booleans are refused."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -MAX_INT - 1)
+        kwargs.setdefault("max_value", MAX_INT)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return data
+
+
+class IdField(StrictIntegerField):
+    """The id of a stored object."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+
+class OwnedField(IdField):
+    """The id of one of the owner's objects (the serializer's ``context["owner"]``); its
+    value is the object itself."""
+
+    default_error_messages = {
+        "null": "Must be the id of one of your objects.",
+        "missing": "No such object: {pk}.",
+    }
+
+    def __init__(self, model: type[Model], **kwargs: Any) -> None:
+        self.model = model
+        super().__init__(**kwargs)
+
+    def run_validation(self, data: Any = serializers.empty) -> Model | None:
+        pk = super().run_validation(data)
+        if pk is None:
+            return None
+        obj = self.model.objects.filter(owner=self.context["owner"], pk=pk).first()
+        if obj is None:
+            self.fail("missing", pk=pk)
+        return obj
+
+
+class StrictFloatField(serializers.FloatField):
+    """A number given as a JSON number; strings and booleans are refused."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """``true`` or ``false``; ``"yes"``, ``1`` and ``"true"`` are refused."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string; numbers are refused rather than turned into text."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """One of fixed strings; the message names the choices."""
+
+    def __init__(self, choices: Iterable[Any], **kwargs: Any) -> None:
+        super().__init__(choices, **kwargs)
+        names = ", ".join(str(key) for key in self.choices)
+        self.error_messages["invalid_choice"] = f"{{input!r}} is not one of: {names}."
+
+    def get_value(self, dictionary: Any) -> Any:
+        # DRF reads an empty query parameter (``?status=``) as no parameter; it is no
+        # choice either, and is refused as one.
+        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
+            return ""
+        return super().get_value(dictionary)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer that refuses keys it does not declare.
+
+    Its schema says so (``additionalProperties: false``), and ``schema_rules`` adds the
+    rules between fields that a create enforces (JSON Schema, as ``allOf`` entries), so
+    the schema refuses what the API refuses; a partial update is checked against the
+    stored object, so its schema has no such rules.
+    """
+
+    schema_rules: tuple[dict[str, Any], ...] = ()
+    # The model whose defaults a create starts from (``state``).
+    model: type[Model] | None = None
+
+    def state(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Return every field as ``attrs`` leaves the object: over the stored object's
+        values (``instance``, a change) or the model's defaults (a create), so that the
+        rules between fields see the whole object."""
+        if self.instance is not None:
+            before = {name: getattr(self.instance, name) for name in self.fields}
+        else:
+            before = {name: self.model._meta.get_field(name).get_default() for name in self.fields}
+        return {**before, **attrs}
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown = {}
+        if isinstance(data, dict):
+            unknown = {str(key): ["Unknown field."] for key in data if key not in self.fields}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                exc.detail.update(unknown)
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Return DRF's nested errors as ``{"participants[0].ai_model": [messages]}``."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            if isinstance(key, int):
+                name = f"{prefix}[{key}]"
+            elif key == api_settings.NON_FIELD_ERRORS_KEY and prefix:
+                name = prefix
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            for field, messages in flatten_errors(value, name).items():
+                flat.setdefault(field, []).extend(messages)
+    elif isinstance(errors, list) and all(isinstance(item, str) for item in errors):
+        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(item) for item in errors]
+    elif isinstance(errors, list):
+        for index, item in enumerate(errors):
+            if item:
+                flat.update(flatten_errors(item, f"{prefix}[{index}]"))
+    else:
+        flat[prefix or api_settings.NON_FIELD_ERRORS_KEY] = [str(errors)]
+    return flat
+
+
+def validate(
+    serializer_class: type[serializers.Serializer],
+    data: Any,
+    *,
+    partial: bool = False,
+    instance: Any = None,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return the validated input, or raise ``ValidationError`` naming each bad field.
+
+    ``instance``: the stored object that ``data`` changes (``partial``), which the rules
+    between fields are checked against; ``context``: what the serializer looks up
+    objects with (``owner``). An error whose code is a ``ValidationError`` subclass's
+    raises that subclass (``not_enough_participants``).
+    """
+    serializer = serializer_class(instance, data=data, partial=partial, context=context or {})
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    codes = set(_codes(serializer.errors))
+    refusal = next(
+        (cls for cls in ValidationError.__subclasses__() if cls.code in codes), ValidationError
+    )
+    raise refusal(fields=flatten_errors(serializer.errors))
+
+
+def _codes(errors: Any) -> Iterator[str]:
+    """Yield the code of every error in DRF's nested errors."""
+    if isinstance(errors, ErrorDetail):
+        yield errors.code
+    elif isinstance(errors, dict | list):
+        for item in errors.values() if isinstance(errors, dict) else errors:
+            yield from _codes(item)
+
+
+def shown_fields(serializer_class: type[serializers.Serializer]) -> list[str]:
+    """Return the names of the input fields that an answer shows back: all but the
+    write-only ones (secrets)."""
+    return [name for name, field in serializer_class().fields.items() if not field.write_only]
+
+
+def refuse(errors: dict[str, list[str]], name: str, message: str) -> None:
+    """Add ``message`` to the messages of field ``name`` in ``errors``."""
+    errors.setdefault(name, []).append(message)
+
+
+# --- What the schema says of inputs -----------------------------------------------------
+
+
+class StrictSerializerScheme(OpenApiSerializerExtension):
+    """Declare that a ``StrictSerializer`` refuses unknown keys, and its rules between
+    fields."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        if schema.get("description") == inspect.getdoc(StrictSerializer):
+            del schema["description"]  # what every input is, said of none in particular
+        if self.target.schema_rules and not getattr(self.target, "partial", False):
+            schema["allOf"] = list(self.target.schema_rules)
+        return schema
+
+
+class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare that a ``StrictCharField`` that allows no blank refuses an empty string."""
+
+    target_class = StrictCharField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if not self.target.allow_blank and not self.target.read_only:
+            schema["minLength"] = max(1, schema.get("minLength", 0))
+        return schema
+
+
+_EMPTY = {"not": {"enum": ["", None, []]}}
+
+
+def requires_when(
+    field: str, values: list[Any], *required: str, default: Any = None
+) -> dict[str, Any]:
+    """Return a schema rule: when ``field`` is one of ``values`` (omitted, it is
+    ``default``), the fields ``required`` are given and not empty."""
+    cases: list[dict[str, Any]] = [
+        {"required": [field], "properties": {field: {"not": {"enum": values}}}},
+        {"required": list(required), "properties": dict.fromkeys(required, _EMPTY)},
+    ]
+    if default not in values:
+        cases.append({"not": {"required": [field]}})
+    return {"anyOf": cases}
