@@ -26,16 +26,7 @@ from debates.services.calls import call_model
 from debates.services.judge import round_summary_text
 from debates.services.levels import RoundClose, round_close
 from debates.services.runs import run_enqueue
-from debates.services.steps.context import (
-    StepContext,
-    answer_fields,
-    history,
-    label,
-    latest,
-    prior_actions,
-    step_context,
-    still,
-)
+from debates.services.steps import context
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +40,7 @@ def turn_ask(
     ``cached_only``: only the model-call cache may answer (``call_model``).
     """
     kind = OPENING if round_number == 1 else REBUTTAL
-    now = step_context(
+    now = context.step_context(
         debate_id, participant_id, DebateStatus.RUNNING, (kind, round_number, participant_id)
     )
     if now is None or now.has_said(round_number):
@@ -57,7 +48,7 @@ def turn_ask(
     outcome = call_model(
         now.config,
         _turn_request(now, round_number),
-        still_wanted=still(debate_id, DebateStatus.RUNNING),
+        still_wanted=context.still(debate_id, DebateStatus.RUNNING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
@@ -67,7 +58,7 @@ def turn_ask(
     )
     if outcome is None:
         return None
-    fields, parsed = answer_fields(outcome, now.cast.symbols)
+    fields, parsed = context.answer_fields(outcome, now.cast.symbols)
     if parsed is not None:
         fields.update(reasoning=parsed.reasoning, decisions=[d.to_dict() for d in parsed.decisions])
     with transaction.atomic():
@@ -80,13 +71,13 @@ def turn_ask(
         )
 
 
-def _turn_request(now: StepContext, round_number: int) -> ModelRequest:
+def _turn_request(now: context.StepContext, round_number: int) -> ModelRequest:
     cast, participant = now.cast, now.participant
-    said = history(now.spoken, (round_number, participant.speak_order))
+    said = context.history(now.spoken, (round_number, participant.speak_order))
     summary = ""
     if cast.judged and round_number > 1:
         summary = round_summary_text(debate_id=cast.debate_id, round_number=round_number - 1)
-    context = TurnContext(
+    prompt_input = TurnContext(
         round=round_number,
         max_rounds=cast.max_rounds,
         personality=participant.personality,
@@ -96,13 +87,13 @@ def _turn_request(now: StepContext, round_number: int) -> ModelRequest:
         strategy_role=now.strategy_role,
         custom_prompt=now.custom_prompt,
         history=tuple(said),
-        participant=label(participant),
+        participant=context.label(participant),
         output_mode=now.config.output_mode,
         summary=summary,
-        positions=tuple(latest(said).values()) if summary else (),
+        positions=tuple(context.latest(said).values()) if summary else (),
         market_summary=cast.market_summary if summary else "",
     )
-    prompt = build_turn_prompt(context)
+    prompt = build_turn_prompt(prompt_input)
     return ModelRequest(
         system=prompt.system,
         user=prompt.user,
@@ -112,7 +103,7 @@ def _turn_request(now: StepContext, round_number: int) -> ModelRequest:
         max_rounds=cast.max_rounds,
         symbols=cast.symbols,
         snapshot=cast.snapshot,
-        prior_actions=prior_actions(said, participant),
+        prior_actions=context.prior_actions(said, participant),
         seed=cast.debate_id * 100 + participant.speak_order,
     )
 

@@ -23,16 +23,7 @@ from debates.services import transitions
 from debates.services.budgets import CallScope
 from debates.services.calls import call_model
 from debates.services.runs import run_enqueue
-from debates.services.steps.context import (
-    StepContext,
-    answer_fields,
-    history,
-    label,
-    latest,
-    prior_actions,
-    step_context,
-    still,
-)
+from debates.services.steps import context
 from debates.state import plan_of
 
 logger = logging.getLogger(__name__)
@@ -42,7 +33,7 @@ def vote_ask(*, debate_id: int, participant_id: int, cached_only: bool) -> Ballo
     """Ask a participant's model for its final vote on every candidate coin, and store
     it; return the stored ballot, or None when none was stored here. ``cached_only``:
     only the model-call cache may answer (``call_model``)."""
-    now = step_context(
+    now = context.step_context(
         debate_id, participant_id, DebateStatus.VOTING, (VOTING, None, participant_id)
     )
     if now is None:
@@ -50,7 +41,7 @@ def vote_ask(*, debate_id: int, participant_id: int, cached_only: bool) -> Ballo
     outcome = call_model(
         now.config,
         _vote_request(now),
-        still_wanted=still(debate_id, DebateStatus.VOTING),
+        still_wanted=context.still(debate_id, DebateStatus.VOTING),
         owner_id=now.cast.owner_id,
         cache=now.cast.cache,
         scope=CallScope(debate_id=debate_id, participant_id=participant_id),
@@ -60,7 +51,7 @@ def vote_ask(*, debate_id: int, participant_id: int, cached_only: bool) -> Ballo
     )
     if outcome is None:
         return None
-    fields, parsed = answer_fields(outcome, now.cast.symbols)
+    fields, parsed = context.answer_fields(outcome, now.cast.symbols)
     decisions: dict[str, CoinDecision] = {}
     for decision in parsed.decisions if parsed is not None else ():
         decisions.setdefault(decision.symbol, decision)
@@ -80,21 +71,21 @@ def vote_ask(*, debate_id: int, participant_id: int, cached_only: bool) -> Ballo
     )
 
 
-def _vote_request(now: StepContext) -> ModelRequest:
+def _vote_request(now: context.StepContext) -> ModelRequest:
     cast, participant = now.cast, now.participant
-    said = history(now.spoken, (cast.max_rounds + 1, 0))
-    context = VoteContext(
+    said = context.history(now.spoken, (cast.max_rounds + 1, 0))
+    prompt_input = VoteContext(
         personality=participant.personality,
         variant=cast.prompt_variant,
         symbols=cast.symbols,
         market_summary=cast.market_summary,
-        positions=tuple(latest(said).values()),
+        positions=tuple(context.latest(said).values()),
         strategy_role=now.strategy_role,
         custom_prompt=now.custom_prompt,
-        participant=label(participant),
+        participant=context.label(participant),
         output_mode=now.config.output_mode,
     )
-    prompt = build_vote_prompt(context)
+    prompt = build_vote_prompt(prompt_input)
     return ModelRequest(
         system=prompt.system,
         user=prompt.user,
@@ -104,7 +95,7 @@ def _vote_request(now: StepContext) -> ModelRequest:
         max_rounds=cast.max_rounds,
         symbols=cast.symbols,
         snapshot=cast.snapshot,
-        prior_actions=prior_actions(said, participant),
+        prior_actions=context.prior_actions(said, participant),
         seed=cast.debate_id * 100 + 50 + participant.speak_order,
     )
 
@@ -187,23 +178,13 @@ def _state_published(locked: Any, seats: tuple[Participant, ...]) -> list[tuple[
 
 
 def vote_row(ballot: Ballot, symbol: str, decision: CoinDecision | None, why_not: str) -> Vote:
-    """Return the unsaved vote of ``ballot`` on ``symbol``: ``decision``, or an abstention
-    saying ``why_not``."""
+    """Return the unsaved vote of ``ballot`` on ``symbol``: ``decision`` (on that coin),
+    or an abstention saying ``why_not``."""
     base = {
         "debate_id": ballot.debate_id,
         "ballot": ballot,
         "participant_id": ballot.participant_id,
-        "symbol": symbol,
     }
     if decision is None:
-        return Vote(**base, abstained=True, abstain_reason=why_not[:200])
-    return Vote(
-        **base,
-        action=decision.action.value,
-        confidence=decision.confidence,
-        leverage=decision.leverage,
-        position_pct=decision.position_pct,
-        stop_loss=decision.stop_loss,
-        take_profit=decision.take_profit,
-        reasoning=decision.reasoning,
-    )
+        return Vote(**base, symbol=symbol, abstained=True, abstain_reason=why_not[:200])
+    return Vote(**base, **decision.to_dict())
