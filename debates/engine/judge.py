@@ -46,7 +46,7 @@ from debates.engine.digest import (
     neutralise_markup,
     summarise,
 )
-from debates.engine.normalise import ascii_punctuation, parse_number
+from debates.engine.normalise import ascii_punctuation, field_key, parse_number
 from debates.engine.plan import OPENING, VOTING, PlanSettings, StepSpec, register_step_kind
 from debates.engine.types import CoinDecision
 
@@ -85,8 +85,14 @@ JUDGE_COUNTS = (1, 3)
 SPREAD_TEMPERATURES = (0.2, 0.7, 1.2)
 """The temperatures of three judges: one careful, one middling, one loose."""
 
+_JUDGE_ROLE = (
+    "You are the judge of a debate about the crypto market between AI participants "
+    "(labelled P1, P2, ...). You do not vote and take no side"
+)
 _THINK = re.compile(r"<think>.*?</think>", re.I | re.S)
 _LABEL = re.compile(r"^(?:p|participant|seat)?\s*#?\s*(\d{1,2})$", re.I)
+_SCORES_WRAPPERS = ("scores", "participants", "judgement")
+_LABEL_KEYS = ("participant", "label", "name", "id")
 
 
 class SummaryStatus(StrEnum):
@@ -209,10 +215,8 @@ def build_summary_prompt(ctx: SummaryContext) -> tuple[str, str]:
     """Return the (system, user) texts asking the judge to summarise a round."""
     system = "\n\n".join(
         (
-            "You are the judge of a debate about the crypto market between AI "
-            "participants (labelled P1, P2, ...). You do not vote and take no side: you "
-            f"summarise round {ctx.round}/{ctx.max_rounds} for the participants, who will "
-            "read your summary instead of the messages themselves.",
+            f"{_JUDGE_ROLE}: you summarise round {ctx.round}/{ctx.max_rounds} for the "
+            "participants, who will read your summary instead of the messages themselves.",
             "## Rules\n"
             "1. Report what was said, with the figures the participants cited; add no "
             "opinion and no new analysis.\n"
@@ -301,15 +305,8 @@ def parse_summary(text: str, ctx: SummaryContext) -> RoundSummary:
     """
     tally = round_tally(ctx.messages, ctx.symbols)
     text = _THINK.sub("", text if isinstance(text, str) else "")
-    found = {name: _tagged(text, aliases) for name, aliases in _SUMMARY_ALIASES.items()}
+    found = _summary_blocks(text)
     problems: list[str] = []
-    if not any(found.values()):
-        value = _json_object(text)
-        if isinstance(value, dict):
-            keys = {_key(key): item for key, item in value.items()}
-            for name, aliases in _SUMMARY_ALIASES.items():
-                item = next((keys[a] for a in aliases if isinstance(keys.get(a), str)), "")
-                found[name] = item
     if not any(found.values()):
         prose = _TAGS.sub(" ", text).strip()
         if not prose:
@@ -318,15 +315,27 @@ def parse_summary(text: str, ctx: SummaryContext) -> RoundSummary:
             )
         found["points"] = prose
         problems.append("no blocks found: the whole answer is kept as the points")
-    for name in _SUMMARY_ALIASES:
-        if not found[name]:
-            problems.append(f"missing {name}")
+    problems += [f"missing {name}" for name in _SUMMARY_ALIASES if not found[name]]
     fields = {
         name: summarise(neutralise_markup(found[name]), _SUMMARY_CAPS[name])
         for name in _SUMMARY_ALIASES
     }
     status = SummaryStatus.PARTIAL if problems else SummaryStatus.OK
     return RoundSummary(ctx.round, tally=tally, status=status, problems=tuple(problems), **fields)
+
+
+def _summary_blocks(text: str) -> dict[str, str]:
+    """Return the summary's three blocks as tagged in ``text``, else as the fields of a
+    JSON object in it; a block that is not there is ``""``."""
+    found = {name: _tagged(text, aliases) for name, aliases in _SUMMARY_ALIASES.items()}
+    value = None if any(found.values()) else _json_object(text)
+    if value is None:
+        return found
+    keys = {field_key(key): item for key, item in value.items()}
+    return {
+        name: next((keys[a] for a in aliases if isinstance(keys.get(a), str)), "")
+        for name, aliases in _SUMMARY_ALIASES.items()
+    }
 
 
 # -- the scores --------------------------------------------------------------------------
@@ -402,9 +411,7 @@ def build_scores_prompt(ctx: ScoresContext) -> tuple[str, str]:
     rubric = "\n".join(f"- {name}: {meaning}." for name, meaning in RUBRIC.items())
     system = "\n\n".join(
         (
-            "You are the judge of a debate about the crypto market between AI "
-            "participants (labelled P1, P2, ...). You do not vote and take no side on the "
-            "market: you score how well each participant argued.",
+            f"{_JUDGE_ROLE} on the market: you score how well each participant argued.",
             f"## Rubric (each item a whole number from 0 to {SCORE_MAX})\n{rubric}",
             "## Rules\n"
             "1. Score every participant listed, on every item, with one sentence each.\n"
@@ -427,15 +434,9 @@ def _seat_text(seat: JudgedSeat) -> str:
     """Return a participant's record: positions round by round, its latest message, vote."""
     label = summarise(seat.label, LABEL_MAX_CHARS)
     lines = [f"{label} ({summarise(seat.personality, LABEL_MAX_CHARS)}):"]
-    by_symbol: dict[str, list[tuple[int, str, float]]] = {}
-    for entry in seat.messages:
-        for decision in entry.decisions:
-            by_symbol.setdefault(decision.symbol, []).append(
-                (entry.round, decision.action.value, decision.confidence)
-            )
-    failed = [str(entry.round) for entry in seat.messages if entry.failed]
-    for symbol, steps in by_symbol.items():
+    for symbol, steps in _positions_by_coin(seat.messages).items():
         lines.append(f"  {symbol}: " + summarise(_trajectory(steps), 200))
+    failed = [str(entry.round) for entry in seat.messages if entry.failed]
     if failed:
         lines.append(f"  failed turns in rounds {', '.join(failed)}")
     answered = [entry for entry in seat.messages if not entry.failed]
@@ -444,20 +445,29 @@ def _seat_text(seat: JudgedSeat) -> str:
         latest = answered[-1]
         reasoning = summarise(neutralise_markup(latest.reasoning), SUMMARY_MAX_CHARS)
         lines.append(f"  latest message (round {latest.round}): {reasoning or 'no reasoning'}")
-    if seat.vote:
-        vote = "; ".join(
-            f"{d.symbol} {d.action.value} {d.confidence:g}"
-            + (
-                f" ({summarise(neutralise_markup(d.reasoning), COIN_REASON_MAX_CHARS)})"
-                if d.reasoning
-                else ""
-            )
-            for d in seat.vote
-        )
-        lines.append("  final vote: " + vote)
-    else:
-        lines.append("  final vote: none")
+    lines.append("  final vote: " + ("; ".join(map(_vote_text, seat.vote)) or "none"))
     return "\n".join(lines)
+
+
+def _positions_by_coin(
+    messages: Sequence[HistoryEntry],
+) -> dict[str, list[tuple[int, str, float]]]:
+    """Return each coin's ``(round, action, confidence)`` over ``messages``, in order."""
+    by_symbol: dict[str, list[tuple[int, str, float]]] = {}
+    for entry in messages:
+        for decision in entry.decisions:
+            by_symbol.setdefault(decision.symbol, []).append(
+                (entry.round, decision.action.value, decision.confidence)
+            )
+    return by_symbol
+
+
+def _vote_text(decision: CoinDecision) -> str:
+    """Return one coin of a final vote: its action, confidence and short reason."""
+    shown = f"{decision.symbol} {decision.action.value} {decision.confidence:g}"
+    if not decision.reasoning:
+        return shown
+    return f"{shown} ({summarise(neutralise_markup(decision.reasoning), COIN_REASON_MAX_CHARS)})"
 
 
 def _trajectory(steps: Sequence[tuple[int, str, float]]) -> str:
@@ -534,8 +544,7 @@ def parse_scores(text: str, labels: Sequence[str]) -> ScoreSheet:
     """
     text = _THINK.sub("", text if isinstance(text, str) else "")
     block = _tagged(text, ("scores", "score", "judgement"), keep_lines=True)
-    value = _json_value(block or text)
-    entries = _score_entries(value)
+    entries = _score_entries(_json_value(block or text))
     if entries is None:
         return ScoreSheet({}, ("no scores found",))
     allowed = set(labels)
@@ -545,23 +554,25 @@ def parse_scores(text: str, labels: Sequence[str]) -> ScoreSheet:
         label = normalise_label(raw_label)
         if label is None or label not in allowed:
             problems.append(f"not a participant: {summarise(str(raw_label), 40)}")
-            continue
-        if label in items:
+        elif label in items:
             problems.append(f"duplicate participant: {label}")
-            continue
-        fields = {_key(key): item for key, item in entry.items()}
-        scored: dict[str, ItemScore] = {}
-        for name in RUBRIC:
-            item = _item_score(fields, name)
-            if item is None:
-                problems.append(f"{label}: no readable {name}")
-            else:
-                scored[name] = item
-        items[label] = scored
-    for label in labels:
-        if label not in items:
-            problems.append(f"{label}: not scored")
+        else:
+            items[label] = _rubric_items(label, entry, problems)
+    problems += [f"{label}: not scored" for label in labels if label not in items]
     return ScoreSheet(items, tuple(problems))
+
+
+def _rubric_items(label: str, entry: dict[str, Any], problems: list[str]) -> dict[str, ItemScore]:
+    """Return the rubric items of one participant's entry; record each unreadable one."""
+    fields = {field_key(key): item for key, item in entry.items()}
+    scored: dict[str, ItemScore] = {}
+    for name in RUBRIC:
+        item = _item_score(fields, name)
+        if item is None:
+            problems.append(f"{label}: no readable {name}")
+        else:
+            scored[name] = item
+    return scored
 
 
 def normalise_label(raw: object) -> str | None:
@@ -577,31 +588,40 @@ def normalise_label(raw: object) -> str | None:
 
 
 def _score_entries(value: Any) -> list[tuple[Any, dict[str, Any]]] | None:
+    """Return ``(label, entry)`` for each participant's object in a decoded answer: an
+    array of objects, one wrapped under ``scores`` (or alike), an object keyed by label,
+    or a single object; None when it holds none."""
     if isinstance(value, dict):
-        for key in ("scores", "participants", "judgement"):
-            if isinstance(value.get(key), list | dict):
-                return _score_entries(value[key])
-        if all(isinstance(item, dict) for item in value.values()) and value:
-            return [(key, item) for key, item in value.items()]
-        value = [value]
-    if not isinstance(value, list):
-        return None
-    entries = []
-    for entry in value:
-        if isinstance(entry, dict):
-            fields = {_key(key): item for key, item in entry.items()}
-            label = next(
-                (fields[k] for k in ("participant", "label", "name", "id") if k in fields), None
-            )
-            entries.append((label, entry))
+        return _object_entries(value)
+    if isinstance(value, list):
+        return _listed_entries(value)
+    return None
+
+
+def _object_entries(value: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]] | None:
+    for key in _SCORES_WRAPPERS:
+        if isinstance(value.get(key), list | dict):
+            return _score_entries(value[key])
+    if value and all(isinstance(item, dict) for item in value.values()):
+        return list(value.items())  # keyed by label
+    return _listed_entries([value])
+
+
+def _listed_entries(value: list[Any]) -> list[tuple[Any, dict[str, Any]]] | None:
+    entries = [(_entry_label(entry), entry) for entry in value if isinstance(entry, dict)]
     return entries or None
+
+
+def _entry_label(entry: dict[str, Any]) -> Any:
+    fields = {field_key(key): item for key, item in entry.items()}
+    return next((fields[key] for key in _LABEL_KEYS if key in fields), None)
 
 
 def _item_score(fields: dict[str, Any], name: str) -> ItemScore | None:
     raw = fields.get(name)
     reason = fields.get(f"{name}_reason")
     if isinstance(raw, dict):
-        inner = {_key(key): item for key, item in raw.items()}
+        inner = {field_key(key): item for key, item in raw.items()}
         raw = inner.get("score", inner.get("value"))
         reason = inner.get("reason", reason)
     value = _score_value(raw)
@@ -663,36 +683,55 @@ def aggregate_scores(
     ``failure`` is the reason recorded for participants no judge scored, when known.
     """
     usable = [sheet for sheet in sheets if sheet is not None and sheet.usable]
-    results: dict[str, ParticipantScore] = {}
-    for label in labels:
-        per_judge = [sheet.items[label] for sheet in usable if sheet.items.get(label)]
-        items: dict[str, ItemScore] = {}
-        spreads: list[float] = []
-        for name in RUBRIC:
-            given = [judged[name] for judged in per_judge if name in judged]
-            if not given:
-                continue
-            median = statistics.median(item.value for item in given)
-            closest = min(given, key=lambda item: abs(item.value - median))
-            items[name] = ItemScore(round(median, 2), closest.reason)
-            if len(given) > 1:
-                spread = max(i.value for i in given) - min(i.value for i in given)
-                spreads.append(1 - spread / SCORE_MAX)
-        if not items:
-            reason = failure or (
-                "no judge answered usably" if not usable else "no judge scored this participant"
-            )
-            results[label] = ParticipantScore(label, {}, None, None, 0, reason)
-            continue
-        mean = sum(item.value for item in items.values()) / len(items)
-        results[label] = ParticipantScore(
-            label=label,
-            items=items,
-            score=round(mean / SCORE_MAX, 4),
-            agreement=round(sum(spreads) / len(spreads), 4) if spreads else None,
-            judges=len(per_judge),
+    missing = failure or (
+        "no judge answered usably" if not usable else "no judge scored this participant"
+    )
+    return {
+        label: _participant_score(
+            label, [sheet.items[label] for sheet in usable if sheet.items.get(label)], missing
         )
-    return results
+        for label in labels
+    }
+
+
+def _participant_score(
+    label: str, per_judge: list[dict[str, ItemScore]], missing: str
+) -> ParticipantScore:
+    """Return a participant's score from the items each judge gave it (``per_judge``)."""
+    given = _given_items(per_judge)
+    if not given:
+        return ParticipantScore(label, {}, None, None, 0, missing)
+    items = {name: _median_item(values) for name, values in given.items()}
+    agreements = [_agreement(values) for values in given.values() if len(values) > 1]
+    mean = sum(item.value for item in items.values()) / len(items)
+    return ParticipantScore(
+        label=label,
+        items=items,
+        score=round(mean / SCORE_MAX, 4),
+        agreement=round(sum(agreements) / len(agreements), 4) if agreements else None,
+        judges=len(per_judge),
+    )
+
+
+def _given_items(per_judge: list[dict[str, ItemScore]]) -> dict[str, list[ItemScore]]:
+    """Return, per rubric item some judge scored, the judges' scores of it."""
+    given = {name: [judged[name] for judged in per_judge if name in judged] for name in RUBRIC}
+    return {name: scores for name, scores in given.items() if scores}
+
+
+def _agreement(values: list[ItemScore]) -> float:
+    """Return 1 when the judges gave an item the same value, 0 when they were the whole
+    scale apart."""
+    spread = max(item.value for item in values) - min(item.value for item in values)
+    return 1 - spread / SCORE_MAX
+
+
+def _median_item(given: list[ItemScore]) -> ItemScore:
+    """Return the judges' median value of one item, with the reason of the judge closest
+    to it."""
+    median = statistics.median(item.value for item in given)
+    closest = min(given, key=lambda item: abs(item.value - median))
+    return ItemScore(round(median, 2), closest.reason)
 
 
 # -- reading loose answers -----------------------------------------------------------------
@@ -738,10 +777,6 @@ def _json_value(text: str) -> Any:
 def _json_object(text: str) -> dict[str, Any] | None:
     value = _json_value(text)
     return value if isinstance(value, dict) else None
-
-
-def _key(key: object) -> str:
-    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
 
 
 # -- the judge's steps in a debate's plan ----------------------------------------------
