@@ -46,7 +46,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from debates.engine.types import OPENING_ACTIONS, Action, CoinDecision
+from debates.engine.types import OPENING_ACTIONS, Action, CoinDecision, plain_dict
 
 MAX_LEVERAGE = 20
 MIN_POSITION_PCT = Fraction(1, 10)
@@ -175,19 +175,10 @@ class CoinConsensus:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {
-            "symbol": self.symbol,
-            "action": self.action.value,
-            "confidence": self.confidence,
-            "leverage": self.leverage,
-            "position_pct": self.position_pct,
-            "stop_loss": self.stop_loss,
-            "take_profit": self.take_profit,
+            **plain_dict(self),
             "scores": dict(self.scores),
             "clamps": [clamp.to_dict() for clamp in self.clamps],
             "defaults": list(self.defaults),
-            "reason": self.reason,
-            "supporters": self.supporters,
-            "voters": self.voters,
         }
 
 

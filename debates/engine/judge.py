@@ -48,7 +48,7 @@ from debates.engine.digest import (
 )
 from debates.engine.normalise import ascii_punctuation, field_key, parse_number
 from debates.engine.plan import OPENING, VOTING, PlanSettings, StepSpec, register_step_kind
-from debates.engine.types import CoinDecision
+from debates.engine.types import CoinDecision, plain_dict
 
 ROUND_SUMMARY_MAX_CHARS = 1_500
 """Cap on a whole round summary, the engine's tally included."""
@@ -381,7 +381,7 @@ class ItemScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return {"value": self.value, "reason": self.reason}
+        return plain_dict(self)
 
 
 @dataclass(frozen=True)
@@ -666,12 +666,8 @@ class ParticipantScore:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {
-            "label": self.label,
+            **plain_dict(self),
             "items": {name: item.to_dict() for name, item in self.items.items()},
-            "score": self.score,
-            "agreement": self.agreement,
-            "judges": self.judges,
-            "missing": self.missing,
         }
 
 

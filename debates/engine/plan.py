@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from debates.engine.types import plain_dict
+
 PREPARE = "prepare"
 OPENING = "opening"
 REBUTTAL = "rebuttal"
@@ -162,13 +164,8 @@ class Step:
         return (self.kind, self.round, self.speaker)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "round": self.round,
-            "speaker": self.speaker,
-            "status": self.status,
-        }
+        """Return the step as the API shows it (its stage is the plan's business)."""
+        return plain_dict(self, leave_out={"stage"})
 
 
 @dataclass(frozen=True)
