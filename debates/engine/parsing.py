@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import json_repair
 
@@ -49,6 +49,8 @@ from debates.engine.types import Action, CoinDecision, Dropped, ParseResult, Par
 __all__ = ["normalise_action", "normalise_symbol", "parse_output"]
 
 EXCERPT_MAX_CHARS = 120
+
+_T = TypeVar("_T")
 
 _THINK_OPEN = re.compile(r"<think>", re.I)
 _THINK_CLOSE = re.compile(r"</think>", re.I)
@@ -301,27 +303,32 @@ def _required(
 ) -> tuple[str, Action, float] | str:
     """Return an entry's symbol, action and confidence, or why the entry cannot count:
     the first of them missing or unreadable, else a coin already decided."""
-    raw_symbol = _field(fields, "symbol")
-    if raw_symbol is None:
-        return "missing symbol"
-    symbol = normalise_symbol(raw_symbol)
+    symbol, why = _read_field(fields, "symbol", normalise_symbol, "not a candidate coin")
     if symbol is None or symbol not in allowed:
-        return f"not a candidate coin: {symbol or _show(raw_symbol)}"
-    raw_action = _field(fields, "action")
-    if raw_action is None:
-        return "missing action"
-    action = normalise_action(raw_action)
+        return why or f"not a candidate coin: {symbol}"
+    action, why = _read_field(fields, "action", normalise_action, "unknown action")
     if action is None:
-        return f"unknown action: {_show(raw_action)}"
-    raw_confidence = _field(fields, "confidence")
-    if raw_confidence is None:
-        return "missing confidence"
-    confidence = parse_confidence(raw_confidence)
+        return why
+    confidence, why = _read_field(fields, "confidence", parse_confidence, "invalid confidence")
     if confidence is None:
-        return f"invalid confidence: {_show(raw_confidence)}"
+        return why
     if symbol in seen:
         return f"duplicate symbol: {symbol}"
     return symbol, action, confidence
+
+
+def _read_field(
+    fields: dict[str, Any], name: str, read: Callable[[Any], _T | None], unreadable: str
+) -> tuple[_T | None, str]:
+    """Return field ``name`` as ``read`` gives it, or None and why: missing, or
+    ``unreadable`` with the value shown."""
+    raw = _field(fields, name)
+    if raw is None:
+        return None, f"missing {name}"
+    value = read(raw)
+    if value is None:
+        return None, f"{unreadable}: {_show(raw)}"
+    return value, ""
 
 
 def _show(value: Any) -> str:
