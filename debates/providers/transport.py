@@ -126,26 +126,45 @@ def post_with_retries(
         except ProviderError as error:
             error.attempts = attempt
             _log_attempt(provider, model, status, attempt, attempt_started, error)
-            if not error.retryable or isinstance(error, DeadlineExceeded):
-                raise
-            if attempt >= policy.max_attempts:
-                raise
-            wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
-            if time.monotonic() + wait >= deadline:
-                logger.warning(
-                    "model call giving up provider=%s model=%s attempt=%d: "
-                    "next try in %.2fs would pass the deadline",
-                    provider,
-                    model,
-                    attempt,
-                    wait,
-                )
+            wait = _retry_wait(error, retry_after, policy, deadline, provider, model)
+            if wait is None:
                 raise
             time.sleep(wait)
             continue
         _log_attempt(provider, model, status, attempt, attempt_started, None)
         latency_ms = round((time.monotonic() - started) * 1000)
         return CallResult(answer=answer, attempts=attempt, latency_ms=latency_ms)
+
+
+def _retry_wait(
+    error: ProviderError,
+    retry_after: float | None,
+    policy: RetryPolicy,
+    deadline: float,
+    provider: str,
+    model: str,
+) -> float | None:
+    """Return the pause before another attempt, after ``error`` ended attempt number
+    ``error.attempts``; None when there is to be none: the error is terminal or the
+    deadline's, the attempts are used up, or the pause (the server's ``Retry-After``,
+    else the backoff) would pass the deadline."""
+    attempt = error.attempts
+    if not error.retryable or isinstance(error, DeadlineExceeded):
+        return None
+    if attempt >= policy.max_attempts:
+        return None
+    wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
+    if time.monotonic() + wait >= deadline:
+        logger.warning(
+            "model call giving up provider=%s model=%s attempt=%d: "
+            "next try in %.2fs would pass the deadline",
+            provider,
+            model,
+            attempt,
+            wait,
+        )
+        return None
+    return wait
 
 
 def _send(
