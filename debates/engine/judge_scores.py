@@ -305,6 +305,8 @@ def _score_entries(value: Any) -> list[tuple[Any, dict[str, Any]]] | None:
 
 
 def _object_entries(value: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]] | None:
+    """Return the entries of an object: those it wraps, else its values when every one is
+    an object (keyed by label), else the object itself as the only entry."""
     for key in _SCORES_WRAPPERS:
         if isinstance(value.get(key), list | dict):
             return _score_entries(value[key])
@@ -314,11 +316,13 @@ def _object_entries(value: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]] |
 
 
 def _listed_entries(value: list[Any]) -> list[tuple[Any, dict[str, Any]]] | None:
+    """Return the objects of an array with their labels; None when it holds none."""
     entries = [(_entry_label(entry), entry) for entry in value if isinstance(entry, dict)]
     return entries or None
 
 
 def _entry_label(entry: dict[str, Any]) -> Any:
+    """Return the raw label an entry names its participant by, None when it names none."""
     fields = {field_key(key): item for key, item in entry.items()}
     return next((fields[key] for key in _LABEL_KEYS if key in fields), None)
 

@@ -265,6 +265,7 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
 
 
 def _market_summary(text: str) -> str:
+    """Return the compact market section that votes and summarised turns carry."""
     return "## Market summary\n" + clip(text, MARKET_SUMMARY_MAX_CHARS, "market summary")
 
 
