@@ -46,7 +46,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from debates.engine.types import OPENING_ACTIONS, Action, CoinDecision
+from debates.engine.types import OPENING_ACTIONS, Action, CoinDecision, plain_dict
 
 MAX_LEVERAGE = 20
 MIN_POSITION_PCT = Fraction(1, 10)
@@ -54,6 +54,13 @@ MAX_POSITION_PCT = Fraction(1)
 DEFAULT_STOP_LOSS = Fraction(3, 100)
 DEFAULT_TAKE_PROFIT = Fraction(6, 100)
 MAJOR_SYMBOLS = frozenset({"BTCUSDT", "ETHUSDT"})
+# What an opening action takes for a value none of its supporters gave (SPEC 5.5).
+_OPENING_DEFAULTS: dict[str, int | Fraction] = {
+    "leverage": 1,
+    "position_pct": MIN_POSITION_PCT,
+    "stop_loss": DEFAULT_STOP_LOSS,
+    "take_profit": DEFAULT_TAKE_PROFIT,
+}
 
 _CAUTION = {
     Action.WAIT: 0,
@@ -168,19 +175,10 @@ class CoinConsensus:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {
-            "symbol": self.symbol,
-            "action": self.action.value,
-            "confidence": self.confidence,
-            "leverage": self.leverage,
-            "position_pct": self.position_pct,
-            "stop_loss": self.stop_loss,
-            "take_profit": self.take_profit,
+            **plain_dict(self),
             "scores": dict(self.scores),
             "clamps": [clamp.to_dict() for clamp in self.clamps],
             "defaults": list(self.defaults),
-            "reason": self.reason,
-            "supporters": self.supporters,
-            "voters": self.voters,
         }
 
 
@@ -280,18 +278,11 @@ def _decide_coin(
     ballots = sorted(ballots, key=lambda ballot: ballot.voter)
     clamps: list[Clamp] = []
     confidence = {ballot.voter: _confidence(ballot, clamps) for ballot in ballots}
-    exact_scores: dict[Action, Fraction] = {}
-    for ballot in ballots:
-        weight = confidence[ballot.voter] / 100 * weights.get(ballot.voter, Fraction(1))
-        action = ballot.decision.action
-        exact_scores[action] = exact_scores.get(action, Fraction(0)) + weight
+    exact_scores = _scores(ballots, confidence, weights)
     scores = {a.value: _float(exact_scores[a], 6) for a in Action if a in exact_scores}
-    if not ballots:
-        return _wait(symbol, "no votes", scores, clamps, ballots)
-    top = max(exact_scores.values())
-    winner, note = _resolve([action for action in Action if exact_scores.get(action) == top])
+    winner, note = _winner(exact_scores)
     if winner is None:
-        return _wait(symbol, f"{note} at score {_float(top, 6):g}", scores, clamps, ballots)
+        return _wait(symbol, note, scores, clamps, ballots)
     supporters = [ballot for ballot in ballots if ballot.decision.action == winner]
     mean_confidence = sum((confidence[b.voter] for b in supporters), Fraction(0)) / len(supporters)
     if mean_confidence < _exact(limits.min_confidence):
@@ -300,35 +291,18 @@ def _decide_coin(
             f"strategy minimum {limits.min_confidence:g}"
         )
         return _wait(symbol, reason, scores, clamps, ballots)
-    opening = winner in OPENING_ACTIONS
-    defaults: list[str] = []
-    leverage = _leverage(symbol, supporters, limits, clamps)
-    if leverage is None and opening:
-        leverage = 1
-        defaults.append("leverage")
-    position = _supplied_mean(supporters, "position_pct")
-    if position is not None:
-        position = _clamp_position(position, clamps)
-    elif opening:
-        position = MIN_POSITION_PCT
-        defaults.append("position_pct")
-    distances: dict[str, Fraction | None] = {}
-    for name, default in (("stop_loss", DEFAULT_STOP_LOSS), ("take_profit", DEFAULT_TAKE_PROFIT)):
-        distances[name] = _supplied_mean(supporters, name)
-        if distances[name] is None and opening:
-            distances[name] = default
-            defaults.append(name)
+    sizing, defaults = _sizing(symbol, winner, supporters, limits, clamps)
     return CoinConsensus(
         symbol=symbol,
         action=winner,
         confidence=_float(mean_confidence, 2),
-        leverage=leverage,
-        position_pct=_optional_float(position),
-        stop_loss=_optional_float(distances["stop_loss"]),
-        take_profit=_optional_float(distances["take_profit"]),
+        leverage=sizing["leverage"],
+        position_pct=_optional_float(sizing["position_pct"]),
+        stop_loss=_optional_float(sizing["stop_loss"]),
+        take_profit=_optional_float(sizing["take_profit"]),
         scores=scores,
         clamps=tuple(clamps),
-        defaults=tuple(defaults),
+        defaults=defaults,
         reason=(
             f"{winner.value} wins with score {scores[winner]:g} from {len(supporters)} of "
             f"{len(ballots)} votes" + (f"; {note}" if note else "")
@@ -336,6 +310,52 @@ def _decide_coin(
         supporters=len(supporters),
         voters=len(ballots),
     )
+
+
+def _scores(
+    ballots: list[Ballot], confidence: dict[str, Fraction], weights: dict[str, Fraction]
+) -> dict[Action, Fraction]:
+    """Return each action's exact score: the sum of its ballots' confidence / 100, each
+    times its voter's weight."""
+    scores: dict[Action, Fraction] = {}
+    for ballot in ballots:
+        weight = confidence[ballot.voter] / 100 * weights.get(ballot.voter, Fraction(1))
+        action = ballot.decision.action
+        scores[action] = scores.get(action, Fraction(0)) + weight
+    return scores
+
+
+def _winner(scores: dict[Action, Fraction]) -> tuple[Action | None, str]:
+    """Return the top-scoring action and how a tie went, or None and why none wins."""
+    if not scores:
+        return None, "no votes"
+    top = max(scores.values())
+    winner, note = _resolve([action for action in Action if scores.get(action) == top])
+    if winner is None:
+        return None, f"{note} at score {_float(top, 6):g}"
+    return winner, note
+
+
+def _sizing(
+    symbol: str,
+    winner: Action,
+    supporters: list[Ballot],
+    limits: ConsensusLimits,
+    clamps: list[Clamp],
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Return the winner's leverage, position size, stop loss and take profit (means over
+    its supporters' values, clamped) and the names of those defaulted: an opening action
+    takes ``_OPENING_DEFAULTS`` for what no supporter gave, another keeps None."""
+    sizing = {
+        "leverage": _leverage(symbol, supporters, limits, clamps),
+        "position_pct": _position(supporters, clamps),
+        "stop_loss": _supplied_mean(supporters, "stop_loss"),
+        "take_profit": _supplied_mean(supporters, "take_profit"),
+    }
+    if winner not in OPENING_ACTIONS:
+        return sizing, ()
+    defaults = tuple(name for name, value in sizing.items() if value is None)
+    return {**sizing, **{name: _OPENING_DEFAULTS[name] for name in defaults}}, defaults
 
 
 def _confidence(ballot: Ballot, clamps: list[Clamp]) -> Fraction:
@@ -387,7 +407,10 @@ def _leverage(
     return leverage
 
 
-def _clamp_position(position: Fraction, clamps: list[Clamp]) -> Fraction:
+def _position(supporters: list[Ballot], clamps: list[Clamp]) -> Fraction | None:
+    position = _supplied_mean(supporters, "position_pct")
+    if position is None:
+        return None
     if position < MIN_POSITION_PCT:
         clamps.append(Clamp("position_pct", _float(position, 6), 0.1, "below the minimum 0.1"))
         return MIN_POSITION_PCT

@@ -57,30 +57,41 @@ def gate(
     """
     if requested in (L1, L2):
         return Gate(requested, (f"{requested} was asked for",), True)
-    reasons: list[str] = []
-    forced = False
-    if high_impact:
-        reasons.append("high impact: automatic execution on a trader that is not paper")
-        forced = True
-    if failure:
-        reasons.append(f"failure: {failure}")
-    if human:
-        reasons.append("a human seat takes part")
-    answered = [o for o in openings if o.action is not None]
-    directions = {_DIRECTION.get(o.action or "", "flat") for o in answered}
-    if len(directions) > 1:
-        reasons.append(
-            f"disagreement: the openings differ on {primary} ({', '.join(sorted(directions))})"
-        )
-    confidences = [o.confidence for o in answered if o.confidence is not None]
-    mean = sum(confidences) / len(confidences) if confidences else 0.0
-    if mean < min_confidence:
-        reasons.append(f"uncertainty: mean confidence {mean:.0f} below {min_confidence:.0f}")
+    answered = [opening for opening in openings if opening.action is not None]
+    directions = _directions(answered)
+    mean = _mean_confidence(answered)
+    # Each signal that fires is a reason for the full debate, recorded in this order.
+    signals = (
+        (high_impact, "high impact: automatic execution on a trader that is not paper"),
+        (bool(failure), f"failure: {failure}"),
+        (human, "a human seat takes part"),
+        (
+            len(directions) > 1,
+            f"disagreement: the openings differ on {primary} ({', '.join(directions)})",
+        ),
+        (
+            mean < min_confidence,
+            f"uncertainty: mean confidence {mean:.0f} below {min_confidence:.0f}",
+        ),
+    )
+    reasons = tuple(reason for fired, reason in signals if fired)
     if not reasons:
         return Gate(L1, (f"the openings agree on {primary} at mean confidence {mean:.0f}",), False)
-    if over_budget and not forced:
+    if over_budget and not high_impact:  # high impact is never lowered
         return Gate(L1, (*reasons, f"budget: {over_budget}, lowered to L1"), False)
-    return Gate(L2, tuple(reasons), forced)
+    return Gate(L2, reasons, high_impact)
+
+
+def _directions(openings: Sequence[Opening]) -> list[str]:
+    """Return the directions the openings take, sorted: long, short, or flat for an
+    action that opens nothing."""
+    return sorted({_DIRECTION.get(opening.action or "", "flat") for opening in openings})
+
+
+def _mean_confidence(openings: Sequence[Opening]) -> float:
+    """Return the openings' mean confidence, 0 when none gave one."""
+    confidences = [o.confidence for o in openings if o.confidence is not None]
+    return sum(confidences) / len(confidences) if confidences else 0.0
 
 
 def settled(

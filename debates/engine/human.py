@@ -90,21 +90,26 @@ def _explain(error: SchemaError, symbols: Sequence[str]) -> list[tuple[str, str]
         ]
     if error.validator == "additionalProperties":
         allowed = error.schema.get("properties", {})
-        extra = [key for key in error.instance if key not in allowed]
-        return [(_path([*where, key]), "Unknown field.") for key in extra]
+        return [
+            (_path([*where, key]), "Unknown field.") for key in error.instance if key not in allowed
+        ]
     name = _path(where) or "non_field_errors"
-    last = where[-1] if where else None
-    if error.validator == "enum" and last == "symbol":
-        return [(name, f"Not a candidate coin: {error.instance!r}; one of {', '.join(symbols)}.")]
-    if error.validator == "enum" and last == "action":
+    return [(name, _message(error, where[-1] if where else None, symbols))]
+
+
+def _message(error: SchemaError, field: Any, symbols: Sequence[str]) -> str:
+    """Return the API's words for a schema error on ``field`` (the last part of its path)."""
+    if error.validator == "enum" and field == "symbol":
+        return f"Not a candidate coin: {error.instance!r}; one of {', '.join(symbols)}."
+    if error.validator == "enum" and field == "action":
         actions = ", ".join(action.value for action in Action)
-        return [(name, f"Unknown action {error.instance!r}; one of {actions}.")]
-    if last == "confidence":
-        return [(name, f"Must be a whole number from 0 to 100; got {error.instance!r}.")]
+        return f"Unknown action {error.instance!r}; one of {actions}."
+    if field == "confidence":
+        return f"Must be a whole number from 0 to 100; got {error.instance!r}."
     if error.validator == "minItems":
-        return [(name, "Give at least one decision.")]
+        return "Give at least one decision."
     if error.validator == "maxItems":
-        return [(name, f"At most one decision per candidate coin ({len(symbols)}).")]
+        return f"At most one decision per candidate coin ({len(symbols)})."
     if error.validator == "minLength":
-        return [(name, "Required.")]
-    return [(name, error.message)]
+        return "Required."
+    return error.message

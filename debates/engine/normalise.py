@@ -105,6 +105,12 @@ _PUNCTUATION.update(
 )
 
 
+def field_key(key: object) -> str:
+    """Return a JSON key as the parsers look it up: lower case, with runs of spaces and
+    dashes made one underscore (``"Stop-Loss"`` gives ``stop_loss``)."""
+    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
+
+
 def ascii_punctuation(text: str) -> str:
     """Return ``text`` with full-width punctuation and smart quotes made ASCII."""
     return text.translate(_PUNCTUATION)
@@ -119,13 +125,18 @@ def parse_number(raw: Any, *, suffixes: str = "") -> tuple[float, str] | None:
     ``suffixes`` lists the single characters allowed after the number (such as ``%``);
     the suffix found is returned lower-cased, or ``""``.
     """
-    if isinstance(raw, bool):
+    if isinstance(raw, bool):  # an int to Python, never a number to a model
         return None
     if isinstance(raw, int | float):
         value = float(raw) if abs(raw) < 1e300 else math.inf
         return (value, "") if math.isfinite(value) else None
-    if not isinstance(raw, str) or len(raw) > 40:
-        return None
+    if isinstance(raw, str) and len(raw) <= 40:
+        return _number_text(raw, suffixes)
+    return None
+
+
+def _number_text(raw: str, suffixes: str) -> tuple[float, str] | None:
+    """Return ``(value, suffix)`` for a numeric string, else None."""
     text = unicodedata.normalize("NFKC", raw).strip().lower()
     suffix = ""
     if text and text[-1] in suffixes:

@@ -30,12 +30,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import json_repair
 
 from debates.engine.normalise import (
     ascii_punctuation,
+    field_key,
     normalise_action,
     normalise_symbol,
     parse_confidence,
@@ -43,11 +44,13 @@ from debates.engine.normalise import (
     parse_position_pct,
     parse_price_distance,
 )
-from debates.engine.types import CoinDecision, Dropped, ParseResult, ParseStatus
+from debates.engine.types import Action, CoinDecision, Dropped, ParseResult, ParseStatus
 
 __all__ = ["normalise_action", "normalise_symbol", "parse_output"]
 
 EXCERPT_MAX_CHARS = 120
+
+_T = TypeVar("_T")
 
 _THINK_OPEN = re.compile(r"<think>", re.I)
 _THINK_CLOSE = re.compile(r"</think>", re.I)
@@ -58,6 +61,7 @@ _REASONING_CLOSE = re.compile(r"[<＜]\s*/\s*reasoning\s*[>＞]", re.I)
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _BARE_JSON = re.compile(r"[\[{［｛]\s*[{\"“'［｛]")
 _JSON_START = re.compile(r"[\[{]")
+_DECODER = json.JSONDecoder()
 
 _WRAPPER_KEYS = ("decisions", "decision", "votes", "final_vote")
 _ALIASES = {
@@ -70,6 +74,8 @@ _ALIASES = {
     "take_profit": ("take_profit", "tp", "take_profit_pct"),
     "reasoning": ("reasoning", "reason", "rationale"),
 }
+# Keys that make an object one entry rather than a wrapper or a map of entries.
+_ENTRY_KEYS = frozenset(_ALIASES["symbol"] + _ALIASES["action"])
 _OPTIONAL_FIELDS: dict[str, Callable[[Any], Any]] = {
     "leverage": parse_leverage,
     "position_pct": parse_position_pct,
@@ -81,7 +87,6 @@ _OPTIONAL_FIELDS: dict[str, Callable[[Any], Any]] = {
 def parse_output(text: str, candidates: Sequence[str]) -> ParseResult:
     """Parse a model answer into decisions for ``candidates``; never raise."""
     text = _without_thinking(text) if isinstance(text, str) else ""
-    allowed = {normalise_symbol(symbol) or symbol for symbol in candidates}
     found = _find_block(text)
     reasoning = _reasoning(text, found)
     if found is None:
@@ -93,15 +98,10 @@ def parse_output(text: str, candidates: Sequence[str]) -> ParseResult:
     entries = _entries(value)
     if entries is None:
         return _failed(reasoning, *(dropped or [Dropped(_excerpt(body), "no JSON entries found")]))
-    decisions: list[CoinDecision] = []
-    for entry in entries:
-        decision = _decision(entry, allowed, {d.symbol for d in decisions}, dropped)
-        if decision is not None:
-            decisions.append(decision)
+    decisions = _decisions(entries, candidates, dropped)
     if not decisions:
-        if not dropped:
-            dropped.append(Dropped(_excerpt(body), "decision block has no entries"))
-        return _failed(reasoning, *dropped)
+        nothing = Dropped(_excerpt(body), "decision block has no entries")
+        return _failed(reasoning, *(dropped or [nothing]))
     status = ParseStatus.PARTIAL if dropped else ParseStatus.OK
     return ParseResult(reasoning, tuple(decisions), status, tuple(dropped))
 
@@ -176,22 +176,35 @@ def _load(body: str, *, closed: bool) -> tuple[Any, list[Dropped]]:
         closed = closed or fence.group(0).endswith("```")
         body = fence.group(1)
     text = ascii_punctuation(body)
-    # Where the JSON most likely starts: an opening bracket followed by an object or a
-    # string (skipping prose such as "[RSI] is high"), else the first bracket at all.
-    # Only the start of the value is tried: decoding from inside a truncated array would
-    # keep its first complete entry and silently lose the rest.
-    likely, first = _BARE_JSON.search(text), _JSON_START.search(text)
-    if first is None:
+    start = _json_start(text)
+    if start is None:
         return None, []
-    start = likely.start() if likely else first.start()
-    decoder = json.JSONDecoder()
     # The raw text comes first so full-width punctuation inside Chinese strings survives.
     for candidate in (body[start:], text[start:]):
         try:
-            return decoder.raw_decode(candidate)[0], []
+            return _DECODER.raw_decode(candidate)[0], []
         except (ValueError, RecursionError):
             continue
-    text = text[start:].rstrip()
+    return _repaired(text[start:].rstrip(), closed=closed)
+
+
+def _json_start(text: str) -> int | None:
+    """Return where the JSON most likely starts: an opening bracket followed by an object
+    or a string (skipping prose such as "[RSI] is high"), else the first bracket at all.
+
+    Only the start of the value is tried: decoding from inside a truncated array would
+    keep its first complete entry and silently lose the rest.
+    """
+    likely = _BARE_JSON.search(text)
+    if likely:
+        return likely.start()
+    first = _JSON_START.search(text)
+    return first.start() if first else None
+
+
+def _repaired(text: str, *, closed: bool) -> tuple[Any, list[Dropped]]:
+    """Return what ``json_repair`` makes of ``text``; an unclosed block that ends inside an
+    entry (output cut at the token limit) loses that entry, reported as truncated."""
     dropped: list[Dropped] = []
     if not closed and text[-1:] not in ("]", "}"):
         cut = text.rfind("}") + 1
@@ -208,26 +221,31 @@ def _load(body: str, *, closed: bool) -> tuple[Any, list[Dropped]]:
 
 
 def _entries(value: Any) -> list[Any] | None:
+    """Return the entries a decoded value holds: an array, an object wrapping one, a
+    single entry, or an object keyed by symbol; None when it holds none of these."""
     if isinstance(value, list):
         return value
     if not isinstance(value, dict) or not value:
         return None
-    for key in _WRAPPER_KEYS:
-        inner = value.get(key)
-        if isinstance(inner, list):
-            return inner
-        if isinstance(inner, dict):
-            return [inner]
-    keys = {_key(key) for key in value}
-    if keys & set(_ALIASES["symbol"] + _ALIASES["action"]):
+    wrapped = _wrapped(value)
+    if wrapped is not None:
+        return wrapped
+    if {field_key(key) for key in value} & _ENTRY_KEYS:
         return [value]
     if all(isinstance(inner, dict) for inner in value.values()):
         return [{"symbol": key, **inner} for key, inner in value.items()]
     return None
 
 
-def _key(key: object) -> str:
-    return re.sub(r"[\s\-]+", "_", str(key).strip().lower())
+def _wrapped(value: dict[str, Any]) -> list[Any] | None:
+    """Return the entries an object holds under a wrapper key such as ``decisions``."""
+    for key in _WRAPPER_KEYS:
+        inner = value.get(key)
+        if isinstance(inner, list):
+            return inner
+        if isinstance(inner, dict):
+            return [inner]
+    return None
 
 
 def _field(fields: dict[str, Any], name: str) -> Any:
@@ -235,6 +253,19 @@ def _field(fields: dict[str, Any], name: str) -> Any:
         if fields.get(alias) is not None:
             return fields[alias]
     return None
+
+
+def _decisions(
+    entries: list[Any], candidates: Sequence[str], dropped: list[Dropped]
+) -> list[CoinDecision]:
+    """Return the usable entries as decisions, the first one per coin; record the others."""
+    allowed = {normalise_symbol(symbol) or symbol for symbol in candidates}
+    decisions: list[CoinDecision] = []
+    for entry in entries:
+        decision = _decision(entry, allowed, {d.symbol for d in decisions}, dropped)
+        if decision is not None:
+            decisions.append(decision)
+    return decisions
 
 
 def _decision(
@@ -245,32 +276,12 @@ def _decision(
     if not isinstance(entry, dict):
         dropped.append(Dropped(excerpt, "not an object"))
         return None
-    fields = {_key(key): value for key, value in entry.items()}
-    raw_symbol = _field(fields, "symbol")
-    raw_action = _field(fields, "action")
-    raw_confidence = _field(fields, "confidence")
-    symbol = normalise_symbol(raw_symbol)
-    action = normalise_action(raw_action)
-    confidence = parse_confidence(raw_confidence)
-    reason = None
-    if raw_symbol is None:
-        reason = "missing symbol"
-    elif symbol is None or symbol not in allowed:
-        reason = f"not a candidate coin: {symbol or _show(raw_symbol)}"
-    elif raw_action is None:
-        reason = "missing action"
-    elif action is None:
-        reason = f"unknown action: {_show(raw_action)}"
-    elif raw_confidence is None:
-        reason = "missing confidence"
-    elif confidence is None:
-        reason = f"invalid confidence: {_show(raw_confidence)}"
-    elif symbol in seen:
-        reason = f"duplicate symbol: {symbol}"
-    if reason is not None:
-        dropped.append(Dropped(excerpt, reason))
+    fields = {field_key(key): value for key, value in entry.items()}
+    required = _required(fields, allowed, seen)
+    if isinstance(required, str):
+        dropped.append(Dropped(excerpt, required))
         return None
-    assert symbol is not None and action is not None and confidence is not None
+    symbol, action, confidence = required
     values: dict[str, Any] = {}
     for name, parse in _OPTIONAL_FIELDS.items():
         raw = _field(fields, name)
@@ -285,6 +296,39 @@ def _decision(
         reasoning=reasoning.strip() if isinstance(reasoning, str) else "",
         **values,
     )
+
+
+def _required(
+    fields: dict[str, Any], allowed: set[str], seen: set[str]
+) -> tuple[str, Action, float] | str:
+    """Return an entry's symbol, action and confidence, or why the entry cannot count:
+    the first of them missing or unreadable, else a coin already decided."""
+    symbol, why = _read_field(fields, "symbol", normalise_symbol, "not a candidate coin")
+    if symbol is None or symbol not in allowed:
+        return why or f"not a candidate coin: {symbol}"
+    action, why = _read_field(fields, "action", normalise_action, "unknown action")
+    if action is None:
+        return why
+    confidence, why = _read_field(fields, "confidence", parse_confidence, "invalid confidence")
+    if confidence is None:
+        return why
+    if symbol in seen:
+        return f"duplicate symbol: {symbol}"
+    return symbol, action, confidence
+
+
+def _read_field(
+    fields: dict[str, Any], name: str, read: Callable[[Any], _T | None], unreadable: str
+) -> tuple[_T | None, str]:
+    """Return field ``name`` as ``read`` gives it, or None and why: missing, or
+    ``unreadable`` with the value shown."""
+    raw = _field(fields, name)
+    if raw is None:
+        return None, f"missing {name}"
+    value = read(raw)
+    if value is None:
+        return None, f"{unreadable}: {_show(raw)}"
+    return value, ""
 
 
 def _show(value: Any) -> str:

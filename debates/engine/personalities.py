@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from debates.engine.types import plain_dict
+
 
 @dataclass(frozen=True)
 class Personality:
@@ -20,13 +22,7 @@ class Personality:
 
     def to_dict(self) -> dict[str, str]:
         """Return the public representation (without the prompt role text)."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "emoji": self.emoji,
-            "color": self.color,
-            "description": self.description,
-        }
+        return plain_dict(self, leave_out={"role"})
 
 
 _ALL = (

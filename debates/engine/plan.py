@@ -23,6 +23,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from debates.engine.types import plain_dict
+
 PREPARE = "prepare"
 OPENING = "opening"
 REBUTTAL = "rebuttal"
@@ -44,6 +46,8 @@ MODEL_SEAT = "model"
 
 # The debate statuses the plan reads (``debates.models.DebateStatus``, by value).
 _ACTIVE = frozenset({"running", "voting"})
+# Where a step not stored yet may run: an active debate, or a completed one's execution.
+_RUNNABLE = _ACTIVE | {"completed"}
 
 StepKey = tuple[str, "int | None", "int | None"]
 Part = Literal["head", "round", "tail"]
@@ -161,13 +165,8 @@ class Step:
         return (self.kind, self.round, self.speaker)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "round": self.round,
-            "speaker": self.speaker,
-            "status": self.status,
-        }
+        """Return the step as the API shows it (its stage is the plan's business)."""
+        return plain_dict(self, leave_out={"stage"})
 
 
 @dataclass(frozen=True)
@@ -279,8 +278,8 @@ def _unrecorded(
     """Return the status of a step nothing is stored of."""
     if status == "cancelled" or (status == "completed" and spec.kind != EXECUTION):
         return SKIPPED
-    live = status in _ACTIVE or (status == "completed" and spec.kind == EXECUTION)
-    if not live or not ready or (released is not None and index >= released):
+    held = released is not None and index >= released
+    if status not in _RUNNABLE or not ready or held:
         return PENDING
     seat = settings.seat(spec.speaker)
     if seat is not None and seat.kind != MODEL_SEAT:
@@ -291,26 +290,32 @@ def _unrecorded(
 def _current(steps: tuple[Step, ...], status: str) -> int | None:
     """Return the index of the step the debate is at.
 
-    A failed debate is at the step that failed it: the first failed step of the round
-    of the last step that ran (a round fails when all its turns do). Otherwise the
+    A failed debate is at the step that failed it (see ``_failing``). Otherwise the
     debate is at its first live step, or else at its first pending one; a debate with
     every step finished is at none.
     """
-    if status == "failed":
-        ran = [step for step in steps if step.status in (DONE, FAILED)]
-        if ran:
-            last = ran[-1]
-            if last.round is not None:
-                failed = [s for s in ran if s.status == FAILED and s.round == last.round]
-                if failed:
-                    return failed[0].index
-            if last.status == FAILED:
-                return last.index
+    failing = _failing(steps) if status == "failed" else None
+    if failing is not None:
+        return failing
     for wanted in (LIVE, frozenset({PENDING})):
         found = next((step for step in steps if step.status in wanted), None)
         if found is not None:
             return found.index
     return None
+
+
+def _failing(steps: tuple[Step, ...]) -> int | None:
+    """Return the index of the step that failed a debate: the first failed step of the
+    round of the last step that ran (a round fails when all its turns do), else that
+    last step if it failed."""
+    ran = [step for step in steps if step.status in (DONE, FAILED)]
+    if not ran:
+        return None
+    last = ran[-1]
+    failed = [step for step in ran if step.status == FAILED and step.round == last.round]
+    if last.round is not None and failed:
+        return failed[0].index
+    return last.index if last.status == FAILED else None
 
 
 def _can_advance(steps: tuple[Step, ...], status: str, released: int | None, waiting: bool) -> bool:

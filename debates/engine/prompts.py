@@ -168,6 +168,35 @@ def max_prompt_chars(rounds: int, participants: int, coins: int) -> int:
     )
 
 
+# What every turn's system text says, before the strategy, the contract and the data.
+_TURN_INTRO = (
+    "You are taking part in a debate about the crypto market: several participants, "
+    "each with a personality, analyse the candidate coins over several rounds."
+)
+_TURN_RULES = (
+    "Analyse every candidate coin listed, not only the first one.",
+    "Support each claim with figures from the market data: price, indicators, "
+    "funding, open interest.",
+    "In the opening round build your view from the market data alone; in later rounds "
+    "answer the other participants: say which of their points you accept or reject and "
+    "why, naming them by label (for example P1).",
+    "Let your personality guide what you look for, but never let it override the data.",
+    "Different coins may deserve different actions.",
+)
+_TURN_HINT = (
+    "your analysis, citing the data, and after the opening round your answers to the others"
+)
+_VOTE_INTRO = "The debate about the crypto market is over: each participant casts a final vote."
+_VOTE_RULES = (
+    "Vote on every candidate coin listed, one entry per coin.",
+    "Weigh the arguments made in the debate against the market data, and change your "
+    "mind where the others were more convincing.",
+    "Let your personality guide what you look for, but never let it override the data.",
+    "Give your honest confidence, and choose wait when the case is unclear.",
+)
+_VOTE_HINT = "why you vote as you do, citing the data and debate"
+
+
 def build_turn_prompt(ctx: TurnContext) -> Prompt:
     """Return the prompt for one participant's turn in a debate round.
 
@@ -178,48 +207,19 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
     and a provider's prompt cache can serve that part.
     """
     opening = ctx.round == 1
-    rules = (
-        "Analyse every candidate coin listed, not only the first one.",
-        "Support each claim with figures from the market data: price, indicators, "
-        "funding, open interest.",
-        "In the opening round build your view from the market data alone; in later rounds "
-        "answer the other participants: say which of their points you accept or reject and "
-        "why, naming them by label (for example P1).",
-        "Let your personality guide what you look for, but never let it override the data.",
-        "Different coins may deserve different actions.",
-    )
-    intro = (
-        "You are taking part in a debate about the crypto market: several participants, "
-        "each with a personality, analyse the candidate coins over several rounds."
-    )
-    hint = "your analysis, citing the data, and after the opening round your answers to the others"
     if ctx.summarised:
-        market = "## Market summary\n" + clip(
-            ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"
-        )
+        market = _market_summary(ctx.market_summary)
     else:
         market = "## Market data\n" + clip(ctx.market_text, MARKET_TEXT_MAX_CHARS, "market data")
-    system = _system(ctx, intro, rules, hint, market)
+    system = _system(ctx, _TURN_INTRO, _TURN_RULES, _TURN_HINT, market)
     kind = "opening analysis" if opening else "rebuttal"
     now = (
         "This is the opening round: build your view from the market data alone."
         if opening
         else "Answer the other participants, naming them by label."
     )
-    parts = []
-    if ctx.summarised:
-        parts += [
-            f"## The judge's summary of round {ctx.round - 1}\n"
-            + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
-            "## Latest positions of the participants\n"
-            + (
-                "\n".join(positions_line(entry) for entry in ctx.positions)
-                or "No positions were recorded."
-            ),
-        ]
-    elif not opening:
-        parts.append("## The debate so far\n" + _digests(ctx.history, "No earlier messages."))
-    parts += [
+    parts = [
+        *_debate_so_far(ctx),
         f"## Your turn\nYour turn in round {ctx.round}/{ctx.max_rounds}. "
         f"{_speaker(ctx.personality, ctx.participant)} {now}",
         "## Your role\n" + get_personality(ctx.personality).role,
@@ -228,28 +228,31 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
     return Prompt(system=system, user="\n\n".join(parts))
 
 
+def _debate_so_far(ctx: TurnContext) -> list[str]:
+    """Return what a turn shows of the earlier rounds: the judge's summary of the last
+    one and everyone's latest positions when there is a summary, else every message
+    (none in the opening round)."""
+    if ctx.summarised:
+        positions = "\n".join(positions_line(entry) for entry in ctx.positions)
+        return [
+            f"## The judge's summary of round {ctx.round - 1}\n"
+            + clip(ctx.summary, ROUND_SUMMARY_MAX_CHARS, "summary"),
+            "## Latest positions of the participants\n"
+            + (positions or "No positions were recorded."),
+        ]
+    if ctx.round == 1:
+        return []
+    return ["## The debate so far\n" + _digests(ctx.history, "No earlier messages.")]
+
+
 def build_vote_prompt(ctx: VoteContext) -> Prompt:
     """Return the prompt for one participant's final vote.
 
     As for turns, what every vote of a debate shares comes first (the system text, then
     the latest positions) and the voter's own label and role last.
     """
-    rules = (
-        "Vote on every candidate coin listed, one entry per coin.",
-        "Weigh the arguments made in the debate against the market data, and change your "
-        "mind where the others were more convincing.",
-        "Let your personality guide what you look for, but never let it override the data.",
-        "Give your honest confidence, and choose wait when the case is unclear.",
-    )
-    intro = "The debate about the crypto market is over: each participant casts a final vote."
-    system = _system(
-        ctx,
-        intro,
-        rules,
-        "why you vote as you do, citing the data and debate",
-        "## Market summary\n"
-        + clip(ctx.market_summary, MARKET_SUMMARY_MAX_CHARS, "market summary"),
-    )
+    market = _market_summary(ctx.market_summary)
+    system = _system(ctx, _VOTE_INTRO, _VOTE_RULES, _VOTE_HINT, market)
     parts = [
         "## Latest positions of the participants\n"
         + _digests(ctx.positions, "No positions were recorded.", with_reasons=False),
@@ -259,6 +262,11 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
         answer_now("Cast your vote", ctx.output_mode),
     ]
     return Prompt(system=system, user="\n\n".join(parts))
+
+
+def _market_summary(text: str) -> str:
+    """Return the compact market section that votes and summarised turns carry."""
+    return "## Market summary\n" + clip(text, MARKET_SUMMARY_MAX_CHARS, "market summary")
 
 
 def _speaker(personality_id: str, participant: str) -> str:

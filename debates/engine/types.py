@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Collection
+from dataclasses import dataclass, fields
+from enum import Enum, StrEnum
 from typing import Any
 
 
@@ -34,6 +35,24 @@ class ParseStatus(StrEnum):
     OK = "ok"
     PARTIAL = "partial"
     FAILED = "failed"
+
+
+def plain_dict(value: Any, *, leave_out: Collection[str] = ()) -> dict[str, Any]:
+    """Return a dataclass's fields as a dict, in field order, enums as their values and
+    without the fields named in ``leave_out``.
+
+    Other values are kept as they are: a ``to_dict`` replaces the nested ones it shows
+    otherwise (``dataclasses.asdict`` would copy them deeply and keep the enums).
+    """
+    return {
+        field.name: _plain(getattr(value, field.name))
+        for field in fields(value)
+        if field.name not in leave_out
+    }
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
 
 
 def _optional_float(value: Any) -> float | None:
@@ -67,16 +86,7 @@ class CoinDecision:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict (the shape stored on messages and votes)."""
-        return {
-            "symbol": self.symbol,
-            "action": self.action.value,
-            "confidence": self.confidence,
-            "leverage": self.leverage,
-            "position_pct": self.position_pct,
-            "stop_loss": self.stop_loss,
-            "take_profit": self.take_profit,
-            "reasoning": self.reasoning,
-        }
+        return plain_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoinDecision:
@@ -103,7 +113,7 @@ class Dropped:
 
     def to_dict(self) -> dict[str, str]:
         """Return a JSON-serialisable dict."""
-        return {"entry": self.entry, "reason": self.reason}
+        return plain_dict(self)
 
 
 @dataclass(frozen=True)
@@ -118,8 +128,7 @@ class ParseResult:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
         return {
-            "reasoning": self.reasoning,
+            **plain_dict(self),
             "decisions": [decision.to_dict() for decision in self.decisions],
-            "status": self.status.value,
             "dropped": [item.to_dict() for item in self.dropped],
         }

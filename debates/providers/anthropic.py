@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from debates.providers import wire
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
-from debates.providers.openai_compat import as_count, load_json_object
-from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
 
 ANTHROPIC_VERSION = "2023-06-01"
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+# ``input_tokens`` leaves out what was read from or written to the prompt cache; a call's
+# prompt tokens count every input token.
+_INPUT_TOKENS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
+def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
     """Return the messages-API request for ``request`` under ``config``."""
     body: dict[str, Any] = {
         "model": config.effective_model,
@@ -36,40 +38,39 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
         "x-api-key": config.api_key,
         "anthropic-version": ANTHROPIC_VERSION,
     }
-    return WireRequest(url=f"{config.effective_base_url}/messages", headers=headers, body=body)
+    return wire.WireRequest(url=f"{config.effective_base_url}/messages", headers=headers, body=body)
 
 
-def parse_reply(reply: HttpReply) -> ParsedAnswer:
+def parse_reply(reply: wire.HttpReply) -> wire.ParsedAnswer:
     """Return the joined text blocks, token usage and request id of a messages reply."""
-    data = load_json_object(reply.body)
+    data = wire.load_json_object(reply.body)
     if data.get("type") == "error":
-        raise TerminalProviderError("answer is an error object", code="malformed_response")
-    blocks = data.get("content")
+        raise TerminalProviderError("answer is an error object", code=wire.MALFORMED)
+    stop = str(data.get("stop_reason") or "")
+    text = wire.answer_text(
+        _text_blocks(data.get("content")), f"answer has no text (stop_reason={stop or 'none'})"
+    )
+    usage = wire.usage_of(data)
+    return wire.ParsedAnswer(
+        text=text,
+        prompt_tokens=sum(wire.as_count(usage.get(name)) for name in _INPUT_TOKENS),
+        completion_tokens=wire.as_count(usage.get("output_tokens")),
+        request_id=wire.request_id(data, reply, "request-id"),
+        finish_reason=_STOP_REASONS.get(stop, stop),
+        cached_input_tokens=wire.as_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=wire.as_count(usage.get("cache_creation_input_tokens")),
+    )
+
+
+def _text_blocks(blocks: object) -> str:
+    """Return the text of a reply's text blocks, joined (other blocks are tool calls and
+    the like); raise when the reply has no list of blocks."""
     if not isinstance(blocks, list):
-        raise TerminalProviderError("answer has no content blocks", code="malformed_response")
-    text = "".join(
+        raise TerminalProviderError("answer has no content blocks", code=wire.MALFORMED)
+    return "".join(
         block["text"]
         for block in blocks
         if isinstance(block, dict)
         and block.get("type") == "text"
         and isinstance(block.get("text"), str)
-    )
-    stop = str(data.get("stop_reason") or "")
-    if not text.strip():
-        raise TerminalProviderError(
-            f"answer has no text (stop_reason={stop or 'none'})", code="malformed_response"
-        )
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    prompt_tokens = sum(
-        as_count(usage.get(name))
-        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
-    return ParsedAnswer(
-        text=text,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=as_count(usage.get("output_tokens")),
-        request_id=str(data.get("id") or reply.headers.get("request-id") or ""),
-        finish_reason=_STOP_REASONS.get(stop, stop),
-        cached_input_tokens=as_count(usage.get("cache_read_input_tokens")),
-        cache_write_tokens=as_count(usage.get("cache_creation_input_tokens")),
     )

@@ -12,14 +12,13 @@ asked for structured output (``response_format``), under the contract's schema.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from debates.engine.contract import JSON_SCHEMA, decision_schema
 from debates.engine.judge import scores_schema, summary_schema
+from debates.providers import wire
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
-from debates.providers.transport import HttpReply, ParsedAnswer, WireRequest
 
 _OPENAI_FIXED_TEMPERATURE = re.compile(
     r"^(o[134](-.*)?|gpt-5(-mini|-nano|-pro)?(-\d{4}-\d{2}-\d{2})?|gpt-5.*-pro.*)$"
@@ -27,7 +26,7 @@ _OPENAI_FIXED_TEMPERATURE = re.compile(
 _FINISH_REASONS = {"stop": "stop", "length": "length", "max_tokens": "length"}
 
 
-def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
+def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
     """Return the chat-completions request for ``request`` under ``config``."""
     model = config.effective_model
     body: dict[str, Any] = {
@@ -56,7 +55,7 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> WireRequest:
     headers = {"Accept": "application/json"}
     if config.api_key:
         headers["Authorization"] = f"Bearer {config.api_key}"
-    return WireRequest(
+    return wire.WireRequest(
         url=f"{config.effective_base_url}/chat/completions", headers=headers, body=body
     )
 
@@ -70,33 +69,41 @@ def answer_schema(request: ModelRequest) -> dict[str, Any]:
     return decision_schema(request.symbols)
 
 
-def parse_reply(reply: HttpReply) -> ParsedAnswer:
+def parse_reply(reply: wire.HttpReply) -> wire.ParsedAnswer:
     """Return the answer text, token usage and request id of a chat-completions reply."""
-    data = load_json_object(reply.body)
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise TerminalProviderError("answer has no choices", code="malformed_response")
-    choice = choices[0]
-    message = choice.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    data = wire.load_json_object(reply.body)
+    choice = _first_choice(data)
     finish = str(choice.get("finish_reason") or "")
-    if not isinstance(content, str) or not content.strip():
-        raise TerminalProviderError(
-            f"answer has no content (finish_reason={finish or 'none'})",
-            code="malformed_response",
-        )
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    prompt_tokens = as_count(usage.get("prompt_tokens"))
-    return ParsedAnswer(
-        text=content,
+    text = wire.answer_text(
+        _message_text(choice.get("message")),
+        f"answer has no content (finish_reason={finish or 'none'})",
+    )
+    usage = wire.usage_of(data)
+    prompt_tokens = wire.as_count(usage.get("prompt_tokens"))
+    return wire.ParsedAnswer(
+        text=text,
         prompt_tokens=prompt_tokens,
-        completion_tokens=as_count(usage.get("completion_tokens")),
-        request_id=str(data.get("id") or reply.headers.get("x-request-id") or ""),
+        completion_tokens=wire.as_count(usage.get("completion_tokens")),
+        request_id=wire.request_id(data, reply, "x-request-id"),
         finish_reason=_FINISH_REASONS.get(finish, finish),
         cached_input_tokens=min(prompt_tokens, cached_input_tokens(usage)),
     )
+
+
+def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
+    """Return the reply's first choice, or raise: an answer without one has no text."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise TerminalProviderError("answer has no choices", code=wire.MALFORMED)
+    return choices[0]
+
+
+def _message_text(message: object) -> object:
+    """Return a choice's message content, its parts joined when it comes in parts."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content
 
 
 def cached_input_tokens(usage: dict[str, Any]) -> int:
@@ -106,25 +113,5 @@ def cached_input_tokens(usage: dict[str, Any]) -> int:
     follow it (Qwen, Gemini, Grok, Kimi), as ``prompt_tokens_details.cached_tokens``.
     """
     details = usage.get("prompt_tokens_details")
-    detailed = as_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return max(detailed, as_count(usage.get("prompt_cache_hit_tokens")))
-
-
-def load_json_object(body: bytes) -> dict[str, Any]:
-    """Return ``body`` decoded as a JSON object, or raise a ``malformed_response`` error."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise TerminalProviderError("answer is not JSON", code="malformed_response") from None
-    if not isinstance(data, dict):
-        raise TerminalProviderError("answer is not a JSON object", code="malformed_response")
-    return data
-
-
-def as_count(value: object) -> int:
-    """Return a token count from a usage field, 0 when it is missing or not a number."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int | float):
-        return max(0, int(value))
-    return 0
+    detailed = wire.as_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return max(detailed, wire.as_count(usage.get("prompt_cache_hit_tokens")))

@@ -9,6 +9,7 @@ inside that deadline (see ``transport``). The concurrency cap is the caller's bu
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from debates.providers import anthropic, openai_compat
@@ -93,20 +94,13 @@ def _complete_http(
         secrets=(config.api_key,),
         policy=policy,
     )
-    answer = result.answer
+    # Every field of the parsed answer is a field of the response, under the same name.
     return ModelResponse(
-        text=answer.text,
-        prompt_tokens=answer.prompt_tokens,
-        completion_tokens=answer.completion_tokens,
+        **dataclasses.asdict(result.answer),
         latency_ms=result.latency_ms,
-        request_id=answer.request_id,
         provider=config.provider,
         model=model,
         attempts=result.attempts,
-        simulated=False,
-        finish_reason=answer.finish_reason,
-        cached_input_tokens=answer.cached_input_tokens,
-        cache_write_tokens=answer.cache_write_tokens,
     )
 
 

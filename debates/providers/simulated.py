@@ -1,10 +1,11 @@
 """The built-in ``simulated`` model: no network, deterministic, reads the real snapshot.
 
-It reads the structured market snapshot per coin (trend from price, EMA20 and EMA50,
-RSI, MACD histogram, funding, the higher timeframe's trend), leans by personality and
-answers in the one output contract: a ``<reasoning>`` block citing the numbers it used,
-then a ``<decision>`` block with a JSON array holding one decision per candidate coin (or,
-in the ``json_schema`` output mode, the same as one JSON object).
+It reads the structured market snapshot per coin (``simulated_reading``: trend from
+price, EMA20 and EMA50, RSI, MACD histogram, funding, the higher timeframe's trend),
+leans by personality and answers in the one output contract: a ``<reasoning>`` block
+citing the numbers it used, then a ``<decision>`` block with a JSON array holding one
+decision per candidate coin (or, in the ``json_schema`` output mode, the same as one
+JSON object).
 The same (snapshot, personality, round, seed, kind, symbols, prior actions) always give
 the same text. An artificial latency for demos comes from the Django setting
 ``SIMULATED_MODEL_LATENCY_S`` (default 0) when Django is configured.
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,10 @@ from debates.providers.base import (
     ProviderConfig,
     TerminalProviderError,
 )
-from strategies.market.snapshot import CoinSnapshot, MarketSnapshot, TimeframeView
+from debates.providers.simulated_reading import Reading, read_coin
+from strategies.market.snapshot import MarketSnapshot
 
 PROVIDER = "simulated"
-_MAIN_TIMEFRAMES = ("1h", "4h", "15m", "1d")
-_HIGHER = {"15m": "1h", "1h": "4h", "4h": "1d"}
 
 
 @dataclass(frozen=True)
@@ -89,16 +89,6 @@ _WAITS = (
 )
 
 
-@dataclass(frozen=True)
-class _Reading:
-    """What the simulated model takes from one coin's snapshot."""
-
-    score: float
-    citation: str
-    stop_loss: float
-    fields: dict[str, str]
-
-
 def complete_simulated(
     config: ProviderConfig, request: ModelRequest, *, deadline: float
 ) -> ModelResponse:
@@ -140,28 +130,34 @@ def render_answer(
     Raise ``TerminalProviderError`` (``bad_request``) when the snapshot cannot be read.
     """
     digest = _digest(request)
-    rng = random.Random(int(digest[:16], 16))
+    request_id = f"sim-{digest[:16]}"
     if request.kind in JUDGE_KINDS:
         rng = random.Random(f"{digest}:{temperature}")
-        return _judge_answer(request, rng, output_mode), f"sim-{digest[:16]}"
+        return _judge_answer(request, rng, output_mode), request_id
+    reasoning, decisions = _debate(request, random.Random(int(digest[:16], 16)))
+    if output_mode == JSON_SCHEMA:
+        answer = {"reasoning": reasoning, "decisions": decisions}
+        return json.dumps(answer, indent=2, ensure_ascii=False), request_id
+    text = (
+        f"<reasoning>\n{reasoning}\n</reasoning>\n<decision>\n"
+        + json.dumps(decisions, indent=2, ensure_ascii=False)
+        + "\n</decision>\n"
+    )
+    return text, request_id
+
+
+def _debate(request: ModelRequest, rng: random.Random) -> tuple[str, list[dict[str, Any]]]:
+    """Return a debater's reasoning and its decision on each coin."""
     profile = _PROFILES.get(request.personality, _PROFILES["analyst"])
     snapshot = _load_snapshot(request.snapshot)
     symbols = list(request.symbols) or (snapshot.symbols if snapshot else [])
-
-    stage = (
-        f"final vote after {request.max_rounds} rounds"
-        if request.kind == "vote"
-        else f"turn in round {request.round}/{request.max_rounds}"
-    )
-    source = f", reading the {snapshot.source} snapshot as of {snapshot.as_of}" if snapshot else ""
     # The personality's own argument comes first, coin by coin; the market reading it
     # rests on, the same for every participant, after it.
     arguments: list[str] = []
-    readings = [f"Simulated {profile.title} model, {stage}{source}."]
+    readings = [_introduction(request, profile, snapshot)]
     decisions = []
     for symbol in symbols:
-        coin = snapshot.coin(symbol) if snapshot else None
-        reading = _read_coin(coin) if coin else None
+        reading = _reading(snapshot, symbol)
         prior = tuple(request.prior_actions.get(symbol, ()))
         decision, comment = _decide(request.personality, profile, symbol, reading, prior, rng)
         decisions.append(decision)
@@ -172,69 +168,40 @@ def render_answer(
             readings.append(f"- {reading.citation}")
         if prior:
             arguments.append(f"  The others so far on {symbol}: {_summarise(prior)}.")
-    lines = [*arguments, "", *readings]
-    if output_mode == JSON_SCHEMA:
-        answer = {"reasoning": "\n".join(lines), "decisions": decisions}
-        return json.dumps(answer, indent=2, ensure_ascii=False), f"sim-{digest[:16]}"
-    text = (
-        "<reasoning>\n"
-        + "\n".join(lines)
-        + "\n</reasoning>\n<decision>\n"
-        + json.dumps(decisions, indent=2, ensure_ascii=False)
-        + "\n</decision>\n"
-    )
-    return text, f"sim-{digest[:16]}"
+    return "\n".join([*arguments, "", *readings]), decisions
+
+
+def _introduction(request: ModelRequest, profile: _Profile, snapshot: MarketSnapshot | None) -> str:
+    """Return the line saying which model speaks, at which stage, reading which data."""
+    if request.kind == "vote":
+        stage = f"final vote after {request.max_rounds} rounds"
+    else:
+        stage = f"turn in round {request.round}/{request.max_rounds}"
+    source = f", reading the {snapshot.source} snapshot as of {snapshot.as_of}" if snapshot else ""
+    return f"Simulated {profile.title} model, {stage}{source}."
 
 
 def _decide(
     personality: str,
     profile: _Profile,
     symbol: str,
-    reading: _Reading | None,
+    reading: Reading | None,
     prior: tuple[str, ...],
     rng: random.Random,
 ) -> tuple[dict[str, Any], str]:
+    """Return the personality's decision on one coin and the sentence that explains it."""
     score = reading.score if reading else 0.0
-    if personality == "contrarian":
-        majority = _majority(prior)
-        # Against the previous majority when there is one, else against the data trend.
-        lean = -majority * (0.5 + 0.3 * abs(score)) if majority else -score
-    else:
-        lean = score + profile.bias if reading else 0.0
-    strength = min(1.0, abs(lean))
-    if lean >= profile.threshold and profile.may_long:
-        action = "open_long"
-    elif lean <= -profile.threshold and profile.may_short:
-        action = "open_short"
-    else:
-        action = "wait"
-
-    stop_loss = round(
-        min(0.08, max(0.005, (reading.stop_loss if reading else 0.02) * profile.stop_mult)), 4
-    )
-    take_profit = round(stop_loss * profile.reward_risk, 4)
-    if reading is None:
-        confidence = 50
-        leverage, position_pct = 1, profile.position[0]
-    elif action == "wait":
-        confidence = 55 + round(20 * (1 - strength)) + rng.randint(0, 4)
-        leverage, position_pct = 1, profile.position[0]
-    else:
-        confidence = min(profile.max_confidence, 50 + round(40 * strength) + rng.randint(0, 4))
-        leverage = max(1, round(profile.leverage * (0.5 + 0.5 * strength)))
-        low, high = profile.position
-        position_pct = round(low + (high - low) * strength, 2)
-
-    fields = dict(reading.fields) if reading else {}
-    fields.update(
-        net="bullish" if score > 0.15 else "bearish" if score < -0.15 else "mixed",
-        stop_pct=f"{stop_loss:.1%}",
-        rr=f"{profile.reward_risk:g}",
-    )
+    lean = _lean(personality, profile, reading, prior)
+    action = _action(profile, lean)
+    stop_loss = _stop_loss(profile, reading)
+    confidence, leverage, position_pct = _sizing(profile, action, min(1.0, abs(lean)), reading, rng)
+    net = "bullish" if score > 0.15 else "bearish" if score < -0.15 else "mixed"
     if reading is None:
         comment = f"nothing to read, so I {action} (confidence {confidence})."
     else:
         lines = _WAITS if action == "wait" else _LEANS.get(personality, _LEANS["analyst"])
+        rr = f"{profile.reward_risk:g}"
+        fields = {**reading.fields, "net": net, "stop_pct": f"{stop_loss:.1%}", "rr": rr}
         comment = rng.choice(lines).format(**fields)
         comment += f" Decision: {action} at confidence {confidence}."
     decision = {
@@ -244,66 +211,64 @@ def _decide(
         "leverage": leverage,
         "position_pct": position_pct,
         "stop_loss": stop_loss,
-        "take_profit": take_profit,
-        "reasoning": _short_reason(action, reading, fields["net"]),
+        "take_profit": round(stop_loss * profile.reward_risk, 4),
+        "reasoning": _short_reason(action, reading, net),
     }
     return decision, comment
 
 
-def _read_coin(coin: CoinSnapshot) -> _Reading | None:
-    view = next(
-        (v for name in _MAIN_TIMEFRAMES if (v := coin.timeframe(name)) is not None),
-        coin.timeframes[0] if coin.timeframes else None,
-    )
-    if view is None:
-        return None
-    ind = view.indicators
-    price = coin.price
-    parts = [f"{coin.symbol} {view.timeframe}: price {fmt_price(price)}"]
-    score = 0.0
-    if ind.ema20 is not None and ind.ema50 is not None:
-        above = ind.ema20 > ind.ema50
-        trend = 1.0 if above else -1.0
-        if (price >= ind.ema20) != above:
-            trend /= 2  # price already back through the fast average: a weaker trend
-        score += 0.4 * trend
-        parts.append(
-            f"EMA20 {fmt_price(ind.ema20)} {'above' if above else 'below'} "
-            f"EMA50 {fmt_price(ind.ema50)}"
-        )
-    if ind.rsi14 is not None:
-        rsi = ind.rsi14
-        if rsi <= 30 or 55 <= rsi < 70:  # oversold bounce, or healthy momentum
-            score += 0.1
-        elif rsi >= 70 or rsi <= 45:  # overbought, or weak
-            score -= 0.1
-        parts.append(f"RSI {rsi:.1f}")
-    if ind.macd_hist is not None:
-        score += 0.25 if ind.macd_hist > 0 else -0.25 if ind.macd_hist < 0 else 0.0
-        parts.append(f"MACD histogram {ind.macd_hist:+,.4g}")
-    if coin.funding_rate is not None:
-        if coin.funding_rate >= 0.0005:
-            score -= 0.1
-        elif coin.funding_rate <= -0.0003:
-            score += 0.1
-        parts.append(f"funding {coin.funding_rate:+.4%}/8h")
-    higher = coin.timeframe(_HIGHER.get(view.timeframe, ""))
-    higher_trend = _trend_word(higher)
-    if higher_trend:
-        score += 0.15 if higher_trend == "up" else -0.15
-        parts.append(f"{higher.timeframe} trend {higher_trend}")
-    atr_fraction = ind.atr14 / price if ind.atr14 and price > 0 else 0.02
-    bb_upper = fmt_price(ind.bb_upper) if ind.bb_upper is not None else fmt_price(price * 1.02)
-    fields = {
-        "ema50": fmt_price(ind.ema50) if ind.ema50 is not None else fmt_price(price),
-        "bb_upper": bb_upper,
-    }
-    return _Reading(
-        score=max(-1.0, min(1.0, score)),
-        citation=", ".join(parts) + ".",
-        stop_loss=atr_fraction,
-        fields=fields,
-    )
+def _lean(
+    personality: str, profile: _Profile, reading: Reading | None, prior: tuple[str, ...]
+) -> float:
+    """Return how far the personality leans long (above 0) or short on a coin."""
+    score = reading.score if reading else 0.0
+    if personality == "contrarian":
+        majority = _majority(prior)
+        # Against the previous majority when there is one, else against the data trend.
+        return -majority * (0.5 + 0.3 * abs(score)) if majority else -score
+    return score + profile.bias if reading else 0.0
+
+
+def _action(profile: _Profile, lean: float) -> str:
+    """Return the action a lean leads the personality to: open past its threshold, on a
+    side it may take, else wait."""
+    if lean >= profile.threshold and profile.may_long:
+        return "open_long"
+    if lean <= -profile.threshold and profile.may_short:
+        return "open_short"
+    return "wait"
+
+
+def _stop_loss(profile: _Profile, reading: Reading | None) -> float:
+    """Return the stop-loss distance: the coin's volatility times the personality's
+    multiple, kept within 0.5 % to 8 %."""
+    volatility = reading.stop_loss if reading else 0.02
+    return round(min(0.08, max(0.005, volatility * profile.stop_mult)), 4)
+
+
+def _sizing(
+    profile: _Profile,
+    action: str,
+    strength: float,
+    reading: Reading | None,
+    rng: random.Random,
+) -> tuple[int, int, float]:
+    """Return the confidence, leverage and position size of a decision; a stronger
+    lean opens with more of each, within the personality's bounds."""
+    if reading is None:
+        return 50, 1, profile.position[0]
+    if action == "wait":
+        return 55 + round(20 * (1 - strength)) + rng.randint(0, 4), 1, profile.position[0]
+    confidence = min(profile.max_confidence, 50 + round(40 * strength) + rng.randint(0, 4))
+    leverage = max(1, round(profile.leverage * (0.5 + 0.5 * strength)))
+    low, high = profile.position
+    return confidence, leverage, round(low + (high - low) * strength, 2)
+
+
+def _reading(snapshot: MarketSnapshot | None, symbol: str) -> Reading | None:
+    """Return what the snapshot says of ``symbol``, None when it has nothing to read."""
+    coin = snapshot.coin(symbol) if snapshot else None
+    return read_coin(coin) if coin else None
 
 
 def _load_snapshot(data: dict[str, Any] | None) -> MarketSnapshot | None:
@@ -318,16 +283,7 @@ def _load_snapshot(data: dict[str, Any] | None) -> MarketSnapshot | None:
         ) from None
 
 
-def _trend_word(view: TimeframeView | None) -> str:
-    if view is None:
-        return ""
-    ind = view.indicators
-    if ind.ema20 is None or ind.ema50 is None or ind.ema20 == ind.ema50:
-        return ""
-    return "up" if ind.ema20 > ind.ema50 else "down"
-
-
-def _short_reason(action: str, reading: _Reading | None, net: str) -> str:
+def _short_reason(action: str, reading: Reading | None, net: str) -> str:
     if reading is None:
         return "No market data for this coin: waiting."
     citation = reading.citation.split(": ", 1)[-1].rstrip(".")
@@ -344,16 +300,27 @@ def _judge_answer(request: ModelRequest, rng: random.Random, output_mode: str) -
     """Return the simulated judge's answer: a summary of the round's positions (given as
     ``prior_actions``), or rubric scores for ``labels`` drawn from the request's seed."""
     if request.kind == "judge_scores":
-        entries = []
-        for label in request.labels:
-            entry: dict[str, Any] = {"participant": label}
-            for item, low in (("market_data", 5), ("answers", 3), ("consistency", 5)):
-                entry[item] = rng.randint(low, 9)
-                entry[f"{item}_reason"] = f"Simulated judge: {label} {item} {entry[item]}/10."
-            entries.append(entry)
+        entries = [_score_entry(label, rng) for label in request.labels]
         if output_mode == JSON_SCHEMA:
             return json.dumps({"scores": entries}, indent=2)
         return "<scores>\n" + json.dumps(entries, indent=2) + "\n</scores>\n"
+    fields = _summary_blocks(request)
+    if output_mode == JSON_SCHEMA:
+        return json.dumps(fields, indent=2)
+    return "".join(f"<{name}>\n{text}\n</{name}>\n" for name, text in fields.items())
+
+
+def _score_entry(label: str, rng: random.Random) -> dict[str, Any]:
+    """Return one participant's rubric scores, each drawn between the item's floor and 9."""
+    entry: dict[str, Any] = {"participant": label}
+    for item, low in (("market_data", 5), ("answers", 3), ("consistency", 5)):
+        entry[item] = rng.randint(low, 9)
+        entry[f"{item}_reason"] = f"Simulated judge: {label} {item} {entry[item]}/10."
+    return entry
+
+
+def _summary_blocks(request: ModelRequest) -> dict[str, str]:
+    """Return a round summary's three blocks from the positions taken on each coin."""
     leanings, agreed, split = [], [], []
     for symbol in request.symbols:
         actions = tuple(request.prior_actions.get(symbol, ()))
@@ -370,30 +337,16 @@ def _judge_answer(request: ModelRequest, rng: random.Random, output_mode: str) -
         + ("; ".join(leanings) or "none")
         + "."
     )
-    fields = {
+    return {
         "points": points,
         "agreements": ("; ".join(agreed) or "no coin drew one action from everyone") + ".",
         "disagreements": ("; ".join(split) or "no coin split long against short") + ".",
     }
-    if output_mode == JSON_SCHEMA:
-        return json.dumps(fields, indent=2)
-    return "".join(f"<{name}>\n{text}\n</{name}>\n" for name, text in fields.items())
 
 
 def _summarise(actions: tuple[str, ...]) -> str:
-    counts: dict[str, int] = {}
-    for action in actions:
-        counts[action] = counts.get(action, 0) + 1
+    counts = Counter(actions)
     return ", ".join(f"{action} x{count}" for action, count in sorted(counts.items()))
-
-
-def fmt_price(value: float) -> str:
-    """Return ``value`` with thousands separators and about five significant digits."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:.1f}"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(1, 4 - magnitude)
-    return f"{value:,.{decimals}f}"
 
 
 def _digest(request: ModelRequest) -> str:

@@ -1,7 +1,7 @@
 """One HTTP model call with a hard deadline, retries and safe logging.
 
 A call has one deadline. Every socket operation of an attempt (connect, TLS handshake,
-each write, each read) waits at most until that deadline (``_DeadlineBackend``), so a
+each write, each read) waits at most until that deadline (``connections``), so a
 server that hangs, or trickles bytes fast enough to satisfy a per-read timeout, is still
 cut at the deadline. httpx's own timeouts are derived from the same remaining time as a
 second line of defence. Retries: 429 (honouring ``Retry-After``), 5xx and transport
@@ -20,24 +20,16 @@ words, and the provider's own message goes to the log, secrets redacted.
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import json
 import logging
-import os
 import random
-import ssl
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
-import httpcore
 import httpx
 
-from arena.outbound import OutboundRefused, guarded_transport
+from arena.outbound import OutboundRefused
 from debates.providers.base import (
     DeadlineExceeded,
     ProviderError,
@@ -45,6 +37,8 @@ from debates.providers.base import (
     TerminalProviderError,
     redact,
 )
+from debates.providers.connections import deadline_scope, process_client
+from debates.providers.wire import HttpReply, ParsedAnswer, Parser, WireRequest
 
 logger = logging.getLogger("debates.providers")
 
@@ -91,160 +85,12 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 @dataclass(frozen=True)
-class WireRequest:
-    """The HTTP request one wire format builds for one call."""
-
-    url: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class HttpReply:
-    """A complete HTTP answer: status, headers (lower-case names) and body bytes."""
-
-    status: int
-    headers: httpx.Headers
-    body: bytes
-
-
-@dataclass(frozen=True)
-class ParsedAnswer:
-    """What a wire format extracts from a successful reply."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    request_id: str
-    finish_reason: str
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
-
-
-Parser = Callable[[HttpReply], ParsedAnswer]
-
-
-@dataclass(frozen=True)
 class CallResult:
     """A parsed answer with the figures of the call that produced it."""
 
     answer: ParsedAnswer
     attempts: int
     latency_ms: int
-
-
-# The deadline of the call this thread is making, as a ``time.monotonic()`` instant.
-_call_deadline: ContextVar[float | None] = ContextVar("model_call_deadline", default=None)
-
-
-@contextlib.contextmanager
-def _deadline(deadline: float) -> Iterator[None]:
-    token = _call_deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _call_deadline.reset(token)
-
-
-def _until_deadline(timeout: float | None, expired: type[Exception]) -> float | None:
-    """Return ``timeout`` cut to the time left before the current call's deadline."""
-    deadline = _call_deadline.get()
-    if deadline is None:
-        return timeout
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise expired("the call deadline has passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every operation ends by the deadline of the call using it."""
-
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _until_deadline(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _until_deadline(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's socket backend, with every connection bounded by the call's deadline."""
-
-    def __init__(self, backend: httpcore.NetworkBackend) -> None:
-        self._backend = backend
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
-        stream = self._backend.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream)
-
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.NetworkStream:
-        timeout = _until_deadline(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._backend.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-def _new_client() -> httpx.Client:
-    # Each connection is checked by the outbound policy, then each of its operations
-    # bounded by the deadline of the call using it.
-    transport = guarded_transport(wrap=_DeadlineBackend)
-    return httpx.Client(transport=transport, follow_redirects=False)
-
-
-class _ProcessClient:
-    """The HTTP client of this process, shared by its threads and kept for its life.
-
-    Its connections stay open between calls (keep-alive), so a call pays no TCP or TLS
-    handshake to a provider called in the last few seconds. A forked child makes its
-    own: connections are never shared across processes.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pid = 0
-        self._client: httpx.Client | None = None
-
-    def get(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None or self._pid != os.getpid():
-                self._client = _new_client()
-                self._pid = os.getpid()
-            return self._client
-
-
-_process_client = _ProcessClient()
 
 
 def post_with_retries(
@@ -265,7 +111,7 @@ def post_with_retries(
     """
     started = time.monotonic()
     attempt = 0
-    client = _process_client.get()
+    client = process_client()
     while True:
         attempt += 1
         attempt_started = time.monotonic()
@@ -280,26 +126,45 @@ def post_with_retries(
         except ProviderError as error:
             error.attempts = attempt
             _log_attempt(provider, model, status, attempt, attempt_started, error)
-            if not error.retryable or isinstance(error, DeadlineExceeded):
-                raise
-            if attempt >= policy.max_attempts:
-                raise
-            wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
-            if time.monotonic() + wait >= deadline:
-                logger.warning(
-                    "model call giving up provider=%s model=%s attempt=%d: "
-                    "next try in %.2fs would pass the deadline",
-                    provider,
-                    model,
-                    attempt,
-                    wait,
-                )
+            wait = _retry_wait(error, retry_after, policy, deadline, provider, model)
+            if wait is None:
                 raise
             time.sleep(wait)
             continue
         _log_attempt(provider, model, status, attempt, attempt_started, None)
         latency_ms = round((time.monotonic() - started) * 1000)
         return CallResult(answer=answer, attempts=attempt, latency_ms=latency_ms)
+
+
+def _retry_wait(
+    error: ProviderError,
+    retry_after: float | None,
+    policy: RetryPolicy,
+    deadline: float,
+    provider: str,
+    model: str,
+) -> float | None:
+    """Return the pause before another attempt, after ``error`` ended attempt number
+    ``error.attempts``; None when there is to be none: the error is terminal or the
+    deadline's, the attempts are used up, or the pause (the server's ``Retry-After``,
+    else the backoff) would pass the deadline."""
+    attempt = error.attempts
+    if not error.retryable or isinstance(error, DeadlineExceeded):
+        return None
+    if attempt >= policy.max_attempts:
+        return None
+    wait = retry_after if retry_after is not None else policy.backoff_s(attempt)
+    if time.monotonic() + wait >= deadline:
+        logger.warning(
+            "model call giving up provider=%s model=%s attempt=%d: "
+            "next try in %.2fs would pass the deadline",
+            provider,
+            model,
+            attempt,
+            wait,
+        )
+        return None
+    return wait
 
 
 def _send(
@@ -311,6 +176,8 @@ def _send(
     secrets: tuple[str, ...],
     attempt: int,
 ) -> HttpReply:
+    """POST ``wire`` once and return the whole reply, whatever its status; raise a
+    ``ProviderError`` when no reply came."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise DeadlineExceeded(f"{provider}: no time left before the call deadline")
@@ -320,21 +187,12 @@ def _send(
     )
     try:
         with (
-            _deadline(deadline),
+            deadline_scope(deadline),
             client.stream(
                 "POST", wire.url, headers=wire.headers, json=wire.body, timeout=timeout
             ) as response,
         ):
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_BODY_BYTES:
-                    raise TerminalProviderError(
-                        f"{provider} sent more than {MAX_BODY_BYTES} bytes",
-                        code="malformed_response",
-                        status=response.status_code,
-                    )
-            return HttpReply(response.status_code, response.headers, bytes(body))
+            return HttpReply(response.status_code, response.headers, _read_body(response, provider))
     except httpx.TimeoutException as exc:
         if time.monotonic() >= deadline - 0.05:
             raise DeadlineExceeded(
@@ -343,28 +201,43 @@ def _send(
         raise RetryableProviderError(
             f"{provider}: {type(exc).__name__}: {exc}", code="transport_error", secrets=secrets
         ) from None
-    except httpx.UnsupportedProtocol as exc:
-        raise TerminalProviderError(
-            f"{provider}: bad base URL: {exc}", code="config_error", secrets=secrets
-        ) from None
-    except httpx.DecodingError as exc:
-        raise TerminalProviderError(
-            f"{provider}: undecodable body: {exc}", code="malformed_response", secrets=secrets
-        ) from None
-    except httpx.TransportError as exc:
-        raise RetryableProviderError(
-            f"{provider}: {type(exc).__name__}: {str(exc) or 'connection lost'}",
-            code="transport_error",
-            secrets=secrets,
-        ) from None
-    except httpx.InvalidURL as exc:
-        raise TerminalProviderError(
-            f"{provider}: bad base URL: {exc}", code="config_error", secrets=secrets
-        ) from None
-    except OutboundRefused as exc:
-        raise TerminalProviderError(
-            f"{provider}: base URL refused: {exc}", code="address_refused", secrets=secrets
-        ) from None
+    except _SEND_FAILURES as exc:
+        raise _send_failure(exc, provider, secrets) from None
+
+
+def _read_body(response: httpx.Response, provider: str) -> bytes:
+    """Return the reply's body, refusing one too large to be an answer."""
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise TerminalProviderError(
+                f"{provider} sent more than {MAX_BODY_BYTES} bytes",
+                code="malformed_response",
+                status=response.status_code,
+            )
+    return bytes(body)
+
+
+# What a send that got no reply means, first match first: the error class, its code, and
+# what the message says after the provider's name. ``UnsupportedProtocol`` is a
+# ``TransportError``, so it comes before it.
+_SEND_FAILURE_RULES: tuple[tuple[type[Exception], type[ProviderError], str, str], ...] = (
+    (httpx.UnsupportedProtocol, TerminalProviderError, "config_error", "bad base URL"),
+    (httpx.InvalidURL, TerminalProviderError, "config_error", "bad base URL"),
+    (httpx.DecodingError, TerminalProviderError, "malformed_response", "undecodable body"),
+    (OutboundRefused, TerminalProviderError, "address_refused", "base URL refused"),
+    (httpx.TransportError, RetryableProviderError, "transport_error", ""),
+)
+_SEND_FAILURES = tuple(rule[0] for rule in _SEND_FAILURE_RULES)
+
+
+def _send_failure(exc: Exception, provider: str, secrets: tuple[str, ...]) -> ProviderError:
+    """Return the provider error for ``exc``, one of ``_SEND_FAILURES``."""
+    _, error, code, what = next(rule for rule in _SEND_FAILURE_RULES if isinstance(exc, rule[0]))
+    # A transport error says which one it was; a lost connection may carry no message.
+    detail = f"{what}: {exc}" if what else f"{type(exc).__name__}: {str(exc) or 'connection lost'}"
+    return error(f"{provider}: {detail}", code=code, secrets=secrets)
 
 
 def _raise_for_status(
