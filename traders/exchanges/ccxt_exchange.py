@@ -35,11 +35,11 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import ccxt
 
 from arena.outbound import OutboundRefused, ccxt_session, check_url
+from strategies.market.live import override_api_urls
 from strategies.market.symbols import from_ccxt, to_ccxt
 from traders.exchanges.base import (
     STOP_LOSS,
@@ -93,16 +93,6 @@ class _ScrubbingLogger(logging.LoggerAdapter):
 
 
 T = TypeVar("T")
-
-
-def override_api_urls(urls: Any, base_url: str) -> Any:
-    """Return ccxt ``urls['api']`` moved to ``base_url``'s host, keeping every path."""
-    base = base_url.rstrip("/")
-    if isinstance(urls, str):
-        return base + urlsplit(urls).path
-    if isinstance(urls, Mapping):
-        return {key: override_api_urls(value, base) for key, value in urls.items()}
-    return urls
 
 
 def _decimal(value: Any) -> Decimal | None:
