@@ -101,6 +101,15 @@ def _decimal(value: Any) -> Decimal | None:
     return Decimal(str(value))
 
 
+def _reported_fee(order: Mapping[str, Any]) -> Decimal | None:
+    """Return the sum of the fees an order answer reports, None when it reports none."""
+    fees = order.get("fees") or ([order["fee"]] if order.get("fee") else [])
+    known = [_decimal(fee.get("cost")) for fee in fees if fee and fee.get("cost") is not None]
+    if not known:
+        return None
+    return sum((value for value in known if value is not None), Decimal("0"))
+
+
 class CcxtExchange:
     """One account on a ccxt exchange (USDT-margined perpetuals)."""
 
@@ -334,10 +343,11 @@ class CcxtExchange:
         )
 
     def _fee(self, symbol: str, order: Mapping[str, Any], order_id: str) -> Decimal:
-        fees = order.get("fees") or ([order["fee"]] if order.get("fee") else [])
-        known = [_decimal(fee.get("cost")) for fee in fees if fee and fee.get("cost") is not None]
-        if known:
-            return sum((value for value in known if value is not None), Decimal("0"))
+        """Return the fee of a filled order: as its answer reports it, else, on Binance,
+        from its trades; else none."""
+        reported = _reported_fee(order)
+        if reported is not None:
+            return reported
         if self.name != "binanceusdm" or not order_id:
             return Decimal("0")
         # Binance's order answer has no fee: its trades carry the commission.

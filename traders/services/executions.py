@@ -77,6 +77,8 @@ from traders.models import (
 from traders.risk import (
     LONG,
     SHORT,
+    MarketRules,
+    OpenIntent,
     RiskLimits,
     RiskRefused,
     open_intent,
@@ -393,65 +395,89 @@ def strategy_risk_limits(strategy: Strategy | None) -> RiskLimits:
 
 
 def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
+    """Open a position: plan and record the entry order on the first attempt, send it
+    once, then protect what filled."""
     decision = execution.decision
-    symbol = execution.symbol
-    side = LONG if execution.action == "open_long" else SHORT
-    order_side = BUY if side == LONG else SELL
-    close_side = SELL if side == LONG else BUY
     intent = open_intent(
-        symbol=symbol,
+        symbol=execution.symbol,
         action=execution.action,
         position_pct=decision.position_pct,
         leverage=decision.leverage,
         stop_loss=decision.stop_loss,
         take_profit=decision.take_profit,
     )
-    stop_loss, take_profit = intent.stop_loss, intent.take_profit
-    market = adapter.market(symbol)
+    order_side = BUY if intent.side == LONG else SELL
+    market = adapter.market(intent.symbol)
     first_attempt = execution.status == ExecutionStatus.PENDING
     if first_attempt:
-        plan = plan_open(
-            intent,
-            price=adapter.price(symbol),
-            funds=adapter.balance(),
-            market=market,
-            limits=strategy_risk_limits(decision.debate.strategy),
-            open_positions=[(p.symbol, p.side) for p in adapter.positions()],
-        )
-        adapter.set_leverage(symbol, plan.leverage)
-        execution = _mark_submitted(
-            execution,
-            Order(
-                trader_id=execution.trader_id,
-                execution=execution,
-                client_order_id=execution.client_order_id,
-                symbol=symbol,
-                side=order_side,
-                type=OrderType.MARKET,
-                quantity=plan.quantity,
-            ),
-            leverage=plan.leverage,
-            requested_quantity=plan.quantity,
-            stop_loss_price=plan.stop_loss_price,
-            take_profit_price=plan.take_profit_price,
-            adjustments=[a.to_dict() for a in plan.adjustments],
-        )
+        execution = _submit_entry(execution, adapter, intent, market, order_side)
     entry = _send(
         adapter,
         execution,
         client_id=execution.client_order_id,
         fresh=first_attempt,
         send=lambda order: adapter.market_order(
-            symbol, order_side, order.quantity, client_order_id=order.client_order_id
+            intent.symbol, order_side, order.quantity, client_order_id=order.client_order_id
         ),
     )
-    execution = _record_fill(execution, entry)
-    filled = entry.result.filled
-    average = entry.result.average_price or Decimal("0")
+    return _protect(_record_fill(execution, entry), adapter, intent, market, entry.result)
 
+
+def _submit_entry(
+    execution: Execution,
+    adapter: ExchangeAdapter,
+    intent: OpenIntent,
+    market: MarketRules,
+    order_side: str,
+) -> Execution:
+    """Plan the entry order within the strategy's risk limits, set the leverage, and
+    record the order with the execution moved to submitted."""
+    plan = plan_open(
+        intent,
+        price=adapter.price(intent.symbol),
+        funds=adapter.balance(),
+        market=market,
+        limits=strategy_risk_limits(execution.decision.debate.strategy),
+        open_positions=[(p.symbol, p.side) for p in adapter.positions()],
+    )
+    adapter.set_leverage(intent.symbol, plan.leverage)
+    return _mark_submitted(
+        execution,
+        Order(
+            trader_id=execution.trader_id,
+            execution=execution,
+            client_order_id=execution.client_order_id,
+            symbol=intent.symbol,
+            side=order_side,
+            type=OrderType.MARKET,
+            quantity=plan.quantity,
+        ),
+        leverage=plan.leverage,
+        requested_quantity=plan.quantity,
+        stop_loss_price=plan.stop_loss_price,
+        take_profit_price=plan.take_profit_price,
+        adjustments=[a.to_dict() for a in plan.adjustments],
+    )
+
+
+def _protect(
+    execution: Execution,
+    adapter: ExchangeAdapter,
+    intent: OpenIntent,
+    market: MarketRules,
+    entry: OrderResult,
+) -> Execution:
+    """Place the stop loss and take profit of the filled entry, priced from its average
+    fill, and fill the execution; without a stop loss, close the position again."""
+    close_side = SELL if intent.side == LONG else BUY
+    filled = entry.filled
     try:
         sl_price, tp_price = protective_prices(
-            side, average, stop_loss, take_profit, market.price_tick
+            intent.side,
+            entry.average_price or Decimal("0"),
+            intent.stop_loss,
+            intent.take_profit,
+            market.price_tick,
         )
     except RiskRefused as exc:
         return _unwind(execution, adapter, close_side, filled, reason=exc.message)
@@ -459,41 +485,13 @@ def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
         stop_loss_price=sl_price, take_profit_price=tp_price
     )
     try:
-        stop = _send(
-            adapter,
-            execution,
-            client_id=execution.client_order_id + STOP_SUFFIX,
-            order=dict(type=OrderType.STOP_MARKET, side=close_side, quantity=filled),
-            trigger_price=sl_price,
-            send=lambda order: adapter.protective_order(
-                symbol,
-                close_side,
-                order.quantity,
-                kind=STOP_LOSS,
-                trigger_price=order.trigger_price,
-                client_order_id=order.client_order_id,
-            ),
-        )
+        stop = _protective_order(adapter, execution, STOP_LOSS, close_side, filled, sl_price)
     except OrderRejected as exc:
         return _unwind(execution, adapter, close_side, filled, reason=str(exc))
     note = ""
     target_id = ""
     try:
-        target = _send(
-            adapter,
-            execution,
-            client_id=execution.client_order_id + TARGET_SUFFIX,
-            order=dict(type=OrderType.TAKE_PROFIT_MARKET, side=close_side, quantity=filled),
-            trigger_price=tp_price,
-            send=lambda order: adapter.protective_order(
-                symbol,
-                close_side,
-                order.quantity,
-                kind=TAKE_PROFIT,
-                trigger_price=order.trigger_price,
-                client_order_id=order.client_order_id,
-            ),
-        )
+        target = _protective_order(adapter, execution, TAKE_PROFIT, close_side, filled, tp_price)
         target_id = target.result.order_id
     except OrderRejected as exc:
         note = f"The take profit could not be placed (the stop loss protects the position): {exc}"
@@ -505,6 +503,40 @@ def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
         take_profit_price=tp_price,
         stop_loss_order_id=stop.result.order_id,
         take_profit_order_id=target_id,
+    )
+
+
+# The client order id suffix and the order type of each protective order.
+PROTECTIVE_ORDERS = {
+    STOP_LOSS: (STOP_SUFFIX, OrderType.STOP_MARKET),
+    TAKE_PROFIT: (TARGET_SUFFIX, OrderType.TAKE_PROFIT_MARKET),
+}
+
+
+def _protective_order(
+    adapter: ExchangeAdapter,
+    execution: Execution,
+    kind: str,
+    side: str,
+    quantity: Decimal,
+    trigger_price: Decimal,
+) -> _Sent:
+    """Send, once, the reduce-only stop loss or take profit (``kind``) of an execution."""
+    suffix, order_type = PROTECTIVE_ORDERS[kind]
+    return _send(
+        adapter,
+        execution,
+        client_id=execution.client_order_id + suffix,
+        order=dict(type=order_type, side=side, quantity=quantity),
+        trigger_price=trigger_price,
+        send=lambda order: adapter.protective_order(
+            execution.symbol,
+            side,
+            order.quantity,
+            kind=kind,
+            trigger_price=order.trigger_price,
+            client_order_id=order.client_order_id,
+        ),
     )
 
 
@@ -646,7 +678,7 @@ def _send(
     if row.status == OrderStatus.REJECTED:
         raise OrderRejected(row.error)
     if row.status != OrderStatus.NEW:
-        return _Sent(row, _stored_result(row))
+        return _Sent(row, OrderResult.stored(row))
     fresh = fresh or created
     conditional = row.type != OrderType.MARKET
     if not fresh:
@@ -664,17 +696,6 @@ def _send(
         )
         raise
     return _Sent(_record_order(row, result), result)
-
-
-def _stored_result(row: Order) -> OrderResult:
-    return OrderResult(
-        order_id=row.exchange_order_id,
-        client_order_id=row.client_order_id,
-        status=row.status,
-        filled=row.filled_quantity,
-        average_price=row.average_price,
-        fee=row.fee,
-    )
 
 
 def _record_order(row: Order, result: OrderResult) -> Order:
