@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Protocol
 
 MAJOR_BASES: tuple[str, ...] = ("BTC", "ETH")
 LONG = "long"
@@ -144,15 +144,18 @@ class OpenPlan:
     adjustments: tuple[Adjustment, ...] = field(default=())
 
 
-def open_intent(
-    *,
-    symbol: str,
-    action: str,
-    position_pct: float | None,
-    leverage: int | None,
-    stop_loss: float | None,
-    take_profit: float | None,
-) -> OpenIntent:
+class Opening(Protocol):
+    """An opening decision as it is stored: a debate's ``Decision``, a backtest's intent."""
+
+    symbol: str
+    action: str
+    position_pct: float | None
+    leverage: int | None
+    stop_loss: float | None
+    take_profit: float | None
+
+
+def open_intent(decision: Opening) -> OpenIntent:
     """Return the intent of an ``open_long``/``open_short`` decision, each unset value
     given its default (10 % of the balance, 1x, a 3 % stop, a 6 % target)."""
 
@@ -160,12 +163,12 @@ def open_intent(
         return default if value is None else Decimal(str(value))
 
     return OpenIntent(
-        symbol=symbol,
-        side=LONG if action == "open_long" else SHORT,
-        position_pct=fraction(position_pct, DEFAULT_POSITION_PCT),
-        leverage=leverage or DEFAULT_LEVERAGE,
-        stop_loss=fraction(stop_loss, DEFAULT_STOP_LOSS),
-        take_profit=fraction(take_profit, DEFAULT_TAKE_PROFIT),
+        symbol=decision.symbol,
+        side=LONG if decision.action == "open_long" else SHORT,
+        position_pct=fraction(decision.position_pct, DEFAULT_POSITION_PCT),
+        leverage=decision.leverage or DEFAULT_LEVERAGE,
+        stop_loss=fraction(decision.stop_loss, DEFAULT_STOP_LOSS),
+        take_profit=fraction(decision.take_profit, DEFAULT_TAKE_PROFIT),
     )
 
 

@@ -397,29 +397,14 @@ def strategy_risk_limits(strategy: Strategy | None) -> RiskLimits:
 def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
     """Open a position: plan and record the entry order on the first attempt, send it
     once, then protect what filled."""
-    decision = execution.decision
-    intent = open_intent(
-        symbol=execution.symbol,
-        action=execution.action,
-        position_pct=decision.position_pct,
-        leverage=decision.leverage,
-        stop_loss=decision.stop_loss,
-        take_profit=decision.take_profit,
-    )
+    # The execution's symbol and action are its decision's, copied when it was requested.
+    intent = open_intent(execution.decision)
     order_side = BUY if intent.side == LONG else SELL
     market = adapter.market(intent.symbol)
     first_attempt = execution.status == ExecutionStatus.PENDING
     if first_attempt:
         execution = _submit_entry(execution, adapter, intent, market, order_side)
-    entry = _send(
-        adapter,
-        execution,
-        client_id=execution.client_order_id,
-        fresh=first_attempt,
-        send=lambda order: adapter.market_order(
-            intent.symbol, order_side, order.quantity, client_order_id=order.client_order_id
-        ),
-    )
+    entry = _send_recorded(adapter, execution, side=order_side, fresh=first_attempt)
     return _protect(_record_fill(execution, entry), adapter, intent, market, entry.result)
 
 
@@ -600,18 +585,8 @@ def _close(execution: Execution, adapter: ExchangeAdapter) -> Execution:
             ),
             requested_quantity=held.quantity,
         )
-    closing = _send(
-        adapter,
-        execution,
-        client_id=execution.client_order_id,
-        fresh=first_attempt,
-        send=lambda order: adapter.market_order(
-            symbol,
-            order_side,
-            order.quantity,
-            client_order_id=order.client_order_id,
-            reduce_only=True,
-        ),
+    closing = _send_recorded(
+        adapter, execution, side=order_side, fresh=first_attempt, reduce_only=True
     )
     execution = _record_fill(execution, closing)
     _cancel_resting(execution, adapter, side=order_side)
@@ -641,6 +616,31 @@ def _cancel_resting(execution: Execution, adapter: ExchangeAdapter, *, side: str
 
 
 # -- orders --------------------------------------------------------------------------
+
+
+def _send_recorded(
+    adapter: ExchangeAdapter,
+    execution: Execution,
+    *,
+    side: str,
+    fresh: bool,
+    reduce_only: bool = False,
+) -> _Sent:
+    """Send, once, the market order recorded when the execution was submitted (the
+    entry of an opening, or the closing order); ``fresh`` when that was this attempt."""
+    return _send(
+        adapter,
+        execution,
+        client_id=execution.client_order_id,
+        fresh=fresh,
+        send=lambda order: adapter.market_order(
+            execution.symbol,
+            side,
+            order.quantity,
+            client_order_id=order.client_order_id,
+            reduce_only=reduce_only,
+        ),
+    )
 
 
 def _send(
