@@ -23,10 +23,22 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class PositionInline(admin.TabularInline):
-    model = Position
+class ReadOnlyInline(admin.TabularInline):
+    """A trader's records, listed on its page: shown, never added, changed or deleted."""
+
     extra = 0
     can_delete = False
+    show_change_link = True
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class PositionInline(ReadOnlyInline):
+    model = Position
     fields = (
         "symbol",
         "side",
@@ -39,17 +51,10 @@ class PositionInline(admin.TabularInline):
         "realized_pnl",
         "opened_at",
     )
-    readonly_fields = fields
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
-class OrderInline(admin.TabularInline):
+class OrderInline(ReadOnlyInline):
     model = Order
-    extra = 0
-    can_delete = False
     fields = (
         "client_order_id",
         "exchange_order_id",
@@ -64,11 +69,6 @@ class OrderInline(admin.TabularInline):
         "fee",
         "error",
     )
-    readonly_fields = fields
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Trader)
