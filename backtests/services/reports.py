@@ -35,7 +35,7 @@ from evaluations import selectors
 from evaluations.services import consensus_limits
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
-from traders.services.executions import strategy_risk_limits
+from traders.services.orders import strategy_risk_limits
 
 # A vote's fields that make a decision, in ``CoinDecision``'s order.
 TRADE_FIELDS = tuple(f.name for f in fields(CoinDecision) if f.name != "reasoning")
