@@ -158,6 +158,7 @@ def main() -> dict:
 
 
 def _arguments() -> argparse.Namespace:
+    """Return the command line's arguments."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--every", default="1h")
@@ -180,6 +181,7 @@ def _figures(found: dict) -> dict:
 def _print(
     args: argparse.Namespace, auto: dict, full: dict, agreement: Agreement, result: dict
 ) -> None:
+    """Print both runs' figures, how far they agree, and each rule's metrics."""
     print(
         f"Selective debate, {agreement.steps} steps at {args.every} over {args.days} days, "
         f"seats {args.seats}, {args.rounds} rounds"

@@ -76,6 +76,8 @@ class _Series:
 
     @classmethod
     def of(cls, candles: Sequence[Candle]) -> _Series:
+        """Return the columns of ``candles`` (oldest first)."""
+
         def column(name: str) -> np.ndarray:
             return np.array([getattr(candle, name) for candle in candles], dtype=np.float64)
 

@@ -63,6 +63,8 @@ STOP_SUFFIX, TARGET_SUFFIX, UNWIND_SUFFIX = "S", "T", "X"
 
 @dataclass(frozen=True)
 class _Sent:
+    """An order as recorded, and the exchange's answer to it."""
+
     order: Order
     result: OrderResult
 
@@ -247,6 +249,8 @@ def _unwind(
 
 
 def position_close(execution: Execution, adapter: ExchangeAdapter) -> Execution:
+    """Close the open position the decision names: record the closing order on the first
+    attempt, send it once, then cancel the position's resting stop and target."""
     symbol = execution.symbol
     side = LONG if execution.action == "close_long" else SHORT
     order_side = SELL if side == LONG else BUY
@@ -384,6 +388,8 @@ def _send(
 
 
 def _record_order(row: Order, result: OrderResult) -> Order:
+    """Record the exchange's answer on the order; raise for a refused order, or for a
+    market order not filled yet (the next attempt looks it up again)."""
     if result.status == "rejected":
         Order.objects.filter(pk=row.pk).update(
             status=OrderStatus.REJECTED, error="rejected by the exchange"
