@@ -8,6 +8,7 @@ per-coin leverage) is read-only too; it changes only through execution.
 from django.contrib import admin, messages
 
 from arena.admin import SecretAdminMixin, decimal_column, masked_key
+from debates.admin import ReadOnlyInline
 from traders.accounts import FIXED_AFTER_CREATE
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
@@ -18,20 +19,6 @@ class ReadOnlyAdminMixin:
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
-class ReadOnlyInline(admin.TabularInline):
-    """A trader's records, listed on its page: shown, never added, changed or deleted."""
-
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def get_readonly_fields(self, request, obj=None):
-        return self.fields
 
     def has_add_permission(self, request, obj=None):
         return False
