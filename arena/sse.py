@@ -369,6 +369,49 @@ class StreamListener(Listener):
         else:
             super().wake_threadsafe()
 
+    def drain(self, lock: threading.Lock) -> tuple[list[Event], bool]:
+        """Return the events queued for the stream and whether the queue overflowed (the
+        stream must re-read storage); empty both, and clear the wake-up, under ``lock``."""
+        with lock:
+            items = self.channel_items.pop(self.channel, [])
+            overflowed = self.overflow
+            self.overflow = False
+            self.aevent.clear()
+        return items, overflowed
+
+    def take_stored(self, events: list[Event]) -> bytes:
+        """Return the SSE text of the stored ``events`` after the last one sent."""
+        body = b""
+        for event in events:
+            if event.id > self.last_id:
+                self.last_id = event.id
+                body += _encoded(event.type, event.data, self.channel, self.last_id)
+        return body
+
+    def outgoing(self, body: bytes) -> bytes:
+        """Return what the stream sends now: ``body``, else a keep-alive when one is due,
+        else nothing (``b""``); what goes out resets the keep-alive's clock."""
+        if not body and self.heartbeat_due:
+            body = HEARTBEAT
+        if body:
+            self.heartbeat_due = False
+            self.last_sent = time.monotonic()
+        return body
+
+    def take_queued(self, items: list[Event]) -> tuple[bytes, bool]:
+        """Return the SSE text of the queued ``items`` that follow the last one sent, in
+        order, and whether a gap stopped it (storage has what came in between)."""
+        body = b""
+        for item in items:
+            number = None if item.id is None else int(item.id)
+            if number is not None and number <= self.last_id:
+                continue  # already sent (read from storage, or delivered twice)
+            if number != self.last_id + 1:
+                return body, True
+            self.last_id = number
+            body += _encoded(item.type, item.data, self.channel, self.last_id)
+        return body, False
+
 
 def _local_listeners() -> list[StreamListener]:
     """Return the streams of this process that run on the running event loop."""
@@ -450,49 +493,37 @@ async def channel_stream(
     manager.add_listener(listener)
     try:
         yield (PADDING + head).encode()
-        last = after
         reread = True
         while True:
             body, more = b"", False
             if reread:
-                try:
-                    events = await _read_shared(channel, last)
-                except Exception as exc:
-                    logger.warning("stream of %s could not read storage (%s)", channel, exc)
-                    await asyncio.sleep(READ_RETRY_SECONDS)
-                    continue
+                events = await _read_retrying(channel, listener.last_id)
                 if events is None:
                     return
-                for event in events:
-                    if event.id > last:
-                        last = event.id
-                        body += _encoded(event.type, event.data, channel, last)
+                body = listener.take_stored(events)
                 more = len(events) == READ_LIMIT
-            with manager.lock:
-                items = listener.channel_items.pop(channel, [])
-                reread = listener.overflow or more
-                listener.overflow = False
-                listener.aevent.clear()
-            for item in items:
-                number = None if item.id is None else int(item.id)
-                if number is not None and number <= last:
-                    continue  # already sent (read from storage, or delivered twice)
-                if number != last + 1:
-                    reread = True  # a gap: storage has what came in between
-                    break
-                last = number
-                body += _encoded(item.type, item.data, channel, last)
-            listener.last_id = last
-            if not body and listener.heartbeat_due:
-                body = HEARTBEAT
+            items, overflowed = listener.drain(manager.lock)
+            queued, gap = listener.take_queued(items)
+            body += queued
+            reread = overflowed or more or gap
+            body = listener.outgoing(body)
             if body:
-                listener.heartbeat_due = False
-                listener.last_sent = time.monotonic()
                 yield body
             if not (reread or items):
                 await listener.aevent.wait()
     finally:
         manager.remove_listener(listener)
+
+
+async def _read_retrying(channel: str, after: int) -> list[Event] | None:
+    """Return ``_read_shared(channel, after)``, retried every ``READ_RETRY_SECONDS``
+    while storage cannot be read (the database restarting)."""
+    while True:
+        try:
+            return await _read_shared(channel, after)
+        except Exception as exc:
+            logger.warning("stream of %s could not read storage (%s)", channel, exc)
+            await asyncio.sleep(READ_RETRY_SECONDS)
 
 
 # --- Events from other processes ----------------------------------------------------------

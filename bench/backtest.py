@@ -177,7 +177,7 @@ def full_stack(latency: float, days: int) -> dict:
 
     from backtests.models import ACTIVE_STATUSES, Backtest
     from backtests.services import backtest_cancel
-    from debates.models import AIModel
+    from bench.orchestration import fake_models
     from strategies.models import Strategy
     from tests.fakes.llm_server import FakeLLMServer
 
@@ -191,16 +191,7 @@ def full_stack(latency: float, days: int) -> dict:
     # candles of them close at 03:00); the fills use the 15m candles all the same.
     strategy = Strategy.objects.create(owner=owner, name="bench backtest", timeframes=["1h", "4h"])
     with FakeLLMServer(latency_s=latency) as llm:
-        models = [
-            AIModel.objects.create(
-                owner=owner,
-                name=f"fake {p}",
-                provider="openai_compatible",
-                model_name="fake",
-                base_url=f"{llm.url}/v1",
-            )
-            for p in SEATS
-        ]
+        models = fake_models(owner, llm, SEATS)
         with worker_processes(count=2, concurrency=cap, include=("bench.floor_tasks",)) as workers:
             meter = CpuMeter(workers)
             first_s, first, first_cpu = run_backtest(

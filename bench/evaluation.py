@@ -26,13 +26,15 @@ VOTERS = ("bull", "bear", "analyst")
 ACTIONS = ("open_long", "open_short", "wait", "hold", "close_long")
 
 
+VERDICTS = ("right", "wrong", "flat")
+
+
 def populate(size: int, seed: int):
     """Return an owner holding ``size`` reviewed debates (made now, in bulk)."""
     from django.contrib.auth import get_user_model
 
-    from debates.models import AIModel, Ballot, Debate, Decision, Participant, Vote
-    from evaluations.models import DebateReview, DecisionReview, VoteReview
-    from strategies.models import Strategy
+    from debates.models import Debate
+    from evaluations.models import DebateReview
 
     rng = random.Random(seed)
     users = get_user_model().objects
@@ -40,6 +42,17 @@ def populate(size: int, seed: int):
     if not created and DebateReview.objects.filter(debate__owner=owner).count() == size:
         return owner
     Debate.objects.filter(owner=owner).delete()
+    debates, decisions, votes = _debates(owner, size, rng)
+    _reviews(debates, decisions, votes, rng)
+    return owner
+
+
+def _debates(owner, size: int, rng: random.Random) -> tuple[list, list, list]:
+    """Write ``size`` completed debates of three voters on one coin, 15 minutes apart;
+    return them, their decisions and their votes."""
+    from debates.models import AIModel, Ballot, Debate, Decision, Participant, Vote
+    from strategies.models import Strategy
+
     strategy = Strategy.objects.create(owner=owner, name="bench")
     models = [
         AIModel.objects.get_or_create(owner=owner, name=f"bench-{p}", provider="simulated")[0]
@@ -81,6 +94,14 @@ def populate(size: int, seed: int):
         Decision(debate=d, symbol="BTCUSDT", action=rng.choice(ACTIONS), confidence=60)
         for d in debates
     )
+    return debates, decisions, votes
+
+
+def _reviews(debates: list, decisions: list, votes: list, rng: random.Random) -> None:
+    """Write a review of every debate, its decision and its votes, with random moves and
+    verdicts."""
+    from evaluations.models import DebateReview, DecisionReview, VoteReview
+
     reviews = DebateReview.objects.bulk_create(
         DebateReview(
             debate=d,
@@ -93,7 +114,6 @@ def populate(size: int, seed: int):
         for d in debates
     )
     moves = [rng.gauss(0, 0.01) for _ in debates]
-    verdicts = ("right", "wrong", "flat")
     DecisionReview.objects.bulk_create(
         DecisionReview(
             review=r,
@@ -104,9 +124,9 @@ def populate(size: int, seed: int):
             price_at_instant=Decimal("60000"),
             price_at_horizon=Decimal(str(round(60000 * (1 + m), 2))),
             realised_return=m,
-            verdict=rng.choice(verdicts),
+            verdict=rng.choice(VERDICTS),
             round1_action=rng.choice(ACTIONS),
-            round1_verdict=rng.choice(verdicts),
+            round1_verdict=rng.choice(VERDICTS),
         )
         for r, dec, m in zip(reviews, decisions, moves, strict=True)
     )
@@ -126,11 +146,10 @@ def populate(size: int, seed: int):
             price_at_instant=Decimal("60000"),
             price_at_horizon=Decimal("60000"),
             realised_return=by_debate[v.debate_id][1],
-            verdict=rng.choice(verdicts),
+            verdict=rng.choice(VERDICTS),
         )
         for v in votes
     )
-    return owner
 
 
 def measure(work, runs: int) -> tuple[float, list[float], int]:

@@ -21,7 +21,7 @@ import math
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from bench.common import machine, setup_django, worker_processes
 
@@ -32,19 +32,21 @@ def ideal_critical_path(participants: int, rounds: int, cap: int, latency: float
     return parallel_stage + (rounds - 1) * participants * latency + parallel_stage
 
 
-def fake_models(owner, llm, count: int) -> list:
-    """Return ``count`` AI models of ``owner`` calling the fake model server ``llm``."""
+def fake_models(owner, llm, count: int | Iterable[str]) -> list:
+    """Return AI models of ``owner`` calling the fake model server ``llm``: ``count`` of
+    them (``fake 0``, ``fake 1``, ...), or one named after each label of ``count``."""
     from debates.models import AIModel
 
+    labels = range(count) if isinstance(count, int) else count
     return [
         AIModel.objects.create(
             owner=owner,
-            name=f"fake {i}",
+            name=f"fake {label}",
             provider="openai_compatible",
             model_name="fake",
             base_url=f"{llm.url}/v1",
         )
-        for i in range(count)
+        for label in labels
     ]
 
 

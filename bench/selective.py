@@ -20,6 +20,7 @@ import re
 import sqlite3
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -91,7 +92,73 @@ def run(level: str, days: int, every: str, var: Path, seats: str, rounds: int) -
     }
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """How often the two runs reached the same primary decision, step by step.
+
+    A step skipped at L0 decides nothing new (an open position stays open): it counts as
+    a different decision in ``same``; what always-L2 decided at those steps is counted
+    apart.
+    """
+
+    steps: int
+    same: int
+    debated: int
+    same_debated: int
+    quiet: int
+    always_l2_at_quiet: dict[str, int]
+
+    @classmethod
+    def of(cls, auto: dict, full: dict) -> Agreement:
+        """Return the agreement of the runs ``auto`` and ``full`` (``run``'s results)."""
+        steps = sorted(set(auto["decisions"]) | set(full["decisions"]))
+        quiet = auto["skipped_steps"]
+        debated = [i for i in steps if i not in set(quiet)]
+
+        def agreeing(indices: list[int]) -> int:
+            return sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in indices)
+
+        at_quiet = collections.Counter(full["decisions"].get(i, "none") for i in quiet)
+        return cls(
+            steps=len(steps),
+            same=agreeing(steps),
+            debated=len(debated),
+            same_debated=agreeing(debated),
+            quiet=len(quiet),
+            always_l2_at_quiet=dict(at_quiet.most_common()),
+        )
+
+
 def main() -> dict:
+    """Run both backtests, print the comparison and return its figures."""
+    args = _arguments()
+    with tempfile.TemporaryDirectory() as auto_dir, tempfile.TemporaryDirectory() as full_dir:
+        jobs = (("auto", auto_dir), ("L2", full_dir))
+        with ThreadPoolExecutor(max_workers=2 if args.side_by_side else 1) as pool:
+            shape = (args.seats, args.rounds)
+            runs = [
+                pool.submit(run, level, args.days, args.every, Path(var), *shape)
+                for level, var in jobs
+            ]
+            auto, full = (job.result() for job in runs)
+    agreement = Agreement.of(auto, full)
+    result = {
+        "steps": agreement.steps,
+        "auto": _figures(auto),
+        "always_l2": _figures(full),
+        "token_ratio": round(auto["tokens"] / full["tokens"], 3),
+        "same_primary_decision": (
+            round(agreement.same / agreement.steps, 3) if agreement.steps else None
+        ),
+        "same_at_debated_steps": f"{agreement.same_debated} of {agreement.debated}",
+        "always_l2_at_l0_steps": agreement.always_l2_at_quiet,
+    }
+    _print(args, auto, full, agreement, result)
+    return result
+
+
+def _arguments() -> argparse.Namespace:
+    """Return the command line's arguments."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--every", default="1h")
@@ -103,39 +170,20 @@ def main() -> dict:
         help="run the two backtests at once (the tokens are the same; each one's seconds "
         "then include the other's load)",
     )
-    args = parser.parse_args()
-    shape = (args.seats, args.rounds)
-    with tempfile.TemporaryDirectory() as auto_dir, tempfile.TemporaryDirectory() as full_dir:
-        jobs = (("auto", auto_dir), ("L2", full_dir))
-        with ThreadPoolExecutor(max_workers=2 if args.side_by_side else 1) as pool:
-            runs = [
-                pool.submit(run, level, args.days, args.every, Path(var), *shape)
-                for level, var in jobs
-            ]
-            auto, full = (job.result() for job in runs)
-    steps = sorted(set(auto["decisions"]) | set(full["decisions"]))
-    same = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in steps)
-    # A step skipped at L0 decides nothing new (an open position stays open): it counts as
-    # a different decision above; what always-L2 decided at those steps is counted apart.
-    quiet = auto["skipped_steps"]
-    debated = [i for i in steps if i not in set(quiet)]
-    same_debated = sum(auto["decisions"].get(i) == full["decisions"].get(i) for i in debated)
-    l2_at_quiet = collections.Counter(full["decisions"].get(i, "none") for i in quiet)
-    result = {
-        "steps": len(steps),
-        "auto": {
-            k: v for k, v in auto.items() if k not in ("report", "decisions", "skipped_steps")
-        },
-        "always_l2": {
-            k: v for k, v in full.items() if k not in ("report", "decisions", "skipped_steps")
-        },
-        "token_ratio": round(auto["tokens"] / full["tokens"], 3),
-        "same_primary_decision": round(same / len(steps), 3) if steps else None,
-        "same_at_debated_steps": f"{same_debated} of {len(debated)}",
-        "always_l2_at_l0_steps": dict(l2_at_quiet.most_common()),
-    }
+    return parser.parse_args()
+
+
+def _figures(found: dict) -> dict:
+    """Return a run's figures without its report, decisions and skipped steps."""
+    return {k: v for k, v in found.items() if k not in ("report", "decisions", "skipped_steps")}
+
+
+def _print(
+    args: argparse.Namespace, auto: dict, full: dict, agreement: Agreement, result: dict
+) -> None:
+    """Print both runs' figures, how far they agree, and each rule's metrics."""
     print(
-        f"Selective debate, {len(steps)} steps at {args.every} over {args.days} days, "
+        f"Selective debate, {agreement.steps} steps at {args.every} over {args.days} days, "
         f"seats {args.seats}, {args.rounds} rounds"
         + (", the two runs side by side" if args.side_by_side else "")
     )
@@ -149,19 +197,19 @@ def main() -> dict:
             print(f"    gate reasons: {figures['reasons']}")
     print(
         f"  tokens auto / always L2: {result['token_ratio']} (target <= 0.4); same primary "
-        f"decision at {same} of {len(steps)} steps ({result['same_primary_decision']})"
+        f"decision at {agreement.same} of {agreement.steps} steps "
+        f"({result['same_primary_decision']})"
     )
-    if quiet:
+    if agreement.quiet:
         print(
-            f"  of those, at the {len(debated)} steps auto debated: {same_debated}; at its "
-            f"{len(quiet)} L0 steps (no new decision) always L2 decided "
-            f"{result['always_l2_at_l0_steps']}"
+            f"  of those, at the {agreement.debated} steps auto debated: "
+            f"{agreement.same_debated}; at its {agreement.quiet} L0 steps (no new decision) "
+            f"always L2 decided {result['always_l2_at_l0_steps']}"
         )
     for rule_auto, rule_full in zip(auto["report"]["rules"], full["report"]["rules"], strict=True):
         print(f"  {rule_auto['key']}: auto {rule_auto['metrics']}")
         print(f"  {' ' * len(rule_auto['key'])}  L2   {rule_full['metrics']}")
     print(f"  {machine()}")
-    return result
 
 
 if __name__ == "__main__":

@@ -110,15 +110,7 @@ async def _clients_main(args: argparse.Namespace) -> None:
     # A measuring client must not pause on its own: no cyclic collection while it runs.
     gc.disable()
     ready: asyncio.Queue = asyncio.Queue()
-    tasks = []
-    for index in range(args.count):
-        tasks.append(
-            asyncio.create_task(
-                _client(args.host, args.port, args.path, args.token, args.events, ready)
-            )
-        )
-        if index % 50 == 49:
-            await asyncio.sleep(0.05)  # a gentle ramp, as real browsers would arrive
+    tasks = await _connect_all(args, ready)
     for _ in range(args.count):
         await asyncio.wait_for(ready.get(), timeout=120)
     print("READY", flush=True)
@@ -127,17 +119,27 @@ async def _clients_main(args: argparse.Namespace) -> None:
         task.cancel()
     receptions = [task.result() for task in done if task.exception() is None]
     failures = [repr(task.exception()) for task in done if task.exception() is not None]
-    print(
-        json.dumps(
-            {
-                "latencies": [lat for r in receptions for lat in r.latencies],
-                "seqs": [r.seqs for r in receptions],
-                "unfinished": len(pending),
-                "failures": failures[:5],
-            }
-        ),
-        flush=True,
-    )
+    summary = {
+        "latencies": [lat for r in receptions for lat in r.latencies],
+        "seqs": [r.seqs for r in receptions],
+        "unfinished": len(pending),
+        "failures": failures[:5],
+    }
+    print(json.dumps(summary), flush=True)
+
+
+async def _connect_all(args: argparse.Namespace, ready: asyncio.Queue) -> list[asyncio.Task]:
+    """Start ``args.count`` clients, 50 at a time, as real browsers would arrive."""
+    tasks = []
+    for index in range(args.count):
+        tasks.append(
+            asyncio.create_task(
+                _client(args.host, args.port, args.path, args.token, args.events, ready)
+            )
+        )
+        if index % 50 == 49:
+            await asyncio.sleep(0.05)  # a gentle ramp
+    return tasks
 
 
 def _raise_open_files_limit() -> None:
@@ -231,6 +233,30 @@ class Round:
     cpu: dict[str, float]
     load: float
 
+    @classmethod
+    def of(
+        cls, clients: int, rate: float, events: int, measured: Measured, pg: tuple[int, int]
+    ) -> Round:
+        """Return the figures of a round from what its processes measured; ``pg``: the
+        database's connections before the clients connected and with them open."""
+        results = measured.results
+        per_client = [seqs for result in results for seqs in result["seqs"]]
+        return cls(
+            clients=clients,
+            rate=rate,
+            latencies_ms=[lat * 1000 for result in results for lat in result["latencies"]]
+            or [float("nan")],
+            publish_ms=measured.publish_ms,
+            lost=clients * events - sum(len(set(seqs)) for seqs in per_client),
+            duplicates=sum(len(seqs) - len(set(seqs)) for seqs in per_client),
+            out_of_order=sum(seqs != sorted(seqs) for seqs in per_client),
+            failed_clients=sum(len(r["failures"]) + r["unfinished"] for r in results),
+            pg_before=pg[0],
+            pg_during=pg[1],
+            cpu=measured.cpu,
+            load=measured.load,
+        )
+
     def row(self) -> str:
         """Return the round as a line of the printed table."""
         lat, cpu = self.latencies_ms, self.cpu
@@ -252,6 +278,16 @@ HEADER = (
 )
 
 
+@dataclass
+class Measured:
+    """What a round's processes measured while the events were published."""
+
+    publish_ms: list[float]
+    results: list[dict]
+    cpu: dict[str, float]
+    load: float
+
+
 def run(clients: int, rate: float, args: argparse.Namespace, web: subprocess.Popen) -> Round:
     """Connect ``clients`` streams, publish ``args.events`` events at ``rate``; measure."""
     processes = max(1, min(args.client_processes, clients))
@@ -259,18 +295,11 @@ def run(clients: int, rate: float, args: argparse.Namespace, web: subprocess.Pop
     pg_before = _database_connections()
     command = [sys.executable, "-m", "bench.sse", "--events", str(args.events)]
     readers = [
-        subprocess.Popen(
-            [
-                *command,
-                *("--role", "clients", "--count", str(share), "--port", str(args.port)),
-                *("--path", f"/api/debates/{args.debate}/stream", "--token", args.token),
-                *("--timeout", str(args.timeout)),
-            ],
-            cwd=ROOT,
-            env=bench_env(),
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        _spawn(
+            *command,
+            *("--role", "clients", "--count", str(share), "--port", str(args.port)),
+            *("--path", f"/api/debates/{args.debate}/stream", "--token", args.token),
+            *("--timeout", str(args.timeout)),
         )
         for share in shares
     ]
@@ -282,50 +311,51 @@ def run(clients: int, rate: float, args: argparse.Namespace, web: subprocess.Pop
                 raise RuntimeError(f"clients did not connect: {line!r}")
         time.sleep(1.0)
         pg_during = _database_connections()
-        publisher = subprocess.Popen(
-            [*command, "--role", "publisher", "--debate", str(args.debate), "--rate", str(rate)],
-            cwd=ROOT,
-            env=bench_env(),
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+        publisher = _spawn(
+            *command, "--role", "publisher", "--debate", str(args.debate), "--rate", str(rate)
         )
         if publisher.stdout.readline().strip() != "START":
             raise RuntimeError("the publisher did not start")
-        groups = {
-            "web": [web.pid],
-            "clients": [reader.pid for reader in readers],
-            "publisher": [publisher.pid],
-        }
-        cpu_start = {name: sum(map(_cpu_seconds, pids)) for name, pids in groups.items()}
-        started = time.monotonic()
-        publish_ms = [d * 1000 for d in json.loads(publisher.stdout.readline())["durations"]]
-        results = [json.loads(reader.stdout.readline()) for reader in readers]
-        wall = time.monotonic() - started
-        cpu = {
-            name: (sum(map(_cpu_seconds, pids)) - cpu_start[name]) / wall * 100
-            for name, pids in groups.items()
-        }
-        load = os.getloadavg()[0]
+        measured = _measure(web, readers, publisher)
     finally:
         for process in [*readers, *([publisher] if publisher else [])]:
             stop_process(process)
-    per_client = [seqs for result in results for seqs in result["seqs"]]
-    return Round(
-        clients=clients,
-        rate=rate,
-        latencies_ms=[lat * 1000 for result in results for lat in result["latencies"]]
-        or [float("nan")],
-        publish_ms=publish_ms,
-        lost=clients * args.events - sum(len(set(seqs)) for seqs in per_client),
-        duplicates=sum(len(seqs) - len(set(seqs)) for seqs in per_client),
-        out_of_order=sum(seqs != sorted(seqs) for seqs in per_client),
-        failed_clients=sum(len(r["failures"]) + r["unfinished"] for r in results),
-        pg_before=pg_before,
-        pg_during=pg_during,
-        cpu=cpu,
-        load=load,
+    return Round.of(clients, rate, args.events, measured, (pg_before, pg_during))
+
+
+def _spawn(*command: str) -> subprocess.Popen:
+    """Start one of the benchmark's own processes, in a process group of its own, its
+    output read line by line."""
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=bench_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
+
+
+def _measure(
+    web: subprocess.Popen, readers: list[subprocess.Popen], publisher: subprocess.Popen
+) -> Measured:
+    """Read what the publisher and the clients report of a round, and the CPU each
+    group of processes used meanwhile (% of one core)."""
+    groups = {
+        "web": [web.pid],
+        "clients": [reader.pid for reader in readers],
+        "publisher": [publisher.pid],
+    }
+    cpu_start = {name: sum(map(_cpu_seconds, pids)) for name, pids in groups.items()}
+    started = time.monotonic()
+    publish_ms = [d * 1000 for d in json.loads(publisher.stdout.readline())["durations"]]
+    results = [json.loads(reader.stdout.readline()) for reader in readers]
+    wall = time.monotonic() - started
+    cpu = {
+        name: (sum(map(_cpu_seconds, pids)) - cpu_start[name]) / wall * 100
+        for name, pids in groups.items()
+    }
+    return Measured(publish_ms, results, cpu, os.getloadavg()[0])
 
 
 def main() -> None:

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluations.scoring import share
+
 WINDOW = 20
 MIN_SAMPLE = 10
 HOLD_WAIT_LIMIT = 0.8
@@ -49,19 +51,27 @@ def monitor(entries: Sequence[str]) -> Monitor:
     failures = sum(entry == PARSE_FAILURE for entry in window)
     kinds = Counter(_KIND.get(entry, entry) for entry in window if entry != PARSE_FAILURE)
     usable = len(window) - failures
-    mix = {kind: round(kinds[kind] / usable, 6) if usable else None for kind in KINDS}
-    failure_share = round(failures / len(window), 6) if window else None
+    return Monitor(
+        decisions=len(window),
+        mix={kind: share(kinds[kind], usable) for kind in KINDS},
+        parse_failure_share=share(failures, len(window)),
+        warnings=_warnings(len(window), kinds, failures),
+    )
+
+
+def _warnings(decisions: int, kinds: Counter[str], failures: int) -> tuple[str, ...]:
+    """Return the warnings of a window of ``decisions``, ``failures`` of them parse
+    failures and the others counted by kind in ``kinds``."""
     warnings = []
-    if len(window) >= MIN_SAMPLE:
+    usable = decisions - failures
+    if decisions >= MIN_SAMPLE:
         idle = (kinds["hold"] + kinds["wait"]) / usable if usable else 0.0
         if idle > HOLD_WAIT_LIMIT:
             warnings.append(f"hold and wait are {idle:.0%} of the last {usable} usable decisions")
-        if failures / len(window) > PARSE_FAILURE_LIMIT:
+        if failures / decisions > PARSE_FAILURE_LIMIT:
             warnings.append(
-                f"parse failures are {failures / len(window):.0%} of the last {len(window)}"
+                f"parse failures are {failures / decisions:.0%} of the last {decisions}"
             )
-    if len(window) == WINDOW and kinds["open_long"] + kinds["open_short"] == 0:
+    if decisions == WINDOW and kinds["open_long"] + kinds["open_short"] == 0:
         warnings.append(f"no open in the last {WINDOW} decisions")
-    return Monitor(
-        decisions=len(window), mix=mix, parse_failure_share=failure_share, warnings=tuple(warnings)
-    )
+    return tuple(warnings)

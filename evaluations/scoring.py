@@ -67,11 +67,15 @@ def marked_pnl(
     return (side * quantity * (at_horizon - fill_price) - fee).quantize(Decimal("0.00000001"))
 
 
+def share(part: float, whole: float, digits: int = 6) -> float | None:
+    """Return ``part / whole`` rounded to ``digits``, None when ``whole`` is zero."""
+    return round(part / whole, digits) if whole else None
+
+
 def accuracy(verdicts: Iterable[str]) -> float | None:
     """Return right / (right + wrong), None with neither."""
     counts = Counter(verdicts)
-    judged = counts[RIGHT] + counts[WRONG]
-    return round(counts[RIGHT] / judged, 6) if judged else None
+    return share(counts[RIGHT], counts[RIGHT] + counts[WRONG])
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,21 @@ class LedgerRow:
     verdict: str
     round1_action: str
     round1_verdict: str
+
+    @property
+    def flipped(self) -> bool:
+        """Say whether the decision differs from the round-1 majority's."""
+        return self.action != self.round1_action
+
+    @property
+    def useful(self) -> bool:
+        """Say whether the decision is right where the round-1 majority's was not."""
+        return self.verdict == RIGHT and self.round1_verdict != RIGHT
+
+    @property
+    def harmful(self) -> bool:
+        """Say whether the round-1 majority's was right and the decision is not."""
+        return self.round1_verdict == RIGHT and self.verdict != RIGHT
 
 
 @dataclass(frozen=True)
@@ -122,11 +141,11 @@ def ledger(
     participants: dict[str, dict[str, Any]] | None = None,
 ) -> Ledger:
     """Aggregate ``rows``; ``round_tokens`` are the tokens rounds 2..N spent on them."""
-    flips = [row for row in rows if row.action != row.round1_action]
-    right = sum(row.verdict == RIGHT for row in flips)
-    wrong = sum(row.verdict == WRONG for row in flips)
-    useful = sum(row.verdict == RIGHT and row.round1_verdict != RIGHT for row in flips)
-    harmful = sum(row.round1_verdict == RIGHT and row.verdict != RIGHT for row in flips)
+    flips = [row for row in rows if row.flipped]
+    verdicts = Counter(row.verdict for row in flips)
+    right, wrong = verdicts[RIGHT], verdicts[WRONG]
+    useful = sum(row.useful for row in flips)
+    harmful = sum(row.harmful for row in flips)
     return Ledger(
         decisions=len(rows),
         flips=len(flips),
@@ -134,12 +153,12 @@ def ledger(
         flips_wrong=wrong,
         useful_flips=useful,
         harmful_flips=harmful,
-        flip_rate=round(len(flips) / len(rows), 6) if rows else None,
-        flip_accuracy=round(right / (right + wrong), 6) if right + wrong else None,
+        flip_rate=share(len(flips), len(rows)),
+        flip_accuracy=share(right, right + wrong),
         round1_accuracy=accuracy(row.round1_verdict for row in rows),
         final_accuracy=accuracy(row.verdict for row in rows),
         round_tokens=round_tokens,
-        tokens_per_useful_flip=round(round_tokens / useful, 2) if useful else None,
+        tokens_per_useful_flip=share(round_tokens, useful, digits=2),
         participants=dict(participants or {}),
     )
 
@@ -185,33 +204,39 @@ class Calibration:
 
 def calibration(samples: Sequence[Sample]) -> Calibration:
     """Return the calibration over ``samples``."""
+    reliability = _reliability(samples)
+    if not samples:
+        return Calibration(0, 0, None, None, None, None, reliability)
     n = len(samples)
     right = sum(s.right for s in samples)
-    hit = right / n if n else None
-    base = max(Counter(s.move for s in samples).values()) / n if n else None
-    brier = sum((s.confidence / 100 - s.right) ** 2 for s in samples) / n if n else None
+    hit = right / n
+    base = max(Counter(s.move for s in samples).values()) / n
+    brier = sum((s.confidence / 100 - s.right) ** 2 for s in samples) / n
+    return Calibration(
+        samples=n,
+        right=right,
+        hit_rate=round(hit, 6),
+        base_rate=round(base, 6),
+        skill=round(hit - base, 6),
+        brier=round(brier, 6),
+        reliability=reliability,
+    )
+
+
+def _reliability(samples: Sequence[Sample]) -> tuple[Bin, ...]:
+    """Return the reliability table of ``samples``: one bin per tenth of confidence, the
+    last one closed (100 falls in [90, 100])."""
     width = 100 // RELIABILITY_BINS
     binned: list[list[Sample]] = [[] for _ in range(RELIABILITY_BINS)]
     for s in samples:
         binned[min(int(s.confidence // width), RELIABILITY_BINS - 1)].append(s)
-    table = tuple(
+    return tuple(
         Bin(
             low=index * width,
             high=(index + 1) * width,
             count=len(group),
-            mean_confidence=(
-                round(sum(s.confidence for s in group) / len(group), 4) if group else None
-            ),
-            share_right=round(sum(s.right for s in group) / len(group), 6) if group else None,
+            mean_confidence=share(sum(s.confidence for s in group), len(group), digits=4),
+            share_right=share(sum(s.right for s in group), len(group)),
         )
         for index, group in enumerate(binned)
-    )
-    return Calibration(
-        samples=n,
-        right=right,
-        hit_rate=None if hit is None else round(hit, 6),
-        base_rate=None if base is None else round(base, 6),
-        skill=None if hit is None or base is None else round(hit - base, 6),
-        brier=None if brier is None else round(brier, 6),
-        reliability=table,
     )

@@ -93,7 +93,6 @@ def ledger(scope: Scope) -> scoring.Ledger:
         )
         .order_by("ai_model__name", "personality", "ai_model_id")
     ):
-        judged = row["right"] + row["wrong"]
         participants[voter_key(row["ai_model_id"], row["personality"])] = {
             "ai_model": row["ai_model_id"],
             "ai_model_name": row["ai_model__name"],
@@ -101,7 +100,7 @@ def ledger(scope: Scope) -> scoring.Ledger:
             "votes": row["votes"],
             "right": row["right"],
             "wrong": row["wrong"],
-            "accuracy": round(row["right"] / judged, 6) if judged else None,
+            "accuracy": scoring.share(row["right"], row["right"] + row["wrong"]),
         }
     return scoring.ledger(rows, round_tokens=tokens["total"] or 0, participants=participants)
 
@@ -132,17 +131,25 @@ def calibration(scope: Scope) -> list[dict[str, Any]]:
             )
         )
     return [
-        {
-            "voter": voter_key(model_id, personality),
-            "ai_model": model_id,
-            "ai_model_name": name,
-            "personality": personality,
-            **scoring.calibration(found).to_dict(),
-        }
-        for (model_id, name, personality), found in sorted(
-            samples.items(), key=lambda item: (item[0][1], item[0][2], item[0][0])
-        )
+        {**_voter(*voter), **scoring.calibration(found).to_dict()}
+        for voter, found in sorted(samples.items(), key=_by_voter_name)
     ]
+
+
+def _voter(ai_model_id: int, name: str, personality: str) -> dict[str, Any]:
+    """Return who a voter is, as each voter's figures begin."""
+    return {
+        "voter": voter_key(ai_model_id, personality),
+        "ai_model": ai_model_id,
+        "ai_model_name": name,
+        "personality": personality,
+    }
+
+
+def _by_voter_name(item: tuple[tuple[int, str, str], Any]) -> tuple[str, str, int]:
+    """Order voters (AI model id, name, personality) by model name, then personality."""
+    (ai_model_id, name, personality), _ = item
+    return name, personality, ai_model_id
 
 
 def voter_history(
@@ -223,15 +230,34 @@ def monitor_report(scope: Scope) -> dict[str, Any]:
     human seat's votes are left out (the consensus they helped make is not)."""
     debates = _recent_debates(scope)
     order = {debate_id: index for index, debate_id in enumerate(debates)}
-    consensus = [
-        PARSE_FAILURE if voters == 0 else action
-        for _, action, voters in sorted(
-            Decision.objects.filter(debate_id__in=debates, is_primary=True).values_list(
-                "debate_id", "action", "voters"
-            ),
-            key=lambda row: order[row[0]],
-        )
+    overall = monitors.monitor(_consensus_entries(debates, order)).to_dict()
+    voters = [
+        {**_voter(*voter), **monitors.monitor(entries).to_dict()}
+        for voter, entries in sorted(_voter_entries(debates, order).items(), key=_by_voter_name)
     ]
+    warnings = [f"consensus: {w}" for w in overall["warnings"]] + [
+        f"{v['ai_model_name']} as {v['personality']}: {w}" for v in voters for w in v["warnings"]
+    ]
+    return {"debates": len(debates), "consensus": overall, "voters": voters, "warnings": warnings}
+
+
+def _consensus_entries(debates: list[int], order: dict[int, int]) -> list[str]:
+    """Return the action of each debate's primary decision (``PARSE_FAILURE`` where no
+    usable vote reached it), in the order of ``order``."""
+    rows = Decision.objects.filter(debate_id__in=debates, is_primary=True).values_list(
+        "debate_id", "action", "voters"
+    )
+    return [
+        PARSE_FAILURE if voters == 0 else action
+        for _, action, voters in sorted(rows, key=lambda row: order[row[0]])
+    ]
+
+
+def _voter_entries(
+    debates: list[int], order: dict[int, int]
+) -> dict[tuple[int, str, str], list[str]]:
+    """Return each model voter's votes on its debates' primary coin (``PARSE_FAILURE``
+    for an abstention), in the order of ``order``, by (AI model id, name, personality)."""
     entries: dict[tuple[int, str, str], list[tuple[int, str]]] = defaultdict(list)
     for debate_id, model_id, name, personality, action, abstained in Vote.objects.filter(
         debate_id__in=debates, symbol=F("debate__symbol"), participant__kind=SeatKind.MODEL
@@ -245,25 +271,7 @@ def monitor_report(scope: Scope) -> dict[str, Any]:
     ):
         entry = PARSE_FAILURE if abstained else action
         entries[(model_id, name, personality)].append((order[debate_id], entry))
-    voters = []
-    for (model_id, name, personality), found in sorted(
-        entries.items(), key=lambda item: (item[0][1], item[0][2], item[0][0])
-    ):
-        report = monitors.monitor([entry for _, entry in sorted(found)]).to_dict()
-        voters.append(
-            {
-                "voter": voter_key(model_id, personality),
-                "ai_model": model_id,
-                "ai_model_name": name,
-                "personality": personality,
-                **report,
-            }
-        )
-    overall = monitors.monitor(consensus).to_dict()
-    warnings = [f"consensus: {w}" for w in overall["warnings"]] + [
-        f"{v['ai_model_name']} as {v['personality']}: {w}" for v in voters for w in v["warnings"]
-    ]
-    return {"debates": len(debates), "consensus": overall, "voters": voters, "warnings": warnings}
+    return {voter: [entry for _, entry in sorted(found)] for voter, found in entries.items()}
 
 
 def contamination(*, start: datetime, ai_model_ids: Iterable[int]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from debates.models import (
 )
 from evaluations import scoring
 from evaluations.models import DebateReview, DecisionReview, VoteReview
+from strategies.market import sources
 from strategies.market.dataset import DATASET_END
 from strategies.market.exceptions import MarketDataError
 from strategies.models import MarketSource, Strategy
@@ -140,60 +141,94 @@ def debate_review(
 def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
     instant = snapshot_instant(debate)
     assert instant is not None
-    strategy = debate.strategy
-    source = market_source(strategy)
-    horizon_at = instant + timedelta(minutes=settings.horizon_minutes)
-    flat = float(settings.flat_pct)
-    tokens = Message.objects.filter(debate=debate, round__gte=2).aggregate(
-        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
+    outcomes = _Outcomes(
+        debate,
+        market_source(debate.strategy),
+        instant + timedelta(minutes=settings.horizon_minutes),
     )
     review = DebateReview.objects.create(
         debate=debate,
         instant=instant,
         horizon_minutes=settings.horizon_minutes,
         flat_pct=settings.flat_pct,
-        source=source.name,
-        round_tokens=(tokens["prompt"] or 0) + (tokens["completion"] or 0),
+        source=outcomes.source.name,
+        round_tokens=_round_tokens(debate),
     )
-    shown = {
-        coin["symbol"]: coin["price"]
-        for coin in debate.market_snapshot.get("coins", [])
-        if coin.get("price") is not None
-    }
-    prices: dict[str, tuple[Decimal, Decimal, float]] = {}
+    flat = float(settings.flat_pct)
+    DecisionReview.objects.bulk_create(_decision_reviews(review, outcomes, flat))
+    VoteReview.objects.bulk_create(_vote_reviews(review, outcomes, flat))
+    return review
 
-    def outcome(symbol: str) -> tuple[Decimal, Decimal, float]:
-        if symbol not in prices:
-            before = Decimal(str(shown[symbol]))
-            after = Decimal(str(source.fetch_price(symbol, horizon_at)))
-            prices[symbol] = (before, after, scoring.realised_return(before, after))
-        return prices[symbol]
 
-    openings: dict[str, list[CoinDecision]] = {}
-    for speaker, said in (
-        Message.objects.filter(debate=debate, round=1, status=StepStatus.OK)
+class _Outcomes:
+    """The move of each coin a debate's snapshot priced, from the price it showed to the
+    price at the horizon, fetched once per coin."""
+
+    def __init__(self, debate: Debate, source: sources.MarketSource, horizon_at: datetime) -> None:
+        self.debate = debate
+        self.source = source
+        self.horizon_at = horizon_at
+        self._shown = {
+            coin["symbol"]: coin["price"]
+            for coin in debate.market_snapshot.get("coins", [])
+            if coin.get("price") is not None
+        }
+        self._found: dict[str, tuple[Decimal, Decimal, float]] = {}
+
+    def __contains__(self, symbol: str) -> bool:
+        return symbol in self._shown
+
+    def of(self, symbol: str) -> tuple[Decimal, Decimal, float]:
+        """Return the price at the instant, the price at the horizon and the move."""
+        if symbol not in self._found:
+            before = Decimal(str(self._shown[symbol]))
+            after = Decimal(str(self.source.fetch_price(symbol, self.horizon_at)))
+            self._found[symbol] = (before, after, scoring.realised_return(before, after))
+        return self._found[symbol]
+
+
+def _round_tokens(debate: Debate) -> int:
+    """Return the tokens the rounds after the first spent."""
+    tokens = Message.objects.filter(debate=debate, round__gte=2).aggregate(
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
+    )
+    return (tokens["prompt"] or 0) + (tokens["completion"] or 0)
+
+
+def _round1_actions(debate: Debate) -> dict[str, str]:
+    """Return the action the round-1 majority took on each coin."""
+    openings = {
+        str(speaker): [CoinDecision.from_dict(d) for d in said]
+        for speaker, said in Message.objects.filter(debate=debate, round=1, status=StepStatus.OK)
         .order_by("participant__speak_order")  # in speaking order
         .values_list("participant_id", "decisions")
-    ):
-        openings[str(speaker)] = [CoinDecision.from_dict(d) for d in said]
-    round1 = {
-        result.symbol: result.action.value
-        for result in round1_majority(openings, debate.symbols, consensus_limits(strategy))
     }
-    decision_rows = []
+    limits = consensus_limits(debate.strategy)
+    return {
+        result.symbol: result.action.value
+        for result in round1_majority(openings, debate.symbols, limits)
+    }
+
+
+def _decision_reviews(
+    review: DebateReview, outcomes: _Outcomes, flat: float
+) -> list[DecisionReview]:
+    """Return the reviews of the debate's decisions on the coins its snapshot priced."""
+    debate = outcomes.debate
+    round1 = _round1_actions(debate)
+    rows = []
     for decision in Decision.objects.filter(debate=debate).select_related("execution"):
-        if decision.symbol not in shown:
+        if decision.symbol not in outcomes:
             continue
-        before, after, realised = outcome(decision.symbol)
+        before, after, realised = outcomes.of(decision.symbol)
         first = round1.get(decision.symbol, "wait")
-        execution = getattr(decision, "execution", None)
-        executed = execution is not None and execution.filled_quantity > 0
-        decision_rows.append(
+        pnl = _marked_pnl(decision, after)
+        rows.append(
             DecisionReview(
                 review=review,
                 decision=decision,
                 symbol=decision.symbol,
-                instant=instant,
+                instant=review.instant,
                 action=decision.action,
                 price_at_instant=before,
                 price_at_horizon=after,
@@ -201,31 +236,41 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
                 verdict=scoring.verdict(decision.action, realised, flat),
                 round1_action=first,
                 round1_verdict=scoring.verdict(first, realised, flat),
-                executed=executed,
-                realised_pnl=(
-                    scoring.marked_pnl(
-                        execution.action,
-                        execution.filled_quantity,
-                        execution.average_price,
-                        after,
-                        execution.fee,
-                    )
-                    if executed
-                    else None
-                ),
+                executed=pnl is not None,
+                realised_pnl=pnl,
             )
         )
-    DecisionReview.objects.bulk_create(decision_rows)
-    vote_rows = []
-    # A person's vote (a human seat's) is counted in the decision, but a vote review
-    # scores an AI model in a personality: only model seats' votes are reviewed.
+    return rows
+
+
+def _marked_pnl(decision: Decision, at_horizon: Decimal) -> Decimal | None:
+    """Return the decision's fill marked to the horizon price, None when nothing filled."""
+    execution = getattr(decision, "execution", None)
+    if execution is None or execution.filled_quantity <= 0:
+        return None
+    return scoring.marked_pnl(
+        execution.action,
+        execution.filled_quantity,
+        execution.average_price,
+        at_horizon,
+        execution.fee,
+    )
+
+
+def _vote_reviews(review: DebateReview, outcomes: _Outcomes, flat: float) -> list[VoteReview]:
+    """Return the reviews of the debate's model votes on the coins its snapshot priced.
+
+    A person's vote (a human seat's) is counted in the decision, but a vote review scores
+    an AI model in a personality: only model seats' votes are reviewed.
+    """
+    rows = []
     for vote in Vote.objects.filter(
-        debate=debate, abstained=False, participant__kind=SeatKind.MODEL
+        debate=outcomes.debate, abstained=False, participant__kind=SeatKind.MODEL
     ).select_related("participant"):
-        if vote.symbol not in shown:
+        if vote.symbol not in outcomes:
             continue
-        before, after, realised = outcome(vote.symbol)
-        vote_rows.append(
+        before, after, realised = outcomes.of(vote.symbol)
+        rows.append(
             VoteReview(
                 review=review,
                 vote=vote,
@@ -233,8 +278,8 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
                 personality=vote.participant.personality,
                 speak_order=vote.participant.speak_order,
                 symbol=vote.symbol,
-                instant=instant,
-                known_at=horizon_at,
+                instant=review.instant,
+                known_at=outcomes.horizon_at,
                 action=vote.action,
                 confidence=min(100.0, max(0.0, vote.confidence or 0.0)),
                 price_at_instant=before,
@@ -243,8 +288,7 @@ def _review(debate: Debate, settings: ReviewSettings) -> DebateReview:
                 verdict=scoring.verdict(vote.action, realised, flat),
             )
         )
-    VoteReview.objects.bulk_create(vote_rows)
-    return review
+    return rows
 
 
 def debates_review(

@@ -8,6 +8,7 @@ per-coin leverage) is read-only too; it changes only through execution.
 from django.contrib import admin, messages
 
 from arena.admin import SecretAdminMixin, decimal_column, masked_key
+from debates.admin import ReadOnlyInline
 from traders.accounts import FIXED_AFTER_CREATE
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
@@ -23,10 +24,8 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class PositionInline(admin.TabularInline):
+class PositionInline(ReadOnlyInline):
     model = Position
-    extra = 0
-    can_delete = False
     fields = (
         "symbol",
         "side",
@@ -39,17 +38,10 @@ class PositionInline(admin.TabularInline):
         "realized_pnl",
         "opened_at",
     )
-    readonly_fields = fields
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
-class OrderInline(admin.TabularInline):
+class OrderInline(ReadOnlyInline):
     model = Order
-    extra = 0
-    can_delete = False
     fields = (
         "client_order_id",
         "exchange_order_id",
@@ -64,11 +56,6 @@ class OrderInline(admin.TabularInline):
         "fee",
         "error",
     )
-    readonly_fields = fields
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Trader)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Protocol
 
 MAJOR_BASES: tuple[str, ...] = ("BTC", "ETH")
 LONG = "long"
@@ -144,15 +144,18 @@ class OpenPlan:
     adjustments: tuple[Adjustment, ...] = field(default=())
 
 
-def open_intent(
-    *,
-    symbol: str,
-    action: str,
-    position_pct: float | None,
-    leverage: int | None,
-    stop_loss: float | None,
-    take_profit: float | None,
-) -> OpenIntent:
+class Opening(Protocol):
+    """An opening decision as it is stored: a debate's ``Decision``, a backtest's intent."""
+
+    symbol: str
+    action: str
+    position_pct: float | None
+    leverage: int | None
+    stop_loss: float | None
+    take_profit: float | None
+
+
+def open_intent(decision: Opening) -> OpenIntent:
     """Return the intent of an ``open_long``/``open_short`` decision, each unset value
     given its default (10 % of the balance, 1x, a 3 % stop, a 6 % target)."""
 
@@ -160,12 +163,12 @@ def open_intent(
         return default if value is None else Decimal(str(value))
 
     return OpenIntent(
-        symbol=symbol,
-        side=LONG if action == "open_long" else SHORT,
-        position_pct=fraction(position_pct, DEFAULT_POSITION_PCT),
-        leverage=leverage or DEFAULT_LEVERAGE,
-        stop_loss=fraction(stop_loss, DEFAULT_STOP_LOSS),
-        take_profit=fraction(take_profit, DEFAULT_TAKE_PROFIT),
+        symbol=decision.symbol,
+        side=LONG if decision.action == "open_long" else SHORT,
+        position_pct=fraction(decision.position_pct, DEFAULT_POSITION_PCT),
+        leverage=decision.leverage or DEFAULT_LEVERAGE,
+        stop_loss=fraction(decision.stop_loss, DEFAULT_STOP_LOSS),
+        take_profit=fraction(decision.take_profit, DEFAULT_TAKE_PROFIT),
     )
 
 
@@ -223,11 +226,43 @@ def plan_open(
 ) -> OpenPlan:
     """Return the order plan of an opening decision, or raise ``RiskRefused``.
 
-    ``open_positions`` holds (symbol, side) of every open position of the account.
+    ``open_positions`` holds (symbol, side) of every open position of the account. The
+    rules are checked in the order of the module docstring.
     """
     if price <= 0:
         raise RiskRefused("price", f"no usable price for {intent.symbol}: {price}")
-    held = list(open_positions)
+    _check_room(intent, list(open_positions), limits)
+    adjustments: list[Adjustment] = []
+    leverage = _capped_leverage(intent, market, limits, adjustments)
+    check_fractions(intent.side, intent.stop_loss, intent.take_profit)
+    _check_risk_reward(intent, limits)
+    balance = funds.sizing_balance()
+    if balance <= 0:
+        raise RiskRefused("insufficient_balance", "the account has no balance to trade with")
+    unit = price * market.contract_size
+    quantity = _quantity(balance * intent.position_pct, leverage, unit, market, limits, adjustments)
+    notional = quantity * unit
+    margin = notional / leverage
+    _check_exposure(notional, margin, funds, balance, limits)
+    sl_price, tp_price = protective_prices(
+        intent.side, price, intent.stop_loss, intent.take_profit, market.price_tick
+    )
+    return OpenPlan(
+        symbol=intent.symbol,
+        side=intent.side,
+        price=price,
+        quantity=quantity,
+        leverage=leverage,
+        margin=margin,
+        notional=notional,
+        stop_loss_price=sl_price,
+        take_profit_price=tp_price,
+        adjustments=tuple(adjustments),
+    )
+
+
+def _check_room(intent: OpenIntent, held: list[tuple[str, str]], limits: RiskLimits) -> None:
+    """Refuse a second position in the same coin and direction, or one too many."""
     if (intent.symbol, intent.side) in held:
         raise RiskRefused(
             "duplicate_position",
@@ -240,24 +275,32 @@ def plan_open(
             f"{len(held)} positions are open, the strategy allows at most "
             f"{limits.max_open_positions}",
         )
-    adjustments: list[Adjustment] = []
 
-    leverage = _capped_leverage(intent, market, limits, adjustments)
 
-    check_fractions(intent.side, intent.stop_loss, intent.take_profit)
-    if limits.min_risk_reward > 0:
-        reward = intent.take_profit / intent.stop_loss
-        if reward < limits.min_risk_reward:
-            raise RiskRefused(
-                "min_risk_reward",
-                f"risk/reward {reward:.2f} (take profit {intent.take_profit} over stop loss "
-                f"{intent.stop_loss}) is below the strategy's minimum {limits.min_risk_reward}",
-            )
+def _check_risk_reward(intent: OpenIntent, limits: RiskLimits) -> None:
+    """Refuse a take profit over stop loss below the strategy's minimum, when one is set."""
+    if limits.min_risk_reward <= 0:
+        return
+    reward = intent.take_profit / intent.stop_loss
+    if reward < limits.min_risk_reward:
+        raise RiskRefused(
+            "min_risk_reward",
+            f"risk/reward {reward:.2f} (take profit {intent.take_profit} over stop loss "
+            f"{intent.stop_loss}) is below the strategy's minimum {limits.min_risk_reward}",
+        )
 
-    balance = funds.sizing_balance()
-    if balance <= 0:
-        raise RiskRefused("insufficient_balance", "the account has no balance to trade with")
-    margin = balance * intent.position_pct
+
+def _quantity(
+    margin: Decimal,
+    leverage: int,
+    unit: Decimal,
+    market: MarketRules,
+    limits: RiskLimits,
+    adjustments: list[Adjustment],
+) -> Decimal:
+    """Return the contracts ``margin`` at ``leverage`` buys at ``unit`` (a contract's
+    price), raised to the minimum order value and the market's minimum amount; record
+    each raise in ``adjustments``."""
     if margin < limits.min_order_usd:
         adjustments.append(
             Adjustment(
@@ -268,7 +311,6 @@ def plan_open(
             )
         )
         margin = limits.min_order_usd
-    unit = price * market.contract_size
     quantity = round_step(margin * leverage / unit, market.amount_step)
     if quantity * unit < limits.min_order_usd:
         raised = round_step(limits.min_order_usd / unit, market.amount_step, ROUND_CEILING)
@@ -289,9 +331,15 @@ def plan_open(
             )
         )
         quantity = raised
-    notional = quantity * unit
-    margin = notional / leverage
+    return quantity
 
+
+def _check_exposure(
+    notional: Decimal, margin: Decimal, funds: Funds, balance: Decimal, limits: RiskLimits
+) -> None:
+    """Refuse a position worth more than the strategy's multiple of equity, or needing
+    more margin than is available (``balance``, the sizing balance, where the exchange
+    is silent)."""
     equity = funds.equity if funds.equity is not None and funds.equity > 0 else balance
     max_notional = limits.max_position_multiple * equity
     if notional > max_notional:
@@ -307,22 +355,6 @@ def plan_open(
             f"the position needs {_money(margin)} USD of margin, {_money(available)} USD is "
             "available",
         )
-
-    sl_price, tp_price = protective_prices(
-        intent.side, price, intent.stop_loss, intent.take_profit, market.price_tick
-    )
-    return OpenPlan(
-        symbol=intent.symbol,
-        side=intent.side,
-        price=price,
-        quantity=quantity,
-        leverage=leverage,
-        margin=margin,
-        notional=notional,
-        stop_loss_price=sl_price,
-        take_profit_price=tp_price,
-        adjustments=tuple(adjustments),
-    )
 
 
 def _capped_leverage(

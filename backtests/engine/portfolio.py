@@ -211,14 +211,7 @@ class Portfolio:
         tape = self.tapes[intent.symbol]
         quote = tape.fill_price(at_ms)
         account = self.funds(at_ms)
-        wanted = open_intent(
-            symbol=intent.symbol,
-            action=intent.action,
-            position_pct=intent.position_pct,
-            leverage=intent.leverage,
-            stop_loss=intent.stop_loss,
-            take_profit=intent.take_profit,
-        )
+        wanted = open_intent(intent)
         try:
             plan = plan_open(
                 wanted,

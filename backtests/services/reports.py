@@ -24,7 +24,7 @@ from backtests.engine.portfolio import Intent, Trade
 from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
 from backtests.engine.tape import Tape
 from backtests.models import Backtest, BacktestStep
-from debates.engine.consensus import ConsensusLimits, calibrated_weight
+from debates.engine.consensus import calibrated_weight
 from debates.engine.digest import participant_label
 from debates.engine.gate import L0
 from debates.engine.types import Action, CoinDecision
@@ -32,9 +32,10 @@ from debates.models import Debate, DebateStatus, Decision, Message, StepStatus, 
 from debates.providers.pricing import usd_text
 from debates.selectors import spend_of
 from evaluations import selectors
+from evaluations.services import consensus_limits
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
-from traders.services.executions import strategy_risk_limits
+from traders.services.orders import strategy_risk_limits
 
 # A vote's fields that make a decision, in ``CoinDecision``'s order.
 TRADE_FIELDS = tuple(f.name for f in fields(CoinDecision) if f.name != "reasoning")
@@ -55,42 +56,61 @@ def _steps(backtest: Backtest) -> list[StepRecord]:
         .order_by("index")
     )
     debate_ids = [step.debate_id for step in steps if step.debate_id is not None]
-    decisions: dict[int, list[Intent]] = defaultdict(list)
+    decisions = _decisions(debate_ids)
+    openings = _openings(debate_ids)
+    ballots = _ballots(debate_ids)
+    return [
+        StepRecord(
+            index=step.index,
+            at_ms=to_ms(step.as_of),
+            primary=(step.debate.symbol if step.debate else "") or backtest.symbol,
+            symbols=tuple(step.debate.symbols) if step.debate else (),
+            completed=step.debate is not None and step.debate.status == DebateStatus.COMPLETED,
+            decisions=decisions.get(step.debate_id, ()),
+            openings=openings.get(step.debate_id, {}),
+            ballots=ballots.get(step.debate_id, {}),
+        )
+        for step in steps
+    ]
+
+
+def _decisions(debate_ids: list[int]) -> dict[int, tuple[Intent, ...]]:
+    """Return the decisions of each debate, as the simulated account takes them."""
+    found: dict[int, list[Intent]] = defaultdict(list)
     intent_fields = [f.name for f in fields(Intent)]
     for row in Decision.objects.filter(debate_id__in=debate_ids).values(
         "debate_id", *intent_fields
     ):
-        decisions[row.pop("debate_id")].append(Intent(**row))
-    labels = {}
-    openings: dict[int, dict[str, tuple[CoinDecision, ...]]] = defaultdict(dict)
+        found[row.pop("debate_id")].append(Intent(**row))
+    return {debate_id: tuple(intents) for debate_id, intents in found.items()}
+
+
+def _openings(debate_ids: list[int]) -> dict[int, dict[str, tuple[CoinDecision, ...]]]:
+    """Return each debate's round-1 decisions by participant label (``P1``)."""
+    found: dict[int, dict[str, tuple[CoinDecision, ...]]] = defaultdict(dict)
     for debate_id, order, said in Message.objects.filter(
         debate_id__in=debate_ids, round=1, status=StepStatus.OK
     ).values_list("debate_id", "participant__speak_order", "decisions"):
-        label = labels.setdefault(order, participant_label(order + 1))
-        openings[debate_id][label] = tuple(CoinDecision.from_dict(d) for d in said)
-    ballots: dict[int, dict[str, list[CoinDecision]]] = defaultdict(lambda: defaultdict(list))
+        found[debate_id][participant_label(order + 1)] = tuple(
+            CoinDecision.from_dict(d) for d in said
+        )
+    return found
+
+
+def _ballots(debate_ids: list[int]) -> dict[int, dict[str, tuple[CoinDecision, ...]]]:
+    """Return each debate's final votes (abstentions left out) by participant label."""
+    found: dict[int, dict[str, list[CoinDecision]]] = defaultdict(lambda: defaultdict(list))
     for debate_id, order, *values in Vote.objects.filter(
         debate_id__in=debate_ids, abstained=False
     ).values_list("debate_id", "participant__speak_order", *TRADE_FIELDS):
         symbol, action, *numbers = values
-        label = labels.setdefault(order, participant_label(order + 1))
-        ballots[debate_id][label].append(CoinDecision(symbol, Action(action), *numbers))
-    records = []
-    for step in steps:
-        debate = step.debate
-        records.append(
-            StepRecord(
-                index=step.index,
-                at_ms=to_ms(step.as_of),
-                primary=(debate.symbol if debate else "") or backtest.symbol,
-                symbols=tuple(debate.symbols) if debate else (),
-                completed=debate is not None and debate.status == DebateStatus.COMPLETED,
-                decisions=tuple(decisions.get(step.debate_id, ())),
-                openings=openings.get(step.debate_id, {}),
-                ballots={k: tuple(v) for k, v in ballots.get(step.debate_id, {}).items()},
-            )
+        found[debate_id][participant_label(order + 1)].append(
+            CoinDecision(symbol, Action(action), *numbers)
         )
-    return records
+    return {
+        debate_id: {label: tuple(votes) for label, votes in seats.items()}
+        for debate_id, seats in found.items()
+    }
 
 
 def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecord]:
@@ -187,21 +207,6 @@ def _rule(run: RuleRun) -> dict[str, Any]:
 def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
     """Return the report of ``backtest``, every step of which has ended."""
     steps = _with_weights(backtest, _steps(backtest))
-    strategy = backtest.strategy
-    consensus_limits = (
-        ConsensusLimits.by_major(
-            major=strategy.max_leverage_major,
-            others=strategy.max_leverage_other,
-            min_confidence=strategy.min_confidence,
-        )
-        if strategy is not None
-        else ConsensusLimits()
-    )
-    seats = [
-        (participant_label(order + 1), seat["personality"])
-        for order, seat in enumerate(backtest.participants)
-    ]
-    completed = [step for step in steps if step.completed]
     skips = list(
         BacktestStep.objects.filter(backtest=backtest)
         .exclude(skipped="")
@@ -209,56 +214,69 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         .values_list("index", "as_of", "skipped", "skip_reason")
     )
     skipped = {index for index, *_ in skips}
-    runs = (
-        run_rules(
-            steps,
-            seats=seats,
-            tapes=_tapes(backtest, steps),
-            account=Account(
-                balance=backtest.starting_balance,
-                fee_rate=backtest.fee_rate,
-                slippage_bps=backtest.slippage_bps,
-                limits=strategy_risk_limits(strategy),
-            ),
-            consensus_limits=consensus_limits,
-            coins=backtest.coins,
-            end_ms=to_ms(backtest.end),
-            step_minutes=backtest.interval_minutes,
-            horizon_ms=backtest.horizon_minutes * 60_000,
-        )
-        if completed
-        else []
-    )
+    scope = _scope(backtest)
     return {
-        "rules": [_rule(run) for run in runs],
+        "rules": [_rule(run) for run in _runs(backtest, steps)],
         "stretches": [
             {"timeframe": s.timeframe, "from": _iso(to_ms(s.start)), "to": _iso(to_ms(s.end))}
             for s in replay_stretches(backtest.start, backtest.end)
         ],
         "steps": len(steps),
-        "completed_steps": len(completed),
+        "completed_steps": sum(step.completed for step in steps),
         "unfinished_steps": [
             {"index": step.index, "at": _iso(step.at_ms)}
             for step in steps
             if not step.completed and step.index not in skipped
         ],
         "levels": _levels(backtest, len(skips)),
-        "skipped": {
-            "count": len(skips),
-            "by_reason": dict(Counter(code for _, _, code, _ in skips)),
-            "steps": [
-                {"index": index, "at": _iso(to_ms(as_of)), "level": L0, "reason": reason}
-                for index, as_of, _, reason in skips
-            ],
-        },
+        "skipped": _skipped(skips),
         "usage": _usage(backtest, finished_at),
-        "ledger": selectors.ledger(_scope(backtest)).to_dict(),
-        "calibration": selectors.calibration(_scope(backtest)),
-        "monitors": selectors.monitor_report(_scope(backtest)),
+        "ledger": selectors.ledger(scope).to_dict(),
+        "calibration": selectors.calibration(scope),
+        "monitors": selectors.monitor_report(scope),
         "leakage": selectors.contamination(
             start=backtest.start,
             ai_model_ids=[seat["ai_model"] for seat in backtest.participants],
         ),
+    }
+
+
+def _runs(backtest: Backtest, steps: list[StepRecord]) -> list[RuleRun]:
+    """Return every rule run through the simulated account over ``steps`` (none when no
+    step's debate completed: there is nothing to score)."""
+    if not any(step.completed for step in steps):
+        return []
+    strategy = backtest.strategy
+    return run_rules(
+        steps,
+        seats=[
+            (participant_label(order + 1), seat["personality"])
+            for order, seat in enumerate(backtest.participants)
+        ],
+        tapes=_tapes(backtest, steps),
+        account=Account(
+            balance=backtest.starting_balance,
+            fee_rate=backtest.fee_rate,
+            slippage_bps=backtest.slippage_bps,
+            limits=strategy_risk_limits(strategy),
+        ),
+        consensus_limits=consensus_limits(strategy),
+        coins=backtest.coins,
+        end_ms=to_ms(backtest.end),
+        step_minutes=backtest.interval_minutes,
+        horizon_ms=backtest.horizon_minutes * 60_000,
+    )
+
+
+def _skipped(skips: list[tuple[int, datetime, str, str]]) -> dict[str, Any]:
+    """Return how many steps were skipped at L0, by reason code, and each one's reason."""
+    return {
+        "count": len(skips),
+        "by_reason": dict(Counter(code for _, _, code, _ in skips)),
+        "steps": [
+            {"index": index, "at": _iso(to_ms(as_of)), "level": L0, "reason": reason}
+            for index, as_of, _, reason in skips
+        ],
     }
 
 

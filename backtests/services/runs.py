@@ -128,27 +128,14 @@ def _advance(backtest: Backtest) -> bool:
         if status is not None and status not in DEBATE_TERMINAL
     ]
     ended = len(steps) - len(running)
-    try:
-        _review_ended(backtest, steps, now=now)
-    except Exception as exc:
-        logger.exception("backtest %s: a step's review could not be made", backtest.pk)
-        _fail(backtest, code="review_failed", message=f"{type(exc).__name__}: {exc}")
+    if not _review_ended(backtest, steps, now=now):
         return False
     if ended != backtest.steps_done:
         transitions.progressed(backtest, steps_done=ended)
     if ended == backtest.steps_total:
         _finish(backtest)
         return False
-    room = settings.BACKTEST_DEBATES_IN_FLIGHT - len(running)
-    if room > 0:
-        try:
-            _start_steps(backtest, first=len(steps), count=room, running=running)
-        except ApplicationError as exc:
-            # The template no longer makes a debate (a model disabled, the strategy
-            # deleted): the run cannot go on.
-            _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
-            return False
-    return True
+    return _start_next(backtest, first=len(steps), running=running)
 
 
 def _review_settings(backtest: Backtest) -> ReviewSettings:
@@ -158,23 +145,47 @@ def _review_settings(backtest: Backtest) -> ReviewSettings:
     )
 
 
-def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> None:
+def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> bool:
     """Review the debates of ``steps`` (instant, debate id, status, review id) that
     completed and are not reviewed yet, over the backtest's horizon, once they are due
     (a backtest replays the dataset: a step whose horizon passes its end never is). A
     step's debate row another transaction holds is waited for, not skipped: the advance
-    that finds every step ended makes the report at once, with every review."""
-    debates_review(
-        debate_ids=[
-            debate_id
-            for as_of, debate_id, status, review_id in steps
-            if status == DebateStatus.COMPLETED
-            and review_id is None
-            and is_due(as_of, MarketSource.DATASET, backtest.horizon_minutes, now=now)
-        ],
-        settings=_review_settings(backtest),
-        wait=True,
-    )
+    that finds every step ended makes the report at once, with every review.
+
+    Return whether the run goes on: a review that cannot be made fails the backtest."""
+    try:
+        debates_review(
+            debate_ids=[
+                debate_id
+                for as_of, debate_id, status, review_id in steps
+                if status == DebateStatus.COMPLETED
+                and review_id is None
+                and is_due(as_of, MarketSource.DATASET, backtest.horizon_minutes, now=now)
+            ],
+            settings=_review_settings(backtest),
+            wait=True,
+        )
+    except Exception as exc:
+        logger.exception("backtest %s: a step's review could not be made", backtest.pk)
+        _fail(backtest, code="review_failed", message=f"{type(exc).__name__}: {exc}")
+        return False
+    return True
+
+
+def _start_next(backtest: Backtest, *, first: int, running: list[datetime]) -> bool:
+    """Start the debates of the steps from ``first`` while fewer than
+    ``BACKTEST_DEBATES_IN_FLIGHT`` run (those of ``running``, their instants); return
+    whether the run goes on: a template that no longer makes a debate (a model
+    disabled, the strategy deleted) fails the backtest."""
+    room = settings.BACKTEST_DEBATES_IN_FLIGHT - len(running)
+    if room <= 0:
+        return True
+    try:
+        _start_steps(backtest, first=first, count=room, running=running)
+    except ApplicationError as exc:
+        _fail(backtest, code="step_refused", message=f"{exc.message} {exc.fields}")
+        return False
+    return True
 
 
 def _reads_a_running_step(backtest: Backtest, as_of: datetime, running: list[datetime]) -> bool:

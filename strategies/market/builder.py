@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from strategies.market.coins import MAX_CANDIDATES, SOURCE_TAGS, CoinSelection, SelectedCoin
-from strategies.market.concurrency import run_all
+from strategies.market.concurrency import run_requests
 from strategies.market.exceptions import MarketDataError, OpenInterestUnavailableError
 from strategies.market.indicators import (
     INDICATOR_NAMES,
@@ -68,18 +69,8 @@ class SnapshotSpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        coins = tuple(_coin(item) for item in self.coins)
-        if not 1 <= len(coins) <= MAX_CANDIDATES:
-            raise ValueError(f"a snapshot needs 1 to {MAX_CANDIDATES} coins, got {len(coins)}")
-        symbols = [coin.symbol for coin in coins]
-        if len(set(symbols)) != len(symbols):
-            raise ValueError(f"duplicate coins in {', '.join(symbols)}")
-        unknown = [tf for tf in self.timeframes if tf not in TIMEFRAMES]
-        if unknown or not self.timeframes:
-            raise ValueError(
-                f"timeframes must be some of {', '.join(TIMEFRAMES)}, got {list(self.timeframes)}"
-            )
-        timeframes = tuple(tf for tf in TIMEFRAMES if tf in self.timeframes)
+        coins = _checked_coins(self.coins)
+        timeframes = _checked_timeframes(self.timeframes)
         rows = {tf: _rows_for(self.rows, tf) for tf in timeframes}
         check_duration(self.oi_duration)
         object.__setattr__(self, "coins", coins)
@@ -105,113 +96,171 @@ class SnapshotSpec:
 def build_snapshot(spec: SnapshotSpec, source: MarketSource) -> MarketSnapshot:
     """Return the snapshot of ``spec.coins`` from ``source`` at ``spec.as_of``."""
     as_of = (spec.as_of or source.default_as_of()).replace(microsecond=0)
-    tasks: list[Callable[[], Any]] = []
-    slots: list[tuple[int, str]] = []
-
-    def add(index: int, what: str, task: Callable[[], Any]) -> None:
-        tasks.append(task)
-        slots.append((index, what))
-
-    for index, coin in enumerate(spec.coins):
-        symbol = coin.symbol
-        for timeframe in spec.timeframes:
-            add(
-                index,
-                timeframe,
-                lambda s=symbol, tf=timeframe: source.fetch_candles(
-                    s, tf, history_rows(spec.rows_for(tf)), as_of, min_rows=spec.rows_for(tf)
-                ),
-            )
-        add(index, "price", lambda s=symbol: source.fetch_price(s, as_of))
-        if spec.include_funding:
-            add(index, "funding", lambda s=symbol: source.fetch_funding_rate(s, as_of))
-        if spec.include_open_interest:
-            add(index, "oi", lambda s=symbol: source.fetch_open_interest(s, as_of))
-            add(
-                index,
-                "oi_growth",
-                lambda s=symbol: open_interest_growth(source, s, spec.oi_duration, as_of),
-            )
-    outcomes = run_all(tasks, source.max_concurrency)
-    results: list[dict[str, Any]] = [{} for _ in spec.coins]
-    for (index, what), outcome in zip(slots, outcomes, strict=True):
-        if isinstance(outcome, Exception) and not isinstance(outcome, MarketDataError):
-            raise outcome
-        results[index][what] = outcome
-
-    notes = list(spec.notes)
+    notes = _Notes(list(spec.notes))
     coins: list[CoinSnapshot] = []
-    short_warmup: dict[str, list[str]] = {}
-    oi_missing: list[str] = []
-    for index, coin in enumerate(spec.coins):
-        result = results[index]
+    for index, (coin, fetched) in enumerate(
+        zip(spec.coins, _fetch(spec, source, as_of), strict=True)
+    ):
         failure = next(
-            (
-                result[key]
-                for key in (*spec.timeframes, "price")
-                if isinstance(result[key], Exception)
-            ),
-            None,
+            (fetched[key] for key in (*spec.timeframes, "price") if _failed(fetched[key])), None
         )
-        if failure is not None:
-            if index == 0:
-                raise failure
-            notes.append(f"{coin.symbol} dropped: {failure}")
-            continue
-        views = []
-        for timeframe in spec.timeframes:
-            candles: list[Candle] = result[timeframe]
-            rows = spec.rows_for(timeframe)
-            if len(candles) < history_rows(rows):
-                short_warmup.setdefault(f"{timeframe} ({len(candles)} candles)", []).append(
-                    coin.symbol
-                )
-            views.append(
-                TimeframeView(
-                    timeframe=timeframe,
-                    candles=tuple(candles[-rows:]),
-                    indicators=compute_indicators(candles, spec.indicators),
-                )
-            )
-        funding = _optional(result.get("funding"), f"{coin.symbol} funding", notes)
-        open_interest = _optional(result.get("oi"), f"{coin.symbol} open interest", notes)
-        growth = result.get("oi_growth")
-        change = None
-        if isinstance(growth, OpenInterestUnavailableError):
-            oi_missing.append(coin.symbol)
-        elif growth is not None:
-            change = _optional(growth, f"{coin.symbol} open-interest growth", notes)
-            change = None if change is None else change.change_pct
-        coins.append(
-            CoinSnapshot(
-                symbol=coin.symbol,
-                source_tag=coin.source_tag,
-                price=result["price"],
-                timeframes=tuple(views),
-                funding_rate=funding,
-                open_interest=open_interest,
-                open_interest_change_pct=change,
-            )
-        )
-    for label, symbols in short_warmup.items():
-        notes.append(
-            f"indicator warm-up shortened by the data window: {label} for {', '.join(symbols)}"
-        )
-    if any(coin.open_interest_change_pct is not None for coin in coins):
-        notes.append(f"open-interest change is over the last {spec.oi_duration}")
-    if oi_missing:
-        notes.append(
-            f"open-interest growth not available on the {source.name} source "
-            f"for {', '.join(oi_missing)}"
-        )
+        if failure is None:
+            coins.append(_coin_snapshot(spec, coin, fetched, notes))
+        elif index == 0:
+            raise failure  # without its primary coin the debate has nothing to decide
+        else:
+            notes.lines.append(f"{coin.symbol} dropped: {failure}")
     return MarketSnapshot(
         source=source.name,
         exchange=source.exchange,
         as_of=as_of.strftime("%Y-%m-%dT%H:%M:%SZ"),
         coins=tuple(coins),
         credit=source.credit,
-        notes=tuple(notes),
+        notes=notes.closed(coins, spec.oi_duration, source.name),
     )
+
+
+def _fetch(spec: SnapshotSpec, source: MarketSource, as_of: datetime) -> list[dict[str, Any]]:
+    """Return, per coin, what each of its requests gave (a value or a ``MarketDataError``),
+    all requests run side by side."""
+    requests = [
+        (index, what, task)
+        for index, coin in enumerate(spec.coins)
+        for what, task in _requests(spec, source, coin.symbol, as_of).items()
+    ]
+    outcomes = run_requests([task for _, _, task in requests], source.max_concurrency)
+    fetched: list[dict[str, Any]] = [{} for _ in spec.coins]
+    for (index, what, _), outcome in zip(requests, outcomes, strict=True):
+        fetched[index][what] = outcome
+    return fetched
+
+
+def _requests(
+    spec: SnapshotSpec, source: MarketSource, symbol: str, as_of: datetime
+) -> dict[str, Callable[[], Any]]:
+    """Return the requests of one coin by what they fetch: each timeframe's candles, the
+    price, and the funding and open interest the spec asks for."""
+    requests: dict[str, Callable[[], Any]] = {
+        tf: partial(
+            source.fetch_candles,
+            symbol,
+            tf,
+            history_rows(spec.rows_for(tf)),
+            as_of,
+            min_rows=spec.rows_for(tf),
+        )
+        for tf in spec.timeframes
+    }
+    requests["price"] = partial(source.fetch_price, symbol, as_of)
+    if spec.include_funding:
+        requests["funding"] = partial(source.fetch_funding_rate, symbol, as_of)
+    if spec.include_open_interest:
+        requests["oi"] = partial(source.fetch_open_interest, symbol, as_of)
+        requests["oi_growth"] = partial(
+            open_interest_growth, source, symbol, spec.oi_duration, as_of
+        )
+    return requests
+
+
+@dataclass
+class _Notes:
+    """The notes of a snapshot as its coins are built: ``lines`` in coin order, and what
+    is said once for all coins after them."""
+
+    lines: list[str]
+    short_warmup: dict[str, list[str]] = field(default_factory=dict)
+    oi_missing: list[str] = field(default_factory=list)
+
+    def optional(self, value: Any, what: str) -> Any:
+        """Return ``value``, or None with a note when it is an error."""
+        if _failed(value):
+            self.lines.append(f"{what} unavailable: {value}")
+            return None
+        return value
+
+    def closed(self, coins: list[CoinSnapshot], oi_duration: str, source: str) -> tuple[str, ...]:
+        """Return every note: the coins' own, then those said once for all of them."""
+        lines = list(self.lines)
+        lines.extend(
+            f"indicator warm-up shortened by the data window: {label} for {', '.join(symbols)}"
+            for label, symbols in self.short_warmup.items()
+        )
+        if any(coin.open_interest_change_pct is not None for coin in coins):
+            lines.append(f"open-interest change is over the last {oi_duration}")
+        if self.oi_missing:
+            lines.append(
+                f"open-interest growth not available on the {source} source "
+                f"for {', '.join(self.oi_missing)}"
+            )
+        return tuple(lines)
+
+
+def _coin_snapshot(
+    spec: SnapshotSpec, coin: SelectedCoin, fetched: dict[str, Any], notes: _Notes
+) -> CoinSnapshot:
+    """Return the snapshot of a coin whose candles and price were fetched."""
+    return CoinSnapshot(
+        symbol=coin.symbol,
+        source_tag=coin.source_tag,
+        price=fetched["price"],
+        timeframes=tuple(
+            _view(spec, timeframe, fetched[timeframe], coin.symbol, notes)
+            for timeframe in spec.timeframes
+        ),
+        funding_rate=notes.optional(fetched.get("funding"), f"{coin.symbol} funding"),
+        open_interest=notes.optional(fetched.get("oi"), f"{coin.symbol} open interest"),
+        open_interest_change_pct=_oi_change(fetched.get("oi_growth"), coin.symbol, notes),
+    )
+
+
+def _view(
+    spec: SnapshotSpec, timeframe: str, candles: list[Candle], symbol: str, notes: _Notes
+) -> TimeframeView:
+    """Return the rows shown of ``timeframe`` and its indicators over every candle."""
+    rows = spec.rows_for(timeframe)
+    if len(candles) < history_rows(rows):
+        label = f"{timeframe} ({len(candles)} candles)"
+        notes.short_warmup.setdefault(label, []).append(symbol)
+    return TimeframeView(
+        timeframe=timeframe,
+        candles=tuple(candles[-rows:]),
+        indicators=compute_indicators(candles, spec.indicators),
+    )
+
+
+def _oi_change(growth: Any, symbol: str, notes: _Notes) -> float | None:
+    """Return the open-interest change in percent; a source without the history is
+    noted once for all its coins, any other failure per coin."""
+    if growth is None:
+        return None
+    if isinstance(growth, OpenInterestUnavailableError):
+        notes.oi_missing.append(symbol)
+        return None
+    found = notes.optional(growth, f"{symbol} open-interest growth")
+    return None if found is None else found.change_pct
+
+
+def _failed(value: Any) -> bool:
+    return isinstance(value, MarketDataError)
+
+
+def _checked_coins(items: Iterable[SelectedCoin | Iterable[str]]) -> tuple[SelectedCoin, ...]:
+    """Return ``items`` as coins; refuse too few, too many or the same one twice."""
+    coins = tuple(_coin(item) for item in items)
+    if not 1 <= len(coins) <= MAX_CANDIDATES:
+        raise ValueError(f"a snapshot needs 1 to {MAX_CANDIDATES} coins, got {len(coins)}")
+    symbols = [coin.symbol for coin in coins]
+    if len(set(symbols)) != len(symbols):
+        raise ValueError(f"duplicate coins in {', '.join(symbols)}")
+    return coins
+
+
+def _checked_timeframes(timeframes: Iterable[str]) -> tuple[str, ...]:
+    """Return ``timeframes`` in ``TIMEFRAMES`` order; refuse none or an unknown one."""
+    given = tuple(timeframes)
+    if not given or any(tf not in TIMEFRAMES for tf in given):
+        raise ValueError(f"timeframes must be some of {', '.join(TIMEFRAMES)}, got {list(given)}")
+    return tuple(tf for tf in TIMEFRAMES if tf in given)
 
 
 def _coin(item: SelectedCoin | Iterable[str]) -> SelectedCoin:
@@ -228,11 +277,4 @@ def _rows_for(rows: int | Mapping[str, int], timeframe: str) -> int:
     value = rows.get(timeframe, DEFAULT_ROWS) if isinstance(rows, Mapping) else rows
     if not isinstance(value, int) or not 1 <= value <= MAX_ROWS:
         raise ValueError(f"rows for {timeframe} must be between 1 and {MAX_ROWS}, got {value!r}")
-    return value
-
-
-def _optional(value: Any, what: str, notes: list[str]) -> Any:
-    if isinstance(value, Exception):
-        notes.append(f"{what} unavailable: {value}")
-        return None
     return value

@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from strategies.market.exceptions import MarketDataError
+
 T = TypeVar("T")
 
 
@@ -21,6 +23,18 @@ def run_all(tasks: Sequence[Callable[[], T]], max_workers: int) -> list[T | Exce
         max_workers=min(max_workers, len(tasks)), thread_name_prefix="market"
     ) as pool:
         return list(pool.map(_outcome, tasks))
+
+
+def run_requests(tasks: Sequence[Callable[[], T]], max_workers: int) -> list[T | MarketDataError]:
+    """Run ``tasks`` as ``run_all`` does; return each result or its ``MarketDataError``.
+
+    Any other error is a fault, not missing data: the first one, in task order, is raised.
+    """
+    outcomes = run_all(tasks, max_workers)
+    for outcome in outcomes:
+        if isinstance(outcome, Exception) and not isinstance(outcome, MarketDataError):
+            raise outcome
+    return outcomes  # type: ignore[return-value]  # every error left is a MarketDataError
 
 
 def _outcome(task: Callable[[], T]) -> T | Exception:

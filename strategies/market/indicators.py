@@ -21,7 +21,8 @@ that the series is too short for is None.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import talib
@@ -57,28 +58,73 @@ def compute_indicators(
     selected = check_indicators(selection)
     if not candles or not selected:
         return Indicators()
-    close = np.array([candle.close for candle in candles], dtype=np.float64)
+    series = _Series.of(candles)
     values: dict[str, float | None] = {}
-    if "ema" in selected:
-        values["ema20"] = _last(talib.EMA(close, timeperiod=20))
-        values["ema50"] = _last(talib.EMA(close, timeperiod=50))
-    if "macd" in selected:
-        macd, signal, hist = talib.MACD(close, fastperiod=12, slowperiod=26, signalperiod=9)
-        values.update(macd=_last(macd), macd_signal=_last(signal), macd_hist=_last(hist))
-    if "rsi" in selected:
-        values["rsi14"] = _last(talib.RSI(close, timeperiod=14))
-    if "atr" in selected:
-        high = np.array([candle.high for candle in candles], dtype=np.float64)
-        low = np.array([candle.low for candle in candles], dtype=np.float64)
-        values["atr14"] = _last(talib.ATR(high, low, close, timeperiod=14))
-    if "bollinger" in selected:
-        upper, middle, lower = talib.BBANDS(
-            close, timeperiod=20, nbdevup=2.0, nbdevdn=2.0, matype=talib.MA_Type.SMA
-        )
-        values.update(bb_upper=_last(upper), bb_middle=_last(middle), bb_lower=_last(lower))
-    if "volume_change" in selected:
-        values["volume_change"] = volume_change([candle.volume for candle in candles])
+    for name in selected:
+        values.update(_COMPUTE[name](series))
     return Indicators(**values)
+
+
+@dataclass(frozen=True)
+class _Series:
+    """The columns of a candle series that the indicators read."""
+
+    close: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    volumes: list[float]
+
+    @classmethod
+    def of(cls, candles: Sequence[Candle]) -> _Series:
+        """Return the columns of ``candles`` (oldest first)."""
+
+        def column(name: str) -> np.ndarray:
+            return np.array([getattr(candle, name) for candle in candles], dtype=np.float64)
+
+        volumes = [candle.volume for candle in candles]
+        return cls(close=column("close"), high=column("high"), low=column("low"), volumes=volumes)
+
+
+def _ema(series: _Series) -> dict[str, float | None]:
+    return {
+        "ema20": _last(talib.EMA(series.close, timeperiod=20)),
+        "ema50": _last(talib.EMA(series.close, timeperiod=50)),
+    }
+
+
+def _macd(series: _Series) -> dict[str, float | None]:
+    macd, signal, hist = talib.MACD(series.close, fastperiod=12, slowperiod=26, signalperiod=9)
+    return {"macd": _last(macd), "macd_signal": _last(signal), "macd_hist": _last(hist)}
+
+
+def _rsi(series: _Series) -> dict[str, float | None]:
+    return {"rsi14": _last(talib.RSI(series.close, timeperiod=14))}
+
+
+def _atr(series: _Series) -> dict[str, float | None]:
+    return {"atr14": _last(talib.ATR(series.high, series.low, series.close, timeperiod=14))}
+
+
+def _bollinger(series: _Series) -> dict[str, float | None]:
+    upper, middle, lower = talib.BBANDS(
+        series.close, timeperiod=20, nbdevup=2.0, nbdevdn=2.0, matype=talib.MA_Type.SMA
+    )
+    return {"bb_upper": _last(upper), "bb_middle": _last(middle), "bb_lower": _last(lower)}
+
+
+def _volume_change(series: _Series) -> dict[str, float | None]:
+    return {"volume_change": volume_change(series.volumes)}
+
+
+# Each indicator a strategy can select and the values it fills in ``Indicators``.
+_COMPUTE: dict[str, Callable[[_Series], dict[str, float | None]]] = {
+    "ema": _ema,
+    "macd": _macd,
+    "rsi": _rsi,
+    "atr": _atr,
+    "bollinger": _bollinger,
+    "volume_change": _volume_change,
+}
 
 
 def volume_change(volumes: Sequence[float], window: int = VOLUME_CHANGE_WINDOW) -> float | None:

@@ -296,7 +296,7 @@ class LiveSource:
     def _new_exchange(self) -> ccxt.Exchange:
         exchange = self._exchange_class({**self._config, "session": ccxt_session()})
         if self._api_urls is not None:
-            exchange.urls["api"] = _override_urls(exchange.urls["api"], self._api_urls)
+            exchange.urls["api"] = override_api_urls(exchange.urls["api"], self._api_urls)
         return exchange
 
     @contextmanager
@@ -419,7 +419,7 @@ def _is_plain(unified: str) -> bool:
     return "-" not in unified.partition(":")[2]
 
 
-def _override_urls(urls: Any, override: Mapping[str, str] | str) -> Any:
+def override_api_urls(urls: Any, override: Mapping[str, str] | str) -> Any:
     """Return ccxt ``urls['api']`` moved to ``override``'s host, or updated from a mapping."""
     if isinstance(override, Mapping):
         return {**urls, **override} if isinstance(urls, Mapping) else urls
@@ -427,5 +427,5 @@ def _override_urls(urls: Any, override: Mapping[str, str] | str) -> Any:
     if isinstance(urls, str):
         return base + urlsplit(urls).path
     if isinstance(urls, Mapping):
-        return {key: _override_urls(value, base) for key, value in urls.items()}
+        return {key: override_api_urls(value, base) for key, value in urls.items()}
     return urls

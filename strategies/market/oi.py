@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
-from strategies.market.concurrency import run_all
+from strategies.market.concurrency import run_requests
 from strategies.market.exceptions import (
     MarketDataError,
     OpenInterestUnavailableError,
@@ -113,37 +114,42 @@ def rank_open_interest_growth(
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     moment = source.default_as_of() if as_of is None else require_utc(as_of)
-    symbols = (
-        list(normalize_symbols(universe))
-        if universe is not None
-        else source.available_symbols()[:universe_size]
-    )
-    if not symbols:
-        raise OpenInterestUnavailableError(f"the {source.name} source lists no symbols")
-    outcomes = run_all(
-        [
-            lambda symbol=symbol: open_interest_growth(source, symbol, duration, moment)
-            for symbol in symbols
-        ],
+    symbols = _universe(source, universe, universe_size)
+    outcomes = run_requests(
+        [partial(open_interest_growth, source, symbol, duration, moment) for symbol in symbols],
         source.max_concurrency,
     )
     entries = [outcome for outcome in outcomes if isinstance(outcome, OpenInterestGrowth)]
-    errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
-    for error in errors:
-        if not isinstance(error, MarketDataError):
-            raise error
+    errors = [outcome for outcome in outcomes if isinstance(outcome, MarketDataError)]
     if not entries:
-        if all(isinstance(error, OpenInterestUnavailableError) for error in errors):
-            messages = {str(error) for error in errors}
-            raise OpenInterestUnavailableError(
-                messages.pop()
-                if len(messages) == 1
-                else f"no usable open-interest history for any of {len(symbols)} symbols, "
-                f"e.g. {errors[0]}"
-            )
-        raise SourceUnavailableError(
-            f"no open interest could be fetched for {len(symbols)} symbols, e.g. {errors[0]}"
-        )
+        raise _nothing_ranked(errors, len(symbols))
     entries.sort(key=lambda entry: (-entry.change_pct, entry.symbol))
     notes = tuple(f"open interest skipped: {error}" for error in errors)
     return OpenInterestRanking(tuple(entries[:limit]), notes)
+
+
+def _universe(source: MarketSource, universe: Sequence[str] | None, size: int) -> list[str]:
+    """Return the symbols to rank: ``universe`` when given, else the source's ``size``
+    most liquid; refuse an empty list."""
+    if universe is not None:
+        symbols = list(normalize_symbols(universe))
+    else:
+        symbols = source.available_symbols()[:size]
+    if not symbols:
+        raise OpenInterestUnavailableError(f"the {source.name} source lists no symbols")
+    return symbols
+
+
+def _nothing_ranked(errors: list[MarketDataError], count: int) -> MarketDataError:
+    """Return the error of a ranking in which none of ``count`` symbols had a growth:
+    the source has no open interest for them, or it could not be fetched."""
+    if not all(isinstance(error, OpenInterestUnavailableError) for error in errors):
+        return SourceUnavailableError(
+            f"no open interest could be fetched for {count} symbols, e.g. {errors[0]}"
+        )
+    messages = {str(error) for error in errors}
+    if len(messages) == 1:
+        return OpenInterestUnavailableError(messages.pop())
+    return OpenInterestUnavailableError(
+        f"no usable open-interest history for any of {count} symbols, e.g. {errors[0]}"
+    )

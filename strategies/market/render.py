@@ -17,6 +17,7 @@ has a bounded width, notes are capped in number and length, so the text is bound
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from datetime import UTC, datetime
 
 from strategies.market.snapshot import (
@@ -238,26 +239,25 @@ def _indicator_values(indicators: Indicators) -> dict[str, str]:
     return values
 
 
+# Each part of the indicator line: the values that show it, and its text ("n/a" for a
+# value missing beside them).
+_INDICATOR_PARTS = (
+    (("ema20", "ema50"), "EMA20 {ema20} EMA50 {ema50}"),
+    (("macd",), "MACD(12,26,9) {macd} signal {macd_signal} hist {macd_hist}"),
+    (("rsi14",), "RSI14 {rsi14}"),
+    (("atr14",), "ATR14 {atr14}"),
+    (("bb_middle",), "BB(20,2) {bb_upper}/{bb_middle}/{bb_lower}"),
+    (("volume_change",), "volume {volume_change} vs 20-candle mean"),
+)
+
+
 def _indicator_line(values: dict[str, str]) -> str:
-    parts = []
-    if "ema20" in values or "ema50" in values:
-        parts.append(f"EMA20 {values.get('ema20', 'n/a')} EMA50 {values.get('ema50', 'n/a')}")
-    if "macd" in values:
-        parts.append(
-            f"MACD(12,26,9) {values['macd']} signal {values.get('macd_signal', 'n/a')} "
-            f"hist {values.get('macd_hist', 'n/a')}"
-        )
-    if "rsi14" in values:
-        parts.append(f"RSI14 {values['rsi14']}")
-    if "atr14" in values:
-        parts.append(f"ATR14 {values['atr14']}")
-    if "bb_middle" in values:
-        parts.append(
-            f"BB(20,2) {values.get('bb_upper', 'n/a')}/{values['bb_middle']}/"
-            f"{values.get('bb_lower', 'n/a')}"
-        )
-    if "volume_change" in values:
-        parts.append(f"volume {values['volume_change']} vs 20-candle mean")
+    shown = defaultdict(lambda: "n/a", values)
+    parts = [
+        text.format_map(shown)
+        for keys, text in _INDICATOR_PARTS
+        if any(key in values for key in keys)
+    ]
     return "indicators: " + " | ".join(parts)
 
 
@@ -267,24 +267,25 @@ def _change(coin: CoinSnapshot, as_of_ms: int | None) -> tuple[str, float] | Non
     The reference is the latest close at least 24 hours before ``as_of`` in any timeframe
     shown, else the earliest close shown; the label gives the real span (``24h``, ``36h``).
     """
-    if as_of_ms is None:
+    closes = _closes(coin)
+    if as_of_ms is None or not closes:
         return None
-    target = as_of_ms - TIMEFRAME_MS["1d"]
-    closes = [
+    before = [item for item in closes if item[0] <= as_of_ms - TIMEFRAME_MS["1d"]]
+    close_time, reference = max(before) if before else min(closes)
+    if reference <= 0 or close_time >= as_of_ms:
+        return None
+    hours = round((as_of_ms - close_time) / 3_600_000)
+    return (f"{hours}h" if hours >= 1 else "<1h"), (coin.price / reference - 1.0) * 100.0
+
+
+def _closes(coin: CoinSnapshot) -> list[tuple[int, float]]:
+    """Return (close time in ms, close) of every candle shown of ``coin``."""
+    return [
         (candle.open_time + TIMEFRAME_MS[view.timeframe], candle.close)
         for view in coin.timeframes
         if view.timeframe in TIMEFRAME_MS
         for candle in view.candles
     ]
-    if not closes:
-        return None
-    before = [item for item in closes if item[0] <= target]
-    close_time, reference = max(before) if before else min(closes)
-    if reference <= 0 or close_time >= as_of_ms:
-        return None
-    hours = round((as_of_ms - close_time) / 3_600_000)
-    label = f"{hours}h" if hours >= 1 else "<1h"
-    return label, (coin.price / reference - 1.0) * 100.0
 
 
 def _parse_ms(as_of: str) -> int | None:
@@ -307,15 +308,17 @@ def _trend(coin: CoinSnapshot) -> str | None:
         ind = view.indicators
         if ind.ema20 is None or ind.ema50 is None:
             continue
-        close = view.candles[-1].close
-        if close > ind.ema20 > ind.ema50:
-            trend = "up (close > EMA20 > EMA50)"
-        elif close < ind.ema20 < ind.ema50:
-            trend = "down (close < EMA20 < EMA50)"
-        else:
-            trend = "mixed (EMA20 " + (">" if ind.ema20 > ind.ema50 else "<=") + " EMA50)"
-        text = f"trend {timeframe} {trend}"
+        text = f"trend {timeframe} {_ema_trend(view.candles[-1].close, ind.ema20, ind.ema50)}"
         if ind.rsi14 is not None:
             text += f"; RSI14 {timeframe} {ind.rsi14:.1f}"
         return text
     return None
+
+
+def _ema_trend(close: float, ema20: float, ema50: float) -> str:
+    """Return the trend the close and the two EMAs show, with why."""
+    if close > ema20 > ema50:
+        return "up (close > EMA20 > EMA50)"
+    if close < ema20 < ema50:
+        return "down (close < EMA20 < EMA50)"
+    return "mixed (EMA20 " + (">" if ema20 > ema50 else "<=") + " EMA50)"

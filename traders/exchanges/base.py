@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from traders.risk import Funds, MarketRules
+
+if TYPE_CHECKING:
+    from traders.models import Order
 
 BUY = "buy"
 SELL = "sell"
@@ -67,6 +70,18 @@ class OrderResult:
     filled: Decimal
     average_price: Decimal | None
     fee: Decimal
+
+    @classmethod
+    def stored(cls, order: Order) -> OrderResult:
+        """Return what a stored order records of the exchange's answer."""
+        return cls(
+            order_id=order.exchange_order_id,
+            client_order_id=order.client_order_id,
+            status=order.status,
+            filled=order.filled_quantity,
+            average_price=order.average_price,
+            fee=order.fee,
+        )
 
 
 class ExchangeAdapter(Protocol):

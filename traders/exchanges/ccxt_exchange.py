@@ -35,11 +35,11 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import ccxt
 
 from arena.outbound import OutboundRefused, ccxt_session, check_url
+from strategies.market.live import override_api_urls
 from strategies.market.symbols import from_ccxt, to_ccxt
 from traders.exchanges.base import (
     STOP_LOSS,
@@ -95,20 +95,19 @@ class _ScrubbingLogger(logging.LoggerAdapter):
 T = TypeVar("T")
 
 
-def override_api_urls(urls: Any, base_url: str) -> Any:
-    """Return ccxt ``urls['api']`` moved to ``base_url``'s host, keeping every path."""
-    base = base_url.rstrip("/")
-    if isinstance(urls, str):
-        return base + urlsplit(urls).path
-    if isinstance(urls, Mapping):
-        return {key: override_api_urls(value, base) for key, value in urls.items()}
-    return urls
-
-
 def _decimal(value: Any) -> Decimal | None:
     if value is None or value == "":
         return None
     return Decimal(str(value))
+
+
+def _reported_fee(order: Mapping[str, Any]) -> Decimal | None:
+    """Return the sum of the fees an order answer reports, None when it reports none."""
+    fees = order.get("fees") or ([order["fee"]] if order.get("fee") else [])
+    known = [_decimal(fee.get("cost")) for fee in fees if fee and fee.get("cost") is not None]
+    if not known:
+        return None
+    return sum((value for value in known if value is not None), Decimal("0"))
 
 
 class CcxtExchange:
@@ -344,10 +343,11 @@ class CcxtExchange:
         )
 
     def _fee(self, symbol: str, order: Mapping[str, Any], order_id: str) -> Decimal:
-        fees = order.get("fees") or ([order["fee"]] if order.get("fee") else [])
-        known = [_decimal(fee.get("cost")) for fee in fees if fee and fee.get("cost") is not None]
-        if known:
-            return sum((value for value in known if value is not None), Decimal("0"))
+        """Return the fee of a filled order: as its answer reports it, else, on Binance,
+        from its trades; else none."""
+        reported = _reported_fee(order)
+        if reported is not None:
+            return reported
         if self.name != "binanceusdm" or not order_id:
             return Decimal("0")
         # Binance's order answer has no fee: its trades carry the commission.

@@ -113,17 +113,6 @@ def _position_side(order_side: str, reduce_only: bool) -> str:
     return PositionSide.SHORT if opens == PositionSide.LONG else PositionSide.LONG
 
 
-def _result(order: Order) -> OrderResult:
-    return OrderResult(
-        order_id=order.exchange_order_id,
-        client_order_id=order.client_order_id,
-        status=order.status,
-        filled=order.filled_quantity,
-        average_price=order.average_price,
-        fee=order.fee,
-    )
-
-
 class PaperExchange:
     """The paper exchange account of one trader."""
 
@@ -175,7 +164,7 @@ class PaperExchange:
         ).first()
         if order is None or order.status == OrderStatus.NEW:
             raise OrderNotFound(f"no paper order {client_order_id}")
-        return _result(order)
+        return OrderResult.stored(order)
 
     # writes
 
@@ -202,7 +191,7 @@ class PaperExchange:
                 trader, client_order_id, symbol, side, OrderType.MARKET, quantity, reduce_only
             )
             if order.status != OrderStatus.NEW:
-                return _result(order)
+                return OrderResult.stored(order)
             try:
                 return self._fill_market(trader, order)
             except _Rejected as exc:
@@ -228,7 +217,7 @@ class PaperExchange:
         order.fee = fee
         order.position = position
         order.save()
-        return _result(order)
+        return OrderResult.stored(order)
 
     def protective_order(
         self,
@@ -246,7 +235,7 @@ class PaperExchange:
             trader = locks.lock_trader(trader_id=self.trader_id)
             order = self._order(trader, client_order_id, symbol, side, order_type, quantity, True)
             if order.status != OrderStatus.NEW:
-                return _result(order)
+                return OrderResult.stored(order)
             try:
                 return self._rest(trader, order, kind, trigger_price)
             except _Rejected as exc:
@@ -272,7 +261,7 @@ class PaperExchange:
         order.save()
         field = "stop_loss_price" if kind == STOP_LOSS else "take_profit_price"
         Position.objects.filter(pk=position.pk).update(**{field: trigger_price})
-        return _result(order)
+        return OrderResult.stored(order)
 
     def cancel_order(
         self, symbol: str, client_order_id: str, *, conditional: bool = False
@@ -288,7 +277,7 @@ class PaperExchange:
             if order.status == OrderStatus.OPEN:
                 order.status = OrderStatus.CANCELED
                 order.save(update_fields=["status", "updated_at"])
-            return _result(order)
+            return OrderResult.stored(order)
 
     def fill_trigger(self, *, order_id: int, price: Decimal) -> bool:
         """Fill a resting stop or take-profit order at ``price``, closing its position.

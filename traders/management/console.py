@@ -10,12 +10,14 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Model
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -25,9 +27,22 @@ from arena.exceptions import ApplicationError
 from debates.engine.personalities import PERSONALITIES
 from debates.models import AIModel
 
+# How often a command looks at the run it follows.
+POLL_S = 0.2
+
 
 class ConsoleCommand(BaseCommand):
     """A command that starts a run and follows it on the console."""
+
+    def console(self, options: dict[str, Any]) -> Console:
+        """Return the console this run prints to (``command_console``), with the
+        in-process worker's bookkeeping kept off it: the command's output is its own."""
+        quiet_task_logs()
+        return command_console(
+            stderr=options["json"],
+            no_color=options["no_color"],
+            force_color=options["force_color"],
+        )
 
     def run_from_argv(self, argv: list[str]) -> None:
         try:
@@ -124,6 +139,19 @@ def command_owner(username: str):
     return owner
 
 
+def personalities_of(text: str) -> list[str]:
+    """Return the personalities of ``--participants`` (comma-separated)."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def seats(models: list[AIModel], personalities: list[str]) -> list[dict[str, Any]]:
+    """Return the participants of a run's input: each seat's model and personality."""
+    return [
+        {"ai_model": model.pk, "personality": personality}
+        for model, personality in zip(models, personalities, strict=True)
+    ]
+
+
 def seat_models(owner, personalities: list[str], ids: str) -> list[AIModel]:
     """Return the models of the seats of ``personalities``: the owner's models of
     ``--models`` (comma-separated ids, one per seat), else the simulated model."""
@@ -133,14 +161,7 @@ def seat_models(owner, personalities: list[str], ids: str) -> list[AIModel]:
             f"--participants: unknown {', '.join(unknown)}; one of {', '.join(PERSONALITIES)}"
         )
     if ids:
-        try:
-            wanted = [int(i) for i in ids.split(",")]
-        except ValueError as exc:
-            raise CommandError("--models: give model ids, e.g. --models 3,4,5") from exc
-        found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
-        if len(wanted) != len(personalities) or set(wanted) - set(found):
-            raise CommandError("--models needs one model id of yours per participant")
-        return [found[i] for i in wanted]
+        return _owned_models(owner, ids, len(personalities))
     model, _ = AIModel.objects.get_or_create(
         owner=owner,
         provider="simulated",
@@ -148,6 +169,18 @@ def seat_models(owner, personalities: list[str], ids: str) -> list[AIModel]:
         defaults={"model_name": "simulated-v1"},
     )
     return [model] * len(personalities)
+
+
+def _owned_models(owner, ids: str, count: int) -> list[AIModel]:
+    """Return the owner's models of ``--models``, one per seat, in the order given."""
+    try:
+        wanted = [int(i) for i in ids.split(",")]
+    except ValueError as exc:
+        raise CommandError("--models: give model ids, e.g. --models 3,4,5") from exc
+    found = {m.pk: m for m in AIModel.objects.filter(owner=owner, pk__in=wanted)}
+    if len(wanted) != count or set(wanted) - set(found):
+        raise CommandError("--models needs one model id of yours per participant")
+    return [found[i] for i in wanted]
 
 
 def quiet_task_logs() -> None:
@@ -243,19 +276,43 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
+def poll(stop: StopSignals, timeout: float, ended: Callable[[], bool]) -> None:
+    """Call ``ended`` (which shows what is new) every ``POLL_S`` until it says the run
+    ended; raise ``Interrupted`` on a stop signal, checked before each call, and
+    ``TimedOut`` once ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stop.check()
+        if ended():
+            return
+        if time.monotonic() > deadline:
+            raise TimedOut
+        time.sleep(POLL_S)
+
+
 @contextmanager
 def cancelled_when_stopped(
-    console: Console, stop: StopSignals, timeout: float, run: str, cancel: Callable[[], str]
+    console: Console, stop: StopSignals, timeout: float, run: Model, cancel: Callable[[], Model]
 ) -> Iterator[None]:
-    """Follow ``run`` ("debate 7") within the block; on a stop signal or the timeout,
-    cancel it (``cancel`` returns its status after: an ended run stays as it ended) and
-    end the command saying so: 128 plus the signal, or a ``--timeout`` error."""
+    """Follow ``run`` (a debate or a backtest) within the block; on a stop signal or the
+    timeout, cancel it and end the command saying so ("debate 7 cancelled"): 128 plus
+    the signal, or a ``--timeout`` error. A run that has ended (``cancel`` refuses)
+    stays as it ended."""
     try:
         yield
     except Interrupted:
-        exit_interrupted(console, stop, f"Interrupted: {run} {cancel()}.")
+        exit_interrupted(console, stop, f"Interrupted: {_cancelled(run, cancel)}.")
     except TimedOut:
-        raise CommandError(f"--timeout: {timeout:g} s passed; {run} {cancel()}.") from None
+        raise CommandError(f"--timeout: {timeout:g} s passed; {_cancelled(run, cancel)}.") from None
+
+
+def _cancelled(run: Model, cancel: Callable[[], Model]) -> str:
+    """Cancel ``run`` unless it has ended; return it and its status ("debate 7 cancelled")."""
+    try:
+        status = cancel().status
+    except ApplicationError:
+        status = type(run).objects.get(pk=run.pk).status
+    return f"{run._meta.model_name} {run.pk} {status}"
 
 
 def exit_interrupted(console: Console, stop: StopSignals, line: str) -> NoReturn:

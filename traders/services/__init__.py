@@ -1,7 +1,7 @@
 """Every write to traders goes through these services."""
 
+from traders.services.execution_state import ExecutionBusy
 from traders.services.executions import (
-    ExecutionBusy,
     client_order_id,
     execution_abandon,
     execution_request,

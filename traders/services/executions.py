@@ -7,21 +7,11 @@ requests queue, so every one of them returns the same execution), then enqueues
 ``traders.execution_submit`` once the transaction commits.
 
 ``execution_submit`` runs the execution, idempotently: under a lease (one worker at a
-time), it plans the order with the strategy's risk limits (``traders.risk``), moves the
-execution to ``submitted`` and records the entry order *before* sending it, then sends
-it with a client order id derived from the decision. Whatever was recorded as possibly
-sent is looked up by client order id before being sent again, so a retry after a lost
-answer never trades twice. Opening decisions then get a reduce-only stop loss and take
-profit; when the stop loss cannot be placed, the position is closed again and the
-execution fails with the reason. A take profit the exchange refuses is recorded on the
-execution, which still fills: the position is protected by its stop.
-
-States: ``pending -> submitted -> filled``, ``pending | submitted -> failed``; each change
-is a compare-and-set and is announced on the debate's stream.
-
-Protective prices come from the entry's average fill price (the quoted price is only
-used for sizing and the pre-trade checks), so the stop sits exactly ``stop_loss`` away
-from where the position really opened.
+time), it brings a paper trader's clock to the debate's instant, then opens or closes
+the position, sending each order exactly once (``traders.services.orders``: the plan
+within the strategy's risk limits, the entry, the stop loss and take profit). Each
+change of the execution's state is a compare-and-set, announced on the debate's stream
+(``traders.services.execution_state``).
 """
 
 from __future__ import annotations
@@ -29,10 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -48,61 +35,26 @@ from debates.models import Debate, DebateStatus
 from strategies.market.dataset import DATASET_END
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
-from strategies.models import Strategy
 from traders import events, locks
 from traders.exceptions import AlreadyExecuted, NotExecutable, TraderStopped
 from traders.exchanges import exchange_for
-from traders.exchanges.base import (
-    BUY,
-    SELL,
-    STOP_LOSS,
-    TAKE_PROFIT,
-    ExchangeAdapter,
-    ExchangeError,
-    ExchangeUnavailable,
-    OrderNotFound,
-    OrderRejected,
-    OrderResult,
+from traders.exchanges.base import ExchangeUnavailable, OrderRejected
+from traders.models import Exchange, Execution, ExecutionStatus, Trader, TraderStatus
+from traders.risk import RiskRefused
+from traders.services.execution_state import (
+    FINAL_STATUSES,
+    UNFINISHED_STATUSES,
+    ExecutionBusy,
+    execution_finish,
+    execution_load,
 )
-from traders.models import (
-    Exchange,
-    Execution,
-    ExecutionStatus,
-    Order,
-    OrderStatus,
-    OrderType,
-    Trader,
-    TraderStatus,
-)
-from traders.risk import (
-    LONG,
-    SHORT,
-    RiskLimits,
-    RiskRefused,
-    open_intent,
-    plan_open,
-    protective_prices,
-)
+from traders.services.orders import position_close, position_open
 from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 from traders.services.staleness import staleness_check
 
 logger = logging.getLogger(__name__)
 
-FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED)
-UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
 CLIENT_ID_PREFIX = "arena"
-# Suffixes of the orders that follow the entry order of an execution.
-STOP_SUFFIX, TARGET_SUFFIX, UNWIND_SUFFIX = "S", "T", "X"
-
-
-class ExecutionBusy(Exception):
-    """Another worker is submitting this execution right now: try again later."""
-
-
-@dataclass(frozen=True)
-class _Sent:
-    order: Order
-    result: OrderResult
 
 
 def client_order_id(decision_id: int) -> str:
@@ -261,7 +213,7 @@ def execution_submit(*, execution_id: int) -> Execution:
     An unexpected error fails a still-pending execution (nothing was sent) and is raised
     again for a submitted one, which an operator can resubmit.
     """
-    execution = _load(execution_id)
+    execution = execution_load(execution_id)
     if execution.status in FINAL_STATUSES:
         return execution
     if not _lease_take(execution_id):
@@ -272,7 +224,7 @@ def execution_submit(*, execution_id: int) -> Execution:
         Execution.objects.filter(pk=execution_id).update(lease_until=until)
 
     try:
-        execution = _load(execution_id)
+        execution = execution_load(execution_id)
         if execution.status in FINAL_STATUSES:
             return execution
         every_s = lease_length().total_seconds() / 4
@@ -282,10 +234,10 @@ def execution_submit(*, execution_id: int) -> Execution:
         raise
     except Exception:
         logger.exception("execution %s stopped on an unexpected error", execution_id)
-        current = _load(execution_id)
+        current = execution_load(execution_id)
         if current.status != ExecutionStatus.PENDING:
             raise
-        return _finish(
+        return execution_finish(
             current,
             ExecutionStatus.FAILED,
             error="An internal error stopped the execution before any order was sent.",
@@ -296,7 +248,7 @@ def execution_submit(*, execution_id: int) -> Execution:
 
 def execution_abandon(*, execution_id: int, reason: str) -> Execution:
     """Fail an execution whose exchange stayed unreachable through every retry."""
-    execution = _load(execution_id)
+    execution = execution_load(execution_id)
     if execution.status == ExecutionStatus.PENDING:
         message = f"The exchange could not be reached; nothing was sent. {reason}"
     elif execution.filled_quantity > 0:
@@ -309,18 +261,7 @@ def execution_abandon(*, execution_id: int, reason: str) -> Execution:
             "The exchange could not be reached to confirm the order: its outcome is unknown, "
             f"check the exchange. {reason}"
         )
-    return _finish(execution, ExecutionStatus.FAILED, error=message)
-
-
-def _load(execution_id: int) -> Execution:
-    execution = (
-        Execution.objects.select_related("trader", "decision__debate__strategy")
-        .filter(pk=execution_id)
-        .first()
-    )
-    if execution is None:
-        raise NotFound(f"Execution {execution_id} not found.")
-    return execution
+    return execution_finish(execution, ExecutionStatus.FAILED, error=message)
 
 
 def _lease_take(execution_id: int) -> bool:
@@ -336,7 +277,7 @@ def _submit(execution: Execution) -> Execution:
     trader = execution.trader
     if execution.status == ExecutionStatus.PENDING:
         if trader.status != TraderStatus.RUNNING:
-            return _finish(
+            return execution_finish(
                 execution,
                 ExecutionStatus.FAILED,
                 error=f"Trader {trader.name} was stopped before the order was sent.",
@@ -344,20 +285,22 @@ def _submit(execution: Execution) -> Execution:
         try:
             _paper_clock_catch_up(trader, execution.decision.debate)
         except PaperClockAhead as exc:
-            return _finish(execution, ExecutionStatus.FAILED, error=str(exc))
+            return execution_finish(execution, ExecutionStatus.FAILED, error=str(exc))
     adapter = exchange_for(trader)
     try:
         if execution.action in OPENING_ACTIONS:
-            return _open(execution, adapter)
+            return position_open(execution, adapter)
         if execution.action in CLOSING_ACTIONS:
-            return _close(execution, adapter)
-        return _finish(
+            return position_close(execution, adapter)
+        return execution_finish(
             execution, ExecutionStatus.FAILED, error=f"{execution.action} is not executable."
         )
     except RiskRefused as exc:
-        return _finish(execution, ExecutionStatus.FAILED, error=exc.message)
+        return execution_finish(execution, ExecutionStatus.FAILED, error=exc.message)
     except OrderRejected as exc:
-        return _finish(execution, ExecutionStatus.FAILED, error=f"The exchange refused: {exc}")
+        return execution_finish(
+            execution, ExecutionStatus.FAILED, error=f"The exchange refused: {exc}"
+        )
 
 
 def _paper_clock_catch_up(trader: Trader, debate: Debate) -> None:
@@ -376,380 +319,3 @@ def _snapshot_as_of(debate: Debate) -> datetime:
     if stamp:
         return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     return debate.as_of or DATASET_END
-
-
-def strategy_risk_limits(strategy: Strategy | None) -> RiskLimits:
-    """Return the risk limits of ``strategy`` (the defaults without one)."""
-    if strategy is None:
-        return RiskLimits()
-    return RiskLimits(
-        max_leverage_major=strategy.max_leverage_major,
-        max_leverage_other=strategy.max_leverage_other,
-        max_position_multiple=strategy.max_position_multiple,
-        max_open_positions=strategy.max_open_positions,
-        min_order_usd=strategy.min_order_usd,
-        min_risk_reward=strategy.min_risk_reward,
-    )
-
-
-def _open(execution: Execution, adapter: ExchangeAdapter) -> Execution:
-    decision = execution.decision
-    symbol = execution.symbol
-    side = LONG if execution.action == "open_long" else SHORT
-    order_side = BUY if side == LONG else SELL
-    close_side = SELL if side == LONG else BUY
-    intent = open_intent(
-        symbol=symbol,
-        action=execution.action,
-        position_pct=decision.position_pct,
-        leverage=decision.leverage,
-        stop_loss=decision.stop_loss,
-        take_profit=decision.take_profit,
-    )
-    stop_loss, take_profit = intent.stop_loss, intent.take_profit
-    market = adapter.market(symbol)
-    first_attempt = execution.status == ExecutionStatus.PENDING
-    if first_attempt:
-        plan = plan_open(
-            intent,
-            price=adapter.price(symbol),
-            funds=adapter.balance(),
-            market=market,
-            limits=strategy_risk_limits(decision.debate.strategy),
-            open_positions=[(p.symbol, p.side) for p in adapter.positions()],
-        )
-        adapter.set_leverage(symbol, plan.leverage)
-        execution = _mark_submitted(
-            execution,
-            Order(
-                trader_id=execution.trader_id,
-                execution=execution,
-                client_order_id=execution.client_order_id,
-                symbol=symbol,
-                side=order_side,
-                type=OrderType.MARKET,
-                quantity=plan.quantity,
-            ),
-            leverage=plan.leverage,
-            requested_quantity=plan.quantity,
-            stop_loss_price=plan.stop_loss_price,
-            take_profit_price=plan.take_profit_price,
-            adjustments=[a.to_dict() for a in plan.adjustments],
-        )
-    entry = _send(
-        adapter,
-        execution,
-        client_id=execution.client_order_id,
-        fresh=first_attempt,
-        send=lambda order: adapter.market_order(
-            symbol, order_side, order.quantity, client_order_id=order.client_order_id
-        ),
-    )
-    execution = _record_fill(execution, entry)
-    filled = entry.result.filled
-    average = entry.result.average_price or Decimal("0")
-
-    try:
-        sl_price, tp_price = protective_prices(
-            side, average, stop_loss, take_profit, market.price_tick
-        )
-    except RiskRefused as exc:
-        return _unwind(execution, adapter, close_side, filled, reason=exc.message)
-    Execution.objects.filter(pk=execution.pk).update(
-        stop_loss_price=sl_price, take_profit_price=tp_price
-    )
-    try:
-        stop = _send(
-            adapter,
-            execution,
-            client_id=execution.client_order_id + STOP_SUFFIX,
-            order=dict(type=OrderType.STOP_MARKET, side=close_side, quantity=filled),
-            trigger_price=sl_price,
-            send=lambda order: adapter.protective_order(
-                symbol,
-                close_side,
-                order.quantity,
-                kind=STOP_LOSS,
-                trigger_price=order.trigger_price,
-                client_order_id=order.client_order_id,
-            ),
-        )
-    except OrderRejected as exc:
-        return _unwind(execution, adapter, close_side, filled, reason=str(exc))
-    note = ""
-    target_id = ""
-    try:
-        target = _send(
-            adapter,
-            execution,
-            client_id=execution.client_order_id + TARGET_SUFFIX,
-            order=dict(type=OrderType.TAKE_PROFIT_MARKET, side=close_side, quantity=filled),
-            trigger_price=tp_price,
-            send=lambda order: adapter.protective_order(
-                symbol,
-                close_side,
-                order.quantity,
-                kind=TAKE_PROFIT,
-                trigger_price=order.trigger_price,
-                client_order_id=order.client_order_id,
-            ),
-        )
-        target_id = target.result.order_id
-    except OrderRejected as exc:
-        note = f"The take profit could not be placed (the stop loss protects the position): {exc}"
-    return _finish(
-        execution,
-        ExecutionStatus.FILLED,
-        error=note,
-        stop_loss_price=sl_price,
-        take_profit_price=tp_price,
-        stop_loss_order_id=stop.result.order_id,
-        take_profit_order_id=target_id,
-    )
-
-
-def _unwind(
-    execution: Execution, adapter: ExchangeAdapter, side: str, quantity: Decimal, *, reason: str
-) -> Execution:
-    """Close a position whose stop loss could not be placed, then fail the execution."""
-    try:
-        closing = _send(
-            adapter,
-            execution,
-            client_id=execution.client_order_id + UNWIND_SUFFIX,
-            order=dict(type=OrderType.MARKET, side=side, quantity=quantity, reduce_only=True),
-            send=lambda order: adapter.market_order(
-                execution.symbol,
-                side,
-                order.quantity,
-                client_order_id=order.client_order_id,
-                reduce_only=True,
-            ),
-        )
-    except OrderRejected as exc:
-        return _finish(
-            execution,
-            ExecutionStatus.FAILED,
-            error=f"The stop loss could not be placed ({reason}) and closing the position "
-            f"failed too ({exc}): the position is OPEN WITHOUT A STOP, close it by hand.",
-        )
-    return _finish(
-        execution,
-        ExecutionStatus.FAILED,
-        error=f"The stop loss could not be placed ({reason}); the position was closed again "
-        f"at {closing.result.average_price}.",
-    )
-
-
-def _close(execution: Execution, adapter: ExchangeAdapter) -> Execution:
-    symbol = execution.symbol
-    side = LONG if execution.action == "close_long" else SHORT
-    order_side = SELL if side == LONG else BUY
-    first_attempt = execution.status == ExecutionStatus.PENDING
-    if first_attempt:
-        held = next((p for p in adapter.positions() if p.symbol == symbol and p.side == side), None)
-        if held is None:
-            return _finish(
-                execution,
-                ExecutionStatus.FAILED,
-                error=f"There is no open {side} {symbol} position to close.",
-            )
-        execution = _mark_submitted(
-            execution,
-            Order(
-                trader_id=execution.trader_id,
-                execution=execution,
-                client_order_id=execution.client_order_id,
-                symbol=symbol,
-                side=order_side,
-                type=OrderType.MARKET,
-                reduce_only=True,
-                quantity=held.quantity,
-            ),
-            requested_quantity=held.quantity,
-        )
-    closing = _send(
-        adapter,
-        execution,
-        client_id=execution.client_order_id,
-        fresh=first_attempt,
-        send=lambda order: adapter.market_order(
-            symbol,
-            order_side,
-            order.quantity,
-            client_order_id=order.client_order_id,
-            reduce_only=True,
-        ),
-    )
-    execution = _record_fill(execution, closing)
-    _cancel_resting(execution, adapter, side=order_side)
-    return _finish(execution, ExecutionStatus.FILLED)
-
-
-def _cancel_resting(execution: Execution, adapter: ExchangeAdapter, *, side: str) -> None:
-    """Cancel the stop and target orders (``side``: sell for a long) of a closed position."""
-    resting = Order.objects.filter(
-        trader_id=execution.trader_id,
-        symbol=execution.symbol,
-        side=side,
-        status=OrderStatus.OPEN,
-        type__in=(OrderType.STOP_MARKET, OrderType.TAKE_PROFIT_MARKET),
-    )
-    for order in resting:
-        try:
-            adapter.cancel_order(order.symbol, order.client_order_id, conditional=True)
-        except OrderNotFound:
-            pass
-        except ExchangeError as exc:
-            logger.warning("could not cancel order %s: %s", order.client_order_id, exc)
-            continue
-        Order.objects.filter(pk=order.pk, status=OrderStatus.OPEN).update(
-            status=OrderStatus.CANCELED, updated_at=timezone.now()
-        )
-
-
-# -- orders --------------------------------------------------------------------------
-
-
-def _send(
-    adapter: ExchangeAdapter,
-    execution: Execution,
-    *,
-    client_id: str,
-    send: Callable[[Order], OrderResult],
-    order: dict[str, Any] | None = None,
-    trigger_price: Decimal | None = None,
-    fresh: bool = False,
-) -> _Sent:
-    """Send an order once: record it first, and look it up before ever sending it again.
-
-    The entry order is recorded with the ``submitted`` state (``fresh`` when that was
-    this attempt); later orders are recorded here from ``order`` (type, side, quantity,
-    reduce_only) on first use. An order recorded by an earlier attempt may have reached
-    the exchange with its answer lost: it is looked up by client order id first.
-    """
-    created = False
-    if order is None:
-        row = Order.objects.get(trader_id=execution.trader_id, client_order_id=client_id)
-    else:
-        row, created = Order.objects.get_or_create(
-            trader_id=execution.trader_id,
-            client_order_id=client_id,
-            defaults={
-                "execution": execution,
-                "symbol": execution.symbol,
-                "reduce_only": True,
-                "trigger_price": trigger_price,
-                **order,
-            },
-        )
-    if row.status == OrderStatus.REJECTED:
-        raise OrderRejected(row.error)
-    if row.status != OrderStatus.NEW:
-        return _Sent(row, _stored_result(row))
-    fresh = fresh or created
-    conditional = row.type != OrderType.MARKET
-    if not fresh:
-        try:
-            result = adapter.fetch_order(row.symbol, client_id, conditional=conditional)
-        except OrderNotFound:
-            pass
-        else:
-            return _Sent(_record_order(row, result), result)
-    try:
-        result = send(row)
-    except OrderRejected as exc:
-        Order.objects.filter(pk=row.pk).update(
-            status=OrderStatus.REJECTED, error=str(exc), updated_at=timezone.now()
-        )
-        raise
-    return _Sent(_record_order(row, result), result)
-
-
-def _stored_result(row: Order) -> OrderResult:
-    return OrderResult(
-        order_id=row.exchange_order_id,
-        client_order_id=row.client_order_id,
-        status=row.status,
-        filled=row.filled_quantity,
-        average_price=row.average_price,
-        fee=row.fee,
-    )
-
-
-def _record_order(row: Order, result: OrderResult) -> Order:
-    if result.status == "rejected":
-        Order.objects.filter(pk=row.pk).update(
-            status=OrderStatus.REJECTED, error="rejected by the exchange"
-        )
-        raise OrderRejected(f"order {row.client_order_id} was rejected by the exchange")
-    status = {
-        "filled": OrderStatus.FILLED,
-        "open": OrderStatus.OPEN,
-        "canceled": OrderStatus.CANCELED,
-    }[result.status]
-    if row.type == OrderType.MARKET and result.filled <= 0:
-        if status == OrderStatus.CANCELED:
-            Order.objects.filter(pk=row.pk).update(
-                status=OrderStatus.REJECTED, error="canceled by the exchange without a fill"
-            )
-            raise OrderRejected(f"market order {row.client_order_id} was canceled unfilled")
-        # Accepted, not filled yet: the next attempt looks it up again.
-        raise ExchangeUnavailable(f"market order {row.client_order_id} is not filled yet")
-    row.exchange_order_id = result.order_id[:64]
-    row.status = status
-    row.filled_quantity = result.filled
-    row.average_price = result.average_price
-    row.fee = result.fee
-    row.save(
-        update_fields=[
-            "exchange_order_id",
-            "status",
-            "filled_quantity",
-            "average_price",
-            "fee",
-            "updated_at",
-        ]
-    )
-    return row
-
-
-# -- execution state -----------------------------------------------------------------
-
-
-def _mark_submitted(execution: Execution, entry: Order, **fields: Any) -> Execution:
-    """Move a pending execution to submitted and record its entry order, in one commit."""
-    with transaction.atomic():
-        moved = Execution.objects.filter(pk=execution.pk, status=ExecutionStatus.PENDING).update(
-            status=ExecutionStatus.SUBMITTED, updated_at=timezone.now(), **fields
-        )
-        if not moved:
-            raise ExecutionBusy(f"execution {execution.pk} left pending meanwhile")
-        entry.save()
-        fresh = _load(execution.pk)
-        events.execution_changed(fresh)
-    return fresh
-
-
-def _record_fill(execution: Execution, sent: _Sent) -> Execution:
-    result = sent.result
-    Execution.objects.filter(pk=execution.pk).update(
-        exchange_order_id=result.order_id[:64],
-        filled_quantity=result.filled,
-        average_price=result.average_price,
-        fee=result.fee,
-        updated_at=timezone.now(),
-    )
-    return _load(execution.pk)
-
-
-def _finish(execution: Execution, status: str, *, error: str = "", **fields: Any) -> Execution:
-    """Move an unfinished execution to ``status`` (filled or failed) and announce it."""
-    with transaction.atomic():
-        moved = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED_STATUSES).update(
-            status=status, error=error[:4000], updated_at=timezone.now(), **fields
-        )
-        fresh = _load(execution.pk)
-        if moved:
-            events.execution_changed(fresh)
-    return fresh

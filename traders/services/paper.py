@@ -139,6 +139,28 @@ def paper_clock_meet(*, trader_id: int, to: datetime) -> list[int]:
 
 
 def _fill_crossed(trader: Trader, start: datetime, end: datetime) -> list[int]:
+    """Fill, for each open position, the stop or target that the first candle closed
+    after ``start`` and by ``end`` to reach one crossed; return the orders filled."""
+    protected = _protective_orders(trader)
+    if not protected:
+        return []
+    source = paper_source(trader)
+    exchange = PaperExchange(trader.pk)
+    candles: dict[str, list[Candle]] = {}
+    filled = []
+    for orders in protected:
+        symbol = orders[0].position.symbol
+        if symbol not in candles:
+            candles[symbol] = _candles_or_none(source, symbol, start, end)
+        crossed = _first_crossed(orders, candles[symbol])
+        if crossed is not None and exchange.fill_trigger(order_id=crossed[0].pk, price=crossed[1]):
+            filled.append(crossed[0].pk)
+    return filled
+
+
+def _protective_orders(trader: Trader) -> list[list[Order]]:
+    """Return the resting stop and target orders of the trader's open positions, by
+    position."""
     resting = Order.objects.filter(
         trader=trader,
         status=OrderStatus.OPEN,
@@ -148,39 +170,42 @@ def _fill_crossed(trader: Trader, start: datetime, end: datetime) -> list[int]:
     by_position: dict[int, list[Order]] = defaultdict(list)
     for order in resting:
         by_position[order.position_id].append(order)
-    if not by_position:
+    return list(by_position.values())
+
+
+def _candles_or_none(
+    source: MarketSource, symbol: str, start: datetime, end: datetime
+) -> list[Candle]:
+    """Return ``candles_between``, or none when the source fails: the stops wait for
+    the next sweep."""
+    try:
+        return candles_between(source, symbol, start, end)
+    except MarketDataError:
+        logger.exception("no candles for %s: its stops wait", symbol)
         return []
-    source = paper_source(trader)
-    exchange = PaperExchange(trader.pk)
-    candles: dict[str, list[Candle]] = {}
-    filled = []
-    for orders in by_position.values():
-        position = orders[0].position
-        stop = next((o for o in orders if o.type == OrderType.STOP_MARKET), None)
-        target = next((o for o in orders if o.type == OrderType.TAKE_PROFIT_MARKET), None)
-        if position.symbol not in candles:
-            try:
-                candles[position.symbol] = candles_between(source, position.symbol, start, end)
-            except MarketDataError:
-                logger.exception("no candles for %s: its stops wait", position.symbol)
-                candles[position.symbol] = []
-        for candle in candles[position.symbol]:
-            hit = crossing(
-                position.side,
-                stop.trigger_price if stop else None,
-                target.trigger_price if target else None,
-                Decimal(str(candle.low)),
-                Decimal(str(candle.high)),
-            )
-            if hit is None:
-                continue
+
+
+def _first_crossed(orders: list[Order], candles: list[Candle]) -> tuple[Order, Decimal] | None:
+    """Return the order of ``orders`` (one position's stop and target) that the first
+    candle to reach either crossed, and its price (the stop when one candle reaches
+    both); None when no candle does."""
+    by_type = {order.type: order for order in reversed(orders)}  # the first of a type wins
+    stop = by_type.get(OrderType.STOP_MARKET)
+    target = by_type.get(OrderType.TAKE_PROFIT_MARKET)
+    for candle in candles:
+        hit = crossing(
+            orders[0].position.side,
+            stop.trigger_price if stop else None,
+            target.trigger_price if target else None,
+            Decimal(str(candle.low)),
+            Decimal(str(candle.high)),
+        )
+        if hit is not None:
             kind, price = hit
             order = stop if kind == "stop_loss" else target
             assert order is not None
-            if exchange.fill_trigger(order_id=order.pk, price=price):
-                filled.append(order.pk)
-            break
-    return filled
+            return order, price
+    return None
 
 
 def paper_check_stops() -> list[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import UTC, datetime
 from functools import partial
 
@@ -25,15 +24,15 @@ from strategies.models import Strategy
 from traders.management.console import (
     ConsoleCommand,
     StopSignals,
-    TimedOut,
     cancelled_when_stopped,
-    command_console,
     command_owner,
+    personalities_of,
+    poll,
     print_whole,
     problem,
-    quiet_task_logs,
     refusal_line,
     seat_models,
+    seats,
     seconds,
 )
 
@@ -102,6 +101,10 @@ def number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
 def profit_factor(metrics: dict) -> str:
     """Return a rule's profit factor; with no losing trade there is none: "∞" when a
     trade won, "-" when none did."""
@@ -146,17 +149,31 @@ class Command(ConsoleCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = command_console(
-            stderr=options["json"],
-            no_color=options["no_color"],
-            force_color=options["force_color"],
-        )
-        quiet_task_logs()  # the progress and the tables are the output
+        console = self.console(options)
         owner = command_owner(options["user"])
         if options["cancel"] is not None:
             self._cancel(console, owner, options["cancel"])
             return
-        personalities = [p.strip() for p in options["participants"].split(",") if p.strip()]
+        data = self._input(owner, options)
+        timeout = options["timeout"]
+        with StopSignals() as stop:
+            try:
+                backtest = backtest_create(owner=owner, data=data)
+            except QuotaExceeded as exc:
+                raise CommandError(f"{refusal_line(exc, FLAGS)} {self._running(owner)}") from exc
+            except ApplicationError as exc:
+                raise CommandError(refusal_line(exc, FLAGS)) from exc
+            cancel = partial(backtest_cancel, backtest_id=backtest.pk)
+            with cancelled_when_stopped(console, stop, timeout, backtest, cancel):
+                self._follow(console, backtest, timeout, stop)
+        if options["json"]:
+            detail = backtest_representation(backtest_id=backtest.pk)
+            self.stdout.write(json.dumps(detail["report"], default=str))
+        self._conclude(console, backtest, printed=not options["json"])
+
+    def _input(self, owner, options: dict) -> BacktestInput:
+        """Return the backtest's input from the flags, on the demo strategy."""
+        personalities = personalities_of(options["participants"])
         models = seat_models(owner, personalities, options["models"])
         step = _parsed(minutes, options["every"], "--every")
         horizon = _parsed(minutes, options["horizon"], "--horizon") if options["horizon"] else None
@@ -171,13 +188,10 @@ class Command(ConsoleCommand):
                 "timeframes": ["1h", "4h"],
             },
         )
-        data = BacktestInput(
+        return BacktestInput(
             name=f"{options['symbol']} {start:%Y-%m-%d}..{end:%Y-%m-%d} every {options['every']}",
             strategy=strategy.pk,
-            participants=[
-                {"ai_model": model.pk, "personality": personality}
-                for model, personality in zip(models, personalities, strict=True)
-            ],
+            participants=seats(models, personalities),
             symbol=options["symbol"],
             max_rounds=options["rounds"],
             prompt_variant=options["variant"],
@@ -192,23 +206,13 @@ class Command(ConsoleCommand):
             cache=options["cache"],
             level=options["level"],
         )
-        with StopSignals() as stop:
-            try:
-                backtest = backtest_create(owner=owner, data=data)
-            except QuotaExceeded as exc:
-                raise CommandError(f"{refusal_line(exc, FLAGS)} {self._running(owner)}") from exc
-            except ApplicationError as exc:
-                raise CommandError(refusal_line(exc, FLAGS)) from exc
-            timeout = options["timeout"]
-            stopped = partial(self._stop, backtest.pk)  # the run a signal or timeout cancels
-            with cancelled_when_stopped(console, stop, timeout, f"backtest {backtest.pk}", stopped):
-                backtest = self._follow(console, backtest, timeout, stop)
-        if options["json"]:
-            detail = backtest_representation(backtest_id=backtest.pk)
-            self.stdout.write(json.dumps(detail["report"], default=str))
+
+    def _conclude(self, console: Console, backtest: Backtest, *, printed: bool) -> None:
+        """Print the report of an ended backtest (when ``printed``) and what did not
+        finish; refuse one that did not complete or scored nothing."""
         if backtest.status != "completed":
             raise CommandError(f"backtest {backtest.pk} ended {backtest.status}: {backtest.error}")
-        if not options["json"] and backtest.report["completed_steps"]:
+        if printed and backtest.report["completed_steps"]:
             self._print_report(console, backtest)
         unfinished = self._unfinished(backtest)
         if unfinished:
@@ -232,14 +236,6 @@ class Command(ConsoleCommand):
             for backtest in backtest_list(owner=owner).filter(status__in=ACTIVE_STATUSES)
         ]
         return f"Running: {', '.join(running)}; --cancel ID stops one."
-
-    def _stop(self, backtest_id: int) -> str:
-        """Cancel the backtest the command stops following, unless it has ended; return
-        its status."""
-        try:
-            return backtest_cancel(backtest_id=backtest_id).status
-        except ApplicationError:
-            return Backtest.objects.get(pk=backtest_id).status
 
     def _unfinished(self, backtest: Backtest) -> str:
         """Say how many steps' debates did not complete and why the first did not, or
@@ -266,9 +262,8 @@ class Command(ConsoleCommand):
 
     def _follow(
         self, console: Console, backtest: Backtest, timeout: float, stop: StopSignals
-    ) -> Backtest:
+    ) -> None:
         """Show the debates done of the total until the backtest ends."""
-        deadline = time.monotonic() + timeout
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -278,15 +273,13 @@ class Command(ConsoleCommand):
         )
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task(escape(backtest.name), total=backtest.steps_total)
-            while True:
-                stop.check()
+
+            def ended() -> bool:
                 backtest.refresh_from_db()
                 progress.update(task, completed=backtest.steps_done)
-                if backtest.status in TERMINAL:
-                    return backtest
-                if time.monotonic() > deadline:
-                    raise TimedOut
-                time.sleep(0.2)
+                return backtest.status in TERMINAL
+
+            poll(stop, timeout, ended)
 
     def _print_report(self, console: Console, backtest: Backtest) -> None:
         report = backtest.report
@@ -318,12 +311,12 @@ class Command(ConsoleCommand):
                 percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
                 number(m["sharpe"]),
                 number(m["sortino"]),
-                "-" if m["win_rate"] is None else f"{m['win_rate']:.0%}",
+                share(m["win_rate"]),
                 profit_factor(m),
                 str(m["trades"]),
                 f"{m['exposure']:.0%}",
                 number(m["fees"]),
-                "-" if m["hit_rate"] is None else f"{m['hit_rate']:.0%}",
+                share(m["hit_rate"]),
             )
         print_whole(console, table)
         usage = report["usage"]
@@ -344,10 +337,6 @@ class Command(ConsoleCommand):
         ledger = report.get("ledger")
         if not ledger:
             return
-
-        def share(value: float | None) -> str:
-            return "-" if value is None else f"{value:.0%}"
-
         tokens = ledger["tokens_per_useful_flip"]
         console.print(
             f"Did the debate help? {ledger['decisions']} decisions reviewed, "
@@ -359,23 +348,7 @@ class Command(ConsoleCommand):
             f"{'-' if tokens is None else f'{tokens:,.0f}'} tokens of rounds 2..N per "
             "useful flip."
         )
-        voters = Table(title="Voters")
-        for column in ("voter", "votes", "alone", "judged", "hit", "base", "Brier"):
-            voters.add_column(column, justify="left" if column == "voter" else "right")
-        calibration = {v["voter"]: v for v in report.get("calibration", [])}
-        for key, seat in ledger["participants"].items():
-            found = calibration.get(key, {})
-            brier = found.get("brier")
-            voters.add_row(
-                escape(f"{seat['ai_model_name']} as {seat['personality']}"),
-                str(seat["votes"]),
-                share(seat["accuracy"]),
-                str(found.get("samples", 0)),
-                share(found.get("hit_rate")),
-                share(found.get("base_rate")),
-                "-" if brier is None else f"{brier:.3f}",
-            )
-        print_whole(console, voters)
+        self._print_voters(console, ledger["participants"], report.get("calibration", []))
         for warning in report.get("monitors", {}).get("warnings", []):
             console.print(f"[yellow]warning:[/] {escape(warning)}")
         leakage = report.get("leakage") or {}
@@ -384,3 +357,22 @@ class Command(ConsoleCommand):
             console.print(
                 f"[red]contaminated:[/] the window starts before the training cutoff of {names}"
             )
+
+    def _print_voters(self, console: Console, seats: dict, calibration: list[dict]) -> None:
+        """Print each voter's accuracy alone beside its calibration."""
+        voters = Table(title="Voters")
+        for column in ("voter", "votes", "alone", "judged", "hit", "base", "Brier"):
+            voters.add_column(column, justify="left" if column == "voter" else "right")
+        calibrated = {v["voter"]: v for v in calibration}
+        for key, seat in seats.items():
+            found = calibrated.get(key, {})
+            voters.add_row(
+                escape(f"{seat['ai_model_name']} as {seat['personality']}"),
+                str(seat["votes"]),
+                share(seat["accuracy"]),
+                str(found.get("samples", 0)),
+                share(found.get("hit_rate")),
+                share(found.get("base_rate")),
+                number(found.get("brier"), 3),
+            )
+        print_whole(console, voters)

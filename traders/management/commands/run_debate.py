@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import textwrap
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
-from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
@@ -19,29 +18,28 @@ from rich.table import Table
 from arena.exceptions import ApplicationError
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.types import EXECUTABLE_ACTIONS
-from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Vote
+from debates.models import Ballot, CacheMode, Debate, Message, Participant, Vote
 from debates.selectors import debate_representation
 from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
 from debates.services.inputs import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
-from strategies.market.exceptions import InvalidSymbolError
-from strategies.market.symbols import normalize_symbol
-from strategies.models import Strategy
 from traders.management.console import (
+    POLL_S,
     ConsoleCommand,
     StopSignals,
-    TimedOut,
     cancelled_when_stopped,
-    command_console,
     command_owner,
+    personalities_of,
+    poll,
     print_whole,
     problem,
-    quiet_task_logs,
     refusal_line,
     seat_models,
+    seats,
     seconds,
 )
+from traders.management.demo import DEMO_COINS, demo_strategy, demo_trader, local_model
 from traders.models import Execution, Trader
 from traders.services import execution_request
 
@@ -58,16 +56,6 @@ BADGES = {action: f"[{style}]{label}[/]" for action, (label, style) in ACTIONS.i
 # How much of a turn's reasoning the transcript shows.
 REASONING_CHARS = 300
 TERMINAL = {"completed", "cancelled", "failed"}
-# The local model (scripts/local-model): a 0.5B model answering on two CPU cores reads a
-# prompt at about 47 tokens/s, so its debates keep theirs small: one coin, 1h candles, 6 rows.
-LOCAL_MODEL = {
-    "name": "Local model (Qwen2.5-Coder 0.5B on llama.cpp)",
-    "model_name": "qwen2.5-coder-0.5b-instruct",
-    "output_mode": "json_schema",
-    "temperature": 0.3,
-    "max_tokens": 400,
-    "timeout_seconds": 180,
-}
 
 
 def parse_instant(value: str) -> datetime:
@@ -84,9 +72,6 @@ DEFAULTS = {
     "rounds": (3, 2),
     "timeout": (300.0, 900.0),
 }
-
-DEMO_TRADER = "Demo paper account"
-DEMO_COINS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 
 # The flag that gave each field of the debate's input, so a refusal names what was typed.
 FLAGS = {
@@ -108,12 +93,15 @@ def check_rounds(rounds: int) -> None:
         )
 
 
-def demo_trader(owner) -> Trader:
-    """Return a fresh demo paper account: each run starts on a full balance with no
-    position open, so running the demo again executes again."""
-    number = Trader.objects.filter(owner=owner, name__startswith=DEMO_TRADER).count() + 1
-    name = DEMO_TRADER if number == 1 else f"{DEMO_TRADER} {number}"
-    return Trader.objects.create(owner=owner, name=name, exchange="paper")
+@dataclass
+class _Shown:
+    """What the transcript has printed of a debate so far, and its seats by id."""
+
+    participants: dict[int, Participant]
+    messages: set[int] = field(default_factory=set)
+    ballots: set[int] = field(default_factory=set)
+    round: int = 0
+    coins: bool = False
 
 
 class Command(ConsoleCommand):
@@ -200,51 +188,23 @@ class Command(ConsoleCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        console = command_console(
-            stderr=options["json"],
-            no_color=options["no_color"],
-            force_color=options["force_color"],
-        )
-        quiet_task_logs()  # the transcript is the output
+        console = self.console(options)
         owner = command_owner(options["user"])
-        local = options["local_model"]
         # A flag given is taken as typed (--rounds 0 is refused, not read as the default).
-        seats, rounds, timeout = (
-            DEFAULTS[name][local] if options[name] is None else options[name]
-            for name in ("participants", "rounds", "timeout")
-        )
-        check_rounds(rounds)
-        personalities = [p.strip() for p in seats.split(",") if p.strip()]
-        try:
-            as_of = parse_instant(options["as_of"])
-        except ValueError as exc:
-            raise CommandError(f"--as-of: {exc}") from exc
-        if local:
-            models = [self._local_model(console, owner)] * len(personalities)
-        else:
-            models = seat_models(owner, personalities, options["models"])
-
-        strategy = self._strategy(owner, options["symbol"] if local else None)
-        data = DebateInput(
-            name=f"{options['symbol']} at {as_of.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
-            strategy=strategy.pk,
-            symbol=options["symbol"],
-            max_rounds=rounds,
-            prompt_variant=options["variant"],
-            participants=[
-                {"ai_model": model.pk, "personality": personality}
-                for model, personality in zip(models, personalities, strict=True)
-            ],
-            as_of=as_of,
-            cache=options["cache"],
-        )
+        given = {
+            name: DEFAULTS[name][options["local_model"]] if options[name] is None else options[name]
+            for name in DEFAULTS
+        }
+        check_rounds(given["rounds"])
+        data = self._input(console, owner, options, given)
+        timeout = given["timeout"]
         with StopSignals() as stop:
             try:
                 debate = debate_create(owner=owner, data=data)
             except ApplicationError as exc:
                 raise CommandError(refusal_line(exc, FLAGS)) from exc
-            stopped = partial(self._stop, debate.pk)  # the run a signal or timeout cancels
-            with cancelled_when_stopped(console, stop, timeout, f"debate {debate.pk}", stopped):
+            cancel = partial(debate_cancel, debate_id=debate.pk)
+            with cancelled_when_stopped(console, stop, timeout, debate, cancel):
                 debate_start(debate_id=debate.pk)
                 final = self._follow(console, debate.pk, timeout, stop)
                 if final.status == "completed" and options["execute"]:
@@ -255,114 +215,74 @@ class Command(ConsoleCommand):
             reason = problem(final.error, markup=False)
             raise CommandError(f"debate {final.pk} ended {final.status}: {reason}")
 
-    def _stop(self, debate_id: int) -> str:
-        """Cancel the debate the command stops following, unless it has ended; return
-        its status."""
+    def _input(self, console: Console, owner, options: dict, given: dict) -> DebateInput:
+        """Return the debate's input from the flags, ``given`` holding those whose
+        default ``--local-model`` changes; start the local model when it is asked for."""
+        personalities = personalities_of(given["participants"])
         try:
-            return debate_cancel(debate_id=debate_id).status
-        except ApplicationError:
-            return Debate.objects.get(pk=debate_id).status
-
-    def _local_model(self, console: Console, owner) -> AIModel:
-        """Start the local model unless it answers already; return its configuration."""
-        console.print("Starting the local model (scripts/local-model start) ...")
-        script = settings.BASE_DIR / "scripts" / "local-model"
-        # The project's own script, with no input from the user.
-        started = subprocess.run([script, "start"], capture_output=True, text=True)  # noqa: S603
-        if started.returncode != 0:
-            raise CommandError(f"the local model did not start: {started.stderr.strip()}")
-        base_url = started.stdout.strip().splitlines()[-1]
-        model, _ = AIModel.objects.update_or_create(
-            owner=owner,
-            provider="openai_compatible",
-            name=LOCAL_MODEL["name"],
-            defaults={
-                **{k: v for k, v in LOCAL_MODEL.items() if k != "name"},
-                "base_url": base_url,
-            },
+            as_of = parse_instant(options["as_of"])
+        except ValueError as exc:
+            raise CommandError(f"--as-of: {exc}") from exc
+        local = options["local_model"]
+        if local:
+            models = [local_model(console, owner)] * len(personalities)
+        else:
+            models = seat_models(owner, personalities, options["models"])
+        strategy = demo_strategy(owner, options["symbol"] if local else None)
+        return DebateInput(
+            name=f"{options['symbol']} at {as_of.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
+            strategy=strategy.pk,
+            symbol=options["symbol"],
+            max_rounds=given["rounds"],
+            prompt_variant=options["variant"],
+            participants=seats(models, personalities),
+            as_of=as_of,
+            cache=options["cache"],
         )
-        return model
-
-    def _strategy(self, owner, single_coin: str | None) -> Strategy:
-        """Return the demo strategy: the majors on the bundled dataset, or, for the local
-        model, ``single_coin`` alone on 1h candles, 6 rows."""
-        if single_coin is None:
-            strategy, _ = Strategy.objects.get_or_create(
-                owner=owner,
-                name="Demo: majors on the bundled dataset",
-                defaults={
-                    "static_coins": list(DEMO_COINS),
-                    "market_source": "dataset",
-                },
-            )
-            return strategy
-        try:
-            symbol = normalize_symbol(single_coin)
-        except InvalidSymbolError as exc:
-            raise CommandError(f"--symbol: {exc}") from exc
-        strategy, _ = Strategy.objects.update_or_create(
-            owner=owner,
-            name=f"Local model: {symbol} on 1h",
-            defaults={
-                "static_coins": [symbol],
-                "max_coins": 1,
-                "market_source": "dataset",
-                "timeframes": ["1h"],
-                "rows_per_timeframe": 6,
-            },
-        )
-        return strategy
 
     def _follow(
         self, console: Console, debate_id: int, timeout: float, stop: StopSignals
     ) -> Debate:
         """Print each stored turn, vote and the consensus until the debate ends."""
-        shown_messages: set[int] = set()
-        shown_ballots: set[int] = set()
-        shown_round = 0
-        deadline = time.monotonic() + timeout
         debate = Debate.objects.get(pk=debate_id)
-        labels = {p.pk: p for p in debate.participants.select_related("ai_model")}
+        shown = _Shown({p.pk: p for p in debate.participants.select_related("ai_model")})
         console.rule(f"[bold]{escape(debate.name)}[/]")
-        coins_shown = False
         console.print(
             "Participants: "
             + ", ".join(
                 f"{PERSONALITIES[p.personality].emoji} {p.personality} ({escape(str(p.ai_model))})"
-                for p in labels.values()
+                for p in shown.participants.values()
             )
         )
-        while True:
-            stop.check()
-            debate.refresh_from_db()
-            if debate.symbols and not coins_shown:  # the snapshot step chose them
-                self._print_coins(console, debate)
-                coins_shown = True
-            for message in (
-                Message.objects.filter(debate_id=debate_id)
-                .exclude(pk__in=shown_messages)
-                .order_by("round", "participant__speak_order")
-            ):
-                if message.round != shown_round:
-                    shown_round = message.round
-                    console.rule(f"Round {shown_round}/{debate.max_rounds}")
-                self._print_message(console, labels[message.participant_id], message)
-                shown_messages.add(message.pk)
-            for ballot in Ballot.objects.filter(debate_id=debate_id).exclude(pk__in=shown_ballots):
-                if not shown_ballots:
-                    console.rule("Votes")
-                self._print_ballot(console, labels[ballot.participant_id], ballot)
-                shown_ballots.add(ballot.pk)
-            if debate.status in TERMINAL:
-                break
-            if time.monotonic() > deadline:
-                raise TimedOut
-            time.sleep(0.2)
+        poll(stop, timeout, partial(self._show_new, console, debate, shown))
         if debate.status == "completed":
             self._print_consensus(console, debate)
         else:
             console.print(f"[bold red]Debate {debate.status}[/]: {problem(debate.error)}")
         return debate
+
+    def _show_new(self, console: Console, debate: Debate, shown: _Shown) -> bool:
+        """Print what the debate stored since ``shown``; return whether it has ended."""
+        debate.refresh_from_db()
+        if debate.symbols and not shown.coins:  # the snapshot step chose them
+            self._print_coins(console, debate)
+            shown.coins = True
+        for message in (
+            Message.objects.filter(debate_id=debate.pk)
+            .exclude(pk__in=shown.messages)
+            .order_by("round", "participant__speak_order")
+        ):
+            if message.round != shown.round:
+                shown.round = message.round
+                console.rule(f"Round {shown.round}/{debate.max_rounds}")
+            self._print_message(console, shown.participants[message.participant_id], message)
+            shown.messages.add(message.pk)
+        for ballot in Ballot.objects.filter(debate_id=debate.pk).exclude(pk__in=shown.ballots):
+            if not shown.ballots:
+                console.rule("Votes")
+            self._print_ballot(console, shown.participants[ballot.participant_id], ballot)
+            shown.ballots.add(ballot.pk)
+        return debate.status in TERMINAL
 
     def _print_coins(self, console: Console, debate: Debate) -> None:
         """Print the coins the snapshot chose and why any were dropped."""
@@ -462,16 +382,25 @@ class Command(ConsoleCommand):
         except ApplicationError as exc:
             console.print(f"[yellow]{symbol}: execution refused[/]: {escape(exc.message)}")
             return
+        execution = self._settled(execution, timeout, stop)
+        if execution.status == "failed":
+            console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
+            return
+        self._print_fill(console, debate, execution)
+
+    def _settled(self, execution: Execution, timeout: float, stop: StopSignals) -> Execution:
+        """Return ``execution`` once it has filled or failed."""
         deadline = time.monotonic() + timeout
         while execution.status not in ("filled", "failed"):
             stop.check()
             if time.monotonic() > deadline:
                 raise CommandError(f"execution {execution.pk} still {execution.status}")
-            time.sleep(0.2)
+            time.sleep(POLL_S)
             execution = Execution.objects.get(pk=execution.pk)
-        if execution.status == "failed":
-            console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
-            return
+        return execution
+
+    def _print_fill(self, console: Console, debate: Debate, execution: Execution) -> None:
+        """Print a filled order, its prices at the coin's own precision."""
         side = "BUY" if execution.action in ("open_long", "close_short") else "SELL"
         coins = (debate.market_snapshot or {}).get("coins", [])
         coin = next((c for c in coins if c.get("symbol") == execution.symbol), {})
