@@ -75,6 +75,16 @@ _NO_RECORDS = (
 )
 
 
+def debate_still(debate_id: int, statuses: tuple[str, ...]) -> Callable[[], bool]:
+    """Return a check that the debate is still in one of ``statuses``: asked by a step
+    that waited for a model slot, before its call goes out."""
+
+    def check() -> bool:
+        return Debate.objects.filter(pk=debate_id, status__in=statuses).exists()
+
+    return check
+
+
 def debate_state(*, debate_id: int, recorded: bool = True) -> Debate:
     """Return a debate's state columns with what its plan and actions read, prefetched
     (a ``status`` event's payload); five short queries.

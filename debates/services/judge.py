@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
@@ -50,6 +49,7 @@ from debates.models import (
     Vote,
 )
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.selectors import debate_still
 from debates.services import transitions
 from debates.services.budgets import JUDGE, CallScope
 from debates.services.calls import (
@@ -101,13 +101,6 @@ def _config(debate: Debate, temperature: float) -> ProviderConfig:
     model = debate.judge_model
     columns = {name: getattr(model, name) for name in CONFIG_COLUMNS}
     return dataclasses.replace(provider_config(columns), temperature=temperature)
-
-
-def _still(debate_id: int, statuses: tuple[str, ...]) -> Callable[[], bool]:
-    def check() -> bool:
-        return Debate.objects.filter(pk=debate_id, status__in=statuses).exists()
-
-    return check
 
 
 def _entry(message: Message) -> HistoryEntry:
@@ -246,7 +239,7 @@ def judge_summary_ask(*, debate_id: int, round_number: int, cached_only: bool) -
     outcome = call_model(
         _config(debate, temperature),
         request,
-        still_wanted=_still(debate_id, ACTIVE_STATUSES),
+        still_wanted=debate_still(debate_id, ACTIVE_STATUSES),
         owner_id=debate.owner_id,
         cache=debate.cache,
         scope=CallScope(debate_id=debate_id, role=JUDGE),
@@ -361,7 +354,7 @@ def _ask_scores(
     outcome = call_model(
         _config(debate, temperature),
         request,
-        still_wanted=_still(debate.pk, statuses),
+        still_wanted=debate_still(debate.pk, statuses),
         owner_id=debate.owner_id,
         cache=debate.cache,
         scope=CallScope(debate_id=debate.pk, role=JUDGE),

@@ -45,7 +45,7 @@ from debates.services import (
     vote_run,
 )
 from debates.services.costs import prices_forget
-from debates.services.steps import turns
+from debates.services.steps import context
 from debates.state import debate_plan
 from debates.tasks import (
     consensus_finalize_task,
@@ -395,7 +395,7 @@ def test_a_turn_of_a_debate_deleted_during_its_call_is_dropped(
     caplog.set_level("INFO", logger="debates.services.steps")
     debate = make_debate()
     seats = running(debate)
-    call_model = turns.call_model
+    call_model = context.call_model
 
     def deleted_during_the_call(*args, **kwargs):
         outcome = call_model(*args, **kwargs)
@@ -403,7 +403,7 @@ def test_a_turn_of_a_debate_deleted_during_its_call_is_dropped(
         debate_delete(debate_id=debate.pk)
         return outcome
 
-    monkeypatch.setattr(turns, "call_model", deleted_during_the_call)
+    monkeypatch.setattr(context, "call_model", deleted_during_the_call)
 
     turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -16,10 +15,11 @@ from debates.engine.parsing import ParseResult, parse_output
 from debates.engine.plan import VOTING, StepKey
 from debates.engine.types import CoinDecision
 from debates.models import Ballot, Debate, Message, ParseStatus, Participant, StepStatus
-from debates.providers.base import ProviderConfig
+from debates.providers.base import ModelRequest, ProviderConfig
 from debates.providers.registry import reads_snapshot
-from debates.services.budgets import PARTICIPANTS, CallLimits, limits_of
-from debates.services.calls import CONFIG_COLUMNS, CallOutcome, provider_config
+from debates.selectors import debate_still
+from debates.services.budgets import PARTICIPANTS, CallLimits, CallScope, limits_of
+from debates.services.calls import CONFIG_COLUMNS, CallOutcome, call_model, provider_config
 from debates.services.modes import model_refusal
 from debates.state import step_released
 from strategies.snapshots import market_summary, market_text
@@ -87,7 +87,26 @@ class StepContext:
     strategy_role: str
     custom_prompt: str
     spoken: list[Said]
+    status: str  # the debate's status the step was read in
     refusal: str | None = None  # why the model can no longer be called (``model_refusal``)
+
+    def ask(self, request: ModelRequest, *, cached_only: bool) -> CallOutcome | None:
+        """Send ``request`` to the seat's model as a call of the debate (``call_model``):
+        within its limits and its owner's share of the cap, through its cache mode; None
+        when the call was abandoned (the debate left its status while the call waited
+        for a slot). ``cached_only``: only the model-call cache may answer."""
+        debate_id = self.cast.debate_id
+        return call_model(
+            self.config,
+            request,
+            still_wanted=debate_still(debate_id, (self.status,)),
+            owner_id=self.cast.owner_id,
+            cache=self.cast.cache,
+            scope=CallScope(debate_id=debate_id, participant_id=self.participant.pk),
+            limits=self.limits,
+            refusal=self.refusal,
+            cached_only=cached_only,
+        )
 
     def has_said(self, round_number: int) -> bool:
         return any(
@@ -156,6 +175,7 @@ def step_context(
         strategy_role=role,
         custom_prompt=custom,
         spoken=_spoken(cast),
+        status=status,
         refusal=model_refusal(model, model.pk),
     )
 
@@ -208,15 +228,6 @@ def _spoken(cast: Cast) -> list[Said]:
     )
     spoken = [Said(cast.seat(speaker), *rest) for speaker, *rest in turns]
     return sorted(spoken, key=lambda said: (said.round, said.participant.speak_order))
-
-
-def still(debate_id: int, status: str) -> Callable[[], bool]:
-    """Return a check that the debate is still ``status``, for a step that waited."""
-
-    def check() -> bool:
-        return Debate.objects.filter(pk=debate_id, status=status).exists()
-
-    return check
 
 
 def history(spoken: list[Said], before: tuple[int, int]) -> list[HistoryEntry]:

@@ -21,8 +21,6 @@ from debates.locks import lock_debate
 from debates.models import DebateStatus, Message, MessageType, Participant, StepStatus
 from debates.providers.base import ModelRequest
 from debates.services import transitions
-from debates.services.budgets import CallScope
-from debates.services.calls import call_model
 from debates.services.judge import round_summary_text
 from debates.services.levels import RoundClose, round_close
 from debates.services.runs import run_enqueue
@@ -45,17 +43,7 @@ def turn_ask(
     )
     if now is None or now.has_said(round_number):
         return None  # the debate stopped, or the turn is stored: never asked twice
-    outcome = call_model(
-        now.config,
-        _turn_request(now, round_number),
-        still_wanted=context.still(debate_id, DebateStatus.RUNNING),
-        owner_id=now.cast.owner_id,
-        cache=now.cast.cache,
-        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
-        limits=now.limits,
-        refusal=now.refusal,
-        cached_only=cached_only,
-    )
+    outcome = now.ask(_turn_request(now, round_number), cached_only=cached_only)
     if outcome is None:
         return None
     fields, parsed = context.answer_fields(outcome, now.cast.symbols)

@@ -20,8 +20,6 @@ from debates.locks import lock_debate
 from debates.models import Ballot, DebateStatus, Message, Participant, StepStatus, Vote
 from debates.providers.base import ModelRequest
 from debates.services import transitions
-from debates.services.budgets import CallScope
-from debates.services.calls import call_model
 from debates.services.runs import run_enqueue
 from debates.services.steps import context
 from debates.state import plan_of
@@ -38,17 +36,7 @@ def vote_ask(*, debate_id: int, participant_id: int, cached_only: bool) -> Ballo
     )
     if now is None:
         return None  # the debate stopped, or the ballot is stored: never asked twice
-    outcome = call_model(
-        now.config,
-        _vote_request(now),
-        still_wanted=context.still(debate_id, DebateStatus.VOTING),
-        owner_id=now.cast.owner_id,
-        cache=now.cast.cache,
-        scope=CallScope(debate_id=debate_id, participant_id=participant_id),
-        limits=now.limits,
-        refusal=now.refusal,
-        cached_only=cached_only,
-    )
+    outcome = now.ask(_vote_request(now), cached_only=cached_only)
     if outcome is None:
         return None
     fields, parsed = context.answer_fields(outcome, now.cast.symbols)
