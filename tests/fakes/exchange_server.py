@@ -42,13 +42,15 @@ requests as received (accepted or not). Two more faults serve order tests:
 request (the order is placed) and then closes the connection without an answer.
 
 To add endpoints: write a method ``(self, request) -> (status, body)``, register it in
-``ROUTES`` (or ``fake.routes`` for one instance) and keep any state on the instance under
+``ROUTES`` (or ``fake.routes`` for one instance), decorate it with ``_private`` when it
+needs the signature of a private endpoint, and keep any state on the instance under
 ``self.lock``.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import hmac
 import itertools
@@ -61,10 +63,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.fakes.background import BackgroundServer
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "strategies" / "data" / "market"
 DEFAULT_NOW = datetime(2024, 9, 5, tzinfo=UTC)
@@ -151,11 +155,28 @@ class _Market:
     hourly_volume_prefix: list[float] = field(default_factory=list)
 
 
+# Binance's answers to an order that does not exist, and to one that cannot be cancelled.
+NO_SUCH_ORDER = {"code": -2013, "msg": "Order does not exist."}
+UNKNOWN_ORDER = {"code": -2011, "msg": "Unknown order sent."}
 Handler = Callable[["FakeExchange", RecordedRequest], tuple[int, Any]]
 
 
-class FakeExchange:
+def _private(handler: Handler) -> Handler:
+    """Make ``handler`` a private endpoint: with credentials set, a request needs the key
+    and a valid signature before it is answered."""
+
+    @functools.wraps(handler)
+    def checked(fake: FakeExchange, request: RecordedRequest) -> tuple[int, Any]:
+        refused = fake._refuse_private(request)
+        return handler(fake, request) if refused is None else refused
+
+    return checked
+
+
+class FakeExchange(BackgroundServer):
     """A Binance USDT-M lookalike serving the dataset at ``now``; use as a context manager."""
+
+    label = "exchange"
 
     ROUTES: dict[tuple[str, str], str] = {
         ("GET", "/fapi/v1/exchangeInfo"): "exchange_info",
@@ -191,6 +212,7 @@ class FakeExchange:
         open_interest: Callable[[str, int], float] | None = None,
         data_dir: Path = DATA_DIR,
     ) -> None:
+        super().__init__()
         self.now_ms = int(now.timestamp() * 1000)
         self.symbols = symbols
         # Serve klines up to ``now`` whatever endTime says, the forming candle included.
@@ -217,44 +239,10 @@ class FakeExchange:
         self.algo_orders: list[dict[str, Any]] = []
         self.trades: list[dict[str, Any]] = []
         self._ids = itertools.count(1001)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # lifecycle
-
-    def start(self) -> FakeExchange:
-        """Start serving on 127.0.0.1 and a free port, in a background thread."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeExchange:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """Return the base URL, e.g. ``http://127.0.0.1:54321``."""
-        if self._server is None:
-            raise RuntimeError("the fake exchange is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """Return the request handler bound to this exchange."""
+        return _handler_class(self)
 
     def set_now(self, now: datetime) -> None:
         """Move the fake's clock."""
@@ -370,36 +358,22 @@ class FakeExchange:
 
     def ticker_24hr(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/ticker/24hr`` for one symbol or (without one) all."""
-        if "symbol" not in request.params:
-            return 200, [self._ticker(symbol) for symbol in self.symbols]
-        market, error = self._market(request)
-        if market is None:
-            return error
-        return 200, self._ticker(request.params["symbol"])
+        return self._one_or_all(request, self._ticker)
 
     def ticker_price(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/ticker/price`` for one symbol or all."""
-        if "symbol" not in request.params:
-            symbols = list(self.symbols)
-        else:
-            market, error = self._market(request)
-            if market is None:
-                return error
-            symbols = [request.params["symbol"]]
-        prices = [
-            {"symbol": symbol, "price": self._last_close(symbol), "time": self.now_ms}
-            for symbol in symbols
-        ]
-        return 200, prices if "symbol" not in request.params else prices[0]
+        return self._one_or_all(
+            request,
+            lambda symbol: {
+                "symbol": symbol,
+                "price": self._last_close(symbol),
+                "time": self.now_ms,
+            },
+        )
 
     def premium_index(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/premiumIndex`` (mark price and last settled funding rate)."""
-        if "symbol" not in request.params:
-            return 200, [self._premium(symbol) for symbol in self.symbols]
-        market, error = self._market(request)
-        if market is None:
-            return error
-        return 200, self._premium(request.params["symbol"])
+        return self._one_or_all(request, self._premium)
 
     def funding_rate_history(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/fundingRate``: settled rates up to min(endTime, now)."""
@@ -460,11 +434,9 @@ class FakeExchange:
 
     # trading endpoints (private: signed like Binance when credentials are set)
 
+    @_private
     def change_leverage(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/leverage``: set the leverage of one symbol."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         market, error = self._market(request)
         if market is None:
             return error
@@ -476,11 +448,9 @@ class FakeExchange:
             self.leverage[symbol] = leverage
         return 200, {"leverage": leverage, "maxNotionalValue": "1000000", "symbol": symbol}
 
+    @_private
     def leverage_bracket(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/leverageBracket``: one bracket per symbol."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         bracket = {
             "bracket": 1,
             "initialLeverage": self.max_leverage,
@@ -491,11 +461,9 @@ class FakeExchange:
         }
         return 200, [{"symbol": symbol, "brackets": [bracket]} for symbol in self.symbols]
 
+    @_private
     def account(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v3/account``: the USDT wallet, margins and open positions."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
             wallet, unrealized, margin = self._funds()
             positions = [self._position_info(s, p) for s, p in self.positions.items() if p.amount]
@@ -531,11 +499,9 @@ class FakeExchange:
             "positions": positions,
         }
 
+    @_private
     def balance(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v2/balance``: the USDT balance."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
             wallet, unrealized, margin = self._funds()
         available = wallet + unrealized - margin
@@ -553,11 +519,9 @@ class FakeExchange:
             }
         ]
 
+    @_private
     def position_risk(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v3/positionRisk`` (and v2): the open positions."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         wanted = request.params.get("symbol")
         with self.lock:
             return 200, [
@@ -566,11 +530,9 @@ class FakeExchange:
                 if position.amount and wanted in (None, symbol)
             ]
 
+    @_private
     def new_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/order``: fill a market order at once at the current price."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         market, error = self._market(request)
         if market is None:
             return error
@@ -657,33 +619,23 @@ class FakeExchange:
             self.orders.append(order)
             return 200, dict(order)
 
+    @_private
     def query_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/order`` by ``origClientOrderId`` or ``orderId``."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
-            order = self._find(self.orders, request, "origClientOrderId", "clientOrderId")
-            if order is None:
-                return 400, {"code": -2013, "msg": "Order does not exist."}
-            return 200, dict(order)
+            order = self._order(request)
+            return (400, NO_SUCH_ORDER) if order is None else (200, dict(order))
 
+    @_private
     def cancel_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``DELETE /fapi/v1/order``: market orders are filled, so -2011 when found."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
-            order = self._find(self.orders, request, "origClientOrderId", "clientOrderId")
-        if order is None:
-            return 400, {"code": -2013, "msg": "Order does not exist."}
-        return 400, {"code": -2011, "msg": "Unknown order sent."}
+            order = self._order(request)
+        return 400, NO_SUCH_ORDER if order is None else UNKNOWN_ORDER
 
+    @_private
     def new_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/algoOrder``: rest a conditional stop or take-profit order."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         market, error = self._market(request)
         if market is None:
             return error
@@ -736,28 +688,22 @@ class FakeExchange:
             self.algo_orders.append(order)
             return 200, dict(order)
 
+    @_private
     def query_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/algoOrder`` by ``clientAlgoId`` or ``algoId``."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
-            order = self._find(self.algo_orders, request, "clientAlgoId", "clientAlgoId", "algoId")
-            if order is None:
-                return 400, {"code": -2013, "msg": "Order does not exist."}
-            return 200, dict(order)
+            order = self._algo_order(request)
+            return (400, NO_SUCH_ORDER) if order is None else (200, dict(order))
 
+    @_private
     def cancel_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``DELETE /fapi/v1/algoOrder``: cancel a resting conditional order."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         with self.lock:
-            order = self._find(self.algo_orders, request, "clientAlgoId", "clientAlgoId", "algoId")
+            order = self._algo_order(request)
             if order is None:
-                return 400, {"code": -2013, "msg": "Order does not exist."}
+                return 400, NO_SUCH_ORDER
             if order["algoStatus"] != "NEW":
-                return 400, {"code": -2011, "msg": "Unknown order sent."}
+                return 400, UNKNOWN_ORDER
             order["algoStatus"] = "CANCELED"
             order["updateTime"] = self.now_ms
             return 200, {
@@ -767,11 +713,9 @@ class FakeExchange:
                 "msg": "success",
             }
 
+    @_private
     def user_trades(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/userTrades`` for a symbol, optionally one order's trades."""
-        refused = self._refuse_private(request)
-        if refused is not None:
-            return refused
         symbol = request.params.get("symbol")
         order_id = request.params.get("orderId")
         with self.lock:
@@ -872,6 +816,12 @@ class FakeExchange:
             "updateTime": self.now_ms,
         }
 
+    def _order(self, request: RecordedRequest) -> dict[str, Any] | None:
+        return self._find(self.orders, request, "origClientOrderId", "clientOrderId")
+
+    def _algo_order(self, request: RecordedRequest) -> dict[str, Any] | None:
+        return self._find(self.algo_orders, request, "clientAlgoId", "clientAlgoId", "algoId")
+
     @staticmethod
     def _find(
         orders: list[dict[str, Any]],
@@ -898,6 +848,18 @@ class FakeExchange:
         if market is None:
             return None, (400, {"code": -1121, "msg": "Invalid symbol."})
         return market, (200, None)
+
+    def _one_or_all(
+        self, request: RecordedRequest, describe: Callable[[str], dict[str, Any]]
+    ) -> tuple[int, Any]:
+        """Answer ``describe(symbol)`` for the symbol asked, or a list of it for every
+        symbol when the request names none."""
+        if "symbol" not in request.params:
+            return 200, [describe(symbol) for symbol in self.symbols]
+        market, error = self._market(request)
+        if market is None:
+            return error
+        return 200, describe(request.params["symbol"])
 
     def _closed(self, symbol: str, interval: str, at_ms: int) -> list[Row]:
         market = self._markets[symbol]

@@ -8,57 +8,34 @@ before a request; every request path is recorded in ``requests``. With ``locatio
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.fakes.background import BackgroundServer
 
-class FakePool:
+
+class FakePool(BackgroundServer):
     """A coin pool that answers what the test sets; use as a context manager."""
 
+    label = "pool"
+
     def __init__(self, body: Any = None, *, status: int = 200, delay_s: float = 0.0) -> None:
+        super().__init__()
         self.body: Any = [] if body is None else body
         self.status = status
         self.delay_s = delay_s
         self.location: str | None = None
         self.requests: list[str] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> FakePool:
-        """Start serving on 127.0.0.1 and a free port, in a background thread."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakePool:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """Return the request handler bound to this pool."""
+        return _handler_class(self)
 
     @property
     def url(self) -> str:
         """Return the pool URL, e.g. ``http://127.0.0.1:54321/pool``."""
-        if self._server is None:
-            raise RuntimeError("the fake pool is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/pool"
+        return f"{super().url}/pool"
 
 
 def _handler_class(pool: FakePool) -> type[BaseHTTPRequestHandler]:
