@@ -13,7 +13,7 @@ from debates.models import Ballot, Debate, Message
 from debates.services.human import human_steps_expire
 from tests.api.conftest import AS_OF
 from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import FakeLLMModelFactory
 from tests.strategies.factories import StrategyFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -25,16 +25,7 @@ MARK_2 = "My rebuttal: the bears ignore the open-interest climb"
 def _create(api: Any, user: Any, llm: Any, **fields: Any) -> dict[str, Any]:
     """Create a 2-round debate: model P1 (bull), the person P2 (analyst), model P3 (bear)."""
     strategy = StrategyFactory(owner=user, static_coins=["BTCUSDT", "ETHUSDT"])
-    models = [
-        AIModelFactory(
-            owner=user,
-            provider="openai_compatible",
-            model_name="fake-model",
-            base_url=f"{llm.url}/v1",
-            timeout_seconds=10,
-        )
-        for _ in range(2)
-    ]
+    models = FakeLLMModelFactory.create_batch(2, owner=user, llm=llm)
     body = {
         "name": "With a person",
         "strategy": strategy.pk,

@@ -447,27 +447,15 @@ def test_an_error_answer_body_reaches_no_response_or_event(api_client, user, llm
 def _debate(user: object, llm: FakeLLMServer):
     """Create a pending two-seat debate on models calling ``llm``."""
     from debates.services import DebateInput, debate_create
-    from tests.debates.factories import AIModelFactory
+    from tests.debates.factories import fake_llm_seats
     from tests.strategies.factories import StrategyFactory
 
-    seats = [
-        {
-            "ai_model": AIModelFactory(
-                owner=user,
-                provider="openai_compatible",
-                model_name="fake-model",
-                base_url=f"{llm.url}/v1",
-            ).pk,
-            "personality": personality,
-        }
-        for personality in ("bull", "bear")
-    ]
     data = DebateInput(
         name="Leak",
         strategy=StrategyFactory(owner=user).pk,
         symbol="BTCUSDT",
         max_rounds=2,
-        participants=seats,
+        participants=fake_llm_seats(user, llm),
     )
     return debate_create(owner=user, data=data)
 

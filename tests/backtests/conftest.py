@@ -3,19 +3,18 @@ and backtests made through the service."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django_eventstream.models import Event
 
 from backtests.events import backtest_channel
 from backtests.models import Backtest
 from backtests.services import BacktestInput, backtest_create
 from tests.debates.conftest import llm, wait_for  # noqa: F401 (the fake model server)
-from tests.debates.factories import AIModelFactory
+from tests.debates.events_helpers import stored_events
+from tests.debates.factories import FakeLLMModelFactory
 from tests.strategies.factories import StrategyFactory
 
 # 1h and 4h candles: a replay of this strategy may start on 2024-05-08 at 12:00, once 12
@@ -35,16 +34,7 @@ def fake_models(user, llm) -> Callable[[int], list]:  # noqa: F811
     """Make ``n`` AI models of ``user`` answering from the fake model server."""
 
     def make(n: int = 3) -> list:
-        return [
-            AIModelFactory(
-                owner=user,
-                provider="openai_compatible",
-                model_name="fake-model",
-                base_url=f"{llm.url}/v1",
-                timeout_seconds=10,
-            )
-            for _ in range(n)
-        ]
+        return FakeLLMModelFactory.create_batch(n, owner=user, llm=llm)
 
     return make
 
@@ -94,9 +84,4 @@ def wait_until_done(backtest_id: int, timeout: float = 120.0) -> Backtest:
 
 def published(backtest_id: int) -> list[tuple[str, Any]]:
     """Return every stored event of a backtest's channel, oldest first, as (type, data)."""
-    rows = Event.objects.filter(channel=backtest_channel(backtest_id), eid__gt=0).order_by("eid")
-    out = []
-    for row in rows:
-        data = json.loads(row.data)
-        out.append((row.type, json.loads(data) if isinstance(data, str) else data))
-    return out
+    return stored_events(backtest_channel(backtest_id))

@@ -18,7 +18,7 @@ from django.db import connection
 from arena.celery import app
 from debates.models import Debate
 from debates.services import DebateInput, debate_create, debate_start
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import FakeLLMModelFactory, fake_llm_seats
 from tests.fakes.llm_server import FakeLLMServer, Reply
 from tests.strategies.factories import StrategyFactory
 
@@ -35,23 +35,12 @@ def make_debate(user, llm) -> Callable[..., Debate]:
     """Create a pending debate whose participants call the fake model server."""
 
     def make(personalities=("bull", "bear", "analyst"), rounds=3, timeout=10, **fields) -> Debate:
-        strategy = StrategyFactory(owner=user)
-        seats = []
-        for personality in personalities:
-            model = AIModelFactory(
-                owner=user,
-                provider="openai_compatible",
-                model_name="fake-model",
-                base_url=f"{llm.url}/v1",
-                timeout_seconds=timeout,
-            )
-            seats.append({"ai_model": model.pk, "personality": personality})
         data = DebateInput(
             name="Test debate",
-            strategy=strategy.pk,
+            strategy=StrategyFactory(owner=user).pk,
             symbol="BTCUSDT",
             max_rounds=rounds,
-            participants=seats,
+            participants=fake_llm_seats(user, llm, personalities, timeout_seconds=timeout),
             **fields,
         )
         return debate_create(owner=user, data=data)
@@ -63,14 +52,7 @@ def make_debate(user, llm) -> Callable[..., Debate]:
 def judge_model(user, llm):
     """A judge's model on the fake model server, under a name of its own (``fake-judge``),
     so the judge's requests are told apart from the participants'."""
-    return AIModelFactory(
-        owner=user,
-        provider="openai_compatible",
-        model_name="fake-judge",
-        base_url=f"{llm.url}/v1",
-        timeout_seconds=10,
-        temperature=0.4,
-    )
+    return FakeLLMModelFactory(owner=user, llm=llm, model_name="fake-judge", temperature=0.4)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> None:

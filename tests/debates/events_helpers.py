@@ -1,4 +1,4 @@
-"""Reading back what a debate published on its stream."""
+"""Reading back what a debate (or a backtest) published on its stream."""
 
 from __future__ import annotations
 
@@ -9,11 +9,31 @@ from django_eventstream.models import Event
 
 from arena.sse import debate_channel
 
+# What a debate of two participants over two rounds publishes, in order, its status
+# changes aside.
+TWO_BY_TWO_EVENTS = [
+    "round_start",
+    "message",
+    "message",
+    "round_end",
+    "round_start",
+    "message",
+    "message",
+    "round_end",
+    *["vote"] * 6,
+    "consensus",
+]
+
 
 def published(debate_id: int) -> list[tuple[str, Any]]:
     """Return every stored event of a debate's channel, oldest first, as (type, data)."""
+    return stored_events(debate_channel(debate_id))
+
+
+def stored_events(channel: str) -> list[tuple[str, Any]]:
+    """Return every stored event of ``channel``, oldest first, as (type, data)."""
     # eid 0 is the storage's placeholder row, not an event.
-    rows = Event.objects.filter(channel=debate_channel(debate_id), eid__gt=0).order_by("eid")
+    rows = Event.objects.filter(channel=channel, eid__gt=0).order_by("eid")
     out = []
     for row in rows:
         data = json.loads(row.data)

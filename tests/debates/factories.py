@@ -1,3 +1,8 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
 import factory
 
 from debates.models import (
@@ -13,6 +18,7 @@ from debates.models import (
     Vote,
 )
 from tests.factories import UserFactory
+from tests.fakes.llm_server import FakeLLMServer
 from tests.strategies.factories import StrategyFactory
 
 
@@ -24,6 +30,32 @@ class AIModelFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Model {n}")
     provider = "simulated"
     model_name = "simulated-v1"
+
+
+class FakeLLMModelFactory(AIModelFactory):
+    """A model answered by the fake model server ``llm`` (tests/fakes/llm_server.py)."""
+
+    class Params:
+        llm = None
+
+    provider = "openai_compatible"
+    model_name = "fake-model"
+    base_url = factory.LazyAttribute(lambda model: f"{model.llm.url}/v1")
+    timeout_seconds = 10
+
+
+def fake_llm_seats(
+    owner: Any, llm: FakeLLMServer, personalities: Iterable[str] = ("bull", "bear"), **fields: Any
+) -> list[dict[str, Any]]:
+    """Return the participants of a debate's input: a seat per personality, each on a model
+    of its own answered by ``llm`` (``fields`` set on the models)."""
+    return [
+        {
+            "ai_model": FakeLLMModelFactory(owner=owner, llm=llm, **fields).pk,
+            "personality": personality,
+        }
+        for personality in personalities
+    ]
 
 
 class DebateFactory(factory.django.DjangoModelFactory):

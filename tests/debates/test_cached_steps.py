@@ -25,7 +25,7 @@ from debates.services.calls import NotCached, call_model
 from tests.debates.conftest import wait_for, wait_until_finished
 from tests.debates.events_helpers import published, published_types
 from tests.debates.test_cache import CONFIG, REQUEST, decisions_of
-from tests.debates.test_judge import scores_answer, summary_answer
+from tests.debates.test_judge import script_judge
 from tests.fakes.llm_server import Reply, default_answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -198,9 +198,7 @@ def test_a_judged_debate_the_cache_answers_runs_its_judge_in_place(
     celery_worker, llm, make_debate, judge_model, tasks_run
 ):
     # given a 3x2 debate with a judge, run at cache: use
-    llm.add_rule(Reply.answer(summary_answer(1), match="Summarise round 1"))
-    scores = {"P1": (8, 8, 8), "P2": (6, 6, 6), "P3": (4, 4, 4)}
-    llm.add_rule(Reply.answer(scores_answer(scores), match="Score every participant"))
+    script_judge(llm, {"P1": (8, 8, 8), "P2": (6, 6, 6), "P3": (4, 4, 4)}, rounds=2)
     judge = {"ai_model": judge_model.pk}
     first = make_debate(rounds=2, cache="use", judge=judge)
     debate_start(debate_id=first.pk)

@@ -81,6 +81,16 @@ def turn_prompts(llm, round_number: int) -> list[str]:
     ]
 
 
+def script_judge(llm, scores: dict[str, tuple[int, int, int]], rounds: int = 3) -> None:
+    """Make the fake model server answer the judge of a debate of ``rounds`` rounds: its
+    summary of each round but the last (each with its marker), then ``scores``."""
+    for round_number in range(1, rounds):
+        llm.add_rule(
+            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
+        )
+    llm.add_rule(Reply.answer(scores_answer(scores), match="Score every participant"))
+
+
 def judge_requests(llm) -> list:
     return [r for r in llm.requests if r.body.get("model") == JUDGE_MODEL]
 
@@ -89,16 +99,7 @@ def test_summaries_reach_the_next_rounds_prompts_and_the_full_history_does_not(
     llm, make_debate, judge_model
 ):
     # given a 3x3 debate with a judge whose summaries carry a marker per round
-    for round_number in (1, 2):
-        llm.add_rule(
-            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
-        )
-    llm.add_rule(
-        Reply.answer(
-            scores_answer({"P1": (8, 7, 9), "P2": (5, 5, 5), "P3": (2, 3, 4)}),
-            match="Score every participant",
-        )
-    )
+    script_judge(llm, {"P1": (8, 7, 9), "P2": (5, 5, 5), "P3": (2, 3, 4)})
     debate = make_debate(rounds=3, judge={"ai_model": judge_model.pk})
     # when it runs
     debate = run_in_order(debate)

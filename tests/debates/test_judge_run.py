@@ -10,7 +10,7 @@ from debates.models import DebateStatus, JudgeCall, JudgeScore
 from debates.selectors import debate_representation
 from debates.services import debate_advance, debate_start
 from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.test_judge import scores_answer, summary_answer
+from tests.debates.test_judge import script_judge
 from tests.fakes.llm_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,16 +24,7 @@ def test_the_judges_steps_run_in_the_plan_and_their_summaries_reach_later_rounds
     celery_worker, llm, make_debate, judge_model
 ):
     # given a 3x3 debate with a judge
-    for round_number in (1, 2):
-        llm.add_rule(
-            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
-        )
-    llm.add_rule(
-        Reply.answer(
-            scores_answer({"P1": (8, 8, 8), "P2": (6, 6, 6), "P3": (4, 4, 4)}),
-            match="Score every participant",
-        )
-    )
+    script_judge(llm, {"P1": (8, 8, 8), "P2": (6, 6, 6), "P3": (4, 4, 4)})
     debate = make_debate(rounds=3, judge={"ai_model": judge_model.pk})
     # when it is started and the worker runs it
     debate_start(debate_id=debate.pk)
@@ -97,13 +88,7 @@ def test_in_the_manual_pace_each_judge_step_waits_for_its_advance(
     celery_worker, llm, make_debate, judge_model
 ):
     # given a 2-round debate with a judge in the manual pace
-    llm.add_rule(Reply.answer(summary_answer(1), match="Summarise round 1"))
-    llm.add_rule(
-        Reply.answer(
-            scores_answer({"P1": (5, 5, 5), "P2": (5, 5, 5), "P3": (5, 5, 5)}),
-            match="Score every participant",
-        )
-    )
+    script_judge(llm, {"P1": (5, 5, 5), "P2": (5, 5, 5), "P3": (5, 5, 5)}, rounds=2)
     debate = make_debate(rounds=2, pace="manual", judge={"ai_model": judge_model.pk})
     debate_start(debate_id=debate.pk)
     held_at = []

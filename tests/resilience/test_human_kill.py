@@ -28,7 +28,7 @@ from tests.debates.conftest import (
     wait_for,
     wait_until_finished,
 )
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import FakeLLMModelFactory
 from tests.strategies.factories import StrategyFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -48,16 +48,7 @@ def _waits_for(debate_id: int, kind: str, round_number: int | None) -> bool:
 
 def _debate(user, llm):
     """Create a 2-round debate: model P1, the person P2, model P3."""
-    models = [
-        AIModelFactory(
-            owner=user,
-            provider="openai_compatible",
-            model_name="fake-model",
-            base_url=f"{llm.url}/v1",
-            timeout_seconds=10,
-        )
-        for _ in range(2)
-    ]
+    models = FakeLLMModelFactory.create_batch(2, owner=user, llm=llm)
     data = DebateInput(
         name="Kill while waiting",
         strategy=StrategyFactory(owner=user).pk,

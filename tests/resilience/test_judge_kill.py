@@ -26,8 +26,7 @@ from tests.debates.conftest import (
     wait_for,
     wait_until_finished,
 )
-from tests.debates.test_judge import JUDGE_MODEL, scores_answer, summary_answer
-from tests.fakes.llm_server import Reply
+from tests.debates.test_judge import JUDGE_MODEL, script_judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -49,12 +48,7 @@ def test_sigkill_during_a_judge_call_loses_and_duplicates_nothing(
     # given a 3x3 debate with a judge, on one worker
     app.control.purge()
     llm.set_latency(0.3)
-    for round_number in (1, 2):
-        llm.add_rule(
-            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
-        )
-    scores = {"P1": (7, 7, 7), "P2": (5, 5, 5), "P3": (3, 3, 3)}
-    llm.add_rule(Reply.answer(scores_answer(scores), match="Score every participant"))
+    script_judge(llm, {"P1": (7, 7, 7), "P2": (5, 5, 5), "P3": (3, 3, 3)})
     debate = make_debate(judge={"ai_model": judge_model.pk})
     first = start_worker_process("first", **SHORT_LEASES)
     second = None

@@ -13,7 +13,7 @@ from django.db import transaction
 from arena.celery import app
 from arena.sse import debate_channel, publish_on_commit
 from tests.debates.conftest import kill_process_group, start_worker_process
-from tests.debates.events_helpers import published
+from tests.debates.events_helpers import TWO_BY_TWO_EVENTS, published
 from tests.debates.factories import DebateFactory
 from tests.streams.conftest import database_connections, publish_process
 from tests.streams.schemas import STATE_FIELDS, validate_event
@@ -21,19 +21,6 @@ from tests.streams.sse import SSEClient, SSEEvent
 from tests.threads import run_at_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-RUN_KINDS = [
-    "round_start",
-    "message",
-    "message",
-    "round_end",
-    "round_start",
-    "message",
-    "message",
-    "round_end",
-    *["vote"] * 6,
-    "consensus",
-]
 
 
 def finished(client: SSEClient) -> bool:
@@ -93,7 +80,7 @@ def test_a_whole_debate_reaches_the_client_in_order_with_the_rest_payloads(
     events = client.received()
     # then the client heard every step, in order, each id once
     assert events[0].type == "initial"
-    assert [e.type for e in events[1:] if e.type != "status"] == RUN_KINDS
+    assert [e.type for e in events[1:] if e.type != "status"] == TWO_BY_TWO_EVENTS
     assert_contiguous(events, events[0].number)
     statuses = [e.json["status"] for e in events if e.type == "status"]
     assert statuses[0] == "running"
@@ -143,7 +130,7 @@ def test_a_client_reconnecting_with_last_event_id_receives_exactly_what_it_misse
     stored = published(debate.pk)
     assert [(e.type, e.json) for e in missed] == stored[last.number :]
     assert_contiguous(missed, last.number + 1)
-    assert [e.type for e in seen + missed if e.type != "status"] == ["initial", *RUN_KINDS]
+    assert [e.type for e in seen + missed if e.type != "status"] == ["initial", *TWO_BY_TWO_EVENTS]
 
 
 def test_clients_of_two_web_processes_receive_the_same_events(web, user):

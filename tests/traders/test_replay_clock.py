@@ -22,7 +22,7 @@ from django.core.management import call_command
 
 from debates.models import Debate
 from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import fake_llm_seats
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import PositionFactory, TraderFactory
 from traders.models import Execution, Trader
@@ -80,18 +80,6 @@ def test_a_debate_executed_through_the_api_fills_at_the_price_of_its_instant(
         owner=user, exchange="paper", replay_as_of=datetime(2024, 9, 5, tzinfo=UTC)
     )
     strategy = StrategyFactory(owner=user)
-    seats = [
-        {
-            "ai_model": AIModelFactory(
-                owner=user,
-                provider="openai_compatible",
-                model_name="fake-model",
-                base_url=f"{llm.url}/v1",
-            ).pk,
-            "personality": personality,
-        }
-        for personality in ("bull", "bear")
-    ]
     created = api_client.post(
         "/api/debates",
         {
@@ -99,7 +87,7 @@ def test_a_debate_executed_through_the_api_fills_at_the_price_of_its_instant(
             "strategy": strategy.pk,
             "symbol": "BTC",
             "max_rounds": 2,
-            "participants": seats,
+            "participants": fake_llm_seats(user, llm),
             "as_of": "2024-08-05T12:00:00Z",
         },
         format="json",

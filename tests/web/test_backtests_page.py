@@ -13,7 +13,7 @@ from backtests.charts import WIDTH, equity_svg
 from backtests.models import Backtest
 from tests.backtests.factories import BacktestFactory
 from tests.backtests.test_run import contract
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import AIModelFactory, FakeLLMModelFactory
 from tests.fakes.llm_server import Reply
 from tests.strategies.factories import StrategyFactory
 from tests.web.conftest import ARTIFACTS, drawn_width
@@ -33,14 +33,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     llm.add_rule(Reply.answer(contract("open_short", 90), match="round 1/2. You are P3,"))
     strategy = StrategyFactory(owner=user, name="Majors, 1h and 4h", timeframes=["1h", "4h"])
     models = [
-        AIModelFactory(
-            owner=user,
-            name=f"Fake {personality}",
-            provider="openai_compatible",
-            model_name="fake-model",
-            base_url=f"{llm.url}/v1",
-            timeout_seconds=10,
-        )
+        FakeLLMModelFactory(owner=user, llm=llm, name=f"Fake {personality}")
         for personality in SEATS
     ]
     page = open_page("/backtests/", user=user)

@@ -15,9 +15,8 @@ from debates.models import Debate, JudgeScore, Message, Vote
 from debates.selectors import debate_spend
 from debates.services import DebateInput, debate_create
 from tests.debates.conftest import wait_for
-from tests.debates.factories import AIModelFactory, DebateFactory
-from tests.debates.test_judge import scores_answer, summary_answer
-from tests.fakes.llm_server import Reply
+from tests.debates.factories import AIModelFactory, DebateFactory, FakeLLMModelFactory
+from tests.debates.test_judge import script_judge
 from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import TraderFactory
 from tests.web.conftest import ARTIFACTS, PASSWORD
@@ -36,14 +35,7 @@ def arena(user, llm):
     llm.set_latency(0.3)
     strategy = StrategyFactory(owner=user, name="Majors", static_coins=COINS)
     models = [
-        AIModelFactory(
-            owner=user,
-            name=f"Fake {personality}",
-            provider="openai_compatible",
-            model_name="fake-model",
-            base_url=f"{llm.url}/v1",
-            timeout_seconds=10,
-        )
+        FakeLLMModelFactory(owner=user, llm=llm, name=f"Fake {personality}")
         for personality in SEATS
     ]
     trader = TraderFactory(owner=user, name="Paper desk", exchange="paper")
@@ -509,20 +501,8 @@ def test_the_page_shows_the_judges_summaries_and_scores_live(
     from playwright.sync_api import expect
 
     # given a three-round debate with a judge, on an open page
-    for round_number in (1, 2):
-        llm.add_rule(
-            Reply.answer(summary_answer(round_number), match=f"Summarise round {round_number}")
-        )
-    scores = {"P1": (8, 7, 9), "P2": (5, 6, 4), "P3": (3, 2, 4)}
-    llm.add_rule(Reply.answer(scores_answer(scores), match="Score every participant"))
-    judge = AIModelFactory(
-        owner=user,
-        name="Fake judge",
-        provider="openai_compatible",
-        model_name="fake-judge",
-        base_url=f"{llm.url}/v1",
-        timeout_seconds=10,
-    )
+    script_judge(llm, {"P1": (8, 7, 9), "P2": (5, 6, 4), "P3": (3, 2, 4)})
+    judge = FakeLLMModelFactory(owner=user, llm=llm, name="Fake judge", model_name="fake-judge")
     debate = three_round_debate(user, arena, "Judged debate", judge={"ai_model": judge.pk})
     page = open_page(f"/debates/{debate.pk}/", user=user)
     expect(page.locator("#stream-state")).to_have_text("● live")

@@ -9,7 +9,7 @@ import pytest
 
 from debates.models import Debate, Message
 from tests.debates.conftest import wait_for
-from tests.debates.factories import AIModelFactory
+from tests.debates.factories import FakeLLMModelFactory
 from tests.strategies.factories import StrategyFactory
 from tests.web.conftest import ARTIFACTS
 
@@ -25,17 +25,7 @@ def models(user, llm):
     """A strategy on the bundled dataset and two models answering from the fake server."""
     llm.set_latency(0.3)
     StrategyFactory(owner=user, name="Majors", static_coins=COINS)
-    return [
-        AIModelFactory(
-            owner=user,
-            name=f"Fake {n}",
-            provider="openai_compatible",
-            model_name="fake-model",
-            base_url=f"{llm.url}/v1",
-            timeout_seconds=10,
-        )
-        for n in (1, 2)
-    ]
+    return [FakeLLMModelFactory(owner=user, llm=llm, name=f"Fake {n}") for n in (1, 2)]
 
 
 def _answer(page, reasoning: str, choices: list[tuple[str, str]]) -> None:
