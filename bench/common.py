@@ -75,21 +75,10 @@ def worker_processes(
 ) -> Iterator[list[subprocess.Popen]]:
     """Run ``count`` Celery worker processes (prefork) for the duration of the block,
     with the tasks of the modules ``include`` besides the project's."""
+    from tests.processes import start_celery_worker
+
     processes = [
-        subprocess.Popen(
-            [
-                *(sys.executable, "-m", "celery", "-A", "arena", "worker", "--pool", "prefork"),
-                *("--concurrency", str(concurrency), "--prefetch-multiplier", "1"),
-                *("--hostname", f"bench{i}@%h", "--loglevel", "WARNING"),
-                *("--without-gossip", "--without-mingle"),
-                *(f"--include={module}" for module in include),
-            ],
-            cwd=ROOT,
-            env={**bench_env(), "DB_CONN_MAX_AGE": "60"},
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        start_celery_worker(f"bench{i}", bench_env(), concurrency=concurrency, include=include)
         for i in range(count)
     ]
     try:

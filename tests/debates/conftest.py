@@ -7,7 +7,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -20,6 +19,7 @@ from debates.models import Debate
 from debates.services import DebateInput, debate_create, debate_start
 from tests.debates.factories import FakeLLMModelFactory, fake_llm_seats
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.processes import start_celery_worker
 from tests.strategies.factories import StrategyFactory
 
 
@@ -102,34 +102,7 @@ def start_worker_process(name: str, concurrency: int = 3, **env: str):
 
     ``env`` overrides the environment (another ``REDIS_URL``, say).
     """
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "arena",
-            "worker",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            str(concurrency),
-            "--prefetch-multiplier",
-            "1",
-            "--hostname",
-            f"{name}@%h",
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=settings.BASE_DIR,
-        # Workers keep their database connection, as the Procfile runs them.
-        env={**worker_env(), "DB_CONN_MAX_AGE": "60", **env},
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return start_celery_worker(name, {**worker_env(), **env}, concurrency=concurrency)
 
 
 def kill_process_group(process) -> None:
@@ -146,3 +119,34 @@ def stop_workers(*workers) -> None:
         if worker is not None and worker.poll() is None:
             kill_process_group(worker)
     app.control.purge()
+
+
+class WorkerProcesses:
+    """The Celery worker processes of a ``worker_processes`` block, by name."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.started: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str) -> subprocess.Popen:
+        """Start the worker ``name`` (see ``start_worker_process``) with the block's
+        environment."""
+        self.started[name] = start_worker_process(name, **self.env)
+        return self.started[name]
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker ``name`` and every pool child, as a machine crash would."""
+        kill_process_group(self.started[name])
+
+
+@contextlib.contextmanager
+def worker_processes(**env: str) -> Iterator[WorkerProcesses]:
+    """Start from an empty broker a block that starts and kills worker processes (``env``
+    overriding their environment); at its end, SIGKILL those still running and drop the
+    tasks left on the broker."""
+    app.control.purge()
+    workers = WorkerProcesses(env)
+    try:
+        yield workers
+    finally:
+        stop_workers(*workers.started.values())

@@ -14,16 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from arena.celery import app
 from backtests.models import BacktestStep
 from debates.models import Debate, Message
 from tests.backtests.conftest import fake_models, make_backtest, strategy, wait_until_done  # noqa: F401
-from tests.debates.conftest import (
-    kill_process_group,
-    start_worker_process,
-    stop_workers,
-    wait_for,
-)
+from tests.debates.conftest import wait_for, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -43,21 +37,16 @@ def comparable(report: dict) -> list:
 
 def test_a_backtest_survives_a_worker_killed_mid_run(llm, make_backtest):  # noqa: F811
     # given the report of a 10-step backtest run without interruption
-    app.control.purge()
     llm.set_latency(0.2)
-    calm = start_worker_process("calm", **SHORT_LEASES)
-    try:
+    with worker_processes(**SHORT_LEASES) as workers:
+        workers.start("calm")
         uninterrupted = wait_until_done(make_backtest(**WINDOW).pk, timeout=120)
-    finally:
-        kill_process_group(calm)
     assert uninterrupted.status == "completed", uninterrupted.error
-    app.control.purge()
 
     # when the same backtest runs on a worker killed with SIGKILL once some steps ended
     # and a model call is in flight, and a new worker starts
-    first = start_worker_process("first", **SHORT_LEASES)
-    second = None
-    try:
+    with worker_processes(**SHORT_LEASES) as workers:
+        workers.start("first")
         backtest = make_backtest(**WINDOW)
         wait_for(
             lambda: (
@@ -68,11 +57,9 @@ def test_a_backtest_survives_a_worker_killed_mid_run(llm, make_backtest):  # noq
             timeout=60,
             every=0.01,
         )
-        kill_process_group(first)
-        second = start_worker_process("second", **SHORT_LEASES)
+        workers.kill("first")
+        workers.start("second")
         finished = wait_until_done(backtest.pk, timeout=180)
-    finally:
-        stop_workers(first, second)
 
     # then it completed, each step debated exactly once, each turn stored once
     assert finished.status == "completed", finished.error

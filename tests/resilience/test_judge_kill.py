@@ -15,17 +15,10 @@ from collections import Counter
 
 import pytest
 
-from arena.celery import app
 from debates.models import Debate, JudgeCall, JudgeScore, Message, Vote
 from debates.selectors import debate_representation
 from debates.services import debate_start
-from tests.debates.conftest import (
-    kill_process_group,
-    start_worker_process,
-    stop_workers,
-    wait_for,
-    wait_until_finished,
-)
+from tests.debates.conftest import wait_for, wait_until_finished, worker_processes
 from tests.debates.test_judge import JUDGE_MODEL, script_judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -46,22 +39,18 @@ def test_sigkill_during_a_judge_call_loses_and_duplicates_nothing(
     point, llm, make_debate, judge_model
 ):
     # given a 3x3 debate with a judge, on one worker
-    app.control.purge()
     llm.set_latency(0.3)
     script_judge(llm, {"P1": (7, 7, 7), "P2": (5, 5, 5), "P3": (3, 3, 3)})
     debate = make_debate(judge={"ai_model": judge_model.pk})
-    first = start_worker_process("first", **SHORT_LEASES)
-    second = None
-    try:
+    with worker_processes(**SHORT_LEASES) as workers:
+        workers.start("first")
         debate_start(debate_id=debate.pk)
         # when the worker dies with SIGKILL while the judge's call is in flight
         wait_for(lambda: judge_in_flight(llm, ASKS[point]), timeout=60, every=0.01)
-        kill_process_group(first)
+        workers.kill("first")
         # and a new worker starts
-        second = start_worker_process("second", **SHORT_LEASES)
+        workers.start("second")
         finished = wait_until_finished(debate.pk, timeout=120)
-    finally:
-        stop_workers(first, second)
 
     # then the debate completed with one row per turn, vote, judge call and score
     assert finished.status == "completed", finished.error

@@ -14,27 +14,19 @@ tests/debates/test_crash.py resumes one with the defaults.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import pytest
 
-from arena.celery import app
 from debates.models import Ballot, Debate, Decision, Message, Vote
 from debates.services import debate_start
-from tests.debates.conftest import (
-    kill_process_group,
-    start_worker_process,
-    stop_workers,
-    wait_for,
-    wait_until_finished,
-)
+from tests.debates.conftest import wait_for, wait_until_finished, worker_processes
+from tests.debates.turns import turns_asked_again
 from tests.traders.factories import TraderFactory
 from traders.models import Execution, Order
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-TURN = re.compile(r"round (\d)/\d\. You are P(\d),")
 SHORT_LEASES = {"STEP_CLAIM_TTL_S": "6", "EXECUTION_LEASE_S": "6"}
 
 
@@ -60,26 +52,22 @@ def kill_points():
 @pytest.mark.parametrize(("point", "reached"), kill_points(), ids=[p for p, _ in kill_points()])
 def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, make_debate, user):
     # given a 3x3 debate that executes its consensus on a paper trader, on one worker
-    app.control.purge()
     llm.set_latency(0.3)
     trader = TraderFactory(owner=user, exchange="paper")
     debate = make_debate(auto_execute=True, trader=trader.pk)
-    first = start_worker_process("first", **SHORT_LEASES)
-    second = None
-    try:
+    with worker_processes(**SHORT_LEASES) as workers:
+        workers.start("first")
         debate_start(debate_id=debate.pk)
         # when the worker dies with SIGKILL at the point
         wait_for(lambda: reached(debate, llm), timeout=60, every=0.01)
-        kill_process_group(first)
+        workers.kill("first")
         # and a new worker starts
-        second = start_worker_process("second", **SHORT_LEASES)
+        workers.start("second")
         finished = wait_until_finished(debate.pk, timeout=120)
         wait_for(
             lambda: Execution.objects.filter(decision__debate=debate, status="filled").exists(),
             timeout=60,
         )
-    finally:
-        stop_workers(first, second)
 
     # then the debate completed with exactly one row per turn, vote and decision
     assert finished.status == "completed", finished.error
@@ -91,12 +79,4 @@ def test_sigkill_at_any_point_loses_and_duplicates_nothing(point, reached, llm, 
     execution = Execution.objects.get(decision__debate=debate)
     assert Order.objects.filter(execution=execution, type="market").count() == 1
     # and no turn was asked again after it had been stored
-    stored = {
-        (m.round, m.participant.speak_order + 1): m.created_at.timestamp()
-        for m in Message.objects.filter(debate=debate).select_related("participant")
-    }
-    for request in llm.requests:
-        found = TURN.search(request.prompt)
-        if found:
-            key = (int(found.group(1)), int(found.group(2)))
-            assert request.arrived_at < stored[key], f"turn {key} asked after it was stored"
+    assert turns_asked_again(llm, debate) == []

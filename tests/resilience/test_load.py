@@ -6,10 +6,9 @@ import random
 
 import pytest
 
-from arena.celery import app
 from debates.models import Debate, Message
 from debates.services import debate_start
-from tests.debates.conftest import kill_process_group, start_worker_process, wait_for
+from tests.debates.conftest import wait_for, worker_processes
 from tests.fakes.llm_server import Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -20,12 +19,8 @@ FINAL = ("completed", "failed", "cancelled")
 @pytest.fixture
 def two_workers():
     """Two Celery worker processes (3 pool processes each) on an empty queue."""
-    app.control.purge()
-    workers = [start_worker_process(f"load{i}") for i in range(2)]
-    yield workers
-    for worker in workers:
-        kill_process_group(worker)
-    app.control.purge()
+    with worker_processes() as workers:
+        yield [workers.start(f"load{i}") for i in range(2)]
 
 
 def all_finished(ids: list[int]) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import psycopg
 import pytest
 from django.conf import settings
@@ -24,6 +22,7 @@ from rest_framework.authtoken.models import Token
 from debates.streams import stream_token_issue
 from tests.debates.conftest import llm, make_debate, worker_env  # noqa: F401 (fixtures)
 from tests.ports import free_port
+from tests.processes import start_uvicorn, stop_process
 
 
 @pytest.fixture
@@ -37,18 +36,6 @@ def stream_reads_close_connections(monkeypatch) -> None:
     """Make this process's stream database threads close their connection after each
     read (``CONN_MAX_AGE`` 0), so none outlives a test and blocks dropping the database."""
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-
-
-def stop_process(process: subprocess.Popen, timeout: float = 5.0) -> None:
-    """SIGTERM a process group, then SIGKILL it if it has not exited within ``timeout``."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 @dataclass
@@ -66,37 +53,13 @@ class WebServer:
 def start_web(**env: str) -> WebServer:
     """Start ``uvicorn arena.asgi:application`` on a free port; return once it answers."""
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "arena.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--timeout-graceful-shutdown",
-            "1",
-        ],
-        cwd=settings.BASE_DIR,
-        env={**worker_env(), "LOG_LEVEL": "WARNING", **env},
-        start_new_session=True,
+    process = start_uvicorn(
+        port,
+        {**worker_env(), "LOG_LEVEL": "WARNING", **env},
+        *("--log-level", "warning"),
+        ready_path="/api/schema/",
     )
-    server = WebServer(url=f"http://127.0.0.1:{port}", process=process)
-    deadline = time.monotonic() + 30
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited with {process.returncode}")
-        with contextlib.suppress(httpx.TransportError):
-            httpx.get(f"{server.url}/api/schema/", timeout=2)
-            return server
-        if time.monotonic() > deadline:
-            stop_process(process)
-            raise RuntimeError("uvicorn did not answer within 30 s")
-        time.sleep(0.1)
+    return WebServer(url=f"http://127.0.0.1:{port}", process=process)
 
 
 @pytest.fixture

@@ -10,9 +10,8 @@ import httpx
 import pytest
 from django.db import transaction
 
-from arena.celery import app
 from arena.sse import debate_channel, publish_on_commit
-from tests.debates.conftest import kill_process_group, start_worker_process
+from tests.debates.conftest import worker_processes
 from tests.debates.events_helpers import TWO_BY_TWO_EVENTS, published
 from tests.debates.factories import DebateFactory
 from tests.streams.conftest import database_connections, publish_process
@@ -54,11 +53,8 @@ def publish(channel: str, count: int, *, threads: int = 1, pause: float = 0.0) -
 @pytest.fixture
 def worker_process(transactional_db):
     """A Celery worker process (prefork), as ``make serve`` runs it."""
-    app.control.purge()
-    process = start_worker_process("streams")
-    yield process
-    kill_process_group(process)
-    app.control.purge()
+    with worker_processes() as workers:
+        yield workers.start("streams")
 
 
 def test_a_whole_debate_reaches_the_client_in_order_with_the_rest_payloads(

@@ -7,25 +7,20 @@ Debian package (.ci/run).
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.conf import settings
 from django.db import connections
 from django.test import Client
 
-from arena.celery import app
-from tests.debates.conftest import kill_process_group, llm, start_worker_process, worker_env  # noqa: F401
+from tests.debates.conftest import llm, worker_env, worker_processes  # noqa: F401
 from tests.ports import free_port
-from tests.streams.conftest import stop_process
+from tests.processes import start_uvicorn, stop_process
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -58,30 +53,14 @@ class Uvicorn:
 
     def start(self) -> None:
         """Start serving on ``port`` and return once the server answers."""
-        self.process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "uvicorn", "arena.asgi:application"),
-                *("--host", "127.0.0.1", "--port", str(self.port)),
-                *("--log-level", self.log_level, "--timeout-graceful-shutdown", "1"),
-                "--no-server-header",  # as the Procfile runs it
-            ],
-            cwd=settings.BASE_DIR,
-            env={**worker_env(), "LOG_LEVEL": "WARNING"},
-            start_new_session=True,
-            stdout=self.output,
-            stderr=self.output,
+        self.process = start_uvicorn(
+            self.port,
+            {**worker_env(), "LOG_LEVEL": "WARNING"},
+            *("--log-level", self.log_level),
+            "--no-server-header",  # as the Procfile runs it
+            ready_path="/login/",
+            output=self.output,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"uvicorn exited with {self.process.returncode}")
-            with contextlib.suppress(httpx.TransportError):
-                httpx.get(f"{self.url}/login/", timeout=2)
-                return
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("uvicorn did not answer within 30 s")
-            time.sleep(0.1)
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, open streams closed after 1 s)."""
@@ -101,11 +80,8 @@ def server(transactional_db) -> Iterator[Uvicorn]:
 @pytest.fixture
 def worker(transactional_db) -> Iterator[subprocess.Popen]:
     """A Celery worker process (prefork) on this test run's database and Redis."""
-    app.control.purge()
-    process = start_worker_process("web")
-    yield process
-    kill_process_group(process)
-    app.control.purge()
+    with worker_processes() as workers:
+        yield workers.start("web")
 
 
 @pytest.fixture

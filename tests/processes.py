@@ -1,0 +1,93 @@
+"""Processes of the project that the tests and the benchmarks start, each in a process
+group of its own: Celery workers and uvicorn, as the Procfile runs them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_celery_worker(
+    name: str, env: Mapping[str, str], *, concurrency: int = 3, include: Iterable[str] = ()
+) -> subprocess.Popen:
+    """Start a prefork Celery worker named ``name`` with the environment ``env``, with the
+    tasks of the modules ``include`` besides the project's; return the Popen.
+
+    As the Procfile's worker, it prefetches one task per process and keeps its database
+    connection; it neither gossips nor mingles, so it is ready sooner.
+    """
+    return subprocess.Popen(
+        [
+            *(sys.executable, "-m", "celery", "-A", "arena", "worker", "--pool", "prefork"),
+            *("--concurrency", str(concurrency), "--prefetch-multiplier", "1"),
+            *("--hostname", f"{name}@%h", "--loglevel", "WARNING"),
+            *("--without-gossip", "--without-mingle"),
+            *(f"--include={module}" for module in include),
+        ],
+        cwd=ROOT,
+        env={**env, "DB_CONN_MAX_AGE": "60"},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def start_uvicorn(
+    port: int,
+    env: Mapping[str, str],
+    *options: str,
+    ready_path: str,
+    output: IO[Any] | int | None = None,
+) -> subprocess.Popen:
+    """Serve the app with uvicorn on 127.0.0.1:``port`` (``options`` added to its command
+    line) and return the Popen once ``ready_path`` answers; ``output`` takes what the
+    server prints.
+
+    A server that exits, or does not answer within 30 s, is stopped and an error raised.
+    """
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "uvicorn", "arena.asgi:application"),
+            *("--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"),
+            *options,
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=output,
+        stderr=output,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode}")
+        with contextlib.suppress(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}{ready_path}", timeout=2)
+            return process
+        if time.monotonic() > deadline:
+            stop_process(process)
+            raise RuntimeError("uvicorn did not answer within 30 s")
+        time.sleep(0.1)
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 5.0) -> None:
+    """SIGTERM a process group, then SIGKILL it if it has not exited within ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
