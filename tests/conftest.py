@@ -7,6 +7,7 @@ import psycopg
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 from schemathesis.pytest.plugin import SchemathesisFunction
 
@@ -47,6 +48,15 @@ def other_user(db):
 def staff_user(db):
     """A staff superuser, for the admin."""
     return UserFactory(is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def operator(staff_user) -> Client:
+    """A browser client logged in as ``staff_user``: an operator of the admin pages, which
+    the admin tests of every app read."""
+    client = Client()
+    client.force_login(staff_user)
+    return client
 
 
 @pytest.fixture

@@ -22,12 +22,7 @@ from tests.debates.factories import (
     VoteFactory,
 )
 from tests.strategies.factories import StrategyFactory
-from tests.traders.factories import (
-    ExecutionFactory,
-    OrderFactory,
-    PositionFactory,
-    TraderFactory,
-)
+from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -18,12 +18,7 @@ from tests.debates.factories import (
     VoteFactory,
 )
 from tests.strategies.factories import StrategyFactory
-from tests.traders.factories import (
-    ExecutionFactory,
-    OrderFactory,
-    PositionFactory,
-    TraderFactory,
-)
+from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
 
 PROJECT_APPS = {"debates", "strategies", "traders"}
 

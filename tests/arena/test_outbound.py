@@ -27,6 +27,7 @@ from strategies.market.exceptions import PoolError
 from strategies.market.pool import fetch_pool
 from strategies.models import Strategy
 from tests.api.conftest import run_steps
+from tests.arena.conftest import ai_model_admin_form
 from tests.debates.events_helpers import published
 from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -477,19 +478,13 @@ def test_the_admin_refuses_an_ai_model_base_url_the_api_refuses(
     # when a model pointing at the metadata address, or holding a password, is saved
     response = client.post(
         "/admin/debates/aimodel/add/",
-        {
-            "owner": staff_user.pk,
-            "name": "Refused",
-            "provider": "openai_compatible",
-            "model_name": "m",
-            "base_url": base_url,
-            "api_key": "",
-            "temperature": "0.5",
-            "max_tokens": "1000",
-            "timeout_seconds": "60",
-            "output_mode": "tagged",
-            "enabled": "on",
-        },
+        ai_model_admin_form(
+            staff_user,
+            name="Refused",
+            provider="openai_compatible",
+            model_name="m",
+            base_url=base_url,
+        ),
     )
     # then the form comes back naming the field, and nothing was saved
     assert response.status_code == 200

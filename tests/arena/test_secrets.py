@@ -7,6 +7,7 @@ from rest_framework.authtoken.models import Token
 
 from arena.auth import token_issue
 from arena.fields import mask_secret
+from tests.arena.conftest import ai_model_admin_form
 from tests.debates.factories import AIModelFactory
 from tests.factories import UserFactory
 from tests.traders.factories import TraderFactory
@@ -114,19 +115,9 @@ def test_admin_blank_secret_keeps_the_stored_one(client, staff_user):
     # when the page is saved with the key field left blank
     response = client.post(
         f"/admin/debates/aimodel/{model.pk}/change/",
-        {
-            "owner": staff_user.pk,
-            "name": "Renamed",
-            "provider": "openai",
-            "model_name": "gpt-4.1",
-            "base_url": "",
-            "api_key": "",
-            "temperature": "0.5",
-            "max_tokens": "1000",
-            "timeout_seconds": "60",
-            "output_mode": "tagged",
-            "enabled": "on",
-        },
+        ai_model_admin_form(
+            staff_user, name="Renamed", provider="openai", model_name="gpt-4.1", base_url=""
+        ),
     )
     # then the name changed and the key did not
     assert response.status_code == 302

@@ -4,7 +4,6 @@ backtest read-only, its metrics per rule shown."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from tests.api.test_backtests import make
 
@@ -18,14 +17,6 @@ REPORT = {
 }
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator(staff_user) -> Client:
-    """The admin, logged in as staff."""
-    client = Client()
-    client.force_login(staff_user)
-    return client
 
 
 def test_the_admin_lists_backtests_with_progress_and_headline_and_changes_nothing(operator, user):

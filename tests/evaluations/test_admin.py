@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from evaluations.models import DebateReview, DecisionReview
@@ -14,14 +13,6 @@ from evaluations.services import debate_review
 from tests.evaluations.test_reviews import flipped_debate
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator(staff_user) -> Client:
-    """The admin, logged in as staff."""
-    client = Client()
-    client.force_login(staff_user)
-    return client
 
 
 def test_the_admin_lists_reviews_and_changes_nothing(operator, user, strategy):
