@@ -25,6 +25,13 @@ pytestmark = pytest.mark.django_db
 PAST = timezone.now() - timedelta(hours=1)
 VOTING = State("voting", "voting", 2)
 
+
+def cases(table: list[tuple[str, str, Callable]]) -> list:
+    """Return a table of transitions as the cases of a test, each named after its
+    transition."""
+    return [pytest.param(status, call, id=name) for name, status, call in table]
+
+
 # Each debate transition, the status it is refused from, and how it is called.
 DEBATE_TRANSITIONS: list[tuple[str, str, Callable[[Debate], object]]] = [
     ("start", "running", lambda d: transitions.start(debate_id=d.pk, pace="auto")),
@@ -84,11 +91,7 @@ DEBATE_TRANSITIONS: list[tuple[str, str, Callable[[Debate], object]]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("status", "transition"),
-    [(status, call) for _, status, call in DEBATE_TRANSITIONS],
-    ids=[name for name, _, _ in DEBATE_TRANSITIONS],
-)
+@pytest.mark.parametrize(("status", "transition"), cases(DEBATE_TRANSITIONS))
 def test_a_debate_transition_refuses_a_stale_status(
     status, transition, django_capture_on_commit_callbacks
 ):
@@ -135,11 +138,7 @@ BACKTEST_TRANSITIONS: list[tuple[str, str, Callable[[Backtest], object]]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("status", "transition"),
-    [(status, call) for _, status, call in BACKTEST_TRANSITIONS],
-    ids=[name for name, _, _ in BACKTEST_TRANSITIONS],
-)
+@pytest.mark.parametrize(("status", "transition"), cases(BACKTEST_TRANSITIONS))
 def test_a_backtest_transition_refuses_a_stale_status(
     status, transition, django_capture_on_commit_callbacks
 ):

@@ -167,48 +167,66 @@ def test_the_sizing_balance_falls_back_from_available_to_equity_to_wallet(funds,
     assert funds.sizing_balance() == Decimal(expected)
 
 
-def test_a_position_above_the_maximum_value_is_refused():
-    # given 100 % of the balance at 5x, and at most 3 x equity per position
+@pytest.mark.parametrize(
+    ("planned", "rule", "message"),
+    [
+        pytest.param(
+            # 100 % of the balance at 5x, and at most 3 x equity per position
+            {"the_intent": intent(position_pct=Decimal("1"))},
+            "max_position_value",
+            "position value 5000.00 USD is above the strategy's maximum of 3 x equity = "
+            "3000.00 USD",
+            id="above-the-maximum-value",
+        ),
+        pytest.param(
+            # 8 USDT available of 1,000 equity: the margin is raised to the 12 USD minimum,
+            # and 0.001 BTC needs 10 USDT of margin at 5x
+            {
+                "funds": Funds(
+                    available=Decimal("8"), equity=Decimal("1000"), wallet=Decimal("1000")
+                )
+            },
+            "insufficient_balance",
+            "the position needs 10.00 USD of margin, 8.00 USD is available",
+            id="margin-above-the-available-balance",
+        ),
+        pytest.param(
+            {"funds": Funds(available=Decimal("0"), equity=Decimal("0"), wallet=Decimal("0"))},
+            "insufficient_balance",
+            "the account has no balance to trade with",
+            id="account-without-balance",
+        ),
+        pytest.param(
+            {"held": [("BTCUSDT", "long")]},
+            "duplicate_position",
+            "a long BTCUSDT position is already open; a second one in the same coin and "
+            "direction is not allowed",
+            id="second-position-in-the-same-coin-and-direction",
+        ),
+        pytest.param(
+            # three open positions and a maximum of three
+            {"held": [("ETHUSDT", "long"), ("SOLUSDT", "short"), ("XRPUSDT", "long")]},
+            "max_open_positions",
+            "3 positions are open, the strategy allows at most 3",
+            id="more-than-the-maximum-open-positions",
+        ),
+        pytest.param(
+            # a strategy asking for 3:1 and a decision at 3 % / 6 % (2:1)
+            {"limits": RiskLimits(min_risk_reward=Decimal("3"))},
+            "min_risk_reward",
+            "risk/reward 2.00 (take profit 0.06 over stop loss 0.03) is below the strategy's "
+            "minimum 3",
+            id="risk-reward-below-the-strategy-minimum",
+        ),
+    ],
+)
+def test_a_position_beyond_a_limit_is_refused_naming_the_limit(planned, rule, message):
+    # given an intent, funds, open positions or limits that one of the rules refuses
     # when planned
     with pytest.raises(RiskRefused) as refused:
-        plan(intent(position_pct=Decimal("1")))
-    # then it is refused, naming the limit
-    assert refused.value.rule == "max_position_value"
-    assert refused.value.message == (
-        "position value 5000.00 USD is above the strategy's maximum of 3 x equity = 3000.00 USD"
-    )
-
-
-def test_margin_above_the_available_balance_is_refused():
-    # given 8 USDT available of 1,000 equity: the margin is raised to the 12 USD minimum
-    funds = Funds(available=Decimal("8"), equity=Decimal("1000"), wallet=Decimal("1000"))
-    # when planned
-    with pytest.raises(RiskRefused) as refused:
-        plan(funds=funds)
-    # then it is refused for lack of balance (0.001 BTC needs 10 USDT of margin at 5x)
-    assert refused.value.rule == "insufficient_balance"
-    assert refused.value.message == (
-        "the position needs 10.00 USD of margin, 8.00 USD is available"
-    )
-
-
-def test_an_account_without_balance_is_refused():
-    # given an empty account
-    empty = Funds(available=Decimal("0"), equity=Decimal("0"), wallet=Decimal("0"))
-    # when planned
-    with pytest.raises(RiskRefused) as refused:
-        plan(funds=empty)
-    # then refused
-    assert refused.value.message == "the account has no balance to trade with"
-
-
-def test_a_second_position_in_the_same_coin_and_direction_is_refused():
-    # given an open BTC long
-    # when another BTC long is planned
-    with pytest.raises(RiskRefused) as refused:
-        plan(held=[("BTCUSDT", "long")])
-    # then refused
-    assert refused.value.rule == "duplicate_position"
+        plan(**planned)
+    # then it is refused, naming the rule, with the reason
+    assert (refused.value.rule, refused.value.message) == (rule, message)
 
 
 def test_the_opposite_direction_in_the_same_coin_is_allowed():
@@ -217,27 +235,6 @@ def test_the_opposite_direction_in_the_same_coin_is_allowed():
     result = plan(held=[("BTCUSDT", "short")])
     # then it is planned
     assert result.side == "long"
-
-
-def test_more_than_the_maximum_open_positions_is_refused():
-    # given three open positions and a maximum of three
-    held = [("ETHUSDT", "long"), ("SOLUSDT", "short"), ("XRPUSDT", "long")]
-    # when a fourth is planned
-    with pytest.raises(RiskRefused) as refused:
-        plan(held=held)
-    # then refused
-    assert refused.value.rule == "max_open_positions"
-    assert refused.value.message == "3 positions are open, the strategy allows at most 3"
-
-
-def test_a_risk_reward_below_the_strategy_minimum_is_refused():
-    # given a strategy asking for 3:1 and a decision at 3 % / 6 % (2:1)
-    limits = RiskLimits(min_risk_reward=Decimal("3"))
-    # when planned
-    with pytest.raises(RiskRefused) as refused:
-        plan(limits=limits)
-    # then refused
-    assert refused.value.rule == "min_risk_reward"
 
 
 @pytest.mark.parametrize(

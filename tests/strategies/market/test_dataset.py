@@ -175,22 +175,70 @@ def test_min_rows_allows_a_shorter_history():
     assert len(candles) == 12
 
 
-def test_instants_after_the_end_are_refused():
-    # given an instant after the dataset end
-    as_of = DATASET_END + timedelta(minutes=15)
+AFTER_THE_END = DATASET_END + timedelta(minutes=15)
+
+
+@pytest.mark.parametrize(
+    ("ask", "error", "message"),
+    [
+        pytest.param(
+            lambda source: source.fetch_candles("BTCUSDT", "15m", 10, AFTER_THE_END),
+            OutsideWindowError,
+            "BTCUSDT 15m: as_of 2024-09-05T00:15Z is after the dataset end 2024-09-05T00:00Z "
+            "(window 2024-08-05T00:00Z..2024-09-05T00:00Z)",
+            id="candles-after-the-end",
+        ),
+        pytest.param(
+            lambda source: source.fetch_price("BTCUSDT", AFTER_THE_END),
+            OutsideWindowError,
+            "BTCUSDT price: as_of 2024-09-05T00:15Z is after the dataset end "
+            "2024-09-05T00:00Z (window 2024-01-01T00:00Z..2024-09-05T00:00Z)",
+            id="price-after-the-end",
+        ),
+        pytest.param(
+            lambda source: source.fetch_funding_rate("BTCUSDT", AFTER_THE_END),
+            OutsideWindowError,
+            "BTCUSDT funding: as_of 2024-09-05T00:15Z is after the dataset end "
+            "2024-09-05T00:00Z (window 2024-01-01T00:00Z..2024-09-05T00:00Z)",
+            id="funding-after-the-end",
+        ),
+        pytest.param(
+            # before the first 4h candle closes
+            lambda source: source.fetch_price("BTCUSDT", datetime(2024, 1, 1, 3, tzinfo=UTC)),
+            OutsideWindowError,
+            "BTCUSDT: no price at 2024-01-01T03:00Z, before the first closed candle "
+            "(window 2024-01-01T00:00Z..2024-09-05T00:00Z)",
+            id="price-before-any-candle",
+        ),
+        pytest.param(
+            lambda source: source.fetch_candles("pepe", "1h", 5, DATASET_END),
+            UnknownSymbolError,
+            "PEPEUSDT is not in the dataset (it has BTCUSDT, ETHUSDT, SOLUSDT, XRPUSDT, "
+            "DOGEUSDT, AVAXUSDT, LINKUSDT)",
+            id="unknown-symbol",
+        ),
+        pytest.param(
+            lambda source: source.fetch_candles("BTCUSDT", "1h", 5, datetime(2024, 9, 1)),
+            ValueError,
+            "as_of must be timezone-aware (UTC), got naive 2024-09-01T00:00:00",
+            id="naive-instant",
+        ),
+        pytest.param(
+            lambda source: source.fetch_candles("BTCUSDT", "5m", 5, DATASET_END),
+            ValueError,
+            "unknown timeframe '5m': expected one of 15m, 1h, 4h, 1d",
+            id="unknown-timeframe",
+        ),
+    ],
+)
+def test_what_the_dataset_cannot_answer_is_refused_with_the_reason(ask, error, message):
+    # given the dataset source
     source = DatasetSource()
-    # when candles, price or funding are asked for
+    # when candles, a price or funding it has not are asked for
     # then each is a clear error
-    with pytest.raises(OutsideWindowError) as caught:
-        source.fetch_candles("BTCUSDT", "15m", 10, as_of)
-    assert str(caught.value) == (
-        "BTCUSDT 15m: as_of 2024-09-05T00:15Z is after the dataset end 2024-09-05T00:00Z "
-        "(window 2024-08-05T00:00Z..2024-09-05T00:00Z)"
-    )
-    with pytest.raises(OutsideWindowError, match="after the dataset end"):
-        source.fetch_price("BTCUSDT", as_of)
-    with pytest.raises(OutsideWindowError, match="after the dataset end"):
-        source.fetch_funding_rate("BTCUSDT", as_of)
+    with pytest.raises(error) as caught:
+        ask(source)
+    assert str(caught.value) == message
 
 
 def test_price_falls_back_to_the_finest_timeframe_with_data():
@@ -202,18 +250,6 @@ def test_price_falls_back_to_the_finest_timeframe_with_data():
     # then it is the close of the last closed 4h candle (00:00-04:00 is still open)
     expected = next(r for r in rows if int(r[0]) == _ms(datetime(2024, 2, 29, 20, tzinfo=UTC)))
     assert price == float(expected[4])
-
-
-def test_price_before_any_candle_is_refused():
-    # given an instant before the first 4h candle closes
-    # when the price is asked for
-    with pytest.raises(OutsideWindowError) as caught:
-        DatasetSource().fetch_price("BTCUSDT", datetime(2024, 1, 1, 3, tzinfo=UTC))
-    # then the error names the symbol and window
-    assert str(caught.value) == (
-        "BTCUSDT: no price at 2024-01-01T03:00Z, before the first closed candle "
-        "(window 2024-01-01T00:00Z..2024-09-05T00:00Z)"
-    )
 
 
 def test_funding_is_the_last_settled_rate():
@@ -240,20 +276,3 @@ def test_open_interest_is_absent_from_the_dataset():
     with pytest.raises(OpenInterestUnavailableError) as caught:
         source.fetch_open_interest_history("BTCUSDT", "1h", 25, DATASET_END)
     assert str(caught.value) == "the dataset source has no open-interest data"
-
-
-def test_unknown_symbols_and_naive_instants_are_refused():
-    # given the dataset source
-    source = DatasetSource()
-    # when a coin it lacks, or a naive datetime, is asked for
-    # then both are refused with the reason
-    with pytest.raises(UnknownSymbolError) as caught:
-        source.fetch_candles("pepe", "1h", 5, DATASET_END)
-    assert str(caught.value) == (
-        "PEPEUSDT is not in the dataset (it has BTCUSDT, ETHUSDT, SOLUSDT, XRPUSDT, DOGEUSDT, "
-        "AVAXUSDT, LINKUSDT)"
-    )
-    with pytest.raises(ValueError, match="as_of must be timezone-aware"):
-        source.fetch_candles("BTCUSDT", "1h", 5, datetime(2024, 9, 1))
-    with pytest.raises(ValueError, match="unknown timeframe '5m'"):
-        source.fetch_candles("BTCUSDT", "5m", 5, DATASET_END)

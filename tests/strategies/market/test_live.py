@@ -132,28 +132,39 @@ def test_price_funding_and_open_interest_are_the_exchange_values(fake_exchange):
     assert interest == round(fake_exchange.open_interest_at("ETHUSDT", _ms(MID_WINDOW)), 3)
 
 
-def test_network_errors_are_retried(fake_exchange):
-    # given klines failing twice with 503, once dropped, then a 429
-    source = _live(fake_exchange, attempts=5)
-    fake_exchange.fail_next(KLINES, status=503, times=2)
-    fake_exchange.drop_next(KLINES)
-    fake_exchange.fail_next(KLINES, status=429)
+@pytest.mark.parametrize(
+    ("options", "faults", "attempts"),
+    [
+        pytest.param(
+            {"attempts": 5},
+            [
+                ("fail_next", {"status": 503, "times": 2}),
+                ("drop_next", {}),
+                ("fail_next", {"status": 429}),
+            ],
+            5,
+            id="network-errors",
+        ),
+        pytest.param(
+            {"timeout_s": 0.2},
+            [("delay_next", {"seconds": 0.6})],
+            2,
+            id="timeouts",
+        ),
+    ],
+)
+def test_network_errors_and_timeouts_are_retried(fake_exchange, options, faults, attempts):
+    """Klines failing twice with 503, once dropped, then a 429, are answered at the fifth
+    attempt; a first answer slower than the 0.2 s timeout, at the retry."""
+    # given klines failing so, then answering
+    source = _live(fake_exchange, **options)
+    for fault, arguments in faults:
+        getattr(fake_exchange, fault)(KLINES, **arguments)
     # when candles are fetched
     candles = source.fetch_candles("SOLUSDT", "4h", 2, MID_WINDOW)
-    # then the fifth attempt answers
+    # then the last attempt answers
     assert len(candles) == 2
-    assert fake_exchange.paths().count(KLINES) == 5
-
-
-def test_timeouts_are_retried(fake_exchange):
-    # given a first answer slower than the 0.2 s timeout
-    source = _live(fake_exchange, timeout_s=0.2)
-    fake_exchange.delay_next(KLINES, seconds=0.6)
-    # when candles are fetched
-    candles = source.fetch_candles("SOLUSDT", "4h", 2, MID_WINDOW)
-    # then the retry answers
-    assert len(candles) == 2
-    assert fake_exchange.paths().count(KLINES) == 2
+    assert fake_exchange.paths().count(KLINES) == attempts
 
 
 def test_persistent_failure_is_source_unavailable_after_the_attempts(fake_exchange):
