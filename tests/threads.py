@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from django.db import connection
 
@@ -35,6 +36,17 @@ def run_at_once(work: Callable[[], None], count: int, *, timeout: float = 60.0) 
         thread.start()
     for thread in threads:
         thread.join(timeout)
+
+
+Result = TypeVar("Result")
+
+
+def results_at_once(work: Callable[[], Result], count: int) -> list[Result]:
+    """Run ``work`` in ``count`` threads at once; return what each returned, in the order
+    they returned."""
+    results: list[Result] = []
+    run_at_once(lambda: results.append(work()), count)
+    return results
 
 
 def outcomes_at_once(work: Callable[[], object], count: int) -> list[str]:

@@ -3,6 +3,7 @@ debate, a schedule, a backtest and a user, adding up exactly for scripted token 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -82,19 +83,22 @@ def test_a_model_without_its_own_row_takes_its_providers_row_else_costs_nothing(
     assert price_for(provider="grok", model="grok-9").input == Decimal(0)
 
 
+# An answer of DeepSeek's flash model to 1,000 input tokens, none from its prompt cache.
+DEEPSEEK_ANSWER = ModelResponse(
+    text="x",
+    prompt_tokens=1000,
+    completion_tokens=1000,
+    latency_ms=1,
+    request_id="r",
+    provider="deepseek",
+    model="deepseek-v4-flash",
+    attempts=1,
+)
+
+
 @pytest.mark.parametrize("flag", ["simulated", "cached"])
 def test_simulated_answers_and_cache_answers_cost_nothing(flag: str) -> None:
-    response = ModelResponse(
-        text="x",
-        prompt_tokens=1000,
-        completion_tokens=1000,
-        latency_ms=1,
-        request_id="r",
-        provider="deepseek",
-        model="deepseek-v4-flash",
-        attempts=1,
-        **{flag: True},
-    )
+    response = replace(DEEPSEEK_ANSWER, **{flag: True})
     assert response_cost(response) == Decimal(0)
 
 
@@ -221,16 +225,8 @@ def test_a_judge_call_stores_its_cached_input_tokens_and_cost_as_a_turn_does() -
     from debates.services.calls import CallOutcome
     from debates.services.judge import _call_fields
 
-    response = ModelResponse(
-        text="scores",
-        prompt_tokens=1000,
-        completion_tokens=200,
-        latency_ms=5,
-        request_id="r",
-        provider="deepseek",
-        model="deepseek-v4-flash",
-        attempts=1,
-        cached_input_tokens=400,
+    response = replace(
+        DEEPSEEK_ANSWER, text="scores", completion_tokens=200, latency_ms=5, cached_input_tokens=400
     )
     outcome = CallOutcome(response=response, error=None, cost_usd=Decimal("0.00123"))
     # when the judge call's columns are made

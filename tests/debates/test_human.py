@@ -17,7 +17,7 @@ from debates.services.human import (
 )
 from debates.services.runs import run_plan
 from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
-from tests.threads import run_at_once
+from tests.threads import results_at_once
 
 pytestmark = pytest.mark.django_db
 
@@ -177,12 +177,7 @@ def test_a_skipped_turn_is_recorded_once_whatever_the_callers():
     debate, human, _ = _debate()
 
     # when eight callers skip it at once
-    results = []
-
-    def skip():
-        results.append(human_step_skip(debate_id=debate.pk))
-
-    run_at_once(skip, 8)
+    results = results_at_once(lambda: human_step_skip(debate_id=debate.pk), 8)
     # then each caller returned, one of them with the skipped turn, stored once
     assert len(results) == 8
     assert len([r for r in results if r is not None]) == 1
@@ -261,12 +256,7 @@ def test_a_skipped_vote_abstains_on_every_coin_once():
     debate, _, _ = _debate(said=ALL_TURNS, status="voting", phase="voting", current_round=2)
 
     # when several callers skip the vote at once
-    results = []
-
-    def skip():
-        results.append(human_step_skip(debate_id=debate.pk))
-
-    run_at_once(skip, 6)
+    results = results_at_once(lambda: human_step_skip(debate_id=debate.pk), 6)
     # then each caller returned, one of them with the skipped ballot, stored once
     assert len(results) == 6
     assert len([r for r in results if r is not None]) == 1
@@ -290,13 +280,8 @@ def test_a_turn_past_its_time_is_skipped_once_whatever_the_beat_processes():
     # given a turn the person owed until a minute ago, and another not due yet
     debate, human, _ = _debate(human_due_at=NOW - timedelta(minutes=1))
     later, _, _ = _debate(human_due_at=NOW + timedelta(minutes=1))
-    results = []
-
     # when six beat processes look at once
-    def expire():
-        results.append(human_steps_expire(now=NOW))
-
-    run_at_once(expire, 6)
+    results = results_at_once(lambda: human_steps_expire(now=NOW), 6)
     # then one of them skipped the turn, once, and the other debate still waits
     assert sorted(results, key=len) == [[]] * 5 + [[debate.pk]]
     assert list(Message.objects.values_list("participant", "status")) == [(human.pk, "skipped")]
