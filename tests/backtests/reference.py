@@ -107,6 +107,17 @@ class Reference:
     funding: Decimal = Decimal("0")
 
 
+# The long of the fake model server's default answer on BTC: 20 % of the balance at 3x,
+# stop loss 3 %, take profit 6 %.
+FAKE_LONG = {
+    "symbol": "BTCUSDT",
+    "position_pct": Decimal("0.2"),
+    "leverage": 3,
+    "stop_loss": Decimal("0.03"),
+    "take_profit": Decimal("0.06"),
+}
+
+
 def always_long(
     *,
     symbol: str,

@@ -61,16 +61,7 @@ def test_always_long_over_3_days_on_1h_then_15m_candles_matches_the_reference():
         horizon_ms=ms(START + EVERY) - ms(START),
     )
     # then every equity point, trade and fee is what the rules give
-    expected = reference.always_long(
-        symbol="BTCUSDT",
-        start=START,
-        end=END,
-        every=EVERY,
-        position_pct=Decimal("0.2"),
-        leverage=3,
-        stop_loss=Decimal("0.03"),
-        take_profit=Decimal("0.06"),
-    )
+    expected = reference.always_long(**reference.FAKE_LONG, start=START, end=END, every=EVERY)
     assert list(run.curve) == expected.curve
     assert [
         {

@@ -76,14 +76,10 @@ def skips(backtest) -> list[bool]:
 
 def long_reference(decided: list[datetime] | None) -> reference.Reference:
     return reference.always_long(
-        symbol="BTCUSDT",
+        **{**reference.FAKE_LONG, "stop_loss": EXIT, "take_profit": EXIT},
         start=START,
         end=END,
         every=timedelta(hours=1),
-        position_pct=Decimal("0.2"),
-        leverage=3,
-        stop_loss=EXIT,
-        take_profit=EXIT,
         decided=None if decided is None else {reference.ms(at) for at in decided},
     )
 

@@ -55,14 +55,7 @@ def test_always_open_long_over_three_days_gives_the_reference_equity(
     assert report["usage"]["model_calls"] == len(llm.requests) == 18 * 9
     # and the debate's equity is exactly the independent computation's
     expected = reference.always_long(
-        symbol="BTCUSDT",
-        start=START,
-        end=END,
-        every=timedelta(hours=4),
-        position_pct=Decimal("0.2"),
-        leverage=3,
-        stop_loss=Decimal("0.03"),
-        take_profit=Decimal("0.06"),
+        **reference.FAKE_LONG, start=START, end=END, every=timedelta(hours=4)
     )
     debate = rule(report, "debate")
     assert [(at, Decimal(str(value))) for at, value in debate["equity"]] == expected.curve
