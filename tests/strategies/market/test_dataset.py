@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from strategies.market.builder import SnapshotSpec, build_snapshot
+from strategies.market.builder import build_snapshot
 from strategies.market.dataset import (
     DATASET_END,
     DATASET_SYMBOLS,
@@ -19,7 +19,7 @@ from strategies.market.exceptions import (
     UnknownSymbolError,
 )
 from strategies.market.snapshot import TIMEFRAME_MS
-from tests.strategies.market.conftest import read_funding, read_rows
+from tests.strategies.market.conftest import every_coin_spec, read_funding, read_rows
 
 DAY_MS = TIMEFRAME_MS["1d"]
 
@@ -116,15 +116,8 @@ def test_no_look_ahead_at_random_instants():
     source = DatasetSource()
     for as_of_ms in instants:
         as_of = datetime.fromtimestamp(as_of_ms / 1000, tz=UTC)
-        spec = SnapshotSpec(
-            coins=tuple((symbol, "static") for symbol in DATASET_SYMBOLS),
-            timeframes=("15m", "1h", "4h", "1d"),
-            rows=8,
-            include_open_interest=False,
-            as_of=as_of,
-        )
         # when a snapshot is built at that instant
-        snapshot = build_snapshot(spec, source)
+        snapshot = build_snapshot(every_coin_spec(8, as_of), source)
         # then nothing in it closed after as_of (to the second the snapshot records)
         cutoff = as_of_ms // 1000 * 1000
         for coin in snapshot.coins:

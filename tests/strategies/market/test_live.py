@@ -11,7 +11,7 @@ from strategies.market.exceptions import (
 )
 from strategies.market.live import LiveSource
 from strategies.market.sources import source_for
-from tests.strategies.market.conftest import MID_WINDOW, read_funding
+from tests.strategies.market.conftest import MID_WINDOW, every_coin_spec, read_funding
 
 KLINES = "/fapi/v1/klines"
 
@@ -32,13 +32,7 @@ def test_live_snapshot_equals_the_dataset_snapshot(fake_exchange, now, forming_c
     # candle in its klines answers
     fake_exchange.set_now(now)
     fake_exchange.ignore_end_time = forming_candle
-    spec = SnapshotSpec(
-        coins=tuple((symbol, "static") for symbol in DATASET_SYMBOLS),
-        timeframes=("15m", "1h", "4h", "1d"),
-        rows=12,
-        include_open_interest=False,
-        as_of=now,
-    )
+    spec = every_coin_spec(12, now)
     # when the same snapshot is built live and from the dataset
     live = build_snapshot(spec, _live(fake_exchange))
     replay = build_snapshot(spec, DatasetSource())

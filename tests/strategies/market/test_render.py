@@ -1,7 +1,6 @@
 import pytest
 
-from strategies.market.builder import SnapshotSpec, build_snapshot
-from strategies.market.dataset import DATASET_SYMBOLS, DatasetSource
+from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.render import (
     NUMBER_WIDTH,
     PERCENT_WIDTH,
@@ -23,6 +22,7 @@ from strategies.market.snapshot import (
     MarketSnapshot,
     TimeframeView,
 )
+from tests.strategies.market.conftest import dataset_snapshot
 
 
 @pytest.mark.parametrize(
@@ -163,12 +163,9 @@ def test_render_bound_for_the_default_settings():
 
 def test_real_snapshot_renders_well_below_the_bound():
     # given the seven dataset coins on all timeframes with 20 rows
-    spec = SnapshotSpec(
-        coins=tuple((symbol, "static") for symbol in DATASET_SYMBOLS),
-        timeframes=TIMEFRAMES,
-        rows=20,
+    snapshot = dataset_snapshot(
+        *((symbol, "static") for symbol in DATASET_SYMBOLS), timeframes=TIMEFRAMES, rows=20
     )
-    snapshot = build_snapshot(spec, DatasetSource())
     # when it is rendered
     text = render_snapshot(snapshot)
     # then it is shorter than the bound and has a table row per candle
@@ -178,8 +175,7 @@ def test_real_snapshot_renders_well_below_the_bound():
 
 def test_render_snapshot_text():
     # given a two-coin, one-timeframe snapshot at the dataset end
-    spec = SnapshotSpec(coins=(("BTC", "static"), ("DOGE", "pool")), timeframes=("1h",), rows=2)
-    snapshot = build_snapshot(spec, DatasetSource())
+    snapshot = dataset_snapshot(("BTC", "static"), ("DOGE", "pool"), timeframes=("1h",), rows=2)
     # when it is rendered
     text = render_snapshot(snapshot)
     # then this is the prompt text
@@ -212,9 +208,9 @@ def test_render_snapshot_text():
 
 def test_daily_rows_show_the_date():
     # given a daily view
-    spec = SnapshotSpec(coins=(("ETH", "static"),), timeframes=("1d",), rows=1)
+    snapshot = dataset_snapshot(("ETH", "static"), timeframes=("1d",), rows=1)
     # when it is rendered
-    text = render_snapshot(build_snapshot(spec, DatasetSource()))
+    text = render_snapshot(snapshot)
     # then the row is labelled with the full date
     assert "\n2024-09-04 2425.28 2490 2306.65 2450.71 384K\n" in text
 
@@ -232,10 +228,9 @@ def test_notes_are_capped():
 
 def test_render_summary_gives_one_line_per_coin():
     # given two coins with 25 hourly rows (24 hours back)
-    spec = SnapshotSpec(
-        coins=(("BTC", "static"), ("DOGE", "pool")), timeframes=("15m", "1h", "4h"), rows=25
+    snapshot = dataset_snapshot(
+        ("BTC", "static"), ("DOGE", "pool"), timeframes=("15m", "1h", "4h"), rows=25
     )
-    snapshot = build_snapshot(spec, DatasetSource())
     # when the vote summary is rendered
     text = render_summary(snapshot)
     # then each coin has price, 24h change, trend, RSI and funding
@@ -250,9 +245,9 @@ def test_render_summary_gives_one_line_per_coin():
 
 def test_render_summary_labels_a_shorter_span():
     # given only eight 15m rows (two hours)
-    spec = SnapshotSpec(coins=(("BTC", "static"),), timeframes=("15m",), rows=8)
+    snapshot = dataset_snapshot(("BTC", "static"), timeframes=("15m",), rows=8)
     # when the vote summary is rendered
-    text = render_summary(build_snapshot(spec, DatasetSource()))
+    text = render_summary(snapshot)
     # then the change is labelled with the span it really covers
     assert text.splitlines()[1] == (
         "- BTCUSDT [static]: price 57,970.9; 2h -0.69%; trend 15m mixed (EMA20 > EMA50); "
