@@ -7,19 +7,16 @@ from datetime import UTC, datetime
 import factory
 
 from backtests.models import Backtest
-from tests.factories import UserFactory
-from tests.strategies.factories import StrategyFactory
+from tests.strategies.factories import OnAStrategyFactory
 
 
-class BacktestFactory(factory.django.DjangoModelFactory):
+class BacktestFactory(OnAStrategyFactory):
     """A pending backtest of one day at 4h (six steps) from 1 August 2024; nothing runs it."""
 
     class Meta:
         model = Backtest
 
-    owner = factory.SubFactory(UserFactory)
     name = factory.Sequence(lambda n: f"Backtest {n}")
-    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
     start = datetime(2024, 8, 1, tzinfo=UTC)
     end = datetime(2024, 8, 2, tzinfo=UTC)
     interval_minutes = 240

@@ -19,7 +19,7 @@ from debates.models import (
 )
 from tests.factories import UserFactory
 from tests.fakes.llm_server import FakeLLMServer
-from tests.strategies.factories import StrategyFactory
+from tests.strategies.factories import OnAStrategyFactory
 
 
 class AIModelFactory(factory.django.DjangoModelFactory):
@@ -58,13 +58,11 @@ def fake_llm_seats(
     ]
 
 
-class DebateFactory(factory.django.DjangoModelFactory):
+class DebateFactory(OnAStrategyFactory):
     class Meta:
         model = Debate
 
-    owner = factory.SubFactory(UserFactory)
     name = factory.Sequence(lambda n: f"Debate {n}")
-    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
     symbol = "BTCUSDT"
     symbols = factory.LazyFunction(lambda: ["BTCUSDT", "ETHUSDT", "SOLUSDT"])
 
@@ -79,24 +77,30 @@ class ParticipantFactory(factory.django.DjangoModelFactory):
     speak_order = factory.Sequence(lambda n: n % 6)
 
 
-class MessageFactory(factory.django.DjangoModelFactory):
+class SeatRowFactory(factory.django.DjangoModelFactory):
+    """A row of one participant of a debate: a message, a ballot, a judge's score."""
+
     class Meta:
-        model = Message
+        abstract = True
 
     participant = factory.SubFactory(ParticipantFactory)
     debate = factory.SelfAttribute("participant.debate")
+
+
+class MessageFactory(SeatRowFactory):
+    class Meta:
+        model = Message
+
     round = 1
     message_type = "analysis"
     content = "<reasoning>Trend up.</reasoning><decision>[]</decision>"
     parse_status = "ok"
 
 
-class BallotFactory(factory.django.DjangoModelFactory):
+class BallotFactory(SeatRowFactory):
     class Meta:
         model = Ballot
 
-    participant = factory.SubFactory(ParticipantFactory)
-    debate = factory.SelfAttribute("participant.debate")
     parse_status = "ok"
 
 
@@ -130,13 +134,11 @@ class DecisionFactory(factory.django.DjangoModelFactory):
     is_primary = True
 
 
-class ScheduleFactory(factory.django.DjangoModelFactory):
+class ScheduleFactory(OnAStrategyFactory):
     class Meta:
         model = Schedule
 
-    owner = factory.SubFactory(UserFactory)
     name = factory.Sequence(lambda n: f"Schedule {n}")
-    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
     interval_minutes = 60
 
 
@@ -158,12 +160,10 @@ class JudgeCallFactory(factory.django.DjangoModelFactory):
     )
 
 
-class JudgeScoreFactory(factory.django.DjangoModelFactory):
+class JudgeScoreFactory(SeatRowFactory):
     class Meta:
         model = JudgeScore
 
-    participant = factory.SubFactory(ParticipantFactory)
-    debate = factory.SelfAttribute("participant.debate")
     score = 0.7
     items = factory.LazyFunction(
         lambda: {

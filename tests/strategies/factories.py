@@ -15,3 +15,13 @@ class StrategyFactory(factory.django.DjangoModelFactory):
     # tests of the early stop and of L0 turn them on.
     early_stop = False
     quiet_atr_fraction = 0.0
+
+
+class OnAStrategyFactory(factory.django.DjangoModelFactory):
+    """What a user runs on a strategy of their own: a debate, a schedule, a backtest."""
+
+    class Meta:
+        abstract = True
+
+    owner = factory.SubFactory(UserFactory)
+    strategy = factory.SubFactory(StrategyFactory, owner=factory.SelfAttribute("..owner"))
