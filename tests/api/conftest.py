@@ -103,6 +103,11 @@ def seeded(user) -> dict[str, Any]:
     }
 
 
+def refusal(fields: dict[str, Any]) -> dict[str, Any]:
+    """Return the body of a 400 refusing input, naming each bad field with its messages."""
+    return {"code": "validation_error", "message": "Invalid input.", "fields": fields}
+
+
 def debate_body(seeded: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """Return a valid create body for a debate of ``seeded`` objects."""
     body = {

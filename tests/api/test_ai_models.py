@@ -3,7 +3,7 @@
 import pytest
 
 from debates.models import AIModel
-from tests.api.conftest import MODEL_KEY
+from tests.api.conftest import MODEL_KEY, refusal
 from tests.debates.factories import AIModelFactory, ParticipantFactory, ScheduleFactory
 
 pytestmark = pytest.mark.django_db
@@ -153,11 +153,7 @@ def test_create_an_openai_compatible_model_with_its_endpoint(api):
 def test_create_refuses_bad_input_naming_each_field(api, body, fields):
     response = api.post("/api/ai-models", body, format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
     assert AIModel.objects.count() == 0
 
 

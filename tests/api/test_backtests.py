@@ -8,6 +8,7 @@ from django.test import Client
 
 from backtests.models import Backtest, BacktestStep
 from debates.models import Debate
+from tests.api.conftest import refusal
 from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import AIModelFactory, DebateFactory
 from tests.strategies.factories import StrategyFactory
@@ -198,11 +199,7 @@ def test_bad_input_is_a_400_naming_each_field_and_writes_nothing(
     # then it is refused, naming the field, and nothing is written
     assert response.status_code == 400
     expected = fields(data) if callable(fields) else fields
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": expected,
-    }
+    assert response.json() == refusal(expected)
     assert (Backtest.objects.count(), Debate.objects.count()) == (0, 0)
 
 

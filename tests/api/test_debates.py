@@ -7,7 +7,7 @@ import pytest
 
 from debates.models import Debate, Participant
 from debates.services import debate_prepare
-from tests.api.conftest import AS_OF, debate_body, run_steps
+from tests.api.conftest import AS_OF, debate_body, refusal, run_steps
 from tests.debates.factories import (
     AIModelFactory,
     DebateFactory,
@@ -687,11 +687,7 @@ def test_execute_names_bad_fields(api, user, body, fields):
     debate = completed_debate(user)
     response = api.post(f"/api/debates/{debate.pk}/execute", body, format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
 
 
 def test_execute_refuses_a_malformed_coin(api, user):

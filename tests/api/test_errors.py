@@ -14,7 +14,7 @@ from arena.middleware import ApiErrorsAsJson
 from arena.parsers import MAX_DEPTH
 from debates.models import AIModel, Debate
 from strategies.models import Strategy
-from tests.api.conftest import debate_body
+from tests.api.conftest import debate_body, refusal
 from tests.web.conftest import server  # noqa: F401 (uvicorn, for what a client reads)
 
 pytestmark = pytest.mark.django_db
@@ -101,21 +101,15 @@ def test_a_form_body_is_refused_as_unsupported(api):
 def test_wrong_types_are_refused_naming_each_field(api, path, body, fields):
     response = api.post(path, body, format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
 
 
 def test_a_body_that_is_not_an_object_is_refused(api):
     response = api.post("/api/strategies", ["BTCUSDT"], format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": {"non_field_errors": ["Invalid data. Expected a dictionary, but got list."]},
-    }
+    assert response.json() == refusal(
+        {"non_field_errors": ["Invalid data. Expected a dictionary, but got list."]}
+    )
     assert Strategy.objects.count() == 0
 
 
@@ -201,11 +195,7 @@ def test_deep_nesting_is_a_400_naming_the_body(api, caplog, path, depth):
         response = api.post(path, data=body, content_type="application/json")
     # then it is refused naming the body, and nothing is logged as an error
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": {"body": [f"Nested more than {MAX_DEPTH} levels deep."]},
-    }
+    assert response.json() == refusal({"body": [f"Nested more than {MAX_DEPTH} levels deep."]})
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
@@ -245,11 +235,7 @@ def test_nesting_up_to_the_limit_is_read():
 def test_non_finite_numbers_are_a_400_naming_the_field(api, body, fields):
     response = api.post("/api/strategies", data=body, content_type="application/json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
     assert Strategy.objects.count() == 0
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from debates.models import Ballot, Debate, Message, Participant, Vote
-from tests.api.conftest import debate_body
+from tests.api.conftest import debate_body, refusal
 from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
 
 pytestmark = pytest.mark.django_db
@@ -120,11 +120,7 @@ def test_a_bad_seat_is_a_400_naming_the_field_and_stores_nothing(api, seeded, ch
     response = api.post("/api/debates", debate_body(seeded, **change(seeded)), format="json")
     # then it is refused naming the field, and nothing is stored
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
     assert (Debate.objects.count(), Participant.objects.count()) == (0, 0)
 
 

@@ -4,7 +4,7 @@ refused with a 400 naming the field (nothing written) when wrong."""
 import pytest
 
 from debates.models import Debate, Participant
-from tests.api.conftest import debate_body
+from tests.api.conftest import debate_body, refusal
 from tests.debates.factories import (
     AIModelFactory,
     DebateFactory,
@@ -108,11 +108,7 @@ def test_bad_judge_settings_are_refused_naming_the_field_and_nothing_is_written(
     # then it is refused, naming the field, and nothing is written
     assert response.status_code == 400
     expected = fields(body) if callable(fields) else fields
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": expected,
-    }
+    assert response.json() == refusal(expected)
     assert (Debate.objects.count(), Participant.objects.count()) == (0, 0)
 
 

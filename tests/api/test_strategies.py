@@ -8,6 +8,7 @@ import pytest
 from arena.exceptions import ValidationError
 from strategies.models import Strategy
 from strategies.services import strategy_update
+from tests.api.conftest import refusal
 from tests.debates.factories import DebateFactory, ScheduleFactory
 from tests.strategies.factories import StrategyFactory
 
@@ -222,11 +223,7 @@ def test_a_live_pool_strategy(api):
 def test_create_refuses_bad_input_naming_each_field(api, body, fields):
     response = api.post("/api/strategies", {"name": "S", **body}, format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
     assert Strategy.objects.count() == 0
 
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.api.conftest import EXCHANGE_KEY, EXCHANGE_PASSPHRASE, EXCHANGE_SECRET
+from tests.api.conftest import EXCHANGE_KEY, EXCHANGE_PASSPHRASE, EXCHANGE_SECRET, refusal
 from tests.debates.factories import DebateFactory, ScheduleFactory
 from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
 from traders.models import Trader
@@ -110,11 +110,7 @@ def test_credentials_are_stored_and_never_shown(api):
 def test_create_refuses_bad_input_naming_each_field(api, body, fields):
     response = api.post("/api/traders", {"name": "T", **body}, format="json")
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": fields,
-    }
+    assert response.json() == refusal(fields)
     assert Trader.objects.count() == 0
 
 
@@ -195,11 +191,9 @@ def test_update_refuses_to_move_a_replaying_trader_to_live_prices(api, user):
     )
     # then it is refused, naming the market source, and nothing changed
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": {"market_source": ["Cannot change once the trader exists; create a new trader."]},
-    }
+    assert response.json() == refusal(
+        {"market_source": ["Cannot change once the trader exists; create a new trader."]}
+    )
     trader.refresh_from_db()
     position.refresh_from_db()
     assert (trader.name, trader.market_source, trader.replay_as_of) == ("Replay", "dataset", at)

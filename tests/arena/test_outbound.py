@@ -26,7 +26,7 @@ from debates.services import debate_start
 from strategies.market.exceptions import PoolError
 from strategies.market.pool import fetch_pool
 from strategies.models import Strategy
-from tests.api.conftest import run_steps
+from tests.api.conftest import refusal, run_steps
 from tests.arena.conftest import ai_model_admin_form
 from tests.debates.events_helpers import published
 from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
@@ -202,11 +202,9 @@ def test_an_ai_model_whose_base_url_carries_credentials_is_refused_at_save(api_c
     response = api_client.post("/api/ai-models", body, format="json")
     # then it is refused, naming the field and where the key goes, without echoing it
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "validation_error",
-        "message": "Invalid input.",
-        "fields": {"base_url": [f"{CREDENTIALS_REFUSED}; put the key in api_key."]},
-    }
+    assert response.json() == refusal(
+        {"base_url": [f"{CREDENTIALS_REFUSED}; put the key in api_key."]}
+    )
     assert "hunter2" not in response.content.decode()
     assert AIModel.objects.count() == 0
 
