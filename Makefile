@@ -6,10 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-local backtest test test-fast serve bench docs lint format migrate services clean
 
+# The virtualenv is made once, by $(PYTHON); a change of pyproject.toml installs into it
+# again. Made again over itself by another Python (python3.11 from PATH is not always the
+# one that made it), a virtualenv mixes that Python's standard library with the first
+# one's interpreter and breaks.
 $(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
-	@echo "Creating $(VENV) and installing the project ..." >&2
-	@$(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@echo "Installing the project into $(VENV) ..." >&2
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --upgrade pip >&2
 	@$(PY) -m pip install --quiet -e '.[dev]' >&2
 	@touch $(STAMP)
