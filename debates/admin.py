@@ -9,6 +9,7 @@ from django.utils.html import format_html
 
 from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
+from debates.engine.book import Book, book_text
 from debates.models import (
     AIModel,
     Ballot,
@@ -235,6 +236,7 @@ class DebateAdmin(admin.ModelAdmin):
     # off this page to keep it small.
     exclude = (
         "market_snapshot",
+        "book",
         "market_text",
         "market_summary",
         "mode_models",
@@ -253,6 +255,7 @@ class DebateAdmin(admin.ModelAdmin):
         "current_speaker",
         "symbols",
         "snapshot",
+        "book_shown",
         "error",
         "created_at",
         "started_at",
@@ -301,6 +304,16 @@ class DebateAdmin(admin.ModelAdmin):
     @admin.display(description="round", ordering="current_round")
     def rounds(self, debate: Debate) -> str:
         return f"{debate.current_round}/{debate.max_rounds}"
+
+    @admin.display(description="book")
+    def book_shown(self, debate: Debate) -> str:
+        """The trader's account as the votes saw it ("-" without a trader)."""
+        if not debate.book:
+            return "-"
+        return format_html(
+            '<pre class="admin-text">{}</pre>',
+            book_text(Book.from_dict(debate.book), debate.symbols),
+        )
 
     @admin.display(description="market snapshot")
     def snapshot(self, debate: Debate) -> str:

@@ -291,6 +291,12 @@ class Debate(Seating, models.Model):
         related_name="+",
     )
     market_snapshot = models.JSONField(null=True, blank=True)
+    book = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The trader's account as of the debate's instant, read by its prepare step "
+        "(debates.engine.book.Book); null without a trader.",
+    )
     market_text = models.TextField(
         blank=True, help_text="The snapshot as the turns' prompts show it (made once, at prepare)."
     )

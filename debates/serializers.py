@@ -479,6 +479,7 @@ class DebateDetailSerializer(DebateListSerializer):
             "oi_ranking_limit",
             "oi_duration",
             "market_snapshot",
+            "book",
             "level",
             "level_reasons",
             "forced",

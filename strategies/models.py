@@ -46,6 +46,11 @@ def default_static_coins() -> list[str]:
     return ["BTCUSDT", "ETHUSDT", "SOLUSDT"]
 
 
+class ExecuteCoins(models.TextChoices):
+    PRIMARY = "primary", "The primary coin only"
+    ALL = "all", "Every executable coin"
+
+
 class Strategy(models.Model):
     """A user's recipe for the market data a debate sees and the limits its trades obey."""
 
@@ -110,6 +115,18 @@ class Strategy(models.Model):
     )
 
     role_text = models.TextField(blank=True)
+    allow_hedging = models.BooleanField(
+        default=False,
+        help_text="An opening opposite to a held position opens beside it; otherwise the "
+        "held position is closed first.",
+    )
+    execute_coins = models.CharField(
+        max_length=7,
+        choices=ExecuteCoins.choices,
+        default=ExecuteCoins.PRIMARY,
+        help_text="What an automatic execution acts on: the primary coin's decision, or "
+        "every executable coin's.",
+    )
     early_stop = models.BooleanField(
         default=True,
         help_text="Skip a debate's remaining rounds once no participant changes any action.",

@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from arena.fields import EncryptedTextField
 
@@ -113,14 +114,24 @@ class Position(models.Model):
     take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_reason = models.CharField(max_length=30, blank=True)
+    peak_pnl = models.DecimalField(
+        **MONEY,
+        null=True,
+        blank=True,
+        help_text="The best unrealised P&L the position reached at a mark its book was read at.",
+    )
     realized_pnl = models.DecimalField(
         **MONEY, default=Decimal("0"), help_text="Price gain or loss, before fees."
     )
     fees = models.DecimalField(
         **MONEY, default=Decimal("0"), help_text="Fees of opening and closing."
     )
-    opened_at = models.DateTimeField(auto_now_add=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
+    opened_at = models.DateTimeField(
+        default=timezone.now, help_text="The market instant it opened at (a paper clock's)."
+    )
+    closed_at = models.DateTimeField(
+        null=True, blank=True, help_text="The market instant it closed at (a paper clock's)."
+    )
 
     class Meta:
         ordering = ["-opened_at", "-id"]

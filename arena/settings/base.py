@@ -207,6 +207,9 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 # restart that emptied the queues). The watchdog looks every third of it, in whole
 # seconds (beat's database scheduler stores its intervals as integers).
 DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
+# The trading app's reader of a debate's book, which the prepare step of a debate with a
+# trader calls (the debates app imports nothing of trading).
+DEBATE_BOOK_READER = "traders.books.debate_book"
 # Seconds an execution's lease outlives the worker submitting it (renewed every quarter
 # of it while the worker works): how long an execution whose worker died waits before
 # it is submitted again, which first looks up what already reached the exchange. Its

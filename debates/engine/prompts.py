@@ -32,6 +32,7 @@ from debates.engine.judge import ROUND_SUMMARY_MAX_CHARS
 from debates.engine.personalities import get_personality, get_variant
 
 __all__ = [
+    "BOOK_TEXT_MAX_CHARS",
     "COIN_REASON_MAX_CHARS",
     "LABEL_MAX_CHARS",
     "MARKET_SUMMARY_MAX_CHARS",
@@ -57,6 +58,9 @@ MARKET_TEXT_MAX_CHARS = 20_000
 """Cap on the rendered market snapshot in a turn prompt."""
 MARKET_SUMMARY_MAX_CHARS = 6_000
 """Cap on the compact market summary in a vote prompt (at most MARKET_TEXT_MAX_CHARS)."""
+BOOK_TEXT_MAX_CHARS = 8_000
+"""Cap on the trader's book in a vote prompt; with the market summary, at most
+MARKET_TEXT_MAX_CHARS, so a vote prompt stays within ``max_prompt_chars``."""
 STRATEGY_TEXT_MAX_CHARS = 2_000
 """Cap on each of the strategy's role text and custom prompt."""
 SYMBOL_MAX_CHARS = 20
@@ -135,7 +139,9 @@ class TurnContext:
 class VoteContext:
     """Everything one final vote's prompt depends on.
 
-    ``positions`` holds each participant's latest message, keyed by its label.
+    ``positions`` holds each participant's latest message, keyed by its label; ``book``
+    the trader's account as ``debates.engine.book.book_text`` renders it ("" for a debate
+    without a trader).
     """
 
     personality: str
@@ -147,6 +153,7 @@ class VoteContext:
     custom_prompt: str = ""
     participant: str = ""
     output_mode: str = TAGGED
+    book: str = ""
 
     def __post_init__(self) -> None:
         _check_common(self.personality, self.variant, self.symbols, self.output_mode)
@@ -256,12 +263,25 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
     parts = [
         "## Latest positions of the participants\n"
         + _digests(ctx.positions, "No positions were recorded.", with_reasons=False),
+        *_book_section(ctx.book),
         "## Your vote\nIt is time for the final vote. "
         + _speaker(ctx.personality, ctx.participant),
         "## Your role\n" + get_personality(ctx.personality).role,
         answer_now("Cast your vote", ctx.output_mode),
     ]
     return Prompt(system=system, user="\n\n".join(parts))
+
+
+def _book_section(book: str) -> list[str]:
+    """Return the vote prompt's section on the trader's account, if the debate has one:
+    what is held, and what each action would do to it."""
+    if not book:
+        return []
+    return [
+        "## Your trader's account\nThe decision trades this account. For each candidate "
+        "coin, what is held and what each action would do to it:\n"
+        + clip(book, BOOK_TEXT_MAX_CHARS, "account")
+    ]
 
 
 def _market_summary(text: str) -> str:

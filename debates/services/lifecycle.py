@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils.module_loading import import_string
 
 from arena.exceptions import Conflict, InvalidState, NotFound
 from arena.inputs import validate
 from arena.queries import one_or_none
 from debates import events
 from debates.engine import machine
+from debates.engine.book import BookUnavailable
 from debates.engine.plan import DONE, FAILED, OPENING, PREPARE, REBUTTAL, VOTING
 from debates.locks import lock_debate, lock_debates_for_delete
 from debates.models import (
@@ -241,17 +244,42 @@ def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]
     }
 
 
-def debate_prepare(*, debate_id: int) -> Debate | None:
-    """Run the prepare step of an active debate: build and store its market snapshot
-    unless it has one. Return the debate as read before the step when it may go on,
-    None when it may not.
-
-    When the market data cannot be had the debate is failed with the reason. The
-    snapshot is stored once and never rebuilt, so every turn of the debate, and any
-    later audit, sees the same market.
-    """
+def _prepared_fields(
+    debate: Debate,
+) -> tuple[dict[str, Any] | None, tuple[str, str, str] | None]:
+    """Return the fields the prepare step stores (the snapshot, its renderings and the
+    trader's book), or None and the failed step's (step, code, message)."""
     from strategies.snapshots import debate_snapshot
 
+    try:
+        fields = _snapshot_fields(debate, debate_snapshot(debate))
+    except MarketDataError as exc:
+        return None, ("snapshot", "market_data", str(exc))
+    try:
+        fields["book"] = _book(debate)
+    except BookUnavailable as exc:
+        return None, ("book", "book_unavailable", str(exc))
+    return fields, None
+
+
+def _book(debate: Debate) -> dict[str, Any] | None:
+    """Return the book of the debate's trader at its instant (``DEBATE_BOOK_READER``,
+    the trading app's reader), or None for a debate without a trader."""
+    if debate.trader_id is None:
+        return None
+    reader = import_string(settings.DEBATE_BOOK_READER)
+    return reader(trader_id=debate.trader_id, as_of=debate.as_of, strategy_id=debate.strategy_id)
+
+
+def debate_prepare(*, debate_id: int) -> Debate | None:
+    """Run the prepare step of an active debate: build and store its market snapshot,
+    and its trader's book, unless it has them. Return the debate as read before the step
+    when it may go on, None when it may not.
+
+    When the market data or the book cannot be had the debate is failed with the reason.
+    Both are stored once and never rebuilt, so every turn of the debate, and any later
+    audit, sees the same market and account.
+    """
     debate = one_or_none(
         Debate.objects.select_related("strategy"), pk=debate_id, status__in=ACTIVE_STATUSES
     )
@@ -261,22 +289,16 @@ def debate_prepare(*, debate_id: int) -> Debate | None:
         with transaction.atomic():
             transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=DONE)
         return debate
-    try:
-        snapshot, failure = debate_snapshot(debate), None
-    except MarketDataError as exc:
-        snapshot, failure = None, str(exc)
+    fields, failure = _prepared_fields(debate)
     with transaction.atomic():
-        if snapshot is None:
+        if fields is None:
+            step, code, message = failure
             with events.together(debate_id):
                 transitions.step_recorded(debate_id=debate_id, key=PREPARE_KEY, status=FAILED)
-                debate_fail(
-                    debate_id=debate_id, step="snapshot", code="market_data", message=failure
-                )
+                debate_fail(debate_id=debate_id, step=step, code=code, message=message)
             return None
         with events.together(debate_id):
-            stored = transitions.prepared(
-                debate_id=debate_id, fields=_snapshot_fields(debate, snapshot)
-            )
+            stored = transitions.prepared(debate_id=debate_id, fields=fields)
             if stored and debate.current_round == 1:
                 events.round_started(debate_id, 1)
     return debate

@@ -133,7 +133,7 @@ def test_a_replay_schedule_walks_a_day_of_history_trading_on_paper(celery_worker
         reason = {
             "stop_market": "stop_loss",
             "take_profit_market": "take_profit",
-            "market": "closed",
+            "market": "decision",
         }
         assert (position.close_price, position.close_reason, position.realized_pnl) == (
             exit_order.average_price,

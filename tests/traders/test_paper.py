@@ -164,7 +164,7 @@ def test_a_close_decision_closes_the_position_reduce_only_and_cancels_its_protec
         exit_price,
     )
     position = Position.objects.get(trader=paper_trader)
-    assert (position.status, position.close_reason) == ("closed", "closed")
+    assert (position.status, position.close_reason) == ("closed", "decision")
     statuses = Order.objects.filter(execution=opened).values_list("client_order_id", "status")
     assert sorted(statuses) == [
         (opened.client_order_id, "filled"),

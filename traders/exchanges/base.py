@@ -46,13 +46,15 @@ class OrderNotFound(ExchangeError):
 
 @dataclass(frozen=True)
 class ExchangePosition:
-    """An open position: ``side`` is long or short, ``quantity`` in contracts (positive)."""
+    """An open position: ``side`` is long or short, ``quantity`` in contracts (positive);
+    ``liquidation_price`` where the venue gives one."""
 
     symbol: str
     side: str
     quantity: Decimal
     entry_price: Decimal
     leverage: int | None = None
+    liquidation_price: Decimal | None = None
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ class CcxtExchange:
                     quantity=abs(contracts),
                     entry_price=_decimal(entry.get("entryPrice")) or Decimal("0"),
                     leverage=int(leverage) if leverage else None,
+                    liquidation_price=_decimal(entry.get("liquidationPrice")),
                 )
             )
         return positions

@@ -207,7 +207,7 @@ class PaperExchange:
             if position is None:
                 raise _Rejected(f"no open {position_side} {order.symbol} position to reduce")
             filled = min(order.quantity, position.quantity)
-            fee = self._close(trader, position, price, filled, reason="closed")
+            fee = self._close(trader, position, price, filled, reason="decision")
         else:
             filled = order.quantity
             position, fee = self._open(trader, order, position, position_side, price)
@@ -279,8 +279,9 @@ class PaperExchange:
                 order.save(update_fields=["status", "updated_at"])
             return OrderResult.stored(order)
 
-    def fill_trigger(self, *, order_id: int, price: Decimal) -> bool:
-        """Fill a resting stop or take-profit order at ``price``, closing its position.
+    def fill_trigger(self, *, order_id: int, price: Decimal, at: datetime | None = None) -> bool:
+        """Fill a resting stop or take-profit order at ``price``, closing its position at
+        market instant ``at`` (the trader's clock when None).
 
         Return False (and change nothing) when the order no longer rests.
         """
@@ -295,7 +296,7 @@ class PaperExchange:
                 return False
             filled = min(order.quantity, position.quantity)
             reason = "stop_loss" if order.type == OrderType.STOP_MARKET else "take_profit"
-            fee = self._close(trader, position, price, filled, reason=reason)
+            fee = self._close(trader, position, price, filled, reason=reason, at=at)
             order.status = OrderStatus.FILLED
             order.filled_quantity = filled
             order.average_price = price
@@ -368,6 +369,7 @@ class PaperExchange:
                 leverage=leverage,
                 margin=margin,
                 fees=fee,
+                opened_at=paper_now(trader),
             )
         else:
             total = position.quantity + quantity
@@ -382,7 +384,14 @@ class PaperExchange:
         return position, fee
 
     def _close(
-        self, trader: Trader, position: Position, price: Decimal, quantity: Decimal, *, reason: str
+        self,
+        trader: Trader,
+        position: Position,
+        price: Decimal,
+        quantity: Decimal,
+        *,
+        reason: str,
+        at: datetime | None = None,
     ) -> Decimal:
         fill = closing(
             side=position.side,
@@ -399,7 +408,7 @@ class PaperExchange:
                 close_reason=reason,
                 realized_pnl=F("realized_pnl") + pnl,
                 fees=F("fees") + fee,
-                closed_at=timezone.now(),
+                closed_at=at or paper_now(trader),
             )
             resting = Order.objects.filter(position=position, status=OrderStatus.OPEN)
             locks.lock_orders(trader_id=trader.pk, pks=list(resting.values_list("pk", flat=True)))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.db import transaction
@@ -153,8 +153,11 @@ def _fill_crossed(trader: Trader, start: datetime, end: datetime) -> list[int]:
         if symbol not in candles:
             candles[symbol] = _candles_or_none(source, symbol, start, end)
         crossed = _first_crossed(orders, candles[symbol])
-        if crossed is not None and exchange.fill_trigger(order_id=crossed[0].pk, price=crossed[1]):
-            filled.append(crossed[0].pk)
+        if crossed is None:
+            continue
+        order, price, at = crossed
+        if exchange.fill_trigger(order_id=order.pk, price=price, at=at):
+            filled.append(order.pk)
     return filled
 
 
@@ -185,10 +188,12 @@ def _candles_or_none(
         return []
 
 
-def _first_crossed(orders: list[Order], candles: list[Candle]) -> tuple[Order, Decimal] | None:
+def _first_crossed(
+    orders: list[Order], candles: list[Candle]
+) -> tuple[Order, Decimal, datetime] | None:
     """Return the order of ``orders`` (one position's stop and target) that the first
-    candle to reach either crossed, and its price (the stop when one candle reaches
-    both); None when no candle does."""
+    candle to reach either crossed, its price (the stop when one candle reaches both)
+    and the candle's open instant; None when no candle does."""
     by_type = {order.type: order for order in reversed(orders)}  # the first of a type wins
     stop = by_type.get(OrderType.STOP_MARKET)
     target = by_type.get(OrderType.TAKE_PROFIT_MARKET)
@@ -204,7 +209,7 @@ def _first_crossed(orders: list[Order], candles: list[Candle]) -> tuple[Order, D
             kind, price = hit
             order = stop if kind == "stop_loss" else target
             assert order is not None
-            return order, price
+            return order, price, datetime.fromtimestamp(candle.open_time / 1000, tz=UTC)
     return None
 
 

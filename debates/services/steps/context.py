@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Exists, F
 
+from debates.engine.book import Book, book_text
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import ParseResult, parse_output
 from debates.engine.plan import VOTING, StepKey
@@ -46,6 +47,7 @@ class Cast:
         self.snapshot = snapshot
         self.seats = tuple(seats)
         self.judged = debate.judge_model_id is not None
+        self.book = debate.book
         self._rendered = (debate.market_text, debate.market_summary)
 
     def seat(self, participant_id: int) -> Participant:
@@ -62,6 +64,11 @@ class Cast:
     @functools.cached_property
     def market_summary(self) -> str:
         return self._rendered[1] or market_summary(self.snapshot)
+
+    @functools.cached_property
+    def book_text(self) -> str:
+        """Return the trader's book as the votes see it ("" without a trader)."""
+        return book_text(Book.from_dict(self.book), self.symbols) if self.book else ""
 
 
 class Said(NamedTuple):
@@ -126,6 +133,7 @@ _DEBATE_FIELDS = (
     "symbols",
     "market_text",
     "market_summary",
+    "book",
     "judge_model_id",
     "auto_execute",
     "steps_released",

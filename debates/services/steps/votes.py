@@ -72,6 +72,7 @@ def _vote_request(now: context.StepContext) -> ModelRequest:
         custom_prompt=now.custom_prompt,
         participant=context.label(participant),
         output_mode=now.config.output_mode,
+        book=cast.book_text,
     )
     prompt = build_vote_prompt(prompt_input)
     return ModelRequest(
