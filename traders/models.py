@@ -218,6 +218,7 @@ class ExecutionStatus(models.TextChoices):
     SUBMITTED = "submitted", "Submitted"
     FILLED = "filled", "Filled"
     FAILED = "failed", "Failed"
+    SKIPPED = "skipped", "Nothing to do"
 
 
 class Execution(models.Model):
@@ -250,6 +251,11 @@ class Execution(models.Model):
         help_text="Values the risk limits changed: [{field, requested, applied, reason}].",
     )
     error = models.TextField(blank=True)
+    note = models.TextField(
+        blank=True,
+        help_text="Why an execution that did nothing did nothing (nothing to do: no long "
+        "open), or what it did besides its entry (a position closed first).",
+    )
     staleness = models.JSONField(
         null=True,
         blank=True,

@@ -35,6 +35,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "adjustments",
             "staleness",
             "error",
+            "note",
             "created_at",
             "updated_at",
         ]

@@ -95,3 +95,37 @@ def test_a_refused_automatic_execution_is_announced_and_keeps_the_consensus(
     debate.refresh_from_db()
     assert debate.step_outcomes == {"execution": {"status": "failed", **refusal}}
     assert debate.status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("execute_coins", "executed"),
+    [("primary", ["BTCUSDT"]), ("all", ["BTCUSDT", "ETHUSDT", "SOLUSDT"])],
+)
+def test_an_automatic_execution_acts_on_the_coins_its_strategy_says(
+    user, paper_trader, execute_coins, executed
+):
+    # given an auto-executed debate with an executable decision on each of three coins
+    # (ETH's a close, SOL's an opening) and a hold on a fourth, on a strategy executing
+    # the primary coin or every coin
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        auto_execute=True,
+        trader=paper_trader,
+        strategy__execute_coins=execute_coins,
+    )
+    DecisionFactory(debate=debate, symbol="BTCUSDT", is_primary=True)
+    DecisionFactory(debate=debate, symbol="ETHUSDT", is_primary=False, action="close_long")
+    DecisionFactory(debate=debate, symbol="SOLUSDT", is_primary=False, action="open_short")
+    DecisionFactory(debate=debate, symbol="XRPUSDT", is_primary=False, action="hold")
+    # when the execution step runs
+    debate_execute(debate_id=debate.pk)
+    # then the coins the strategy says were executed, the primary first, and the step's
+    # outcome names them
+    executions = list(Execution.objects.order_by("pk"))
+    assert [e.symbol for e in executions] == executed
+    debate.refresh_from_db()
+    outcome = debate.step_outcomes["execution"]
+    assert (outcome["status"], outcome["execution"]) == ("done", executions[0].pk)
+    if execute_coins == "all":
+        assert outcome["executions"] == [e.pk for e in executions]

@@ -176,31 +176,31 @@ def test_a_close_decision_closes_the_position_reduce_only_and_cancels_its_protec
     assert paper_trader.balance == Decimal("1000") - opened.fee + pnl - execution.fee
 
 
-def test_closing_without_an_open_position_fails_and_sends_nothing(
+def test_closing_without_an_open_position_does_nothing_and_says_so(
     user, paper_trader, make_decision
 ):
     # given no open position
     decision = make_decision(as_of=ENTRY_AS_OF, action="close_short")
     # when a close_short is executed
     execution = execute(user, paper_trader, decision)
-    # then it fails with the reason and no order exists
-    assert (execution.status, execution.error) == (
-        "failed",
-        "There is no open short BTCUSDT position to close.",
+    # then it does nothing, says why, and no order exists
+    assert (execution.status, execution.note, execution.error) == (
+        "skipped",
+        "nothing to do: no short open",
+        "",
     )
     assert Order.objects.count() == 0
 
 
-def test_a_second_long_in_the_same_coin_is_refused(user, paper_trader, make_decision):
+def test_a_second_long_in_the_same_coin_does_nothing_and_says_so(user, paper_trader, make_decision):
     # given an open BTC long
     PositionFactory(trader=paper_trader, symbol="BTCUSDT", side="long")
     # when another BTC long is executed
     execution = execute(user, paper_trader, make_decision(as_of=ENTRY_AS_OF))
-    # then it fails with the rule's reason, nothing is sent and the balance is untouched
-    assert execution.status == "failed"
-    assert execution.error == (
-        "a long BTCUSDT position is already open; a second one in the same coin and "
-        "direction is not allowed"
+    # then it does nothing and says why: nothing is sent and the balance is untouched
+    assert (execution.status, execution.note) == (
+        "skipped",
+        "nothing to do: a long is already open",
     )
     assert Order.objects.count() == 0
     assert Trader.objects.get(pk=paper_trader.pk).balance == Decimal("1000")

@@ -12,7 +12,7 @@ from rich.console import Console
 from debates.models import AIModel
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import normalize_symbol
-from strategies.models import Strategy
+from strategies.models import ExecuteCoins, Strategy
 from traders.models import Trader
 
 DEMO_TRADER = "Demo paper account"
@@ -68,6 +68,7 @@ def demo_strategy(owner, single_coin: str | None) -> Strategy:
             defaults={
                 "static_coins": list(DEMO_COINS),
                 "market_source": "dataset",
+                "execute_coins": ExecuteCoins.ALL,
             },
         )
         return strategy

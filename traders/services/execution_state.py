@@ -1,7 +1,8 @@
 """An execution's status moves only here: each move is a compare-and-set from the states
 it may leave, announced on the debate's stream.
 
-States: ``pending -> submitted -> filled``, ``pending | submitted -> failed``.
+States: ``pending -> submitted -> filled``, ``pending | submitted -> failed``, ``pending ->
+skipped`` (the decision does nothing against the book).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from traders import events
 from traders.exchanges.base import OrderResult
 from traders.models import Execution, ExecutionStatus, Order
 
-FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED)
+FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
 UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
 
 
@@ -65,7 +66,8 @@ def execution_record_fill(execution: Execution, result: OrderResult) -> Executio
 def execution_finish(
     execution: Execution, status: str, *, error: str = "", **fields: Any
 ) -> Execution:
-    """Move an unfinished execution to ``status`` (filled or failed) and announce it."""
+    """Move an unfinished execution to ``status`` (filled, failed or skipped) and
+    announce it."""
     with transaction.atomic():
         moved = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED_STATUSES).update(
             status=status, error=error[:4000], updated_at=timezone.now(), **fields

@@ -30,6 +30,7 @@ from django.utils import timezone
 from arena.exceptions import InvalidState, NotFound, ValidationError
 from arena.heartbeat import heartbeat
 from arena.worker import send_on_commit
+from debates.engine.book import book_orders
 from debates.engine.types import CLOSING_ACTIONS, EXECUTABLE_ACTIONS, OPENING_ACTIONS
 from debates.models import Debate, DebateStatus
 from strategies.market.dataset import DATASET_END
@@ -38,7 +39,7 @@ from strategies.market.symbols import normalize_symbol
 from traders import events, locks
 from traders.exceptions import AlreadyExecuted, NotExecutable, TraderStopped
 from traders.exchanges import exchange_for
-from traders.exchanges.base import ExchangeUnavailable, OrderRejected
+from traders.exchanges.base import ExchangeAdapter, ExchangeUnavailable, OrderRejected
 from traders.models import Exchange, Execution, ExecutionStatus, Trader, TraderStatus
 from traders.risk import RiskRefused
 from traders.services.execution_state import (
@@ -48,7 +49,7 @@ from traders.services.execution_state import (
     execution_finish,
     execution_load,
 )
-from traders.services.orders import position_close, position_open
+from traders.services.orders import position_close, position_close_first, position_open
 from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 from traders.services.staleness import staleness_check
 
@@ -288,6 +289,8 @@ def _submit(execution: Execution) -> Execution:
             return execution_finish(execution, ExecutionStatus.FAILED, error=str(exc))
     adapter = exchange_for(trader)
     try:
+        if execution.status == ExecutionStatus.PENDING:
+            return _against_the_book(execution, adapter)
         if execution.action in OPENING_ACTIONS:
             return position_open(execution, adapter)
         if execution.action in CLOSING_ACTIONS:
@@ -301,6 +304,25 @@ def _submit(execution: Execution) -> Execution:
         return execution_finish(
             execution, ExecutionStatus.FAILED, error=f"The exchange refused: {exc}"
         )
+
+
+def _against_the_book(execution: Execution, adapter: ExchangeAdapter) -> Execution:
+    """Turn a pending execution's decision into orders against the positions held on its
+    coin now (``debates.engine.book.book_orders``), never trusting a model's reading of
+    the book: close (reduce-only), close the other side first then open, open, or do
+    nothing, recorded as skipped with why."""
+    strategy = execution.decision.debate.strategy
+    hedging = bool(strategy and strategy.allow_hedging)
+    held = [p.side for p in adapter.positions() if p.symbol == execution.symbol]
+    orders = book_orders(execution.action, held, hedging=hedging)
+    if orders.nothing:
+        return execution_finish(execution, ExecutionStatus.SKIPPED, note=orders.note)
+    if orders.opens is None:
+        return position_close(execution, adapter)
+    notes = [position_close_first(execution, adapter, side=side) for side in orders.closes]
+    if any(notes):
+        Execution.objects.filter(pk=execution.pk).update(note="; ".join(filter(None, notes)))
+    return position_open(execution_load(execution.pk), adapter)
 
 
 def _paper_clock_catch_up(trader: Trader, debate: Debate) -> None:

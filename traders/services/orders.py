@@ -285,6 +285,43 @@ def position_close(execution: Execution, adapter: ExchangeAdapter) -> Execution:
     return execution_finish(execution, ExecutionStatus.FILLED)
 
 
+CLOSE_FIRST_SUFFIX = "X"
+
+
+def position_close_first(execution: Execution, adapter: ExchangeAdapter, *, side: str) -> str:
+    """Close the ``side`` position held on the execution's coin before it opens the other
+    side (its decision is an opening opposite to a held position): a reduce-only market
+    order of the held quantity (client order id: the entry's plus ``X``), sent once and
+    looked up before it is ever sent again; then cancel the position's resting stop and
+    target. Return what was done, for the execution's note ("" when nothing was held)."""
+    symbol = execution.symbol
+    order_side = SELL if side == LONG else BUY
+    client_id = execution.client_order_id + CLOSE_FIRST_SUFFIX
+    recorded = Order.objects.filter(trader_id=execution.trader_id, client_order_id=client_id)
+    held = next((p for p in adapter.positions() if p.symbol == symbol and p.side == side), None)
+    if held is None and not recorded.exists():
+        return ""
+    closing = _send(
+        adapter,
+        execution,
+        client_id=client_id,
+        order={"side": order_side, "type": OrderType.MARKET, "quantity": held.quantity}
+        if held is not None
+        else None,
+        send=lambda order: adapter.market_order(
+            symbol,
+            order_side,
+            order.quantity,
+            client_order_id=order.client_order_id,
+            reduce_only=True,
+        ),
+    )
+    _cancel_resting(execution, adapter, side=order_side)
+    result = closing.result
+    price = "" if result.average_price is None else f" at {result.average_price.normalize():f}"
+    return f"closed the {side} first: {result.filled.normalize():f}{price}"
+
+
 def _cancel_resting(execution: Execution, adapter: ExchangeAdapter, *, side: str) -> None:
     """Cancel the stop and target orders (``side``: sell for a long) of a closed position."""
     resting = Order.objects.filter(

@@ -24,6 +24,7 @@ from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
 from debates.services.inputs import MAX_ROUNDS, MIN_ROUNDS
 from strategies.market.dataset import DATASET_END
+from traders.hooks import executed_decisions
 from traders.management.console import (
     POLL_S,
     ConsoleCommand,
@@ -42,6 +43,7 @@ from traders.management.console import (
 from traders.management.demo import DEMO_COINS, demo_strategy, demo_trader, local_model
 from traders.models import Execution, Trader
 from traders.services import execution_request
+from traders.services.execution_state import FINAL_STATUSES
 
 # How the transcript shows each action: its label and the label's style.
 ACTIONS = {
@@ -342,13 +344,10 @@ class Command(ConsoleCommand):
     def _execute_all(
         self, console: Console, owner, debate: Debate, timeout: float, stop: StopSignals
     ) -> None:
-        """Execute every executable decision, the primary coin's first, on a fresh demo
-        paper account; print each fill and the account after them."""
-        executable = [
-            d
-            for d in debate.decisions.order_by("-is_primary", "symbol")
-            if d.action in EXECUTABLE_ACTIONS
-        ]
+        """Execute the decisions the strategy executes (every executable one, or the
+        primary coin's alone: ``executed_decisions``), the primary coin's first, on a fresh
+        demo paper account; print each fill and the account after them."""
+        executable = executed_decisions(debate)
         if not executable:
             actions = ", ".join(f"{d.symbol} {d.action}" for d in debate.decisions.all())
             console.print(f"Execution: no decision to execute ({actions}).")
@@ -386,12 +385,15 @@ class Command(ConsoleCommand):
         if execution.status == "failed":
             console.print(f"[bold red]{symbol}: execution failed[/]: {escape(execution.error)}")
             return
+        if execution.status == "skipped":
+            console.print(f"{symbol}: {escape(execution.note)}")
+            return
         self._print_fill(console, debate, execution)
 
     def _settled(self, execution: Execution, timeout: float, stop: StopSignals) -> Execution:
-        """Return ``execution`` once it has filled or failed."""
+        """Return ``execution`` once it has finished (filled, failed or skipped)."""
         deadline = time.monotonic() + timeout
-        while execution.status not in ("filled", "failed"):
+        while execution.status not in FINAL_STATUSES:
             stop.check()
             if time.monotonic() > deadline:
                 raise CommandError(f"execution {execution.pk} still {execution.status}")

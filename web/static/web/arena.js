@@ -703,6 +703,7 @@
       if (execution.stop_loss_price) text += ` · SL ${at(execution.stop_loss_price)}`;
       if (execution.take_profit_price) text += ` · TP ${at(execution.take_profit_price)}`;
     }
+    if (execution.note) text += ` · ${execution.note}`;
     if (execution.error) text += ` · ${execution.error}`;
     return h("p", { class: `execution execution-${execution.status}`, text });
   }
