@@ -4,10 +4,11 @@ Levels: ``L1`` (light: round 1 only, the openings' positions are the ballots) an
 (the full debate). A debate asked for ``auto`` is gated after its openings from signals,
 each recorded when it fires: high impact (automatic execution on a trader that is not
 paper: L2, never lowered), failure (the schedule's previous debate failed: L2), a human
-seat (L2), disagreement (the openings disagree on the primary coin's direction, or their
-mean confidence is below ``min_confidence``: L2); with none of them the debate stops at
-L1. Past the daily token budget a non-forced L2 is lowered to L1. A level asked for
-explicitly is forced and kept. No Django here.
+seat (L2), a held position (the trader holds a position on a candidate coin: the votes,
+which see the book, decide what to do with it; L2), disagreement (the openings disagree
+on the primary coin's direction, or their mean confidence is below ``min_confidence``:
+L2); with none of them the debate stops at L1. Past the daily token budget a non-forced
+L2 is lowered to L1. A level asked for explicitly is forced and kept. No Django here.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ def gate(
     human: bool = False,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     over_budget: str = "",
+    held: Sequence[str] = (),
 ) -> Gate:
     """Return the level of a debate whose round-1 ``openings`` are in.
 
     ``failure`` and ``over_budget`` say what failed or which budget is passed (empty:
-    nothing).
+    nothing); ``held``, the candidate coins its trader holds a position on.
     """
     if requested in (L1, L2):
         return Gate(requested, (f"{requested} was asked for",), True)
@@ -65,6 +67,7 @@ def gate(
         (high_impact, "high impact: automatic execution on a trader that is not paper"),
         (bool(failure), f"failure: {failure}"),
         (human, "a human seat takes part"),
+        (bool(held), f"held: the trader holds {', '.join(held)}; the votes decide against it"),
         (
             len(directions) > 1,
             f"disagreement: the openings differ on {primary} ({', '.join(directions)})",

@@ -61,6 +61,7 @@ def round_close(
         .annotate(owner_daily_token_budget=F("owner__token_budget__daily_token_budget"))
         .only(
             "max_rounds",
+            "book",
             "level",
             "level_used",
             "forced",
@@ -133,7 +134,14 @@ def _gate(debate: Debate, openings: dict[int, list[dict]], seats: Sequence[Parti
         human=any(seat.kind != SeatKind.MODEL for seat in seats),
         min_confidence=strategy.gate_min_confidence if strategy is not None else 60.0,
         over_budget=_over_budget(debate),
+        held=_held(debate),
     )
+
+
+def _held(debate: Debate) -> list[str]:
+    """Return the candidate coins the debate's trader holds a position on, by its book."""
+    positions = (debate.book or {}).get("positions", ())
+    return sorted({p["symbol"] for p in positions if p["symbol"] in debate.symbols})
 
 
 def _on_primary(

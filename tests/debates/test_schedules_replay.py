@@ -8,7 +8,9 @@ recomputed from the orders alone and must match to the last satoshi.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
+import re
+from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -19,9 +21,13 @@ from debates.models import Debate, Schedule
 from debates.services.schedules import schedule_create, schedule_fire
 from debates.state import step_outcome
 from strategies.market.sources import source_for
-from tests.debates.conftest import wait_for, wait_until_finished
-from tests.debates.factories import AIModelFactory
+from tests.debates.conftest import (
+    wait_for,
+    wait_until_finished,
+)
+from tests.debates.factories import AIModelFactory, FakeLLMModelFactory
 from tests.debates.test_schedules import paper_trader_of, schedule_template
+from tests.fakes.llm_server import Reply
 from traders.exchanges.fills import fill_fee, realized_pnl
 from traders.models import Execution, Order, Position
 from traders.services import candles_between
@@ -156,3 +162,84 @@ def test_a_replay_schedule_walks_a_day_of_history_trading_on_paper(celery_worker
     assert trader.balance == trader.starting_balance + realized - fees
     # and the day held both kinds of protective fill, so the clock's checks were exercised
     assert closes["stop_loss"] >= 1 and closes["take_profit"] >= 1, dict(closes)
+
+
+BOOK_REPLAY_FROM = datetime(2024, 8, 6, tzinfo=UTC)
+BOOK_FIRINGS = 18  # three days at 4h
+_BTC_LINE = re.compile(r"^BTCUSDT: (.*)$", re.MULTILINE)
+
+
+def book_trader_answer(record) -> Reply | None:
+    """Vote as a trader reading its book: open a BTC long when none is held (stop 1 %,
+    target 1.5 %), close a held one in profit, hold one at a loss; wait on ETH. The
+    rounds get the server's default answer."""
+    if "casts a final vote" not in record.prompt:
+        return None
+    held = _BTC_LINE.search(record.prompt).group(1)
+    if held.startswith("nothing held"):
+        action = "open_long"
+    elif "unrealised +" in held:
+        action = "close_long"
+    else:
+        action = "hold"
+    decisions = [
+        {
+            "symbol": "BTCUSDT",
+            "action": action,
+            "confidence": 80,
+            "leverage": 3,
+            "position_pct": 0.2,
+            "stop_loss": 0.01,
+            "take_profit": 0.015,
+            "reasoning": f"{action}: the book says {held[:40]}",
+        },
+        {"symbol": "ETHUSDT", "action": "wait", "confidence": 60, "reasoning": "Nothing."},
+    ]
+    return Reply.answer(
+        f"<reasoning>Read the book.</reasoning><decision>{json.dumps(decisions)}</decision>"
+    )
+
+
+def test_a_replay_schedule_holds_and_closes_what_its_debates_opened(celery_worker, user, llm):
+    # given a 4h replay schedule of full debates over three days from 6 August, executing
+    # automatically on a fresh paper trader, whose voters trade by what their book holds
+    llm.responder = book_trader_answer
+    trader = paper_trader_of(user, fee_rate=Decimal("0.0004"))
+    models = [FakeLLMModelFactory(owner=user, llm=llm) for _ in range(2)]
+    data = schedule_template(
+        user,
+        models=models,
+        auto_execute=True,
+        trader=trader.pk,
+        interval_minutes=240,
+        replay_as_of=BOOK_REPLAY_FROM,
+        level="L2",
+    )
+    schedule = schedule_create(owner=user, data=data)
+    # when it fires eighteen times, each debate and its execution ending before the next
+    for _ in range(BOOK_FIRINGS):
+        firing = schedule_fire(schedule_id=schedule.pk)
+        assert firing.skipped == "", firing
+        assert wait_until_finished(firing.debate_id).status == "completed"
+        wait_until_executed(firing.debate_id)
+    debates = list(Debate.objects.filter(schedule=schedule).order_by("pk"))
+    # then no execution failed: none was refused as "already open"
+    executions = Execution.objects.filter(trader=trader)
+    assert not executions.filter(status="failed").exists(), list(executions.values("error"))
+    # and every debate's book was read at its instant; a position a debate opened shows
+    # in the books of the debates after it until it closes, each of those holding it
+    assert [d.book["as_of"] for d in debates] == [d.as_of.isoformat() for d in debates]
+    held_over = [d for d in debates for p in d.book["positions"] if p["opened_by_debate"] != d.pk]
+    assert held_over
+    decided = {d.pk: d.decisions.get(is_primary=True).action for d in debates}
+    for debate in debates:
+        longs = [p for p in debate.book["positions"] if p["symbol"] == "BTCUSDT"]
+        expected = "open_long" if not longs else ("close_long", "hold")
+        assert decided[debate.pk] in expected, (debate.book, decided[debate.pk])
+    # and positions closed by decision, by stop and by target
+    reasons = Counter(
+        Position.objects.filter(trader=trader, status="closed").values_list(
+            "close_reason", flat=True
+        )
+    )
+    assert {"decision", "stop_loss", "take_profit"} <= set(reasons), reasons

@@ -87,6 +87,81 @@ def test_a_refused_automatic_execution_shows_its_reason_under_the_primary_decisi
     assert refused.inner_text() == "Automatic execution refused: Trader Sleepy is stopped."
 
 
+BOOK = {
+    "as_of": "2024-08-05T12:00:00+00:00",
+    "equity": 1021.6,
+    "available": 773.6,
+    "margin_in_use": 248.0,
+    "realized_pnl_today": -4.25,
+    "positions": [
+        {
+            "symbol": "SOLUSDT",
+            "side": "long",
+            "quantity": 8.641114,
+            "entry_price": 143.5,
+            "mark_price": 146.0,
+            "unrealized_pnl": 21.6,
+            "stop_loss": 139.195,
+            "take_profit": 152.11,
+            "opened_by_debate": 41,
+        }
+    ],
+    "positions_left": 2,
+    "max_position_value": 3064.8,
+    "closed": [
+        {
+            "symbol": "BTCUSDT",
+            "side": "short",
+            "entry_price": 58000.0,
+            "exit_price": 58600.0,
+            "pnl": -6.5,
+            "reason": "stop_loss",
+        }
+    ],
+}
+
+
+def test_a_debate_on_a_trader_shows_the_book_its_votes_saw(open_page, user):
+    # given a finished debate whose trader held a SOL long when it was prepared
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        phase="done",
+        symbol="SOLUSDT",
+        symbols=["SOLUSDT"],
+        market_snapshot=SNAPSHOT,
+        trader=TraderFactory(owner=user, name="Paper desk"),
+        book=BOOK,
+    )
+    ParticipantFactory(debate=debate, speak_order=0)
+    # when its page is opened
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    book = page.wait_for_selector("#book")
+    # then the account, the long with its stop and target, the headroom and the last
+    # closed trade are shown
+    assert page.inner_text("#book-account") == (
+        "As of 2024-08-05T12:00:00+00:00: equity 1021.60 USDT, available 773.60 USDT, "
+        "margin in use 248.00 USDT, realised today -4.25 USDT"
+    )
+    assert page.inner_text("#book-positions") == (
+        "long SOLUSDT 8.641114 @ 143.5, mark 146, unrealised 21.60 USDT · SL 139.195 · "
+        "TP 152.11 · opened by debate #41"
+    )
+    assert "2 more position(s) may open" in page.inner_text("#book-headroom")
+    assert page.inner_text("#book-closed") == (
+        "Closed short BTCUSDT 58000 → 58600: -6.50 USDT (stop_loss)"
+    )
+    assert book.is_visible()
+
+
+def test_a_debate_without_a_trader_shows_no_book(open_page, user):
+    debate = DebateFactory(owner=user, status="completed", phase="done", market_snapshot=SNAPSHOT)
+    ParticipantFactory(debate=debate, speak_order=0)
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    page.wait_for_selector("#debate:not([hidden])")
+    assert page.is_hidden("#book")
+
+
 def test_the_form_sends_its_market_instant_and_shows_its_refusal(open_page, user):
     # given the create form with a strategy and two simulated models
     from playwright.sync_api import expect

@@ -21,6 +21,7 @@ def test_agreeing_confident_openings_stop_at_l1():
         ({"failure": "the schedule's previous debate failed"}, "failure"),
         ({"human": True}, "a human seat"),
         ({"high_impact": True}, "high impact"),
+        ({"held": ["BTCUSDT"]}, "held: the trader holds BTCUSDT"),
     ],
 )
 def test_each_signal_moves_the_debate_to_l2_and_is_recorded(signals, reason):

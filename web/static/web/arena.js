@@ -255,6 +255,7 @@
     renderRounds();
     renderVotes();
     renderJudge();
+    renderBook();
     renderConsensus();
     renderHumanTurn();
     updateSidebarItem(detail);
@@ -654,6 +655,37 @@
     }));
   }
 
+  // The trader's account as the debate's votes saw it: null for a debate without a
+  // trader, or before its prepare step read it.
+  function renderBook() {
+    const book = state.debate.book;
+    $("#book").hidden = !book;
+    if (!book) return;
+    const usdt = (value) => (missing(value) ? "unknown" : `${Number(value).toFixed(2)} USDT`);
+    $("#book-account").textContent = `As of ${book.as_of}: equity ${usdt(book.equity)}, ` +
+      `available ${usdt(book.available)}, margin in use ${usdt(book.margin_in_use)}, ` +
+      `realised today ${usdt(book.realized_pnl_today)}`;
+    $("#book-positions").replaceChildren(...(book.positions.length
+      ? book.positions.map((p) => h("li", { class: "book-position", text: positionText(p) }))
+      : [h("li", { class: "muted", text: "Nothing held." })]));
+    const left = book.positions_left === null ? "unknown" : book.positions_left;
+    $("#book-headroom").textContent = `${left} more position(s) may open; the largest ` +
+      `allowed is ${usdt(book.max_position_value)}.`;
+    $("#book-closed").replaceChildren(...book.closed.map((t) => h("li", {
+      text: `Closed ${t.side} ${t.symbol} ${num(t.entry_price)} → ${num(t.exit_price)}: ` +
+        `${Number(t.pnl).toFixed(2)} USDT (${t.reason})`,
+    })));
+  }
+
+  function positionText(p) {
+    let text = `${p.side} ${p.symbol} ${num(p.quantity)} @ ${num(p.entry_price)}, mark ` +
+      `${num(p.mark_price)}, unrealised ${Number(p.unrealized_pnl).toFixed(2)} USDT`;
+    if (p.stop_loss) text += ` · SL ${num(p.stop_loss)}`;
+    if (p.take_profit) text += ` · TP ${num(p.take_profit)}`;
+    if (p.opened_by_debate) text += ` · opened by debate #${p.opened_by_debate}`;
+    return text;
+  }
+
   function renderConsensus() {
     const debate = state.debate;
     const decisions = [...(debate.decisions || [])]
@@ -799,10 +831,11 @@
     const read = ++state.detailReads;
     const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
     if (!detail || state.debate !== debate || read !== state.detailReads) return;
-    for (const key of ["symbol", "symbols", "market_snapshot", "tokens", "cost_usd"]) {
+    for (const key of ["symbol", "symbols", "market_snapshot", "book", "tokens", "cost_usd"]) {
       debate[key] = detail[key];
     }
     renderHeader();
+    renderBook();
     if (debate.symbols.length) renderHumanTurn();
   }
 
