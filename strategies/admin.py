@@ -66,6 +66,20 @@ class StrategyAdmin(OutboundUrlAdminMixin, admin.ModelAdmin):
             },
         ),
         (
+            "Trading against the book, and portfolio guards",
+            {
+                "fields": (
+                    "allow_hedging",
+                    "execute_coins",
+                    "daily_loss_limit_pct",
+                    "max_drawdown_pct",
+                    "stop_out_cooldown",
+                    "cooldown_minutes",
+                    "max_gross_exposure",
+                )
+            },
+        ),
+        (
             "Outcome reviews and staleness",
             {
                 "fields": (

@@ -94,6 +94,35 @@ class Strategy(models.Model):
     min_risk_reward = models.DecimalField(max_digits=6, decimal_places=2, default=Decimal("0"))
     max_open_positions = models.PositiveSmallIntegerField(default=3)
     min_order_usd = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("12"))
+    # Portfolio guards (traders.guards), each off when null.
+    daily_loss_limit_pct = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Pause openings once equity is this % below the day's starting equity "
+        "(lifts at the next UTC day).",
+    )
+    max_drawdown_pct = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Pause openings once equity is this % below its peak.",
+    )
+    stop_out_cooldown = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Pause openings for cooldown_minutes after this many stop-outs in a row.",
+    )
+    cooldown_minutes = models.PositiveIntegerField(default=240)
+    max_gross_exposure = models.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Pause openings once the open positions are worth this multiple of equity.",
+    )
 
     review_horizon_minutes = models.PositiveIntegerField(
         default=240, help_text="Minutes after a decision's instant its outcome is reviewed at."

@@ -39,7 +39,14 @@ from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.indicators import INDICATOR_NAMES
 from strategies.market.snapshot import TIMEFRAMES
 from strategies.market.symbols import normalize_symbol
-from strategies.models import CoinSource, MarketSource, OIDuration, PromptVariant, Strategy
+from strategies.models import (
+    CoinSource,
+    ExecuteCoins,
+    MarketSource,
+    OIDuration,
+    PromptVariant,
+    Strategy,
+)
 
 # The exchanges a live strategy can read (the ones traders can trade on).
 LIVE_EXCHANGES = ("binanceusdm", "bybit", "okx")
@@ -156,6 +163,54 @@ class StrategyInputSerializer(StrictSerializer):
     max_open_positions = StrictIntegerField(required=False, min_value=1, max_value=100)
     min_order_usd = serializers.DecimalField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), required=False
+    )
+    daily_loss_limit_pct = serializers.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("100"),
+        required=False,
+        allow_null=True,
+        help_text="Pause openings once equity is this % below the day's starting equity "
+        "(lifts at the next UTC day); null: off.",
+    )
+    max_drawdown_pct = serializers.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("100"),
+        required=False,
+        allow_null=True,
+        help_text="Pause openings once equity is this % below its peak; null: off.",
+    )
+    stop_out_cooldown = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=100,
+        help_text="Pause openings for cooldown_minutes after this many stop-outs in a row; "
+        "null: off.",
+    )
+    cooldown_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
+    max_gross_exposure = serializers.DecimalField(
+        max_digits=6,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        required=False,
+        allow_null=True,
+        help_text="Pause openings once the open positions are worth this multiple of "
+        "equity; null: off.",
+    )
+    allow_hedging = StrictBooleanField(
+        required=False,
+        help_text="An opening opposite to a held position opens beside it; otherwise the "
+        "held position is closed first.",
+    )
+    execute_coins = StrictChoiceField(
+        choices=ExecuteCoins.choices,
+        required=False,
+        help_text="What an automatic execution acts on: the primary coin's decision, or "
+        "every executable coin's.",
     )
     review_horizon_minutes = StrictIntegerField(
         required=False,

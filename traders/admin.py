@@ -6,12 +6,14 @@ per-coin leverage) is read-only too; it changes only through execution.
 """
 
 from django.contrib import admin, messages
+from django.utils import timezone
 
 from arena.admin import SecretAdminMixin, decimal_column, masked_key
 from debates.admin import ReadOnlyInline
 from traders.accounts import FIXED_AFTER_CREATE
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
+from traders.services.guards import trader_resume
 
 
 class ReadOnlyAdminMixin:
@@ -71,14 +73,36 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
         "balance",
         "market_source",
         "replay_as_of",
+        "paused_guard",
         "created_at",
     )
-    list_filter = ("exchange", "status", "sandbox")
+    list_filter = ("exchange", "status", "sandbox", "paused_guard")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = ("balance", "replay_as_of", "symbol_leverage", "created_at", "updated_at")
+    readonly_fields = (
+        "balance",
+        "replay_as_of",
+        "symbol_leverage",
+        "paused_guard",
+        "paused_reason",
+        "paused_at",
+        "paused_until",
+        "peak_equity",
+        "day_start_equity",
+        "day_started",
+        "guards_since",
+        "created_at",
+        "updated_at",
+    )
     autocomplete_fields = ("owner",)
     inlines = (PositionInline,)
+    actions = ("resume",)
+
+    @admin.action(description="Resume the selected traders a guard paused")
+    def resume(self, request, queryset):
+        for trader in queryset:
+            trader_resume(trader_id=trader.pk, now=timezone.now())
+        self.message_user(request, f"{queryset.count()} trader(s) resumed.")
 
     def get_readonly_fields(self, request, obj=None):
         # As the API (``trader_update``): what the account's positions and balance were

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
@@ -52,6 +53,7 @@ from traders.models import (
 )
 from traders.serializers import ExecutionSerializer, OrderSerializer, PositionSerializer
 from traders.services import execution_request
+from traders.services.guards import trader_resume
 
 TAGS = ["traders"]
 
@@ -68,6 +70,10 @@ class TraderSerializer(serializers.ModelSerializer):
             "id",
             *shown_fields(TraderInputSerializer),
             "balance",
+            "paused_guard",
+            "paused_reason",
+            "paused_at",
+            "paused_until",
             "api_key_masked",
             "has_api_key",
             "has_api_secret",
@@ -222,3 +228,18 @@ class DebateExecuteApi(JsonApi):
             trigger="manual",
         )
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TraderResumeApi(JsonApi):
+    """Resume one of your traders a portfolio guard paused: it opens positions again,
+    and its guards count from now on."""
+
+    @extend_schema(
+        operation_id="traders_resume",
+        tags=TAGS,
+        request=None,
+        responses={200: TraderSerializer, **error_responses(404)},
+    )
+    def post(self, request: Request, trader_id: int) -> Response:
+        trader = trader_resume(trader_id=trader_id, owner=request.user, now=timezone.now())
+        return Response(TraderSerializer(trader).data)

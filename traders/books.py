@@ -45,15 +45,19 @@ from traders.models import (
     Trader,
 )
 from traders.risk import Funds
+from traders.services.guards import account_instant, guards_check
 from traders.services.orders import strategy_risk_limits
 from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 
 _OPENING = {"long": "open_long", "short": "open_short"}
 
 
-def debate_book(*, trader_id: int, as_of: datetime | None, strategy_id: int | None) -> dict:
+def debate_book(
+    *, trader_id: int, as_of: datetime | None, strategy_id: int | None, debate_id: int | None = None
+) -> dict:
     """Return the book of trader ``trader_id`` at a debate's instant ``as_of`` (now for a
-    live debate), with the risk headroom of strategy ``strategy_id``, as a dict.
+    live debate), with the risk headroom and the guards of strategy ``strategy_id``, as a
+    dict; a guard tripped now is announced on debate ``debate_id``'s stream.
 
     Raise ``BookUnavailable`` when the exchange cannot be read.
     """
@@ -62,7 +66,7 @@ def debate_book(*, trader_id: int, as_of: datetime | None, strategy_id: int | No
     trader.refresh_from_db()
     strategy = Strategy.objects.filter(pk=strategy_id).first() if strategy_id else None
     try:
-        return trader_book(trader, exchange_for(trader), strategy).to_dict()
+        return trader_book(trader, exchange_for(trader), strategy, debate_id=debate_id).to_dict()
     except ExchangeError as exc:
         raise BookUnavailable(
             f"The account of trader {trader.name} could not be read: {exc}"
@@ -83,13 +87,29 @@ def _clock_to(trader: Trader, as_of: datetime | None) -> None:
             paper_clock_meet(trader_id=trader.pk, to=as_of)
 
 
-def trader_book(trader: Trader, adapter: ExchangeAdapter, strategy: Strategy | None) -> Book:
-    """Return ``trader``'s book from its exchange ``adapter`` and this app's rows."""
+def trader_book(
+    trader: Trader,
+    adapter: ExchangeAdapter,
+    strategy: Strategy | None,
+    *,
+    debate_id: int | None = None,
+) -> Book:
+    """Return ``trader``'s book from its exchange ``adapter`` and this app's rows, its
+    guards applied (``guards_check``)."""
     funds = adapter.balance()
     held = [_held(trader, adapter, position) for position in adapter.positions()]
     limits = strategy_risk_limits(strategy)
     margin = sum((h.margin for h in held), Decimal("0"))
-    as_of = _instant(trader)
+    as_of = account_instant(trader, timezone.now())
+    exposure = sum((Decimal(str(h.position.value)) for h in held), Decimal("0"))
+    trader = guards_check(
+        trader_id=trader.pk,
+        funds=funds,
+        exposure=exposure,
+        now=as_of,
+        strategy=strategy,
+        debate_id=debate_id,
+    )
     return Book(
         as_of=as_of.isoformat(),
         equity=_float(funds.equity),
@@ -103,6 +123,8 @@ def trader_book(trader: Trader, adapter: ExchangeAdapter, strategy: Strategy | N
         ),
         closed=_closed(trader),
         hedging=bool(strategy and strategy.allow_hedging),
+        paused=trader.paused_reason,
+        paused_until=trader.paused_until.isoformat() if trader.paused_until else None,
     )
 
 
@@ -189,13 +211,6 @@ def _opened(
     )
     opened_at = local.opened_at if local is not None else (execution[0] if execution else None)
     return opened_at, execution[1] if execution else None
-
-
-def _instant(trader: Trader) -> datetime:
-    """Return the instant the book is at: a paper trader's clock, else now."""
-    if trader.exchange == Exchange.PAPER and trader.replay_as_of is not None:
-        return trader.replay_as_of
-    return timezone.now()
 
 
 def _realized_today(trader: Trader, as_of: datetime) -> float | None:

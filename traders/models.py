@@ -55,6 +55,22 @@ class Trader(models.Model):
         help_text="Paper clock: the market instant a paper trader is at (dataset replay), "
         "or the last instant its stops were checked (live prices).",
     )
+    # A tripped portfolio guard (traders.guards): no new position opens until it lifts.
+    paused_guard = models.CharField(max_length=20, blank=True)
+    paused_reason = models.TextField(blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the pause lifts itself (the daily loss limit, "
+        "the cooldown); null: at the owner's resume.",
+    )
+    # What the guards measure from: the account's highest equity, the day's starting
+    # equity, and the instant the stop-outs in a row are counted from.
+    peak_equity = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
+    day_start_equity = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
+    day_started = models.DateField(null=True, blank=True)
+    guards_since = models.DateTimeField(null=True, blank=True)
     symbol_leverage = models.JSONField(
         default=dict,
         blank=True,

@@ -18,6 +18,7 @@ urlpatterns = [
         name="trader-positions",
     ),
     path("traders/<int:trader_id>/orders", apis.TraderOrderListApi.as_view(), name="trader-orders"),
+    path("traders/<int:trader_id>/resume", apis.TraderResumeApi.as_view(), name="trader-resume"),
     path(
         "traders/<int:trader_id>/executions",
         apis.TraderExecutionListApi.as_view(),

@@ -102,6 +102,8 @@ class Book:
     max_position_value: float | None = None
     closed: tuple[ClosedTrade, ...] = ()
     hedging: bool = False
+    paused: str = ""
+    paused_until: str | None = None
 
     def held(self, symbol: str) -> dict[str, HeldPosition]:
         """Return the positions open on ``symbol``, by side."""
@@ -139,15 +141,18 @@ class BookOrders:
         return not self.closes and self.opens is None
 
 
-def book_orders(action: str, held: Iterable[str], *, hedging: bool = False) -> BookOrders:
+def book_orders(
+    action: str, held: Iterable[str], *, hedging: bool = False, paused: str = ""
+) -> BookOrders:
     """Return what ``action`` does on a coin whose open positions are of the sides
     ``held``.
 
     ``hold`` and ``wait`` keep what is held. ``close_long`` closes an open long,
     reduce-only. ``open_short`` opens a short, first closing an open long unless the
     strategy allows hedging (both sides at once); with a short already open it does
-    nothing. Each of these mirrored for the other side. An action that would do nothing
-    says so in ``note``.
+    nothing. Each of these mirrored for the other side. A trader ``paused`` by a guard
+    (why) opens nothing: an opening does only its closes. An action that would do
+    nothing says so in ``note``.
     """
     held = set(held)
     if action in (HOLD, WAIT):
@@ -166,6 +171,9 @@ def book_orders(action: str, held: Iterable[str], *, hedging: bool = False) -> B
         return BookOrders(note=f"nothing to do: a {side} is already open")
     other = _OTHER[side]
     closes = (other,) if other in held and not hedging else ()
+    if paused:
+        note = f"opens nothing: the trader is paused ({paused})"
+        return BookOrders(closes=closes, note=note if closes else f"nothing to do: {note}")
     return BookOrders(closes=closes, opens=side)
 
 
@@ -176,7 +184,8 @@ def effect_text(orders: BookOrders) -> str:
     steps = [f"closes the {side} (reduce-only)" for side in orders.closes]
     if orders.opens is not None:
         steps.append(f"opens a {orders.opens}")
-    return ", then ".join(steps)
+    text = ", then ".join(steps)
+    return f"{text}; {orders.note}" if orders.note else text
 
 
 def book_text(book: Book, symbols: Iterable[str]) -> str:
@@ -185,6 +194,11 @@ def book_text(book: Book, symbols: Iterable[str]) -> str:
     headroom and the last closed trades."""
     symbols = tuple(symbols)
     lines = [f"As of {book.as_of}. " + _account_line(book)]
+    if book.paused:
+        until = (
+            f" until {book.paused_until}" if book.paused_until else " until its owner resumes it"
+        )
+        lines.append(f"PAUSED{until}: {book.paused}. No new position opens; closes still do.")
     for symbol in symbols:
         lines += _coin_lines(book, symbol)
     others = [p for p in book.positions if p.symbol not in symbols]
@@ -241,7 +255,8 @@ def _coin_lines(book: Book, symbol: str) -> list[str]:
         "; ".join(_position_line(p) for p in held.values()) if held else "nothing held"
     )
     effects = [
-        f"  {action}: {effect_text(book_orders(action, held, hedging=book.hedging))}"
+        f"  {action}: "
+        + effect_text(book_orders(action, held, hedging=book.hedging, paused=book.paused))
         for action in ACTIONS
     ]
     return [head, *effects]

@@ -268,7 +268,12 @@ def _book(debate: Debate) -> dict[str, Any] | None:
     if debate.trader_id is None:
         return None
     reader = import_string(settings.DEBATE_BOOK_READER)
-    return reader(trader_id=debate.trader_id, as_of=debate.as_of, strategy_id=debate.strategy_id)
+    return reader(
+        trader_id=debate.trader_id,
+        as_of=debate.as_of,
+        strategy_id=debate.strategy_id,
+        debate_id=debate.pk,
+    )
 
 
 def debate_prepare(*, debate_id: int) -> Debate | None:

@@ -39,6 +39,10 @@ def test_create_a_paper_trader(api, user):
         "balance": "2500.00000000",
         "fee_rate": "0.000500",
         "market_source": "dataset",
+        "paused_guard": "",
+        "paused_reason": "",
+        "paused_at": None,
+        "paused_until": None,
     }
 
 
@@ -302,3 +306,26 @@ def test_sub_lists_refuse_an_unknown_status(api, user):
     response = api.get(f"/api/traders/{trader.pk}/positions", {"status": "half"})
     assert response.status_code == 400
     assert response.json()["fields"] == {"status": ["'half' is not one of: open, closed."]}
+
+
+def test_resume_lifts_a_guards_pause_and_shows_the_trader(api, user, other_user):
+    # given a trader a guard paused until its owner resumes it
+    trader = TraderFactory(
+        owner=user,
+        paused_guard="drawdown",
+        paused_reason="maximum drawdown: equity 1080.00 is 10.00% below its peak",
+        paused_at=datetime(2024, 8, 4, 12, tzinfo=UTC),
+    )
+    shown = api.get(f"/api/traders/{trader.pk}").json()
+    assert (shown["paused_guard"], shown["paused_until"]) == ("drawdown", None)
+    # when its owner resumes it
+    response = api.post(f"/api/traders/{trader.pk}/resume")
+    # then it is paused no more
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["paused_guard"], body["paused_reason"], body["paused_at"]) == ("", "", None)
+    # and another user's trader is not found, and stays paused
+    theirs = TraderFactory(owner=other_user, paused_guard="drawdown", paused_reason="x")
+    assert api.post(f"/api/traders/{theirs.pk}/resume").status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.paused_guard == "drawdown"

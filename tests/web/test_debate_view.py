@@ -152,6 +152,26 @@ def test_a_debate_on_a_trader_shows_the_book_its_votes_saw(open_page, user):
         "Closed short BTCUSDT 58000 → 58600: -6.50 USDT (stop_loss)"
     )
     assert book.is_visible()
+    assert page.is_hidden("#book-paused")
+
+
+def test_a_paused_traders_book_says_it_is_paused(open_page, user):
+    # given a finished debate whose trader a guard had paused when it was prepared
+    debate = DebateFactory(
+        owner=user,
+        status="completed",
+        phase="done",
+        market_snapshot=SNAPSHOT,
+        trader=TraderFactory(owner=user),
+        book={**BOOK, "paused": "maximum drawdown: equity 1080.00 is 10.00% below its peak"},
+    )
+    ParticipantFactory(debate=debate, speak_order=0)
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    paused = page.wait_for_selector("#book-paused:not([hidden])")
+    assert paused.inner_text() == (
+        "Paused until you resume it: maximum drawdown: equity 1080.00 is 10.00% below its "
+        "peak. No new position opens; closes still do."
+    )
 
 
 def test_a_debate_without_a_trader_shows_no_book(open_page, user):

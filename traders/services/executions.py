@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import logging
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -49,6 +50,7 @@ from traders.services.execution_state import (
     execution_finish,
     execution_load,
 )
+from traders.services.guards import account_instant, guards_check
 from traders.services.orders import position_close, position_close_first, position_open
 from traders.services.paper import PaperClockAhead, paper_clock_advance, paper_clock_meet
 from traders.services.staleness import staleness_check
@@ -310,19 +312,44 @@ def _against_the_book(execution: Execution, adapter: ExchangeAdapter) -> Executi
     """Turn a pending execution's decision into orders against the positions held on its
     coin now (``debates.engine.book.book_orders``), never trusting a model's reading of
     the book: close (reduce-only), close the other side first then open, open, or do
-    nothing, recorded as skipped with why."""
+    nothing, recorded as skipped with why. The account is measured against the
+    strategy's guards first (``guards_check``): a paused trader opens nothing."""
     strategy = execution.decision.debate.strategy
-    hedging = bool(strategy and strategy.allow_hedging)
-    held = [p.side for p in adapter.positions() if p.symbol == execution.symbol]
-    orders = book_orders(execution.action, held, hedging=hedging)
+    positions = adapter.positions()
+    trader = _guarded(execution, adapter, positions, strategy)
+    orders = book_orders(
+        execution.action,
+        [p.side for p in positions if p.symbol == execution.symbol],
+        hedging=bool(strategy and strategy.allow_hedging),
+        paused=trader.paused_reason,
+    )
     if orders.nothing:
         return execution_finish(execution, ExecutionStatus.SKIPPED, note=orders.note)
-    if orders.opens is None:
+    if execution.action in CLOSING_ACTIONS:
         return position_close(execution, adapter)
-    notes = [position_close_first(execution, adapter, side=side) for side in orders.closes]
-    if any(notes):
-        Execution.objects.filter(pk=execution.pk).update(note="; ".join(filter(None, notes)))
+    done = [position_close_first(execution, adapter, side=side) for side in orders.closes]
+    note = "; ".join(filter(None, [*done, "" if orders.opens else orders.note]))
+    if orders.opens is None:
+        return execution_finish(execution, ExecutionStatus.SKIPPED, note=note)
+    Execution.objects.filter(pk=execution.pk).update(note=note)
     return position_open(execution_load(execution.pk), adapter)
+
+
+def _guarded(
+    execution: Execution, adapter: ExchangeAdapter, positions: list, strategy: Any
+) -> Trader:
+    """Measure the execution's trader against its strategy's guards, at its account's
+    instant; return the trader as it is after (paused or not)."""
+    exposure = sum((p.quantity * adapter.price(p.symbol) for p in positions), Decimal("0"))
+    trader = Trader.objects.get(pk=execution.trader_id)  # its clock as the catch-up left it
+    return guards_check(
+        trader_id=trader.pk,
+        funds=adapter.balance(),
+        exposure=exposure,
+        now=account_instant(trader, timezone.now()),
+        strategy=strategy,
+        debate_id=execution.decision.debate_id,
+    )
 
 
 def _paper_clock_catch_up(trader: Trader, debate: Debate) -> None:

@@ -97,3 +97,19 @@ def test_a_position_on_a_coin_not_debated_is_listed_apart():
 
 def test_a_book_survives_its_stored_form():
     assert Book.from_dict(BOOK.to_dict()) == BOOK
+
+
+def test_a_paused_traders_book_says_so_and_its_openings_do_only_their_closes():
+    until = "2024-08-11T00:00:00+00:00"
+    paused = Book.from_dict({**BOOK.to_dict(), "paused": "daily loss limit", "paused_until": until})
+    text = book_text(paused, ["SOLUSDT", "ETHUSDT"])
+    assert (
+        "PAUSED until 2024-08-11T00:00:00+00:00: daily loss limit. No new position opens; "
+        "closes still do." in text
+    )
+    assert "  close_long: closes the long (reduce-only)" in text
+    assert (
+        "  open_short: closes the long (reduce-only); opens nothing: the trader is paused "
+        "(daily loss limit)" in text
+    )
+    assert "  open_long: nothing to do: opens nothing: the trader is paused" in text

@@ -662,6 +662,11 @@
     $("#book").hidden = !book;
     if (!book) return;
     const usdt = (value) => (missing(value) ? "unknown" : `${Number(value).toFixed(2)} USDT`);
+    $("#book-paused").hidden = !book.paused;
+    $("#book-paused").textContent = book.paused
+      ? `Paused ${book.paused_until ? `until ${book.paused_until}` : "until you resume it"}: ` +
+        `${book.paused}. No new position opens; closes still do.`
+      : "";
     $("#book-account").textContent = `As of ${book.as_of}: equity ${usdt(book.equity)}, ` +
       `available ${usdt(book.available)}, margin in use ${usdt(book.margin_in_use)}, ` +
       `realised today ${usdt(book.realized_pnl_today)}`;
