@@ -25,6 +25,7 @@ from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictIntegerField,
     StrictSerializer,
     requires_when,
     validate,
@@ -66,6 +67,17 @@ class TraderInputSerializer(StrictSerializer):
     api_passphrase = _secret("Required for OKX.")
     sandbox = StrictBooleanField(required=False)
     status = StrictChoiceField(choices=TraderStatus.choices, required=False)
+    requires_approval = StrictBooleanField(
+        required=False,
+        help_text="An exchange account's automatic executions wait for your approval "
+        "(default true; a paper account never waits).",
+    )
+    approval_minutes = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=1440,
+        help_text="How long an automatic execution waits for approval before it lapses.",
+    )
     starting_balance = serializers.DecimalField(
         max_digits=20,
         decimal_places=8,

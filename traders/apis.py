@@ -53,6 +53,7 @@ from traders.models import (
 )
 from traders.serializers import ExecutionSerializer, OrderSerializer, PositionSerializer
 from traders.services import execution_request
+from traders.services.approvals import execution_approve, execution_reject
 from traders.services.guards import trader_resume
 
 TAGS = ["traders"]
@@ -243,3 +244,44 @@ class TraderResumeApi(JsonApi):
     def post(self, request: Request, trader_id: int) -> Response:
         trader = trader_resume(trader_id=trader_id, owner=request.user, now=timezone.now())
         return Response(TraderSerializer(trader).data)
+
+
+class _ExecutionDecisionApi(JsonApi):
+    """Approve or reject one of your automatic executions awaiting approval."""
+
+    service: Any = None
+
+    def post(self, request: Request, execution_id: int) -> Response:
+        execution = type(self).service(execution_id=execution_id, owner=request.user)
+        return Response(ExecutionSerializer(execution).data)
+
+
+class ExecutionApproveApi(_ExecutionDecisionApi):
+    """Approve an automatic execution awaiting your approval: it is checked for staleness
+    again and sent (a stale one lapses, 409). Asked again, the same execution."""
+
+    service = staticmethod(execution_approve)
+
+    @extend_schema(
+        operation_id="executions_approve",
+        tags=TAGS,
+        request=None,
+        responses={200: ExecutionSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, execution_id: int) -> Response:
+        return super().post(request, execution_id)
+
+
+class ExecutionRejectApi(_ExecutionDecisionApi):
+    """Reject an automatic execution awaiting your approval: nothing is sent."""
+
+    service = staticmethod(execution_reject)
+
+    @extend_schema(
+        operation_id="executions_reject",
+        tags=TAGS,
+        request=None,
+        responses={200: ExecutionSerializer, **error_responses(404, 409)},
+    )
+    def post(self, request: Request, execution_id: int) -> Response:
+        return super().post(request, execution_id)

@@ -40,6 +40,14 @@ class Trader(models.Model):
     api_secret = EncryptedTextField(blank=True)
     api_passphrase = EncryptedTextField(blank=True)
     sandbox = models.BooleanField(default=False)
+    requires_approval = models.BooleanField(
+        default=True,
+        help_text="An exchange account's automatic executions wait for the owner's approval "
+        "(a paper account never waits).",
+    )
+    approval_minutes = models.PositiveIntegerField(
+        default=10, help_text="How long an automatic execution waits for approval."
+    )
     status = models.CharField(
         max_length=10, choices=TraderStatus.choices, default=TraderStatus.RUNNING
     )
@@ -96,6 +104,12 @@ class Trader(models.Model):
     @property
     def is_running(self) -> bool:
         return self.status == TraderStatus.RUNNING
+
+    @property
+    def waits_for_approval(self) -> bool:
+        """Say whether this account's automatic executions wait for the owner's approval:
+        an exchange account that requires it; a paper account never waits."""
+        return self.requires_approval and self.exchange != Exchange.PAPER
 
     @property
     def is_dataset_paper(self) -> bool:
@@ -235,6 +249,9 @@ class ExecutionStatus(models.TextChoices):
     FILLED = "filled", "Filled"
     FAILED = "failed", "Failed"
     SKIPPED = "skipped", "Nothing to do"
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting the owner's approval"
+    REJECTED = "rejected", "Rejected by the owner"
+    LAPSED = "lapsed", "Lapsed unapproved"
 
 
 class Execution(models.Model):
@@ -245,9 +262,14 @@ class Execution(models.Model):
     )
     trader = models.ForeignKey(Trader, on_delete=models.PROTECT, related_name="executions")
     status = models.CharField(
-        max_length=10, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING
+        max_length=20, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING
     )
     trigger = models.CharField(max_length=10, default="manual")
+    approval_deadline = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="An automatic execution awaiting its owner's approval lapses at this instant.",
+    )
     client_order_id = models.CharField(max_length=36)
     exchange_order_id = models.CharField(max_length=64, blank=True)
     symbol = models.CharField(max_length=20)

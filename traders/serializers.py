@@ -34,6 +34,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
             "take_profit_order_id",
             "adjustments",
             "staleness",
+            "approval_deadline",
             "error",
             "note",
             "created_at",

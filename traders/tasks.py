@@ -14,6 +14,7 @@ from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates.tasks import BRIEF_STEP_OPTIONS, DATABASE_ERRORS, retry_on_fresh_connection
 from traders import hooks, services
 from traders.exchanges.base import ExchangeUnavailable
+from traders.services.approvals import executions_lapse
 from traders.services.executions import lease_length
 
 SUBMIT_MAX_RETRIES = 8
@@ -55,6 +56,12 @@ def debate_execute_task(self, debate_id: int) -> None:
         hooks.debate_execute(debate_id=debate_id)
     except DATABASE_ERRORS as exc:
         raise retry_on_fresh_connection(self, exc) from exc
+
+
+@shared_task(name="traders.executions_lapse", soft_time_limit=50, time_limit=60)
+def executions_lapse_task() -> list[int]:
+    """Lapse the executions awaiting approval past their deadline or gone stale (beat)."""
+    return executions_lapse()
 
 
 @shared_task(name="traders.paper_check_stops", soft_time_limit=50, time_limit=60)

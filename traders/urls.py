@@ -20,6 +20,16 @@ urlpatterns = [
     path("traders/<int:trader_id>/orders", apis.TraderOrderListApi.as_view(), name="trader-orders"),
     path("traders/<int:trader_id>/resume", apis.TraderResumeApi.as_view(), name="trader-resume"),
     path(
+        "executions/<int:execution_id>/approve",
+        apis.ExecutionApproveApi.as_view(),
+        name="execution-approve",
+    ),
+    path(
+        "executions/<int:execution_id>/reject",
+        apis.ExecutionRejectApi.as_view(),
+        name="execution-reject",
+    ),
+    path(
         "traders/<int:trader_id>/executions",
         apis.TraderExecutionListApi.as_view(),
         name="trader-executions",

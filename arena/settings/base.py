@@ -245,6 +245,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "debates.human_steps_expire",
         "schedule": HUMAN_STEPS_EXPIRE_EVERY_S,
     },
+    # Automatic executions awaiting approval past their deadline, or gone stale, lapse.
+    "traders-executions-lapse": {"task": "traders.executions_lapse", "schedule": 60.0},
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
     # Outcome reviews of the debates whose horizon has passed (evaluations.services).

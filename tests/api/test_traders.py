@@ -31,6 +31,8 @@ def test_create_a_paper_trader(api, user):
         "exchange": "paper",
         "sandbox": False,
         "status": "running",
+        "requires_approval": True,
+        "approval_minutes": 10,
         "api_key_masked": "",
         "has_api_key": False,
         "has_api_secret": False,

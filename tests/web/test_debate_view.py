@@ -174,6 +174,30 @@ def test_a_paused_traders_book_says_it_is_paused(open_page, user):
     )
 
 
+def test_an_execution_awaiting_approval_is_approved_on_the_page(open_page, user):
+    # given a finished debate whose automatic execution awaits its owner's approval (no
+    # snapshot: the staleness guard cannot judge it, and lets it through)
+    debate = DebateFactory(owner=user, status="completed", phase="done", market_snapshot=None)
+    ParticipantFactory(debate=debate, speak_order=0)
+    decision = DecisionFactory(debate=debate, symbol="SOLUSDT", action="open_long")
+    execution = ExecutionFactory(
+        decision=decision,
+        trader=TraderFactory(owner=user, name="Exchange desk"),
+        status="awaiting_approval",
+        trigger="auto",
+        approval_deadline=datetime(2099, 1, 1, tzinfo=UTC),
+    )
+    # when its page is opened and Approve is pressed
+    page = open_page(f"/debates/{debate.pk}/", user=user)
+    page.wait_for_selector(".execution-awaiting_approval")
+    page.click(".execution-approve")
+    # then the execution is pending, sent to its exchange, and the buttons are gone
+    page.wait_for_selector(".execution-pending")
+    execution.refresh_from_db()
+    assert execution.status == "pending"
+    assert page.query_selector(".execution-approve") is None
+
+
 def test_a_debate_without_a_trader_shows_no_book(open_page, user):
     debate = DebateFactory(owner=user, status="completed", phase="done", market_snapshot=SNAPSHOT)
     ParticipantFactory(debate=debate, speak_order=0)

@@ -2,7 +2,9 @@
 it may leave, announced on the debate's stream.
 
 States: ``pending -> submitted -> filled``, ``pending | submitted -> failed``, ``pending ->
-skipped`` (the decision does nothing against the book).
+skipped`` (the decision does nothing against the book); an automatic execution on an
+account that requires approval starts ``awaiting_approval``, then goes to ``pending``
+(approved), ``rejected`` or ``lapsed`` (``traders.services.approvals``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from traders import events
 from traders.exchanges.base import OrderResult
 from traders.models import Execution, ExecutionStatus, Order
 
-FINAL_STATUSES = (ExecutionStatus.FILLED, ExecutionStatus.FAILED, ExecutionStatus.SKIPPED)
+FINAL_STATUSES = (
+    ExecutionStatus.FILLED,
+    ExecutionStatus.FAILED,
+    ExecutionStatus.SKIPPED,
+    ExecutionStatus.REJECTED,
+    ExecutionStatus.LAPSED,
+)
 UNFINISHED_STATUSES = (ExecutionStatus.PENDING, ExecutionStatus.SUBMITTED)
 
 

@@ -84,7 +84,8 @@ def execution_request(
     symbol: str | None = None,
     trigger: str = "manual",
 ) -> Execution:
-    """Record the execution of a debate's decision on a trader and enqueue its submission.
+    """Record the execution of a debate's decision on a trader and enqueue its submission
+    (an automatic one on an account that requires approval waits for it instead).
 
     ``symbol`` None means the primary decision. Repeated and concurrent requests for the
     same decision and trader return the same execution. Raise ``NotFound`` for another
@@ -119,6 +120,7 @@ def execution_request(
         if trader.status != TraderStatus.RUNNING:
             raise TraderStopped(f"Trader {trader.name} is stopped.")
         check = staleness_check(decision=decision, debate=debate, trader=trader)
+        waits = trigger == "auto" and trader.waits_for_approval
         try:
             with transaction.atomic():
                 execution = Execution.objects.create(
@@ -130,13 +132,22 @@ def execution_request(
                     action=decision.action,
                     leverage=decision.leverage,
                     staleness=check.to_dict(),
+                    **(_awaiting(trader) if waits else {}),
                 )
         except IntegrityError:
             # The unique decision column caught a concurrent request the lock missed.
             return _same_trader(Execution.objects.get(decision=decision), trader)
         events.execution_changed(execution)
-        _enqueue_submit(execution.pk)
+        if not waits:
+            enqueue_submit(execution.pk)
     return execution
+
+
+def _awaiting(trader: Trader) -> dict[str, Any]:
+    """Return the fields of an automatic execution that waits for its owner's approval
+    (``traders.services.approvals``): nothing is sent until then."""
+    deadline = timezone.now() + timedelta(minutes=trader.approval_minutes)
+    return {"status": ExecutionStatus.AWAITING_APPROVAL, "approval_deadline": deadline}
 
 
 def _symbol(symbol: str | None) -> str | None:
@@ -157,7 +168,7 @@ def _same_trader(execution: Execution, trader: Trader) -> Execution:
     return execution
 
 
-def _enqueue_submit(execution_id: int) -> None:
+def enqueue_submit(execution_id: int) -> None:
     from traders.tasks import execution_submit_task
 
     send_on_commit(execution_submit_task.si(execution_id))
@@ -170,7 +181,7 @@ def execution_resubmit(*, execution_id: int) -> bool:
     """
     if not Execution.objects.filter(pk=execution_id, status__in=UNFINISHED_STATUSES).exists():
         return False
-    _enqueue_submit(execution_id)
+    enqueue_submit(execution_id)
     return True
 
 

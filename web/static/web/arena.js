@@ -742,7 +742,30 @@
     }
     if (execution.note) text += ` · ${execution.note}`;
     if (execution.error) text += ` · ${execution.error}`;
+    if (execution.status === "awaiting_approval") {
+      text += ` until ${execution.approval_deadline}`;
+      return h("div", { class: "execution execution-awaiting_approval" },
+        h("p", { text }),
+        approvalButton(execution, "approve", "Approve", "primary"),
+        approvalButton(execution, "reject", "Reject", "secondary"));
+    }
     return h("p", { class: `execution execution-${execution.status}`, text });
+  }
+
+  // Approve or reject an automatic execution that waits for the owner (a real-money
+  // trader's); the answer, or the refusal of a lapsed one, replaces it.
+  function approvalButton(execution, verb, label, kind) {
+    const button = h("button", { type: "button", class: `${kind} execution-${verb}`, text: label });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        applyExecution(await api("POST", `executions/${execution.id}/${verb}`));
+      } catch (error) {
+        showDebateError(error.message);
+        button.disabled = false;
+      }
+    });
+    return button;
   }
 
   function applyExecution(execution) {
