@@ -12,14 +12,19 @@ targets on each candle's low and high, the stop first when a candle crosses both
 
 - An order placed at a step's instant fills at the open of the first candle opening at
   or after it (``Tape.fill_price``), moved against the trader by the slippage.
-- An opening in the direction opposite to an open position opens a second position
-  beside it, as live (hedge mode: positions are kept per coin and side, and the risk
-  checks refuse only a second position in the same direction, or one past the
-  maximum of open positions).
+- A decision executes against the positions held on its coin as a live execution does
+  (``debates.engine.book.book_orders``): ``close_long``/``close_short`` close the open
+  position of that side at the next open; an opening opposite to an open position closes
+  it first, or opens beside it with ``hedging``; an action that would do nothing (a
+  close with none open, a second opening in the same direction) does nothing and is
+  recorded with why.
 - A stop that cannot rest (it would trigger at once) closes the position again, as a
   live execution does; a target that cannot rest leaves the position with its stop.
-- ``close_long``/``close_short`` close the open position of that side at the next open;
-  with none open they do nothing, as a live execution fails.
+- The strategy's portfolio guards (``traders.guards``) are measured at each step before
+  its decisions, as a live account is before it executes: a tripped guard pauses the
+  account's openings (its closes, stops and targets go on) and is recorded in ``trips``;
+  the daily limit lifts at the next UTC day, the cooldown after its minutes, the others
+  stay for the rest of the run (no owner resumes a backtest).
 - Between steps, every candle that closed is walked, oldest first: funding is paid or
   received at each settlement while a position is open (before the candle opening at
   it), then the candle's low and high are checked against the stop and target.
@@ -32,9 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from backtests.engine.tape import Tape
+from debates.engine.book import book_orders
 from traders.exchanges.book import (
     BUY,
     PAPER_MARKET,
@@ -49,6 +56,7 @@ from traders.exchanges.book import (
     slipped,
 )
 from traders.exchanges.fills import STOP_LOSS, TAKE_PROFIT, crossing
+from traders.guards import AccountFacts, GuardLimits, Trip, tripped
 from traders.risk import (
     LONG,
     Funds,
@@ -133,6 +141,19 @@ class Refusal:
     reason: str
 
 
+@dataclass(frozen=True)
+class GuardTrip:
+    """A guard that paused the account's openings at ``at_ms``, and why."""
+
+    at_ms: int
+    guard: str
+    reason: str
+
+
+# A trade's close reason as the guards count stop-outs.
+_GUARD_REASONS = {"stop": "stop_loss", "target": "take_profit"}
+
+
 @dataclass
 class Portfolio:
     """A paper account in memory, trading the coins of ``tapes``."""
@@ -142,12 +163,20 @@ class Portfolio:
     tapes: Mapping[str, Tape]
     limits: RiskLimits = field(default_factory=RiskLimits)
     slippage_bps: Decimal = ZERO
+    hedging: bool = False
+    guards: GuardLimits = field(default_factory=GuardLimits)
     wallet: Decimal = field(init=False)
     positions: dict[tuple[str, str], Position] = field(init=False, default_factory=dict)
     trades: list[Trade] = field(init=False, default_factory=list)
     refusals: list[Refusal] = field(init=False, default_factory=list)
     fees: Decimal = field(init=False, default=ZERO)
     funding: Decimal = field(init=False, default=ZERO)
+    paused: Trip | None = field(init=False, default=None)
+    trips: list[GuardTrip] = field(init=False, default_factory=list)
+    _day: date | None = field(init=False, default=None)
+    _day_start: Decimal = field(init=False, default=ZERO)
+    _peak: Decimal | None = field(init=False, default=None)
+    _guards_since_ms: int = field(init=False, default=-1)
 
     def __post_init__(self) -> None:
         self.wallet = self.balance
@@ -194,18 +223,58 @@ class Portfolio:
     # -- decisions -------------------------------------------------------------------
 
     def execute(self, intents: Iterable[Intent], at_ms: int) -> None:
-        """Execute ``intents`` (a step's decisions, in order) at ``at_ms``."""
+        """Execute ``intents`` (a step's decisions, in order) at ``at_ms``, against the
+        positions held on each coin, the guards measured first."""
+        self.measure(at_ms)
+        paused = self.paused.reason if self.paused is not None else ""
         for intent in intents:
-            if intent.action in OPENING_ACTIONS:
-                self._open(intent, at_ms)
-            elif intent.action in CLOSING_ACTIONS:
-                side = "long" if intent.action == "close_long" else "short"
-                key = (intent.symbol, side)
-                if key not in self.positions:
-                    self._refuse(at_ms, intent, f"no open {side} {intent.symbol} position")
-                    continue
+            if intent.action not in (*OPENING_ACTIONS, *CLOSING_ACTIONS):
+                continue
+            held = [side for symbol, side in self.positions if symbol == intent.symbol]
+            orders = book_orders(intent.action, held, hedging=self.hedging, paused=paused)
+            for side in orders.closes:
                 tape = self.tapes[intent.symbol]
-                self._close(key, tape.fill_price(at_ms), at_ms, "decision")
+                self._close((intent.symbol, side), tape.fill_price(at_ms), at_ms, "decision")
+            if orders.opens is not None:
+                self._open(intent, at_ms)
+            elif orders.note:
+                self._refuse(at_ms, intent, orders.note)
+
+    def measure(self, at_ms: int) -> None:
+        """Measure the account against its guards at ``at_ms`` (``traders.guards``): raise
+        its peak, start a new UTC day's equity, lift a pause whose time came, and pause
+        its openings when a guard trips."""
+        equity = self.equity(at_ms)
+        now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+        if self._day != now.date():
+            self._day, self._day_start = now.date(), equity
+        self._peak = max(self._peak if self._peak is not None else equity, equity)
+        if self.paused is not None and self.paused.lifts_at and self.paused.lifts_at <= now:
+            self.paused, self._guards_since_ms = None, at_ms
+        if self.paused is not None:
+            return
+        facts = AccountFacts(
+            now=now,
+            equity=equity,
+            day_start_equity=self._day_start,
+            peak_equity=self._peak,
+            exposure=self._exposure(at_ms),
+            closes=[
+                _GUARD_REASONS.get(trade.reason, trade.reason)
+                for trade in reversed(self.trades)
+                if trade.exit_ms > self._guards_since_ms
+            ],
+        )
+        self.paused = tripped(self.guards, facts)
+        if self.paused is not None:
+            self.trips.append(GuardTrip(at_ms, self.paused.guard, self.paused.reason))
+
+    def _exposure(self, at_ms: int) -> Decimal:
+        """Return the open positions' value at ``at_ms``'s prices."""
+        return sum(
+            (p.quantity * self.tapes[p.symbol].fill_price(at_ms) for p in self.positions.values()),
+            ZERO,
+        )
 
     def _open(self, intent: Intent, at_ms: int) -> None:
         tape = self.tapes[intent.symbol]

@@ -33,6 +33,7 @@ from backtests.engine.metrics import Metrics, measure
 from backtests.engine.portfolio import (
     CLOSING_ACTIONS,
     OPENING_ACTIONS,
+    GuardTrip,
     Intent,
     Portfolio,
     Refusal,
@@ -47,6 +48,7 @@ from debates.engine.consensus import (
     round1_majority,
 )
 from debates.engine.types import CoinDecision
+from traders.guards import GuardLimits
 from traders.risk import RiskLimits
 
 EXECUTABLE = (*OPENING_ACTIONS, *CLOSING_ACTIONS)
@@ -75,12 +77,15 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class Account:
-    """The simulated account every rule starts from."""
+    """The simulated account every rule starts from: its money, the strategy's risk
+    limits, whether it hedges, and its portfolio guards."""
 
     balance: Decimal
     fee_rate: Decimal
     slippage_bps: Decimal
     limits: RiskLimits
+    hedging: bool = False
+    guards: GuardLimits = field(default_factory=GuardLimits)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ class RuleRun:
     curve: tuple[tuple[int, Decimal], ...]
     trades: tuple[Trade, ...]
     refusals: tuple[Refusal, ...]
+    trips: tuple[GuardTrip, ...] = ()
 
 
 def _intent(result: CoinConsensus) -> Intent:
@@ -161,6 +167,8 @@ def run_rule(
         tapes=tapes,
         limits=account.limits,
         slippage_bps=account.slippage_bps,
+        hedging=account.hedging,
+        guards=account.guards,
     )
     curve: list[tuple[int, Decimal]] = []
     exposed = 0
@@ -194,6 +202,7 @@ def run_rule(
         curve=tuple(curve),
         trades=tuple(portfolio.trades),
         refusals=tuple(portfolio.refusals),
+        trips=tuple(portfolio.trips),
     )
 
 

@@ -35,6 +35,7 @@ from evaluations import selectors
 from evaluations.services import consensus_limits
 from strategies.market.dataset import DATASET_END, replay_stretches
 from strategies.market.sources import to_ms
+from traders.services.guards import guard_limits
 from traders.services.orders import strategy_risk_limits
 
 # A vote's fields that make a decision, in ``CoinDecision``'s order.
@@ -196,6 +197,11 @@ def _rule(run: RuleRun) -> dict[str, Any]:
         "metrics": run.metrics.to_dict(),
         "equity": [[at_ms, _money(value)] for at_ms, value in run.curve],
         "trades": [_trade(trade) for trade in run.trades],
+        "closed_by": dict(Counter(trade.reason for trade in run.trades)),
+        "guard_trips": [
+            {"at": _iso(trip.at_ms), "guard": trip.guard, "reason": trip.reason}
+            for trip in run.trips
+        ],
         "refused": len(run.refusals),
         "refusal_reasons": [
             {"reason": reason, "count": count}
@@ -259,6 +265,8 @@ def _runs(backtest: Backtest, steps: list[StepRecord]) -> list[RuleRun]:
             fee_rate=backtest.fee_rate,
             slippage_bps=backtest.slippage_bps,
             limits=strategy_risk_limits(strategy),
+            hedging=bool(strategy and strategy.allow_hedging),
+            guards=guard_limits(strategy),
         ),
         consensus_limits=consensus_limits(strategy),
         coins=backtest.coins,

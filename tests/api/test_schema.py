@@ -164,7 +164,9 @@ def world(user) -> dict[str, int]:
     MessageFactory(participant=participant)
     VoteFactory(ballot__participant=participant)
     DecisionFactory(debate=debate)
-    ExecutionFactory(decision=DecisionFactory(debate__owner=user), trader=trader)
+    execution = ExecutionFactory(
+        decision=DecisionFactory(debate__owner=user), trader=trader, status="awaiting_approval"
+    )
     PositionFactory(trader=trader)
     OrderFactory(trader=trader)
     schedule = ScheduleFactory(
@@ -177,6 +179,7 @@ def world(user) -> dict[str, int]:
         "ai_model_id": AIModelFactory(owner=user).pk,
         "strategy_id": StrategyFactory(owner=user).pk,
         "trader_id": trader.pk,
+        "execution_id": execution.pk,
         "schedule_id": schedule.pk,
         "backtest_id": BacktestFactory(
             owner=user, name="Done", strategy=strategy, steps_done=6, status="completed"

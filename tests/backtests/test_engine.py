@@ -16,6 +16,7 @@ from backtests.engine.rules import Account, run_rule
 from backtests.engine.tape import Tape
 from strategies.market.snapshot import Candle
 from tests.backtests import reference
+from traders.guards import GuardLimits
 from traders.risk import RiskLimits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,20 +118,33 @@ def replace_symbol(intent: Intent, symbol: str) -> Intent:
     )
 
 
-def test_an_opposite_opening_opens_beside_the_open_position_as_live():
-    # given an open long
-    tape = Tape("XUSDT", [candle(0, 100, 101, 99, 100), candle(QUARTER, 100, 101, 99, 100)])
-    portfolio = Portfolio(balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape})
+@pytest.mark.parametrize(
+    ("hedging", "positions", "reasons"),
+    [
+        (False, [("XUSDT", "short")], ["decision"]),
+        (True, [("XUSDT", "long"), ("XUSDT", "short")], []),
+    ],
+    ids=["closes-first", "hedging"],
+)
+def test_an_opposite_opening_closes_the_open_position_first_unless_hedging(
+    hedging, positions, reasons
+):
+    # given an open long, on an account that hedges or not
+    bars = [candle(n * QUARTER, 100, 101, 99, 100) for n in range(3)]
+    tape = Tape("XUSDT", bars)
+    portfolio = Portfolio(
+        balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape}, hedging=hedging
+    )
     portfolio.execute([replace_symbol(LONG, "XUSDT")], 0)
-    # when a short and a second long follow
+    # when a short follows, then a second short
     short = Intent("XUSDT", "open_short", 0.2, 3, 0.03, 0.06)
-    portfolio.execute([short, replace_symbol(LONG, "XUSDT")], QUARTER)
-    # then the short opened beside the long, and the second long was refused
-    assert sorted(portfolio.positions) == [("XUSDT", "long"), ("XUSDT", "short")]
-    assert [r.reason for r in portfolio.refusals] == [
-        "a long XUSDT position is already open; a second one in the same coin and direction "
-        "is not allowed"
-    ]
+    portfolio.execute([short], QUARTER)
+    portfolio.execute([short], 2 * QUARTER)
+    # then the long was closed first (or kept, hedging) and the short opened, and the
+    # second short did nothing and said why
+    assert sorted(portfolio.positions) == positions
+    assert [t.reason for t in portfolio.trades] == reasons
+    assert [r.reason for r in portfolio.refusals] == ["nothing to do: a short is already open"]
 
 
 def test_a_close_decision_closes_at_the_next_open_and_slippage_moves_fills_against_us():
@@ -153,6 +167,63 @@ def test_a_close_decision_closes_at_the_next_open_and_slippage_moves_fills_again
         Decimal("101.89800000"),
         "decision",
     )
+
+
+DAY = 24 * 3_600_000
+
+
+def test_a_daily_loss_guard_pauses_openings_until_the_next_utc_day_closes_still_work():
+    # given an account with a 5 % daily loss limit, long 3x with 60 % of its equity at 100
+    bars = [candle(n * QUARTER, 100, 100, 100, 100) for n in range(2)]
+    bars += [candle(n * QUARTER, 96, 96, 96, 96) for n in range(2, 4)]
+    bars += [candle(DAY + n * QUARTER, 96, 96, 96, 96) for n in range(2)]
+    portfolio = Portfolio(
+        balance=Decimal("1000"),
+        fee_rate=Decimal("0"),
+        tapes={"XUSDT": Tape("XUSDT", bars)},
+        guards=GuardLimits(daily_loss_pct=Decimal("5")),
+    )
+    wide = Intent("XUSDT", "open_long", 0.6, 3, 0.1, 0.5)
+    portfolio.execute([wide], 0)
+    # when the price falls 4 % (7.2 % of the equity) and the next step opens and closes
+    portfolio.advance(3 * QUARTER)
+    short = Intent("XUSDT", "open_short", 0.2, 3, 0.1, 0.1)
+    portfolio.execute([Intent("XUSDT", "close_long"), short], 3 * QUARTER)
+    # then the guard tripped, the long closed, the short opened nothing, and said why
+    (trip,) = portfolio.trips
+    assert (trip.at_ms, trip.guard) == (3 * QUARTER, "daily_loss")
+    assert [t.reason for t in portfolio.trades] == ["decision"]
+    assert portfolio.positions == {}
+    assert "opens nothing: the trader is paused (daily loss" in portfolio.refusals[-1].reason
+    # and on the next UTC day the pause lifted and the short opened
+    portfolio.advance(DAY)
+    portfolio.execute([short], DAY)
+    assert portfolio.paused is None
+    assert list(portfolio.positions) == [("XUSDT", "short")]
+
+
+def test_a_cooldown_trips_after_the_stop_outs_in_a_row_and_lifts_after_its_minutes():
+    # given an account cooling down 60 minutes after 2 stop-outs in a row
+    bars = [candle(n * QUARTER, 100, 101, 90, 100) for n in range(8)]
+    portfolio = Portfolio(
+        balance=Decimal("1000"),
+        fee_rate=Decimal("0"),
+        tapes={"XUSDT": Tape("XUSDT", bars)},
+        guards=GuardLimits(stop_outs=2, cooldown_minutes=60),
+    )
+    long = replace_symbol(LONG, "XUSDT")
+    # when two longs are stopped out, one after the other
+    for n in (0, 1):
+        portfolio.execute([long], n * QUARTER)
+        portfolio.advance((n + 1) * QUARTER)
+    assert [t.reason for t in portfolio.trades] == ["stop", "stop"]
+    portfolio.execute([long], 2 * QUARTER)
+    # then the third opened nothing, until the cooldown's 60 minutes passed
+    assert [trip.guard for trip in portfolio.trips] == ["cooldown"]
+    assert portfolio.positions == {}
+    portfolio.advance(6 * QUARTER)
+    portfolio.execute([long], 6 * QUARTER)
+    assert list(portfolio.positions) == [("XUSDT", "long")]
 
 
 @pytest.mark.parametrize("rate", ["0.001", "-0.001"])

@@ -7,6 +7,7 @@ import itertools
 import json
 import threading
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -65,6 +66,8 @@ def test_always_open_long_over_three_days_gives_the_reference_equity(
         (t["reason"], t["pnl"]) for t in expected.trades
     ]
     assert {"stop", "target", "end"} <= {t["reason"] for t in debate["trades"]}
+    assert debate["closed_by"] == dict(Counter(t["reason"] for t in expected.trades))
+    assert debate["guard_trips"] == []
     # and the report says which candles each stretch used
     assert report["stretches"] == [
         {"timeframe": "1h", "from": "2024-08-04T12:00:00Z", "to": "2024-08-05T00:00:00Z"},

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from arena.celery import app
 from arena.exceptions import InvalidState
 from tests.broker import queued
 from tests.threads import outcomes_at_once, results_at_once
@@ -110,8 +111,9 @@ def test_an_execution_whose_decision_went_stale_lapses_at_its_approval(
 def test_twenty_concurrent_approvals_send_one_order(
     user, binance_trader, fake_exchange, make_decision
 ):
-    # given an execution awaiting approval
+    # given an execution awaiting approval, and no message left queued by an earlier test
     execution = auto(user, binance_trader, make_decision())
+    app.control.purge()
     # when twenty approvals arrive at once
     results = results_at_once(
         lambda: execution_approve(execution_id=execution.pk, owner=user).status, 20
