@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from backtests.models import Backtest, BacktestStep
+from backtests.services.reports import closed_by_text
 
 
 def _metric(backtest: Backtest, rule: str, name: str) -> float | None:
@@ -52,7 +53,7 @@ class BacktestAdmin(admin.ModelAdmin):
         "warnings",
         "created_at",
     )
-    list_filter = ("status", "coins", "cache")
+    list_filter = ("status", "book", "coins", "cache")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
@@ -77,7 +78,8 @@ class BacktestAdmin(admin.ModelAdmin):
             return "-"
         rows = format_html_join(
             "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{}</td></tr>",
             (
                 (
                     run["label"],
@@ -86,13 +88,15 @@ class BacktestAdmin(admin.ModelAdmin):
                     _share(run["metrics"]["max_drawdown"]),
                     _figure(run["metrics"]["sharpe"]),
                     run["metrics"]["trades"],
+                    closed_by_text(run.get("closed_by", {})),
+                    len(run.get("guard_trips", ())),
                 )
                 for run in rules
             ),
         )
         head = (
             "<tr><th>rule</th><th>final equity</th><th>return</th><th>max drawdown</th>"
-            "<th>Sharpe</th><th>trades</th></tr>"
+            "<th>Sharpe</th><th>trades</th><th>closed by</th><th>guard trips</th></tr>"
         )
         return format_html("<table>{}{}</table>", mark_safe(head), rows)  # noqa: S308
 

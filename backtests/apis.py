@@ -23,7 +23,7 @@ from arena.inputs import (
     validate,
 )
 from arena.queries import owned_or_404
-from backtests.models import Backtest, BacktestStatus, CoinScope
+from backtests.models import Backtest, BacktestStatus, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
@@ -96,6 +96,13 @@ class BacktestCreateApi(JsonApi):
             max_digits=8, decimal_places=2, required=False, help_text="Default 0."
         )
         coins = StrictChoiceField(choices=CoinScope.choices, required=False)
+        book = StrictChoiceField(
+            choices=BookMode.choices,
+            required=False,
+            help_text="aware (default): each step's votes see the simulated account at its "
+            "instant, after the earlier steps' fills, so the votes run in time order while "
+            "the rounds run ahead; blind: no step sees an account.",
+        )
         cache = StrictChoiceField(
             choices=CacheMode.choices,
             required=False,

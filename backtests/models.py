@@ -36,6 +36,11 @@ class CoinScope(models.TextChoices):
     ALL = "all", "Every executable decision"
 
 
+class BookMode(models.TextChoices):
+    AWARE = "aware", "Each step's votes see the simulated book at its instant"
+    BLIND = "blind", "No step sees an account; the debates run side by side"
+
+
 class Backtest(models.Model):
     """A debate template run at every step of a window, and what its decisions made."""
 
@@ -62,6 +67,13 @@ class Backtest(models.Model):
     fee_rate = models.DecimalField(max_digits=8, decimal_places=6, default=Decimal("0.0004"))
     slippage_bps = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
     coins = models.CharField(max_length=7, choices=CoinScope.choices, default=CoinScope.PRIMARY)
+    book = models.CharField(
+        max_length=5,
+        choices=BookMode.choices,
+        default=BookMode.AWARE,
+        help_text="aware: each step's votes see the simulated account at its instant, after "
+        "the earlier steps' fills (the votes run in time order); blind: none does.",
+    )
     cache = models.CharField(max_length=7, choices=CacheMode.choices, default=CacheMode.USE)
     level = level_field(
         DebateLevel.L2, "The level of every step's debate: L2 (the full debate), L1 or auto."

@@ -100,6 +100,7 @@ class BacktestDetailSerializer(BacktestListSerializer):
             "fee_rate",
             "slippage_bps",
             "coins",
+            "book",
             "cache",
             "level",
             "weighting",

@@ -41,11 +41,11 @@ def backtest_tick_task(self, backtest_id: int, token: str) -> None:
     _on_fresh_connection(self, lambda: services.backtest_tick(backtest_id=backtest_id, token=token))
 
 
-@shared_task(name="backtests.debate_ended", **RUN_TASK_OPTIONS)
-def backtest_debate_ended_task(self, debate_id: int) -> None:
-    """Advance the backtest whose step's debate ended (the next debate starts now): the
-    task a backtest's step debates name to be sent once they end."""
-    _on_fresh_connection(self, lambda: services.backtest_debate_ended(debate_id=debate_id))
+@shared_task(name="backtests.debate_moved", **RUN_TASK_OPTIONS)
+def backtest_debate_moved_task(self, debate_id: int) -> None:
+    """Advance the backtest whose step's debate ended or awaits its book: the task a
+    backtest's step debates name to be sent then."""
+    _on_fresh_connection(self, lambda: services.backtest_debate_moved(debate_id=debate_id))
 
 
 @shared_task(name="backtests.resume_stale", soft_time_limit=60, time_limit=90)

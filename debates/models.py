@@ -234,12 +234,18 @@ class Debate(Seating, models.Model):
         help_text="Counted in its owner's debate quotas; a backtest's step is admitted by "
         "the backtest's own quota instead.",
     )
-    ended_task = models.CharField(
+    caller_task = models.CharField(
         max_length=100,
         blank=True,
         default="",
         help_text="The Celery task sent with the debate's id once it ends (completed, "
-        "failed or cancelled): a backtest's step names the one that advances its backtest.",
+        "failed or cancelled), and once its votes wait for their book: a backtest's step "
+        "names the one that advances its backtest.",
+    )
+    awaits_book = models.BooleanField(
+        default=False,
+        help_text="Its votes wait for the book its caller gives (a backtest step replaying "
+        "its simulated account): the rounds run, the votes once the book is given.",
     )
     stopped_early = models.JSONField(
         null=True, blank=True, help_text="{after_round, reason} when the rounds settled early."
@@ -295,7 +301,14 @@ class Debate(Seating, models.Model):
         null=True,
         blank=True,
         help_text="The trader's account as of the debate's instant, read by its prepare step "
-        "(debates.engine.book.Book); null without a trader.",
+        "or given by its caller (debates.engine.book.Book); null without one.",
+    )
+    track_record = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Each voter's last reviewed calls on the debate's coins known by its "
+        "instant, by participant id, stored with the book (debates.engine.book.Call); null "
+        "without a book or with the strategy's track record off.",
     )
     market_text = models.TextField(
         blank=True, help_text="The snapshot as the turns' prompts show it (made once, at prepare)."

@@ -43,8 +43,9 @@ from debates.models import (
 
 # The columns of a debate's state: all that a ``status`` event and ``available_actions``
 # read of a debate (besides its stored steps and decisions), its replayed instant, the
-# task it names to be sent once it ends, and its model-call cache mode, which decides
-# how its run is sent (``debates.services.runs.run_plan``).
+# task it names to tell its caller it ended or awaits its book, whether it does, and its
+# model-call cache mode, which decides how its run is sent
+# (``debates.services.runs.run_plan``).
 STATE_COLUMNS = (
     "status",
     "phase",
@@ -62,7 +63,8 @@ STATE_COLUMNS = (
     "human_turn_timeout_minutes",
     "as_of",
     "cache",
-    "ended_task",
+    "caller_task",
+    "awaits_book",
 )
 
 # The statuses each action may start from; ``available_actions`` adds the conditions on
@@ -206,7 +208,8 @@ def available_actions(
 ) -> list[str]:
     """Return the actions a client may take now, in a stable order.
 
-    ``advance`` is offered when the debate is held before its next step; ``retry_step``
+    ``advance`` is offered when the debate is held before its next step (not when its
+    votes await the book its caller gives); ``retry_step``
     when it has a failed step to run again (``retry_step_target``); ``submit_turn`` and
     ``skip_turn`` while a step waits for a person; ``execute`` when the debate is
     completed and one of its decisions is executable and not executed yet (its
@@ -215,7 +218,7 @@ def available_actions(
     if plan is None:
         plan = debate_plan(debate)
     conditions = {
-        "advance": lambda: plan.can_advance,
+        "advance": lambda: plan.can_advance and not debate.awaits_book,
         "retry_step": lambda: retry_step_target(debate, plan) is not None,
         "submit_turn": lambda: plan.user_action_required,
         "skip_turn": lambda: plan.user_action_required,

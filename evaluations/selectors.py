@@ -17,7 +17,9 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from arena.queries import one_or_none
+from debates.engine.book import TRACK_RECORD_CALLS, Call
 from debates.engine.consensus import calibrated_weight
+from debates.engine.types import plain_dict
 from debates.models import (
     AIModel,
     Debate,
@@ -209,6 +211,47 @@ def calibrated_voter_weights(*, debate_id: int) -> dict[str, float]:
             sum(right for _, right in judged), len(judged)
         )
     return weights
+
+
+def track_records(
+    *, debate_id: int, instant: datetime, symbols: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Return each model seat's track record in a debate (by participant id): the last
+    ``TRACK_RECORD_CALLS`` reviewed votes of its model and personality on ``symbols``
+    whose outcome was known by ``instant``, newest first, as ``Call`` dicts.
+
+    A backtest's debate reads its own backtest's reviews only, as its weights do; any
+    other debate reads its owner's debates outside backtests, whose outcomes a replay
+    of the past would otherwise count as known today. One query a seat."""
+    owner_id, backtest_id = Debate.objects.values_list(
+        "owner_id", "backtest_step__backtest_id"
+    ).get(pk=debate_id)
+    scope = Scope(owner_id=owner_id, backtest_id=backtest_id)
+    reviews = vote_reviews(scope).filter(symbol__in=symbols, known_at__lte=instant)
+    if backtest_id is None:
+        reviews = reviews.filter(review__debate__backtest_step__isnull=True)
+    records = {}
+    seats = Participant.objects.filter(debate_id=debate_id, ai_model__isnull=False)
+    for participant_id, model_id, personality in seats.values_list(
+        "pk", "ai_model_id", "personality"
+    ):
+        calls = reviews.filter(ai_model_id=model_id, personality=personality).order_by(
+            "-instant", "symbol"
+        )[:TRACK_RECORD_CALLS]
+        records[str(participant_id)] = [
+            plain_dict(
+                Call(
+                    at=call.instant.isoformat().replace("+00:00", "Z"),
+                    symbol=call.symbol,
+                    action=call.action,
+                    confidence=call.confidence,
+                    move_pct=round(call.realised_return * 100, 4),
+                    verdict=call.verdict,
+                )
+            )
+            for call in calls
+        ]
+    return records
 
 
 def _recent_debates(scope: Scope) -> list[int]:

@@ -66,11 +66,12 @@ class StrategyAdmin(OutboundUrlAdminMixin, admin.ModelAdmin):
             },
         ),
         (
-            "Trading against the book, and portfolio guards",
+            "Trading against the book, track record and portfolio guards",
             {
                 "fields": (
                     "allow_hedging",
                     "execute_coins",
+                    "track_record",
                     "daily_loss_limit_pct",
                     "max_drawdown_pct",
                     "stop_out_cooldown",

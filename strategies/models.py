@@ -156,6 +156,11 @@ class Strategy(models.Model):
         help_text="What an automatic execution acts on: the primary coin's decision, or "
         "every executable coin's.",
     )
+    track_record = models.BooleanField(
+        default=True,
+        help_text="Each voter of a debate with a book sees its own last reviewed calls on "
+        "the debate's coins, as known at the debate's instant.",
+    )
     early_stop = models.BooleanField(
         default=True,
         help_text="Skip a debate's remaining rounds once no participant changes any action.",

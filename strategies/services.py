@@ -212,6 +212,11 @@ class StrategyInputSerializer(StrictSerializer):
         help_text="What an automatic execution acts on: the primary coin's decision, or "
         "every executable coin's.",
     )
+    track_record = StrictBooleanField(
+        required=False,
+        help_text="Each voter of a debate with a book sees its own last reviewed calls on "
+        "the debate's coins, as known at the debate's instant (true by default).",
+    )
     review_horizon_minutes = StrictIntegerField(
         required=False,
         min_value=15,

@@ -210,6 +210,8 @@ DEBATE_STALE_AFTER_S = env_int("DEBATE_STALE_AFTER_S", 45)
 # The trading app's reader of a debate's book, which the prepare step of a debate with a
 # trader calls (the debates app imports nothing of trading).
 DEBATE_BOOK_READER = "traders.books.debate_book"
+# The evaluations app's reader of each voter's track record, read with a debate's book.
+DEBATE_TRACK_RECORD_READER = "evaluations.selectors.track_records"
 # Seconds an execution's lease outlives the worker submitting it (renewed every quarter
 # of it while the worker works): how long an execution whose worker died waits before
 # it is submitted again, which first looks up what already reached the exchange. Its

@@ -55,7 +55,7 @@ from traders.exchanges.book import (
     opening,
     slipped,
 )
-from traders.exchanges.fills import STOP_LOSS, TAKE_PROFIT, crossing
+from traders.exchanges.fills import STOP_LOSS, TAKE_PROFIT, crossing, realized_pnl
 from traders.guards import AccountFacts, GuardLimits, Trip, tripped
 from traders.risk import (
     LONG,
@@ -100,6 +100,7 @@ class Position:
     target: Decimal | None
     fees: Decimal
     funding: Decimal = ZERO
+    peak_pnl: Decimal | None = None  # the best unrealised P&L a closed bar reached
     funded: bool = True  # False for the buy-and-hold baseline's coin, held as spot
     cursor: int = 0  # the next bar of its tape to check
     funding_cursor: int = 0  # the next funding settlement of its tape
@@ -150,8 +151,8 @@ class GuardTrip:
     reason: str
 
 
-# A trade's close reason as the guards count stop-outs.
-_GUARD_REASONS = {"stop": "stop_loss", "target": "take_profit"}
+# A trade's close reason as a live position's is named (the guards count stop-outs by it).
+LIVE_REASONS = {"stop": "stop_loss", "target": "take_profit"}
 
 
 @dataclass
@@ -203,6 +204,11 @@ class Portfolio:
             while position.cursor < len(bars) and bars[position.cursor].close_ms <= to_ms:
                 bar = bars[position.cursor]
                 self._settle_funding(position, tape, until_ms=bar.open_ms)
+                best = bar.high if position.side == LONG else bar.low
+                pnl = realized_pnl(position.side, position.entry_price, best, position.quantity)
+                position.peak_pnl = (
+                    pnl if position.peak_pnl is None else max(position.peak_pnl, pnl)
+                )
                 hit = crossing(position.side, position.stop, position.target, bar.low, bar.high)
                 position.cursor += 1
                 if hit is not None:
@@ -260,7 +266,7 @@ class Portfolio:
             peak_equity=self._peak,
             exposure=self._exposure(at_ms),
             closes=[
-                _GUARD_REASONS.get(trade.reason, trade.reason)
+                LIVE_REASONS.get(trade.reason, trade.reason)
                 for trade in reversed(self.trades)
                 if trade.exit_ms > self._guards_since_ms
             ],

@@ -25,7 +25,7 @@ decision, the primary coin's first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -145,6 +145,49 @@ def executed(step: StepRecord, intents: Sequence[Intent], coins: str) -> tuple[I
     return tuple(sorted(chosen, key=lambda i: (i.symbol != step.primary, i.symbol)))
 
 
+def rule_plan(
+    steps: Sequence[StepRecord], decide_step: Callable[[StepRecord], Sequence[Intent]], coins: str
+) -> list[tuple[int, tuple[Intent, ...]]]:
+    """Return each step's instant and the intents a rule deciding by ``decide_step``
+    executes then (``executed``); a step whose debate did not complete, none."""
+    return [
+        (step.at_ms, executed(step, decide_step(step), coins) if step.completed else ())
+        for step in steps
+    ]
+
+
+def account_portfolio(account: Account, tapes: Mapping[str, Tape]) -> Portfolio:
+    """Return a fresh simulated ``account`` trading the coins of ``tapes``."""
+    return Portfolio(
+        balance=account.balance,
+        fee_rate=account.fee_rate,
+        tapes=tapes,
+        limits=account.limits,
+        slippage_bps=account.slippage_bps,
+        hedging=account.hedging,
+        guards=account.guards,
+    )
+
+
+def replay(
+    plan: Sequence[tuple[int, Sequence[Intent]]],
+    *,
+    tapes: Mapping[str, Tape],
+    account: Account,
+    until_ms: int,
+) -> Portfolio:
+    """Return the account after ``plan`` (each earlier step's instant and the intents
+    executed then), walked to ``until_ms`` and measured against its guards there: what a
+    step at ``until_ms`` finds, as ``run_rule`` finds it before that step's decisions."""
+    portfolio = account_portfolio(account, tapes)
+    for at_ms, intents in plan:
+        portfolio.advance(at_ms)
+        portfolio.execute(intents, at_ms)
+    portfolio.advance(until_ms)
+    portfolio.measure(until_ms)
+    return portfolio
+
+
 def run_rule(
     key: str,
     label: str,
@@ -161,15 +204,7 @@ def run_rule(
 
     ``hold`` names a coin bought with the whole balance at the first step instead.
     """
-    portfolio = Portfolio(
-        balance=account.balance,
-        fee_rate=account.fee_rate,
-        tapes=tapes,
-        limits=account.limits,
-        slippage_bps=account.slippage_bps,
-        hedging=account.hedging,
-        guards=account.guards,
-    )
+    portfolio = account_portfolio(account, tapes)
     curve: list[tuple[int, Decimal]] = []
     exposed = 0
     hits: list[bool] = []
@@ -239,10 +274,7 @@ def run_rules(
     ``seats`` are (label, personality). Buy-and-hold holds the first primary coin."""
 
     def plan(decide_step) -> list[tuple[int, tuple[Intent, ...]]]:
-        return [
-            (step.at_ms, executed(step, decide_step(step), coins) if step.completed else ())
-            for step in steps
-        ]
+        return rule_plan(steps, decide_step, coins)
 
     common = {
         "tapes": tapes,

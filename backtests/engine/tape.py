@@ -42,8 +42,7 @@ class Tape:
         funding: Sequence[tuple[int, float]] = (),
     ) -> None:
         """``candles`` are (timeframe, candle); ``funding`` (instant in ms, rate)."""
-        self.symbol = symbol
-        self.bars = tuple(
+        bars = tuple(
             Bar(
                 open_ms=candle.open_time,
                 close_ms=candle.open_time + TIMEFRAME_MS[timeframe],
@@ -54,12 +53,31 @@ class Tape:
             )
             for timeframe, candle in candles
         )
-        if not self.bars:
+        self._hold(symbol, bars, tuple((at, Decimal(str(rate))) for at, rate in funding))
+
+    def _hold(
+        self, symbol: str, bars: tuple[Bar, ...], funding: tuple[tuple[int, Decimal], ...]
+    ) -> None:
+        if not bars:
             raise ValueError(f"{symbol}: no candles in the window")
-        self.open_times = tuple(bar.open_ms for bar in self.bars)
-        self.close_times = tuple(bar.close_ms for bar in self.bars)
-        self.funding = tuple((at, Decimal(str(rate))) for at, rate in funding)
-        self.funding_times = tuple(at for at, _ in self.funding)
+        self.symbol, self.bars, self.funding = symbol, bars, funding
+        self.open_times = tuple(bar.open_ms for bar in bars)
+        self.close_times = tuple(bar.close_ms for bar in bars)
+        self.funding_times = tuple(at for at, _ in funding)
+
+    def known_at(self, at_ms: int) -> Tape:
+        """Return the tape as a step at ``at_ms`` knows it: the bars closed by then, and
+        the bar an order placed then fills in reduced to its open (``fill_price``: the
+        price at ``at_ms`` when a bar opens at it), nothing of what follows; the funding
+        settled by then."""
+        bars = self.bars[: bisect_right(self.close_times, at_ms)]
+        filling = self.fill_index(at_ms)
+        if filling is not None:
+            bar = self.bars[filling]
+            bars += (Bar(bar.open_ms, bar.close_ms, bar.open, bar.open, bar.open, bar.open),)
+        known = Tape.__new__(Tape)
+        known._hold(self.symbol, bars, self.funding[: bisect_right(self.funding_times, at_ms)])
+        return known
 
     @classmethod
     def from_dataset(cls, symbol: str, start: datetime, end: datetime) -> Tape:

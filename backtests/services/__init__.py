@@ -7,7 +7,7 @@ from backtests.services.lifecycle import (
     backtest_delete,
 )
 from backtests.services.runs import (
-    backtest_debate_ended,
+    backtest_debate_moved,
     backtest_tick,
     backtests_resume_stale,
 )
@@ -16,7 +16,7 @@ __all__ = [
     "BacktestInput",
     "backtest_cancel",
     "backtest_create",
-    "backtest_debate_ended",
+    "backtest_debate_moved",
     "backtest_delete",
     "backtest_tick",
     "backtests_resume_stale",

@@ -30,6 +30,7 @@ from backtests.models import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     Backtest,
+    BookMode,
     CoinScope,
 )
 from backtests.services import transitions
@@ -82,6 +83,7 @@ class BacktestInput:
     fee_rate: Any = Decimal("0.0004")
     slippage_bps: Any = Decimal("0")
     coins: Any = CoinScope.PRIMARY
+    book: Any = BookMode.AWARE
     cache: Any = CacheMode.USE
     level: Any = DebateLevel.L2
     weighting: Any = Weighting.CONFIDENCE
@@ -197,6 +199,9 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
     if data.coins not in CoinScope.values:
         data.refuse("coins", f"One of {', '.join(CoinScope.values)}.")
     values["coins"] = data.coins
+    if data.book not in BookMode.values:
+        data.refuse("book", f"One of {', '.join(BookMode.values)}.")
+    values["book"] = data.book
     return values
 
 

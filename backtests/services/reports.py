@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import fields, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import accumulate
 from typing import Any
 
+from backtests.engine.books import iso
 from backtests.engine.portfolio import Intent, Trade
 from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
 from backtests.engine.tape import Tape
@@ -40,19 +42,22 @@ from traders.services.orders import strategy_risk_limits
 
 # A vote's fields that make a decision, in ``CoinDecision``'s order.
 TRADE_FIELDS = tuple(f.name for f in fields(CoinDecision) if f.name != "reasoning")
+# Why a rule's trades closed, as its report counts them: a close decision (or an opening
+# the other way), the stop, the target, a stop that could not rest, the window's end. A
+# guard never closes a position: it pauses the openings (``guard_trips``).
+CLOSE_REASONS = ("decision", "stop", "target", "unwound", "end")
 # How many of a rule's refusal reasons the report lists (the most frequent first).
 REFUSAL_REASONS = 10
 
 
-def _iso(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
-
-
-def _steps(backtest: Backtest) -> list[StepRecord]:
-    """Return every step of ``backtest`` as what its debate stored, in time order."""
+def step_records(backtest: Backtest, *, before: int | None = None) -> list[StepRecord]:
+    """Return every step of ``backtest`` (those before index ``before`` when given) as
+    what its debate stored, in time order."""
+    stored = BacktestStep.objects.filter(backtest=backtest)
+    if before is not None:
+        stored = stored.filter(index__lt=before)
     steps = list(
-        BacktestStep.objects.filter(backtest=backtest)
-        .select_related("debate")
+        stored.select_related("debate")
         .only("index", "as_of", "debate__status", "debate__symbol", "debate__symbols")
         .order_by("index")
     )
@@ -143,7 +148,8 @@ def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecor
     return [replace(step, weights=weights(step.at_ms)) for step in steps]
 
 
-def _tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
+def step_tapes(backtest: Backtest, steps: list[StepRecord]) -> dict[str, Tape]:
+    """Return the tapes of the coins ``steps`` trade, over the backtest's window."""
     symbols = {step.primary for step in steps if step.primary}
     if backtest.coins == "all":
         symbols |= {symbol for step in steps for symbol in step.symbols}
@@ -176,9 +182,9 @@ def _trade(trade: Trade) -> dict[str, Any]:
     return {
         "symbol": trade.symbol,
         "side": trade.side,
-        "entry_at": _iso(trade.entry_ms),
+        "entry_at": iso(trade.entry_ms),
         "entry_price": _money(trade.entry_price),
-        "exit_at": _iso(trade.exit_ms),
+        "exit_at": iso(trade.exit_ms),
         "exit_price": _money(trade.exit_price),
         "quantity": _money(trade.quantity),
         "leverage": trade.leverage,
@@ -189,6 +195,17 @@ def _trade(trade: Trade) -> dict[str, Any]:
     }
 
 
+def closed_by(trades: Iterable[Trade]) -> dict[str, int]:
+    """Return how many of ``trades`` closed for each of ``CLOSE_REASONS``."""
+    counted = Counter(trade.reason for trade in trades)
+    return {reason: counted[reason] for reason in CLOSE_REASONS}
+
+
+def closed_by_text(counts: dict[str, int]) -> str:
+    """Return a rule's ``closed_by`` in words: "decision 3, stop 1" ("-": none closed)."""
+    return ", ".join(f"{reason} {n}" for reason, n in counts.items() if n) or "-"
+
+
 def _rule(run: RuleRun) -> dict[str, Any]:
     reasons = Counter(refusal.reason for refusal in run.refusals)
     return {
@@ -197,9 +214,9 @@ def _rule(run: RuleRun) -> dict[str, Any]:
         "metrics": run.metrics.to_dict(),
         "equity": [[at_ms, _money(value)] for at_ms, value in run.curve],
         "trades": [_trade(trade) for trade in run.trades],
-        "closed_by": dict(Counter(trade.reason for trade in run.trades)),
+        "closed_by": closed_by(run.trades),
         "guard_trips": [
-            {"at": _iso(trip.at_ms), "guard": trip.guard, "reason": trip.reason}
+            {"at": iso(trip.at_ms), "guard": trip.guard, "reason": trip.reason}
             for trip in run.trips
         ],
         "refused": len(run.refusals),
@@ -212,7 +229,7 @@ def _rule(run: RuleRun) -> dict[str, Any]:
 
 def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
     """Return the report of ``backtest``, every step of which has ended."""
-    steps = _with_weights(backtest, _steps(backtest))
+    steps = _with_weights(backtest, step_records(backtest))
     skips = list(
         BacktestStep.objects.filter(backtest=backtest)
         .exclude(skipped="")
@@ -224,13 +241,13 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
     return {
         "rules": [_rule(run) for run in _runs(backtest, steps)],
         "stretches": [
-            {"timeframe": s.timeframe, "from": _iso(to_ms(s.start)), "to": _iso(to_ms(s.end))}
+            {"timeframe": s.timeframe, "from": iso(to_ms(s.start)), "to": iso(to_ms(s.end))}
             for s in replay_stretches(backtest.start, backtest.end)
         ],
         "steps": len(steps),
         "completed_steps": sum(step.completed for step in steps),
         "unfinished_steps": [
-            {"index": step.index, "at": _iso(step.at_ms)}
+            {"index": step.index, "at": iso(step.at_ms)}
             for step in steps
             if not step.completed and step.index not in skipped
         ],
@@ -247,6 +264,19 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
     }
 
 
+def account_of(backtest: Backtest) -> Account:
+    """Return the simulated account every rule of ``backtest`` starts from."""
+    strategy = backtest.strategy
+    return Account(
+        balance=backtest.starting_balance,
+        fee_rate=backtest.fee_rate,
+        slippage_bps=backtest.slippage_bps,
+        limits=strategy_risk_limits(strategy),
+        hedging=bool(strategy and strategy.allow_hedging),
+        guards=guard_limits(strategy),
+    )
+
+
 def _runs(backtest: Backtest, steps: list[StepRecord]) -> list[RuleRun]:
     """Return every rule run through the simulated account over ``steps`` (none when no
     step's debate completed: there is nothing to score)."""
@@ -259,15 +289,8 @@ def _runs(backtest: Backtest, steps: list[StepRecord]) -> list[RuleRun]:
             (participant_label(order + 1), seat["personality"])
             for order, seat in enumerate(backtest.participants)
         ],
-        tapes=_tapes(backtest, steps),
-        account=Account(
-            balance=backtest.starting_balance,
-            fee_rate=backtest.fee_rate,
-            slippage_bps=backtest.slippage_bps,
-            limits=strategy_risk_limits(strategy),
-            hedging=bool(strategy and strategy.allow_hedging),
-            guards=guard_limits(strategy),
-        ),
+        tapes=step_tapes(backtest, steps),
+        account=account_of(backtest),
         consensus_limits=consensus_limits(strategy),
         coins=backtest.coins,
         end_ms=to_ms(backtest.end),
@@ -282,7 +305,7 @@ def _skipped(skips: list[tuple[int, datetime, str, str]]) -> dict[str, Any]:
         "count": len(skips),
         "by_reason": dict(Counter(code for _, _, code, _ in skips)),
         "steps": [
-            {"index": index, "at": _iso(to_ms(as_of)), "level": L0, "reason": reason}
+            {"index": index, "at": iso(to_ms(as_of)), "level": L0, "reason": reason}
             for index, as_of, _, reason in skips
         ],
     }

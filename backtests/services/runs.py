@@ -6,15 +6,19 @@ whose debates have ended (progress) and reviews them; creates and starts, throug
 debate services, the debates of the next steps while fewer than
 ``BACKTEST_DEBATES_IN_FLIGHT`` are running; once every step's debate has ended,
 simulates the portfolio and stores the report. It then sends the next tick,
-``BACKTEST_TICK_S`` later. The end of a step's debate advances the run the same way at
-once (``backtest_debate_ended``: each step's debate names the task
-``backtests.debate_ended``, which the debate's transitions send when it ends), so the
-next step's debate starts without waiting for a tick; the ticks stay the run's clock and
-catch an end whose task was lost.
-Debates of one backtest are independent (no prompt holds the account), so they run
-side by side, within the model-call cap like every debate (but at ``weighting:
-calibrated``, below); each learns nothing of the backtest, which reads their stored
-status.
+``BACKTEST_TICK_S`` later. A step's debate advances the run the same way at once when
+it ends, and when its votes wait for their book (``backtest_debate_moved``: each step's
+debate names the task ``backtests.debate_moved``, which the debate's transitions send),
+so the next step goes on without waiting for a tick; the ticks stay the run's clock and
+catch a task that was lost.
+
+The debates of a backtest run side by side, within the model-call cap like every
+debate; each learns nothing of the backtest, which reads their stored status. At
+``book: aware`` (the default) each step's votes see the simulated account at its
+instant (``backtests.services.books``): its debate awaits its book, its rounds run
+ahead, and its votes start once every earlier step has ended, when the advance gives it
+its book, so the votes run in time order. At ``book: blind`` no debate holds an
+account and the steps are independent (but at ``weighting: calibrated``, below).
 
 A step's debate is reviewed (``evaluations``, over the backtest's horizon) as soon as it
 has ended, by the advance that counts it. The debates of a backtest at ``weighting: calibrated``
@@ -51,13 +55,22 @@ from django.utils import timezone
 from arena.exceptions import ApplicationError
 from arena.queries import one_or_none
 from arena.worker import send_on_commit
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep, StepSkip
+from backtests.models import (
+    ACTIVE_STATUSES,
+    Backtest,
+    BacktestStatus,
+    BacktestStep,
+    BookMode,
+    StepSkip,
+)
 from backtests.services import transitions
+from backtests.services.books import step_book
 from backtests.services.lifecycle import debates_cancel, step_instants
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.models import DebateLevel, DebateStatus, Weighting
 from debates.services import DebateInput, debate_create, debate_start
+from debates.services.books import debate_book_give
 from debates.services.levels import market_move, quiet_reason
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review, is_due
 from strategies.models import MarketSource
@@ -83,10 +96,11 @@ def backtest_tick(*, backtest_id: int, token: str) -> None:
             _send_tick(backtest, countdown=settings.BACKTEST_TICK_S)
 
 
-def backtest_debate_ended(*, debate_id: int) -> None:
-    """Advance the active backtest whose step's debate ``debate_id`` ended, without
-    waiting for the next tick: the next step's debate starts at once. The tick chain
-    goes on as it was (it also catches an end whose task was lost); idempotent."""
+def backtest_debate_moved(*, debate_id: int) -> None:
+    """Advance the active backtest whose step's debate ``debate_id`` ended or awaits its
+    book, without waiting for the next tick: the next step's debate starts, or a step's
+    votes get their book, at once. The tick chain goes on as it was (it also catches a
+    task that was lost); idempotent."""
     backtest_id = one_or_none(  # a debate is the step of one backtest at most
         BacktestStep.objects.values_list("backtest_id", flat=True),
         debate_id=debate_id,
@@ -110,8 +124,9 @@ def _advance(backtest: Backtest) -> bool:
     """Under the backtest's row lock: start a pending backtest, count the steps whose
     debates have ended (progress) and review those, start the next steps' debates while
     fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` run (at ``weighting: calibrated``, those
-    whose reviews to read have all been made), and finish the run once every step has
-    ended. Return whether the run goes on (it is still active)."""
+    whose reviews to read have all been made), give its book to the step whose votes
+    await it (``book: aware``), and finish the run once every step has ended. Return
+    whether the run goes on (it is still active)."""
     if backtest.status not in ACTIVE_STATUSES:
         return False
     now = timezone.now()
@@ -135,7 +150,27 @@ def _advance(backtest: Backtest) -> bool:
     if ended == backtest.steps_total:
         _finish(backtest)
         return False
-    return _start_next(backtest, first=len(steps), running=running)
+    goes_on = _start_next(backtest, first=len(steps), running=running)
+    if goes_on and backtest.book == BookMode.AWARE:
+        _give_book(backtest)
+    return goes_on
+
+
+def _give_book(backtest: Backtest) -> None:
+    """Give its book to the first step not ended, once its votes await it (its rounds
+    are over): every step before it has ended, so its book is known."""
+    steps = (
+        BacktestStep.objects.filter(backtest=backtest, debate__isnull=False)
+        .exclude(debate__status__in=DEBATE_TERMINAL)
+        .order_by("index")
+        .values_list("index", "as_of", "debate_id", "debate__status", "debate__awaits_book")
+    )
+    first = steps.first()
+    if first is None:
+        return
+    index, as_of, debate_id, status, awaits = first
+    if awaits and status == DebateStatus.VOTING:
+        debate_book_give(debate_id=debate_id, book=step_book(backtest, index=index, as_of=as_of))
 
 
 def _review_settings(backtest: Backtest) -> ReviewSettings:
@@ -237,9 +272,13 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
             weighting=backtest.weighting,
         )
         # The backtest's own quota (running backtests) admits its steps' debates, and
-        # each tells the backtest it ended through the task it names.
+        # each tells the backtest it ended, or awaits its book, through the task it names.
         debate = debate_create(
-            owner=backtest.owner, data=data, quota=False, ended_task="backtests.debate_ended"
+            owner=backtest.owner,
+            data=data,
+            quota=False,
+            caller_task="backtests.debate_moved",
+            awaits_book=backtest.book == BookMode.AWARE,
         )
         BacktestStep.objects.create(backtest=backtest, index=index, as_of=as_of, debate=debate)
         debate_start(debate_id=debate.pk)

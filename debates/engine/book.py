@@ -3,9 +3,10 @@
 A debate with a trader holds the trader's account as of its instant (``Book``): its
 equity, available balance, margin in use, today's realised P&L, each open position with
 its stop and target, the risk headroom left and the last closed trades. The votes see it
-(``book_text``), and the orders a decision makes are computed from it in code
-(``book_orders``), never from a model's reading of it: the same rules say what each
-action would do in the prompt and what it does at the execution.
+(``book_text``), each with its own track record beside it (``record_text``), and the
+orders a decision makes are computed from it in code (``book_orders``), never from a
+model's reading of it: the same rules say what each action would do in the prompt and
+what it does at the execution.
 
 Nothing here reads a database; money is in the settlement currency (USDT), as floats:
 the book informs a decision, the execution computes its orders' sizes in decimals.
@@ -273,3 +274,32 @@ def _closed_line(t: ClosedTrade) -> str:
         f"{t.side} {t.symbol} {t.entry_price:.10g} -> {t.exit_price:.10g}, "
         f"{t.pnl:+,.2f} USDT ({t.reason or 'closed'})"
     )
+
+
+TRACK_RECORD_CALLS = 5
+"""How many of a voter's last reviewed calls its track record holds."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One of a voter's reviewed calls: what it voted on a coin at an instant, with what
+    confidence, how the price moved over the review horizon, and the verdict (``right``,
+    ``wrong``, or ``flat``: the move was too small to judge)."""
+
+    at: str
+    symbol: str
+    action: str
+    confidence: float
+    move_pct: float
+    verdict: str
+
+
+def record_text(calls: Iterable[dict[str, Any]]) -> str:
+    """Return a voter's track record (``Call`` dicts, newest first) as its vote prompt
+    shows it."""
+    lines = [
+        f"- {call.at} {call.symbol} {call.action} at {call.confidence:.0f}% confidence: "
+        f"price {call.move_pct:+.2f}% over the horizon, {call.verdict}"
+        for call in (_of(Call, data) for data in calls)
+    ]
+    return "\n".join(lines) if lines else "None of your calls on these coins is reviewed yet."

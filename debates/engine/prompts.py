@@ -40,6 +40,7 @@ __all__ = [
     "MESSAGE_DIGEST_MAX_CHARS",
     "POSITION_LINE_MAX_CHARS",
     "PROMPT_FIXED_MAX_CHARS",
+    "RECORD_TEXT_MAX_CHARS",
     "STRATEGY_TEXT_MAX_CHARS",
     "SUMMARY_MAX_CHARS",
     "SYMBOL_MAX_CHARS",
@@ -59,8 +60,10 @@ MARKET_TEXT_MAX_CHARS = 20_000
 MARKET_SUMMARY_MAX_CHARS = 6_000
 """Cap on the compact market summary in a vote prompt (at most MARKET_TEXT_MAX_CHARS)."""
 BOOK_TEXT_MAX_CHARS = 8_000
-"""Cap on the trader's book in a vote prompt; with the market summary, at most
-MARKET_TEXT_MAX_CHARS, so a vote prompt stays within ``max_prompt_chars``."""
+"""Cap on the trader's book in a vote prompt."""
+RECORD_TEXT_MAX_CHARS = 1_500
+"""Cap on a voter's track record in a vote prompt; with the book and the market summary,
+at most MARKET_TEXT_MAX_CHARS, so a vote prompt stays within ``max_prompt_chars``."""
 STRATEGY_TEXT_MAX_CHARS = 2_000
 """Cap on each of the strategy's role text and custom prompt."""
 SYMBOL_MAX_CHARS = 20
@@ -141,7 +144,8 @@ class VoteContext:
 
     ``positions`` holds each participant's latest message, keyed by its label; ``book``
     the trader's account as ``debates.engine.book.book_text`` renders it ("" for a debate
-    without a trader).
+    without a book), ``record`` the voter's own track record as ``record_text`` renders
+    it ("" when the strategy does not show it).
     """
 
     personality: str
@@ -154,6 +158,7 @@ class VoteContext:
     participant: str = ""
     output_mode: str = TAGGED
     book: str = ""
+    record: str = ""
 
     def __post_init__(self) -> None:
         _check_common(self.personality, self.variant, self.symbols, self.output_mode)
@@ -264,6 +269,7 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
         "## Latest positions of the participants\n"
         + _digests(ctx.positions, "No positions were recorded.", with_reasons=False),
         *_book_section(ctx.book),
+        *_record_section(ctx.record),
         "## Your vote\nIt is time for the final vote. "
         + _speaker(ctx.personality, ctx.participant),
         "## Your role\n" + get_personality(ctx.personality).role,
@@ -281,6 +287,17 @@ def _book_section(book: str) -> list[str]:
         "## Your trader's account\nThe decision trades this account. For each candidate "
         "coin, what is held and what each action would do to it:\n"
         + clip(book, BOOK_TEXT_MAX_CHARS, "account")
+    ]
+
+
+def _record_section(record: str) -> list[str]:
+    """Return the vote prompt's section on the voter's own reviewed calls, if shown."""
+    if not record:
+        return []
+    return [
+        "## Your track record\nYour last reviewed calls on these coins, newest first: "
+        "the price move over the review horizon, and the verdict.\n"
+        + clip(record, RECORD_TEXT_MAX_CHARS, "track record")
     ]
 
 

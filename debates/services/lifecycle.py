@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils.module_loading import import_string
+from django.utils.dateparse import parse_datetime
 
 from arena.exceptions import Conflict, InvalidState, NotFound
 from arena.inputs import validate
@@ -45,7 +44,7 @@ from debates.models import (
 )
 from debates.quotas import debate_create_check, debate_start_check
 from debates.selectors import debate_state, spend_to_keep
-from debates.services import transitions
+from debates.services import books, transitions
 from debates.services.inputs import DebateInputSerializer
 from debates.services.modes import model_refusal
 from debates.services.transitions import PREPARE_KEY
@@ -112,16 +111,18 @@ def debate_create(
     owner: Any,
     data: DebateInput | Mapping[str, Any],
     quota: bool = True,
-    ended_task: str = "",
+    caller_task: str = "",
+    awaits_book: bool = False,
 ) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing.
 
     ``data``: a ``DebateInput``, or the fields as a client's JSON gives them. ``quota``
     False: the debate is admitted by its caller's own quota instead of the owner's
     debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is not
-    counted in them, at its start either. ``ended_task``: the name of a Celery task
-    sent with the debate's id once it ends (a backtest's step names the one that
-    advances its backtest).
+    counted in them, at its start either. ``caller_task``: the name of a Celery task
+    sent with the debate's id once it ends, and once its votes await their book (a
+    backtest's step names the one that advances its backtest). ``awaits_book``: its
+    votes wait for the book its caller gives (``debates.services.books``).
     """
     values = debate_input_validate(owner=owner, data=data)
     seats = values.pop("seats")
@@ -133,7 +134,8 @@ def debate_create(
             owner=owner,
             schedule_id=schedule_id,
             quota_counted=quota,
-            ended_task=ended_task,
+            caller_task=caller_task,
+            awaits_book=awaits_book,
             **values,
         )
         Participant.objects.bulk_create(
@@ -200,8 +202,20 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
         # The run is sent first when the transaction commits, then the events delivered:
         # the workers start on the plan a Redis round trip sooner.
         with events.together(debate_id):
-            _go_on(debate, transitions.start(debate_id=debate_id, pace=debate.pace), "start")
+            started = transitions.start(
+                debate_id=debate_id, pace=debate.pace, votes_at=_votes_at(debate)
+            )
+            _go_on(debate, started, "start")
     return Debate.objects.get(pk=debate_id)
+
+
+def _votes_at(debate: Debate) -> int | None:
+    """Return the index of the first vote of a debate whose votes await its book (where
+    it is held until the book is given), else None."""
+    if not debate.awaits_book:
+        return None
+    plan = debate_plan(debate)
+    return next(step.index for step in plan.steps if step.kind == VOTING)
 
 
 def _refuse_unusable_models(debate: Debate) -> None:
@@ -247,33 +261,25 @@ def _snapshot_fields(debate: Debate, snapshot: MarketSnapshot) -> dict[str, Any]
 def _prepared_fields(
     debate: Debate,
 ) -> tuple[dict[str, Any] | None, tuple[str, str, str] | None]:
-    """Return the fields the prepare step stores (the snapshot, its renderings and the
-    trader's book), or None and the failed step's (step, code, message)."""
+    """Return the fields the prepare step stores (the snapshot, its renderings, the
+    trader's book and with it the track record), or None and the failed step's (step,
+    code, message)."""
     from strategies.snapshots import debate_snapshot
 
     try:
-        fields = _snapshot_fields(debate, debate_snapshot(debate))
+        snapshot = debate_snapshot(debate)
     except MarketDataError as exc:
         return None, ("snapshot", "market_data", str(exc))
+    fields = _snapshot_fields(debate, snapshot)
     try:
-        fields["book"] = _book(debate)
+        fields["book"] = books.trader_book(debate)
     except BookUnavailable as exc:
         return None, ("book", "book_unavailable", str(exc))
+    if fields["book"] is not None:
+        fields["track_record"] = books.track_record(
+            debate, instant=debate.as_of or parse_datetime(snapshot.as_of), symbols=snapshot.symbols
+        )
     return fields, None
-
-
-def _book(debate: Debate) -> dict[str, Any] | None:
-    """Return the book of the debate's trader at its instant (``DEBATE_BOOK_READER``,
-    the trading app's reader), or None for a debate without a trader."""
-    if debate.trader_id is None:
-        return None
-    reader = import_string(settings.DEBATE_BOOK_READER)
-    return reader(
-        trader_id=debate.trader_id,
-        as_of=debate.as_of,
-        strategy_id=debate.strategy_id,
-        debate_id=debate.pk,
-    )
 
 
 def debate_prepare(*, debate_id: int) -> Debate | None:
@@ -418,7 +424,8 @@ def debate_advance(*, debate_id: int, owner: Any | None = None) -> Debate:
     debate = _get_owned(debate_id, owner)
     state = debate_state(debate_id=debate_id)
     plan = debate_plan(state)
-    if not plan.can_advance or state.status not in ACTION_SOURCES["advance"]:
+    held = plan.can_advance and not state.awaits_book  # a book is given, not advanced to
+    if not held or state.status not in ACTION_SOURCES["advance"]:
         raise _refuse_state(state, "advance")
     released = state.steps_released
     upto = None

@@ -106,12 +106,13 @@ def _announced(moved: bool, debate_id: int) -> Debate | None:
     return announce(debate_id) if moved else None
 
 
-def start(*, debate_id: int, pace: str) -> Debate | None:
+def start(*, debate_id: int, pace: str, votes_at: int | None = None) -> Debate | None:
     """Start a pending debate: round 1 opens once its prepare step has run.
 
     In the manual pace only the prepare step is released; ``advance`` releases the rest.
-    A pending debate has stored no step (no turn, ballot or decision): its state is
-    read with its seats alone.
+    A debate whose votes await its book is held before them (``votes_at``, the index of
+    its first vote); ``book_given`` releases them. A pending debate has stored no step
+    (no turn, ballot or decision): its state is read with its seats alone.
     """
     now = timezone.now()
     moved = _moved(
@@ -121,7 +122,7 @@ def start(*, debate_id: int, pace: str) -> Debate | None:
         phase=DebatePhase.OPENING,
         current_round=1,
         started_at=now,
-        steps_released=1 if pace == Pace.MANUAL else None,
+        steps_released=1 if pace == Pace.MANUAL else votes_at,
         step_outcomes={},
     )
     return announce(debate_id, recorded=False) if moved else None
@@ -165,6 +166,8 @@ def turn_taken(
         if state.round_started is not None:
             events.round_started(debate.pk, state.round_started)
         state_published(debate, plan_of(debate, seats=seats, turns=turns), seats)
+        if debate.status == DebateStatus.VOTING and debate.awaits_book:
+            _tell_caller(debate)  # its votes wait for the book its caller gives
     return moved
 
 
@@ -196,7 +199,7 @@ def complete(*, debate: Debate, decisions: Iterable[Decision]) -> bool:
         )
         made = [DecisionFacts(decision.action, executed=False) for decision in decisions]
         state_published(debate, plan, seats, made)
-        _ended(debate)
+        _tell_caller(debate)
     return moved
 
 
@@ -215,7 +218,7 @@ def fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
         logger.warning("debate %s failed at %s: %s", debate_id, step, message)
         with events.together(debate_id):
             events.step_failed(debate_id, step=step, code=code, message=message)
-            _ended(announce(debate_id))
+            _tell_caller(announce(debate_id))
     return moved
 
 
@@ -230,15 +233,34 @@ def cancel(*, debate_id: int) -> Debate | None:
     )
     debate = _announced(moved, debate_id)
     if debate is not None:
-        _ended(debate)
+        _tell_caller(debate)
     return debate
 
 
-def _ended(debate: Debate) -> None:
-    """Send the task ``debate`` names to be sent once it ends (``Debate.ended_task``),
-    with its id, when its ending commits."""
-    if debate.ended_task:
-        send_on_commit(signature(debate.ended_task, args=(debate.pk,), immutable=True))
+def _tell_caller(debate: Debate) -> None:
+    """Send the task ``debate`` names to tell its caller it ended or its votes await
+    their book (``Debate.caller_task``), with its id, when the change commits."""
+    if debate.caller_task:
+        send_on_commit(signature(debate.caller_task, args=(debate.pk,), immutable=True))
+
+
+def book_given(
+    *, debate_id: int, book: dict[str, Any], track_record: dict[str, Any] | None
+) -> Debate | None:
+    """Store the book (and track record) its caller gives an active debate whose votes
+    await them, and release the votes; of concurrent gifts exactly one moves it."""
+    return _announced(
+        _moved(
+            debate_id,
+            ACTIVE_STATUSES,
+            where=Q(awaits_book=True),
+            awaits_book=False,
+            book=book,
+            track_record=track_record,
+            steps_released=None,
+        ),
+        debate_id,
+    )
 
 
 def retry(*, debate_id: int, to: str) -> Debate | None:

@@ -20,7 +20,8 @@ The rules, as applied here:
 - funding: at each settlement while the position is open (after its entry, before the
   candle opening at it), a long pays quantity x the price then x the rate;
 - a position still open at the end closes at the last candle's close, with the fee;
-- a second opening in the same direction while a position is open is refused;
+- a second opening in the same direction while a position is open is refused (with
+  ``close_when_held``, the step closes the position instead);
 - the equity curve has a point at each step instant, before its decision (wallet plus the
   position's gain at that instant's fill price), then the end's.
 """
@@ -131,9 +132,13 @@ def always_long(
     balance: Decimal = Decimal("1000"),
     fee_rate: Decimal = Decimal("0.0004"),
     decided: set[int] | None = None,
+    close_when_held: bool = False,
 ) -> Reference:
     """Return what ``open_long`` on ``symbol`` at every step from ``start`` to ``end`` makes;
-    with ``decided``, only at the steps of those instants (ms): the others decide nothing."""
+    with ``decided``, only at the steps of those instants (ms): the others decide nothing.
+    With ``close_when_held``, a step that finds the long open closes it instead (at the
+    instant's fill price, a trade closed by ``decision``), as a debate seeing its book
+    and told to close what it holds decides."""
     candles = path(symbol, start, end)
     settlements = [(t, r) for t, r in funding(symbol) if ms(start) < t <= ms(end)]
     result = Reference()
@@ -200,7 +205,9 @@ def always_long(
         mark = price_at(at)
         unrealised = eight((mark - held["entry"]) * held["quantity"]) if held else Decimal(0)
         result.curve.append((at, wallet + unrealised))
-        if held is None and (decided is None or at in decided):
+        if held is not None and close_when_held and (decided is None or at in decided):
+            exit_(mark, at, "decision")
+        elif held is None and (decided is None or at in decided):
             entry = price_at(at)
             margin = wallet * position_pct
             quantity = (margin * leverage / entry).quantize(SIX, rounding=ROUND_DOWN)

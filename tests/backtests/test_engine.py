@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from backtests.engine.books import portfolio_book
 from backtests.engine.portfolio import Intent, Portfolio
-from backtests.engine.rules import Account, run_rule
+from backtests.engine.rules import Account, replay, run_rule
 from backtests.engine.tape import Tape
 from strategies.market.snapshot import Candle
 from tests.backtests import reference
@@ -224,6 +225,33 @@ def test_a_cooldown_trips_after_the_stop_outs_in_a_row_and_lifts_after_its_minut
     portfolio.advance(6 * QUARTER)
     portfolio.execute([long], 6 * QUARTER)
     assert list(portfolio.positions) == [("XUSDT", "long")]
+
+
+def test_a_steps_book_is_the_same_whatever_follows_its_instant_and_as_the_rules_find_it():
+    # given a long opened at 0 and two tapes that agree until the step at 4 quarters and
+    # part after it (one falls through the stop, one rises through the target)
+    head = [candle(n * QUARTER, 100, 102, 99, 101) for n in range(4)]
+    crash = head + [candle(n * QUARTER, 100, 100, 80, 85) for n in range(4, 8)]
+    rally = head + [candle(n * QUARTER, 100, 120, 100, 115) for n in range(4, 8)]
+    at = 4 * QUARTER
+    plan = [(0, [replace_symbol(LONG, "XUSDT")])]
+    account = Account(Decimal("1000"), Decimal("0.0004"), Decimal("0"), RiskLimits())
+
+    def book(bars, known: bool):
+        tape = Tape("XUSDT", bars)
+        tapes = {"XUSDT": tape.known_at(at) if known else tape}
+        return portfolio_book(replay(plan, tapes=tapes, account=account, until_ms=at), at)
+
+    # when the step's book is made from each tape as known at its instant
+    seen = book(crash, known=True)
+    # then it is the same from both, and the same as on the whole tape
+    assert seen == book(rally, known=True) == book(crash, known=False)
+    [held] = seen.positions
+    assert (held.quantity, held.mark_price, held.peak_pnl) == (6.0, 100.0, 12.0)  # high 102
+    assert seen.as_of == "1970-01-01T01:00:00Z"
+    # and the tape as known then ends with the open of the bar at the instant, nothing more
+    known = Tape("XUSDT", crash).known_at(at).bars
+    assert len(known) == 5 and (known[-1].open_ms, known[-1].low) == (at, Decimal("100"))
 
 
 @pytest.mark.parametrize("rate", ["0.001", "-0.001"])

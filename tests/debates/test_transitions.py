@@ -104,7 +104,7 @@ def test_a_debate_transition_refuses_a_stale_status(
         steps_released=1,
         step_outcomes={"prepare": {"status": "failed"}},
         human_due_at=PAST,
-        ended_task="backtests.debate_ended",
+        caller_task="backtests.debate_moved",
     )
     ParticipantFactory(debate=debate, speak_order=0)
     Debate.objects.filter(pk=debate.pk).update(progressed_at=PAST)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
-from arena.celery import app
 from arena.exceptions import InvalidState
-from tests.broker import queued
 from tests.threads import outcomes_at_once, results_at_once
 from tests.traders.test_ccxt import placed
 from traders.models import Execution
@@ -109,19 +108,22 @@ def test_an_execution_whose_decision_went_stale_lapses_at_its_approval(
 
 @pytest.mark.django_db(transaction=True)
 def test_twenty_concurrent_approvals_send_one_order(
-    user, binance_trader, fake_exchange, make_decision
+    user, binance_trader, fake_exchange, make_decision, monkeypatch
 ):
-    # given an execution awaiting approval, and no message left queued by an earlier test
+    # given an execution awaiting approval, its submissions recorded as they commit
     execution = auto(user, binance_trader, make_decision())
-    app.control.purge()
+    sent: list[tuple] = []
+    monkeypatch.setattr(
+        "traders.services.executions.send_on_commit",
+        lambda task: transaction.on_commit(lambda: sent.append((task.name, task.args))),
+    )
     # when twenty approvals arrive at once
     results = results_at_once(
         lambda: execution_approve(execution_id=execution.pk, owner=user).status, 20
     )
-    # then each answered with the approved execution, one submission was enqueued
+    # then each answered with the approved execution, one submission was sent
     assert results == ["pending"] * 20
-    submits = [h for h, _ in queued() if h["task"] == "traders.execution_submit"]
-    assert [h["argsrepr"] for h in submits] == [f"({execution.pk},)"]
+    assert sent == [("traders.execution_submit", (execution.pk,))]
     # and, submitted by five workers at once (those the first holds off retry later),
     # one order reached the exchange
     outcomes_at_once(lambda: execution_submit(execution_id=execution.pk), 5)

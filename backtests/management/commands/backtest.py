@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, CoinScope
+from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.models import CacheMode, DebateLevel
@@ -63,6 +63,7 @@ FLAGS = {
     "fee_rate": "--fee-rate",
     "slippage_bps": "--slippage-bps",
     "coins": "--coins",
+    "book": "--book",
     "level": "--level",
 }
 # The demo strategy shows 1h and 4h candles, so a replay may start in May (a 15m
@@ -134,6 +135,13 @@ class Command(ConsoleCommand):
         parser.add_argument("--fee-rate", default="0.0004")
         parser.add_argument("--slippage-bps", default="0")
         parser.add_argument("--coins", choices=CoinScope.values, default=CoinScope.PRIMARY)
+        parser.add_argument(
+            "--book",
+            choices=BookMode.values,
+            default=BookMode.AWARE,
+            help="aware: each step's votes see the simulated account; blind: none does "
+            "(default: %(default)s)",
+        )
         parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
         parser.add_argument(
             "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
@@ -203,6 +211,7 @@ class Command(ConsoleCommand):
             fee_rate=options["fee_rate"],
             slippage_bps=options["slippage_bps"],
             coins=options["coins"],
+            book=options["book"],
             cache=options["cache"],
             level=options["level"],
         )

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Exists, F
 
-from debates.engine.book import Book, book_text
+from debates.engine.book import Book, book_text, record_text
 from debates.engine.digest import HistoryEntry, participant_label
 from debates.engine.parsing import ParseResult, parse_output
 from debates.engine.plan import VOTING, StepKey
@@ -48,6 +48,7 @@ class Cast:
         self.seats = tuple(seats)
         self.judged = debate.judge_model_id is not None
         self.book = debate.book
+        self.track_record = debate.track_record or {}
         self._rendered = (debate.market_text, debate.market_summary)
 
     def seat(self, participant_id: int) -> Participant:
@@ -69,6 +70,11 @@ class Cast:
     def book_text(self) -> str:
         """Return the trader's book as the votes see it ("" without a trader)."""
         return book_text(Book.from_dict(self.book), self.symbols) if self.book else ""
+
+    def record_text(self, participant_id: int) -> str:
+        """Return a voter's track record as its vote sees it ("" when not shown)."""
+        calls = self.track_record.get(str(participant_id))
+        return "" if calls is None else record_text(calls)
 
 
 class Said(NamedTuple):
@@ -134,6 +140,7 @@ _DEBATE_FIELDS = (
     "market_text",
     "market_summary",
     "book",
+    "track_record",
     "judge_model_id",
     "auto_execute",
     "steps_released",

@@ -73,6 +73,7 @@ def _vote_request(now: context.StepContext) -> ModelRequest:
         participant=context.label(participant),
         output_mode=now.config.output_mode,
         book=cast.book_text,
+        record=cast.record_text(participant.pk),
     )
     prompt = build_vote_prompt(prompt_input)
     return ModelRequest(
