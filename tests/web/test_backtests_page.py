@@ -104,6 +104,13 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
         {"short"},
     )
     expect(page.locator("#trades tbody tr")).to_have_count(trades)
+    # and, the votes having seen the book (the form's default), why each rule's trades
+    # closed and its guard trips
+    assert Backtest.objects.get().book == "aware"
+    expect(page.locator("#backtest-settings")).to_contain_text("book aware")
+    debate = report["rules"][0]
+    words = ", ".join(f"{reason} {n}" for reason, n in debate["closed_by"].items() if n)
+    expect(page.locator("#closed-by")).to_have_text(f"Closed by: {words}. Guard trips: none.")
     expect(page.locator("#stretches")).to_contain_text("1h from 2024-08-04 12:00, then 15m")
     expect(page.locator("#backtest-actions [data-action=delete]")).to_be_visible()
     # and the chart, drawn by the server, holds a line per rule

@@ -140,6 +140,7 @@
       interval_minutes: Number(value("interval_minutes")),
       starting_balance: value("starting_balance"),
       slippage_bps: value("slippage_bps"),
+      book: value("book"),
       cache: value("cache"),
     };
   }
@@ -217,6 +218,7 @@
       `balance ${money(b.starting_balance)} USDT`,
       `fee ${(Number(b.fee_rate) * 100).toFixed(3)}%`,
       `slippage ${Number(b.slippage_bps)} bp`,
+      `book ${b.book}`,
       `cache ${b.cache}`,
     ].join(" · ");
     renderStatus();
@@ -245,6 +247,11 @@
     $("#progress").setAttribute("aria-valuenow", done);
     $("#progress-bar").style.width = `${total ? (100 * done) / total : 0}%`;
     $("#progress-text").textContent = `${done} / ${total} debates`;
+  }
+
+  /** Why a rule's trades closed, in words: "decision 3, stop 1" ("–": none closed). */
+  function closedBy(counts) {
+    return Object.entries(counts).filter(([, n]) => n).map(([reason, n]) => `${reason} ${n}`).join(", ") || "–";
   }
 
   function renderReport() {
@@ -332,6 +339,9 @@
       h("td", { text: t.reason })));
     const empty = rows.length ? [] : [h("tr", {}, h("td", { colspan: 10, class: "muted", text: "No trades." }))];
     $("#trades").replaceChildren(h("thead", {}, head), h("tbody", {}, rows, empty));
+    const trips = rule.guard_trips || [];
+    $("#closed-by").textContent = `Closed by: ${closedBy(rule.closed_by || {})}. Guard trips: `
+      + (trips.length ? trips.map((t) => `${when(t.at)} UTC, ${t.reason}`).join("; ") : "none") + ".";
   }
 
   async function act(action) {
