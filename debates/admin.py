@@ -5,11 +5,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
 from arena.exceptions import ApplicationError, ValidationError
-from debates.engine.book import Book, book_text
+from debates.engine.book import Book, book_text, record_text
 from debates.models import (
     AIModel,
     Ballot,
@@ -237,6 +237,8 @@ class DebateAdmin(admin.ModelAdmin):
     exclude = (
         "market_snapshot",
         "book",
+        "track_record",
+        "caller_task",
         "market_text",
         "market_summary",
         "mode_models",
@@ -255,7 +257,9 @@ class DebateAdmin(admin.ModelAdmin):
         "current_speaker",
         "symbols",
         "snapshot",
+        "awaits_book",
         "book_shown",
+        "track_record_shown",
         "error",
         "created_at",
         "started_at",
@@ -313,6 +317,21 @@ class DebateAdmin(admin.ModelAdmin):
         return format_html(
             '<pre class="admin-text">{}</pre>',
             book_text(Book.from_dict(debate.book), debate.symbols),
+        )
+
+    @admin.display(description="track record")
+    def track_record_shown(self, debate: Debate) -> str:
+        """Each voter's reviewed calls as its vote saw them ("-" when none was shown)."""
+        if debate.track_record is None:
+            return "-"
+        seats = {str(p.pk): str(p) for p in debate.participants.all()}
+        return format_html_join(
+            "",
+            '<p>{}</p><pre class="admin-text">{}</pre>',
+            (
+                (seats.get(seat, seat), record_text(calls))
+                for seat, calls in debate.track_record.items()
+            ),
         )
 
     @admin.display(description="market snapshot")

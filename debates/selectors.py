@@ -63,7 +63,7 @@ _STEP_RECORDS = (
 )
 # What a row of the list never shows: the market snapshot and its texts (17 KB of JSON
 # for a debate of three coins).
-_LIST_DEFERRED = ("market_snapshot", "market_summary", "market_text", "book")
+_LIST_DEFERRED = ("market_snapshot", "market_summary", "market_text", "book", "track_record")
 
 
 # What a debate that has stored no step has of them: its seats alone.

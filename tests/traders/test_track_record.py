@@ -41,7 +41,7 @@ def vote_prompts(llm) -> list[str]:
     return [r.prompt for r in llm.requests if "casts a final vote" in r.prompt]
 
 
-def debate_on(user, llm, trader, strategy, models) -> None:
+def debate_on(user, llm, trader, strategy, models) -> int:
     data = DebateInput(
         name="With a track record",
         strategy=strategy.pk,
@@ -57,9 +57,12 @@ def debate_on(user, llm, trader, strategy, models) -> None:
     debate = debate_create(owner=user, data=data)
     debate_start(debate_id=debate.pk)
     run_steps(debate.pk)
+    return debate.pk
 
 
-def test_each_voter_sees_its_own_calls_known_by_the_instant_newest_first(user, llm, paper_trader):
+def test_each_voter_sees_its_own_calls_known_by_the_instant_newest_first(
+    user, llm, paper_trader, operator
+):
     # given a model whose bull calls on BTC were reviewed 27 h and 15 h before the
     # debate, one still open at its instant (reviewed 1 h after it), a call of the same
     # model as a bear, and one of a backtest's step
@@ -72,7 +75,7 @@ def test_each_voter_sees_its_own_calls_known_by_the_instant_newest_first(user, l
     backtest = BacktestFactory(owner=user, strategy=strategy)
     call(user, strategy, bull, "bull", AT - timedelta(hours=10), backtest=backtest)
     # when a debate on the trader runs, the model as its bull
-    debate_on(user, llm, paper_trader, strategy, [bull, bear])
+    debate_id = debate_on(user, llm, paper_trader, strategy, [bull, bear])
     # then the bull's vote shows its two calls known by then, newest first
     bull_vote, bear_vote = vote_prompts(llm)
     record = bull_vote.split("## Your track record\n", 1)[1].split("\n\n", 1)[0]
@@ -86,6 +89,9 @@ def test_each_voter_sees_its_own_calls_known_by_the_instant_newest_first(user, l
     assert "None of your calls on these coins is reviewed yet." in bear_vote
     turns = [r.prompt for r in llm.requests if "casts a final vote" not in r.prompt]
     assert not [prompt for prompt in turns if "track record" in prompt]
+    # and the admin shows the records the votes saw
+    page = operator.get(f"/admin/debates/debate/{debate_id}/change/").content.decode()
+    assert "2024-08-09T12:00:00Z BTCUSDT open_long at 70% confidence" in page
 
 
 def test_a_strategy_with_the_track_record_off_shows_none(user, llm, paper_trader):
