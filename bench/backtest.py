@@ -2,11 +2,15 @@
 default, and the portfolio simulation alone.
 
 1. A 30-day window at 4h (180 debates of 3 participants over 2 rounds: 9 calls each)
-   against the fake model server, every call taking L (200 ms), on 2 Celery worker
-   processes of 3: wall time from creation to completion, against the ideal at the cap
-   of 3 calls in flight (calls x L / 3). Run with ``cache: refresh``, so every call is
-   made whatever an earlier run stored.
-2. The same backtest again with ``cache: use``: model calls (0) and wall time, against
+   at ``book: aware`` against the fake model server, every call taking L (200 ms), on 2
+   Celery worker processes of 3: wall time from creation to completion, against the
+   ideal for its dependency chain: the rounds side by side at the cap of 3 calls in
+   flight, the votes one step after another, so the larger of calls x L / 3 and the
+   first step's rounds (an opening, then 3 turns) plus a vote per step. Run with
+   ``cache: refresh``, so every call is made whatever an earlier run stored. Beside it,
+   the same window at ``book: blind`` (every step independent), against its ideal at
+   the cap (calls x L / 3).
+2. The aware backtest again with ``cache: use``: model calls (0) and wall time, against
    the first run's; beside it, what Celery alone takes for as many canvases of a
    cached debate's shape (a prepare step, 3 openings, 3 turns, 3 votes and the
    consensus, tasks that do nothing: ``bench.floor_tasks``), as many at once as a
@@ -104,14 +108,22 @@ class CpuMeter:
 
 
 def run_backtest(
-    owner, strategy, models, *, days: int, cache: str, timeout: float, meter: CpuMeter
+    owner,
+    strategy,
+    models,
+    *,
+    days: int,
+    cache: str,
+    timeout: float,
+    meter: CpuMeter,
+    book: str = "aware",
 ) -> tuple:
     """Create a backtest, wait for its end; return (seconds, backtest, CPU used)."""
     from backtests.models import Backtest
     from backtests.services import BacktestInput, backtest_create
 
     data = BacktestInput(
-        name=f"bench {cache}",
+        name=f"bench {book} {cache}",
         strategy=strategy.pk,
         participants=[
             {"ai_model": m.pk, "personality": p} for m, p in zip(models, SEATS, strict=True)
@@ -122,6 +134,7 @@ def run_backtest(
         end=START + timedelta(days=days),
         interval_minutes=240,
         cache=cache,
+        book=book,
     )
     meter.start()
     started = time.perf_counter()
@@ -204,16 +217,31 @@ def full_stack(latency: float, days: int) -> dict:
             )
             load_again = os.getloadavg()[0]
             calls_again = len(llm.requests) - calls
+            blind_s, blind, _ = run_backtest(
+                owner,
+                strategy,
+                models,
+                days=days,
+                cache="refresh",
+                timeout=3600,
+                meter=meter,
+                book="blind",
+            )
             floor_s = celery_alone(first.steps_total, settings.BACKTEST_DEBATES_IN_FLIGHT)
     steps = first.steps_total
-    ideal = calls * latency / cap
+    at_cap = calls * latency / cap
+    # The votes of one step after another, behind the first step's opening and 3 turns.
+    ideal = max(at_cap, (1 + len(SEATS) + steps) * latency)
     return {
         "debates": steps,
-        "status": [first.status, again.status],
+        "status": [first.status, again.status, blind.status],
         "model_calls": calls,
         "first_run_s": round(first_s, 3),
-        "ideal_at_cap_s": round(ideal, 3),
+        "ideal_s": round(ideal, 3),
         "ratio_to_ideal": round(first_s / ideal, 3),
+        "blind_run_s": round(blind_s, 3),
+        "blind_ratio_to_ideal_at_cap": round(blind_s / at_cap, 3),
+        "aware_over_blind": round(first_s / blind_s, 3),
         "cached_run_s": round(again_s, 3),
         "cached_run_model_calls": calls_again,
         "cached_run_share_of_first": round(again_s / first_s, 3),
@@ -325,8 +353,13 @@ def main(argv: list[str] | None = None) -> dict:
         f"latency {args.latency * 1000:.0f} ms, 2 worker processes x 3, cap 3"
     )
     print(
-        f"  first run: {stack['first_run_s']:.1f} s for {stack['model_calls']} model calls; "
-        f"ideal at the cap {stack['ideal_at_cap_s']:.1f} s, ratio {stack['ratio_to_ideal']:.3f}"
+        f"  first run, book aware: {stack['first_run_s']:.1f} s for {stack['model_calls']} "
+        f"model calls; ideal {stack['ideal_s']:.1f} s, ratio {stack['ratio_to_ideal']:.3f}"
+    )
+    print(
+        f"  the same window, book blind: {stack['blind_run_s']:.1f} s, "
+        f"{stack['blind_ratio_to_ideal_at_cap']:.3f} of its ideal at the cap; aware / blind "
+        f"{stack['aware_over_blind']:.3f}"
     )
     print(
         f"  again with the cache: {stack['cached_run_s']:.1f} s, "

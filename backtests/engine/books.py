@@ -15,7 +15,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from backtests.engine.portfolio import LIVE_REASONS, Portfolio, Position, Trade
+from backtests.engine.guards import LIVE_REASONS
+from backtests.engine.portfolio import Portfolio, Position, Trade
 from debates.engine.book import CLOSED_TRADES_SHOWN, Book, ClosedTrade, HeldPosition
 from traders.exchanges.fills import realized_pnl
 

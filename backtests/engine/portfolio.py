@@ -20,11 +20,9 @@ targets on each candle's low and high, the stop first when a candle crosses both
   recorded with why.
 - A stop that cannot rest (it would trigger at once) closes the position again, as a
   live execution does; a target that cannot rest leaves the position with its stop.
-- The strategy's portfolio guards (``traders.guards``) are measured at each step before
-  its decisions, as a live account is before it executes: a tripped guard pauses the
-  account's openings (its closes, stops and targets go on) and is recorded in ``trips``;
-  the daily limit lifts at the next UTC day, the cooldown after its minutes, the others
-  stay for the rest of the run (no owner resumes a backtest).
+- The strategy's portfolio guards are measured at each step before its decisions
+  (``backtests.engine.guards``): a tripped guard pauses the account's openings (its
+  closes, stops and targets go on) and is recorded in ``trips``.
 - Between steps, every candle that closed is walked, oldest first: funding is paid or
   received at each settlement while a position is open (before the candle opening at
   it), then the candle's low and high are checked against the stop and target.
@@ -37,9 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
 from decimal import Decimal
 
+from backtests.engine.guards import GuardTrip, GuardWatch
 from backtests.engine.tape import Tape
 from debates.engine.book import book_orders
 from traders.exchanges.book import (
@@ -56,7 +54,7 @@ from traders.exchanges.book import (
     slipped,
 )
 from traders.exchanges.fills import STOP_LOSS, TAKE_PROFIT, crossing, realized_pnl
-from traders.guards import AccountFacts, GuardLimits, Trip, tripped
+from traders.guards import GuardLimits, Trip
 from traders.risk import (
     LONG,
     Funds,
@@ -142,19 +140,6 @@ class Refusal:
     reason: str
 
 
-@dataclass(frozen=True)
-class GuardTrip:
-    """A guard that paused the account's openings at ``at_ms``, and why."""
-
-    at_ms: int
-    guard: str
-    reason: str
-
-
-# A trade's close reason as a live position's is named (the guards count stop-outs by it).
-LIVE_REASONS = {"stop": "stop_loss", "target": "take_profit"}
-
-
 @dataclass
 class Portfolio:
     """A paper account in memory, trading the coins of ``tapes``."""
@@ -172,15 +157,21 @@ class Portfolio:
     refusals: list[Refusal] = field(init=False, default_factory=list)
     fees: Decimal = field(init=False, default=ZERO)
     funding: Decimal = field(init=False, default=ZERO)
-    paused: Trip | None = field(init=False, default=None)
-    trips: list[GuardTrip] = field(init=False, default_factory=list)
-    _day: date | None = field(init=False, default=None)
-    _day_start: Decimal = field(init=False, default=ZERO)
-    _peak: Decimal | None = field(init=False, default=None)
-    _guards_since_ms: int = field(init=False, default=-1)
+    watch: GuardWatch = field(init=False)
 
     def __post_init__(self) -> None:
         self.wallet = self.balance
+        self.watch = GuardWatch(self.guards)
+
+    @property
+    def paused(self) -> Trip | None:
+        """The guard that pauses the openings now, if any."""
+        return self.watch.paused
+
+    @property
+    def trips(self) -> list[GuardTrip]:
+        """Every guard trip, in time order."""
+        return self.watch.trips
 
     # -- reads -----------------------------------------------------------------------
 
@@ -247,33 +238,13 @@ class Portfolio:
                 self._refuse(at_ms, intent, orders.note)
 
     def measure(self, at_ms: int) -> None:
-        """Measure the account against its guards at ``at_ms`` (``traders.guards``): raise
-        its peak, start a new UTC day's equity, lift a pause whose time came, and pause
-        its openings when a guard trips."""
-        equity = self.equity(at_ms)
-        now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-        if self._day != now.date():
-            self._day, self._day_start = now.date(), equity
-        self._peak = max(self._peak if self._peak is not None else equity, equity)
-        if self.paused is not None and self.paused.lifts_at and self.paused.lifts_at <= now:
-            self.paused, self._guards_since_ms = None, at_ms
-        if self.paused is not None:
-            return
-        facts = AccountFacts(
-            now=now,
-            equity=equity,
-            day_start_equity=self._day_start,
-            peak_equity=self._peak,
+        """Measure the account against its guards at ``at_ms`` (``GuardWatch``)."""
+        self.watch.measure(
+            at_ms,
+            equity=self.equity(at_ms),
             exposure=self._exposure(at_ms),
-            closes=[
-                LIVE_REASONS.get(trade.reason, trade.reason)
-                for trade in reversed(self.trades)
-                if trade.exit_ms > self._guards_since_ms
-            ],
+            closed=[(trade.exit_ms, trade.reason) for trade in self.trades],
         )
-        self.paused = tripped(self.guards, facts)
-        if self.paused is not None:
-            self.trips.append(GuardTrip(at_ms, self.paused.guard, self.paused.reason))
 
     def _exposure(self, at_ms: int) -> Decimal:
         """Return the open positions' value at ``at_ms``'s prices."""

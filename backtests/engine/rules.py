@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from backtests.engine.guards import GuardTrip
 from backtests.engine.metrics import Metrics, measure
 from backtests.engine.portfolio import (
     CLOSING_ACTIONS,
     OPENING_ACTIONS,
-    GuardTrip,
     Intent,
     Portfolio,
     Refusal,

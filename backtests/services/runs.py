@@ -142,6 +142,7 @@ def _advance(backtest: Backtest) -> bool:
         for as_of, _, status, _ in steps
         if status is not None and status not in DEBATE_TERMINAL
     ]
+    waiting = _awaiting_book(backtest, steps)
     ended = len(steps) - len(running)
     if not _review_ended(backtest, steps, now=now):
         return False
@@ -151,26 +152,33 @@ def _advance(backtest: Backtest) -> bool:
         _finish(backtest)
         return False
     goes_on = _start_next(backtest, first=len(steps), running=running)
-    if goes_on and backtest.book == BookMode.AWARE:
-        _give_book(backtest)
+    if goes_on and waiting is not None:
+        index, as_of, debate_id = waiting
+        debate_book_give(debate_id=debate_id, book=step_book(backtest, index=index, as_of=as_of))
     return goes_on
 
 
-def _give_book(backtest: Backtest) -> None:
-    """Give its book to the first step not ended, once its votes await it (its rounds
-    are over): every step before it has ended, so its book is known."""
-    steps = (
-        BacktestStep.objects.filter(backtest=backtest, debate__isnull=False)
-        .exclude(debate__status__in=DEBATE_TERMINAL)
-        .order_by("index")
-        .values_list("index", "as_of", "debate_id", "debate__status", "debate__awaits_book")
+def _awaiting_book(backtest: Backtest, steps: list[tuple]) -> tuple[int, datetime, int] | None:
+    """Return (index, instant, debate id) of the step whose votes await their book now,
+    if any: at ``book: aware``, the first step not ended among ``steps`` (instant,
+    debate id, status, review id, in order, read under the lock: every step before it
+    has ended and is reviewed by this advance), once its rounds are over."""
+    if backtest.book != BookMode.AWARE:
+        return None
+    index = next(
+        (i for i, (_, _, status, _) in enumerate(steps) if status not in (None, *DEBATE_TERMINAL)),
+        None,
     )
-    first = steps.first()
-    if first is None:
-        return
-    index, as_of, debate_id, status, awaits = first
-    if awaits and status == DebateStatus.VOTING:
-        debate_book_give(debate_id=debate_id, book=step_book(backtest, index=index, as_of=as_of))
+    if index is None:
+        return None
+    found = one_or_none(
+        BacktestStep.objects.values_list("as_of", "debate_id"),
+        backtest=backtest,
+        index=index,
+        debate__status=DebateStatus.VOTING,
+        debate__awaits_book=True,
+    )
+    return None if found is None else (index, *found)
 
 
 def _review_settings(backtest: Backtest) -> ReviewSettings:
