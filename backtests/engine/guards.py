@@ -11,15 +11,23 @@ run (no owner resumes a backtest).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Protocol
 
 from traders.guards import AccountFacts, GuardLimits, Trip, tripped
 
 # A trade's close reason as a live position's is named (the guards count stop-outs by it).
 LIVE_REASONS = {"stop": "stop_loss", "target": "take_profit"}
+
+
+class Closed(Protocol):
+    """A closed trade as the guards read it: when it closed, and why."""
+
+    exit_ms: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -43,16 +51,26 @@ class GuardWatch:
     _peak: Decimal | None = None
     _since_ms: int = -1
 
+    @property
+    def off(self) -> bool:
+        """Say whether no guard is set: nothing to measure."""
+        limits = self.limits
+        return (limits.daily_loss_pct, limits.max_drawdown_pct, limits.max_exposure) == (
+            None,
+            None,
+            None,
+        ) and not limits.stop_outs
+
     def measure(
         self,
         at_ms: int,
         *,
         equity: Decimal,
         exposure: Decimal,
-        closed: Iterable[tuple[int, str]],
+        closed: Sequence[Closed],
     ) -> None:
         """Measure the account at ``at_ms``: its ``equity``, its open positions' value
-        ``exposure`` and its ``closed`` trades as (exit instant, reason), oldest first.
+        ``exposure`` and its ``closed`` trades, oldest first.
         Start a new UTC day's equity, raise the peak, lift a pause whose time came, and
         pause the openings when a guard trips."""
         now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
@@ -69,12 +87,19 @@ class GuardWatch:
             day_start_equity=self._day_start,
             peak_equity=self._peak,
             exposure=exposure,
-            closes=[
-                LIVE_REASONS.get(reason, reason)
-                for exit_ms, reason in reversed(list(closed))
-                if exit_ms > self._since_ms
-            ],
+            closes=self._last_closes(closed),
         )
         self.paused = tripped(self.limits, facts)
         if self.paused is not None:
             self.trips.append(GuardTrip(at_ms, self.paused.guard, self.paused.reason))
+
+    def _last_closes(self, closed: Sequence[Closed]) -> list[str]:
+        """Return why the last ``stop_outs`` trades closed since the last pause lifted,
+        newest first (all the cooldown reads; none when it is off)."""
+        count = self.limits.stop_outs or 0
+        recent = closed[max(0, len(closed) - count) :] if count else ()
+        return [
+            LIVE_REASONS.get(trade.reason, trade.reason)
+            for trade in reversed(recent)
+            if trade.exit_ms > self._since_ms
+        ]

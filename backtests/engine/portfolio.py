@@ -238,12 +238,12 @@ class Portfolio:
                 self._refuse(at_ms, intent, orders.note)
 
     def measure(self, at_ms: int) -> None:
-        """Measure the account against its guards at ``at_ms`` (``GuardWatch``)."""
+        """Measure the account against its guards at ``at_ms`` (``GuardWatch``), if it
+        has any."""
+        if self.watch.off:
+            return
         self.watch.measure(
-            at_ms,
-            equity=self.equity(at_ms),
-            exposure=self._exposure(at_ms),
-            closed=[(trade.exit_ms, trade.reason) for trade in self.trades],
+            at_ms, equity=self.equity(at_ms), exposure=self._exposure(at_ms), closed=self.trades
         )
 
     def _exposure(self, at_ms: int) -> Decimal:

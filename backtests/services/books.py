@@ -26,7 +26,7 @@ def step_book(backtest: Backtest, *, index: int, as_of: datetime) -> dict[str, A
     """Return the book the debate of step ``index`` (at ``as_of``) sees: the debate rule's
     account after the steps before it, at ``as_of``, as a dict."""
     at_ms = to_ms(as_of)
-    steps = step_records(backtest, before=index)
+    steps = step_records(backtest, before=index, votes=False)
     tapes = {symbol: tape.known_at(at_ms) for symbol, tape in step_tapes(backtest, steps).items()}
     portfolio = replay(
         rule_plan(steps, lambda step: step.decisions, backtest.coins),

@@ -50,9 +50,12 @@ CLOSE_REASONS = ("decision", "stop", "target", "unwound", "end")
 REFUSAL_REASONS = 10
 
 
-def step_records(backtest: Backtest, *, before: int | None = None) -> list[StepRecord]:
+def step_records(
+    backtest: Backtest, *, before: int | None = None, votes: bool = True
+) -> list[StepRecord]:
     """Return every step of ``backtest`` (those before index ``before`` when given) as
-    what its debate stored, in time order."""
+    what its debate stored, in time order; without its openings and final votes unless
+    ``votes`` (the debate rule reads its decisions alone)."""
     stored = BacktestStep.objects.filter(backtest=backtest)
     if before is not None:
         stored = stored.filter(index__lt=before)
@@ -63,8 +66,8 @@ def step_records(backtest: Backtest, *, before: int | None = None) -> list[StepR
     )
     debate_ids = [step.debate_id for step in steps if step.debate_id is not None]
     decisions = _decisions(debate_ids)
-    openings = _openings(debate_ids)
-    ballots = _ballots(debate_ids)
+    openings = _openings(debate_ids) if votes else {}
+    ballots = _ballots(debate_ids) if votes else {}
     return [
         StepRecord(
             index=step.index,
