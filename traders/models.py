@@ -39,7 +39,11 @@ class Trader(models.Model):
     api_key = EncryptedTextField(blank=True)
     api_secret = EncryptedTextField(blank=True)
     api_passphrase = EncryptedTextField(blank=True)
-    sandbox = models.BooleanField(default=False)
+    sandbox = models.BooleanField(
+        default=False,
+        help_text="Trade the exchange's practice account: Binance's demo trading, Bybit's "
+        "testnet, OKX's demo trading.",
+    )
     requires_approval = models.BooleanField(
         default=True,
         help_text="An exchange account's automatic executions wait for the owner's approval "

@@ -20,6 +20,8 @@ Rules (SPEC 10.4 and 10.5), in the order they are checked:
    The notional is margin x leverage; the quantity, in contracts, is
    notional / (price x contract size) rounded down to the amount step, or up to the
    step that reaches ``min_order_usd`` of notional when rounding down falls below it.
+   An order worth less than the market's own minimum (``MarketRules.min_notional``) is
+   refused, naming it: raising it could multiply the size asked for.
 5. The notional may not exceed ``max_position_multiple`` x equity, and the margin may not
    exceed the available balance: both are refused, never shrunk.
 6. Protective prices: long SL = price x (1 - sl), TP = price x (1 + tp); short SL =
@@ -79,6 +81,7 @@ class MarketRules:
     min_amount: Decimal
     contract_size: Decimal = Decimal("1")
     max_leverage: int | None = None
+    min_notional: Decimal | None = None  # the least value of an opening order, if any
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,13 @@ def _quantity(
             )
         )
         quantity = raised
+    if market.min_notional is not None and quantity * unit < market.min_notional:
+        raise RiskRefused(
+            "min_notional",
+            f"the order's value {_money(quantity * unit)} USDT is below the market's minimum "
+            f"order value of {_money(market.min_notional)} USDT; a larger position_pct or "
+            "leverage reaches it",
+        )
     return quantity
 
 

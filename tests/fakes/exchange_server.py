@@ -96,6 +96,11 @@ KLINE_INTERVALS = ("15m", "1h", "4h", "1d")
 FUNDING_INTERVAL_MS = 8 * 60 * 60_000
 
 # (tick size, step size) roughly as Binance lists them; only the order endpoints care.
+# Each market's minimum order value (its MIN_NOTIONAL filter), as Binance lists them:
+# 100 USDT for BTCUSDT, 20 for ETHUSDT, 5 for most others. A smaller opening is refused
+# (-4164); a reduce-only order is not.
+MIN_NOTIONAL: dict[str, str] = {"BTCUSDT": "100", "ETHUSDT": "20"}
+DEFAULT_MIN_NOTIONAL = "5"
 PRECISION: dict[str, tuple[str, str]] = {
     "BTCUSDT": ("0.10", "0.001"),
     "ETHUSDT": ("0.01", "0.001"),
@@ -558,10 +563,11 @@ class FakeExchange(BackgroundServer):
                 signed = quantity if side == "BUY" else -quantity
             else:
                 notional = quantity * price
-                if notional < 5:
+                least = MIN_NOTIONAL.get(symbol, DEFAULT_MIN_NOTIONAL)
+                if notional < Decimal(least):
                     return 400, {
                         "code": -4164,
-                        "msg": "Order's notional must be no smaller than 5 "
+                        "msg": f"Order's notional must be no smaller than {least} "
                         "(unless you choose reduce only).",
                     }
                 wallet, unrealized, margin = self._funds()
@@ -997,7 +1003,10 @@ def _market_info(
                 "maxQty": "10000000",
                 "stepSize": step,
             },
-            {"filterType": "MIN_NOTIONAL", "notional": "5"},
+            {
+                "filterType": "MIN_NOTIONAL",
+                "notional": MIN_NOTIONAL.get(symbol, DEFAULT_MIN_NOTIONAL),
+            },
         ],
         "orderTypes": [
             "LIMIT",

@@ -347,6 +347,36 @@ def test_the_task_retries_an_unreachable_exchange_then_records_the_failure(
     assert fake_exchange.order_requests() == []
 
 
+def test_an_entry_below_the_markets_minimum_value_is_refused_naming_it(
+    user, binance_trader, fake_exchange, make_decision
+):
+    # given a BTC long of 0.99 % of 10,000 USDT at 1x: 99 USDT, 0.001 BTC after the amount
+    # step (57.97 USDT), under Binance's 100 USDT minimum for BTCUSDT
+    decision = make_decision(position_pct=0.0099, leverage=1)
+    execution = request_execution(user, binance_trader, decision)
+    # when it is submitted
+    execution = execution_submit(execution_id=execution.pk)
+    # then it was refused before anything was sent, naming the market's minimum
+    assert execution.status == "failed"
+    assert execution.error == (
+        "the order's value 57.97 USDT is below the market's minimum order value of 100.00 "
+        "USDT; a larger position_pct or leverage reaches it"
+    )
+    assert fake_exchange.order_requests() == []
+
+
+def test_a_binance_practice_account_trades_on_demo_trading():
+    # given a binanceusdm account in sandbox mode (Binance's futures testnet is gone:
+    # ccxt refuses to sign for it, and demo trading replaced it)
+    adapter = CcxtExchange("binanceusdm", api_key="k", secret="s", sandbox=True)
+    # when an order and the account are signed for sending
+    order = adapter.client.sign("order", ["fapiPrivate"], "POST", {"symbol": "BTCUSDT"})
+    account = adapter.client.sign("account", ["fapiPrivateV3"], "GET", {})
+    # then both go to the demo trading host
+    assert order["url"] == "https://demo-fapi.binance.com/fapi/v1/order"
+    assert account["url"].startswith("https://demo-fapi.binance.com/fapi/v3/account?")
+
+
 @pytest.mark.parametrize(
     ("exchange_id", "id_param", "password"),
     [("bybit", "orderLinkId", ""), ("okx", "clOrdId", "passphrase")],

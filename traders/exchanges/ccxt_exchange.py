@@ -141,7 +141,7 @@ class CcxtExchange:
         config["session"] = ccxt_session()
         self.client: ccxt.Exchange = getattr(ccxt, exchange_id)(config)
         if sandbox:
-            self.client.set_sandbox_mode(True)
+            self._use_practice_account()
         if api_url:
             try:
                 check_url(api_url)
@@ -150,10 +150,20 @@ class CcxtExchange:
             self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
         self._id_param = CLIENT_ID_PARAMS[exchange_id]
 
+    def _use_practice_account(self) -> None:
+        """Trade the exchange's practice account: Binance's demo trading (its futures
+        testnet is gone, and ccxt refuses to sign for it), Bybit's testnet, OKX's demo
+        trading (ccxt's sandbox mode for both)."""
+        if self.name == "binanceusdm":
+            self.client.enable_demo_trading(True)
+        else:
+            self.client.set_sandbox_mode(True)
+
     # reads
 
     def market(self, symbol: str) -> MarketRules:
-        """Return the amount step, price tick, minimum amount and contract size of ``symbol``."""
+        """Return the amount step, price tick, minimum amount and value, contract size and
+        maximum leverage of ``symbol``, from the market's own limits and precision."""
         market = self._market(symbol)
         precision = market.get("precision") or {}
         limits = market.get("limits") or {}
@@ -167,6 +177,7 @@ class CcxtExchange:
             min_amount=min_amount,
             contract_size=_decimal(market.get("contractSize")) or Decimal("1"),
             max_leverage=int(max_leverage) if max_leverage else None,
+            min_notional=_decimal((limits.get("cost") or {}).get("min")),
         )
 
     def price(self, symbol: str) -> Decimal:
