@@ -23,7 +23,8 @@ Endpoints (``ROUTES``): ``GET /fapi/v1/exchangeInfo``, ``/fapi/v1/time``,
 can be queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_flight``
 tells how many requests were ever served at once.
 
-Trading (one account, one-way position mode, USDT margin): ``POST /fapi/v1/leverage``,
+Trading (one account, USDT margin, in one-way position mode unless ``hedge_mode``):
+``GET /fapi/v1/positionSide/dual`` (the mode), ``POST /fapi/v1/leverage``,
 ``GET /fapi/v1/leverageBracket``, ``GET /fapi/v3/account`` and ``/fapi/v2/balance``,
 ``GET /fapi/v3/positionRisk`` and ``/fapi/v2/positionRisk``, ``POST|GET|DELETE
 /fapi/v1/order`` (market orders only; ``GET`` finds an order by ``origClientOrderId`` or
@@ -34,7 +35,10 @@ keyed by ``clientAlgoId``; they rest and are never triggered) and ``GET
 15m close) with a taker fee of ``fee_rate``; a reused client order id is refused
 (-4116), a reduce-only order needs a position to reduce (-2022), an order needs its
 margin (-2019), a stop that would trigger at once is refused (-2021), an unknown order is
--2013. With ``api_key`` and ``api_secret`` set, private endpoints check the
+-2013. As on Binance, an order's ``positionSide`` must match the mode (-4061): ``BOTH``
+(or none) in one-way mode, ``LONG`` or ``SHORT`` in hedge mode, where ``reduceOnly`` is
+refused (-1106) and the side closes what it does not open; positions are kept per coin
+and position side. With ``api_key`` and ``api_secret`` set, private endpoints check the
 ``X-MBX-APIKEY`` header and the HMAC-SHA256 signature as Binance does. Every order
 placed is kept in ``orders`` / ``algo_orders``; ``order_requests()`` lists the order
 requests as received (accepted or not). Two more faults serve order tests:
@@ -96,6 +100,7 @@ KLINE_INTERVALS = ("15m", "1h", "4h", "1d")
 FUNDING_INTERVAL_MS = 8 * 60 * 60_000
 
 # (tick size, step size) roughly as Binance lists them; only the order endpoints care.
+MODE_MISMATCH = {"code": -4061, "msg": "Order's position side does not match user's setting."}
 # Each market's minimum order value (its MIN_NOTIONAL filter), as Binance lists them:
 # 100 USDT for BTCUSDT, 20 for ETHUSDT, 5 for most others. A smaller opening is refused
 # (-4164); a reduce-only order is not.
@@ -145,7 +150,8 @@ class Fault:
 
 @dataclass
 class _Position:
-    """A one-way position: ``amount`` in contracts, negative when short."""
+    """A position of one coin and position side: ``amount`` in contracts, negative when
+    short."""
 
     amount: Decimal = Decimal("0")
     entry_price: Decimal = Decimal("0")
@@ -195,6 +201,7 @@ class FakeExchange(BackgroundServer):
         ("GET", "/futures/data/openInterestHist"): "open_interest_hist",
         ("POST", "/fapi/v1/leverage"): "change_leverage",
         ("GET", "/fapi/v1/leverageBracket"): "leverage_bracket",
+        ("GET", "/fapi/v1/positionSide/dual"): "position_mode",
         ("GET", "/fapi/v3/account"): "account",
         ("GET", "/fapi/v2/balance"): "balance",
         ("GET", "/fapi/v3/positionRisk"): "position_risk",
@@ -239,7 +246,9 @@ class FakeExchange(BackgroundServer):
         self.fee_rate = Decimal("0.0004")
         self.max_leverage = 125
         self.leverage: dict[str, int] = {}
-        self.positions: dict[str, _Position] = {}
+        self.hedge_mode = False
+        # By (coin, position side): BOTH in one-way mode, LONG and SHORT in hedge mode.
+        self.positions: dict[tuple[str, str], _Position] = {}
         self.orders: list[dict[str, Any]] = []
         self.algo_orders: list[dict[str, Any]] = []
         self.trades: list[dict[str, Any]] = []
@@ -471,7 +480,7 @@ class FakeExchange(BackgroundServer):
         """Answer ``GET /fapi/v3/account``: the USDT wallet, margins and open positions."""
         with self.lock:
             wallet, unrealized, margin = self._funds()
-            positions = [self._position_info(s, p) for s, p in self.positions.items() if p.amount]
+            positions = [self._position_info(k, p) for k, p in self.positions.items() if p.amount]
         available = wallet + unrealized - margin
         asset = {
             "asset": "USDT",
@@ -530,9 +539,9 @@ class FakeExchange(BackgroundServer):
         wanted = request.params.get("symbol")
         with self.lock:
             return 200, [
-                self._position_info(symbol, position)
-                for symbol, position in self.positions.items()
-                if position.amount and wanted in (None, symbol)
+                self._position_info(key, position)
+                for key, position in self.positions.items()
+                if position.amount and wanted in (None, key[0])
             ]
 
     @_private
@@ -548,13 +557,15 @@ class FakeExchange(BackgroundServer):
         quantity, error = self._quantity(symbol, params.get("quantity", ""))
         if quantity is None:
             return error
-        reduce_only = params.get("reduceOnly") == "true"
+        position_side, reduce_only, error = self._position_side(params)
+        if error is not None:
+            return error
         with self.lock:
             client_id = params.get("newClientOrderId") or f"fake{next(self._ids)}"
             if any(order["clientOrderId"] == client_id for order in self.orders):
                 return 400, {"code": -4116, "msg": "ClientOrderId is duplicated."}
             price = Decimal(self._last_close(symbol))
-            position = self.positions.setdefault(symbol, _Position())
+            position = self.positions.setdefault((symbol, position_side), _Position())
             signed = quantity if side == "BUY" else -quantity
             if reduce_only:
                 if position.amount == 0 or (position.amount > 0) == (signed > 0):
@@ -591,7 +602,7 @@ class FakeExchange(BackgroundServer):
                     "commission": str(fee),
                     "commissionAsset": "USDT",
                     "time": self.now_ms,
-                    "positionSide": "BOTH",
+                    "positionSide": position_side,
                     "buyer": side == "BUY",
                     "maker": False,
                 }
@@ -656,6 +667,9 @@ class FakeExchange(BackgroundServer):
         quantity, error = self._quantity(symbol, params.get("quantity", ""))
         if quantity is None:
             return error
+        position_side, reduce_only, error = self._position_side(params)
+        if error is not None:
+            return error
         trigger = Decimal(params.get("triggerPrice", "0"))
         with self.lock:
             client_id = params.get("clientAlgoId") or f"fake{next(self._ids)}"
@@ -673,7 +687,7 @@ class FakeExchange(BackgroundServer):
                 "orderType": order_type,
                 "symbol": symbol,
                 "side": side,
-                "positionSide": "BOTH",
+                "positionSide": position_side,
                 "timeInForce": "GTC",
                 "quantity": str(quantity),
                 "algoStatus": "NEW",
@@ -685,7 +699,7 @@ class FakeExchange(BackgroundServer):
                 "priceMatch": "NONE",
                 "closePosition": False,
                 "priceProtect": False,
-                "reduceOnly": params.get("reduceOnly") == "true",
+                "reduceOnly": reduce_only,
                 "createTime": self.now_ms,
                 "updateTime": self.now_ms,
                 "triggerTime": 0,
@@ -784,7 +798,7 @@ class FakeExchange(BackgroundServer):
         """Return (wallet balance, unrealised P&L, initial margin)."""
         unrealized = Decimal("0")
         margin = Decimal("0")
-        for symbol, position in self.positions.items():
+        for (symbol, _), position in self.positions.items():
             if not position.amount:
                 continue
             price = Decimal(self._last_close(symbol))
@@ -792,14 +806,42 @@ class FakeExchange(BackgroundServer):
             margin += abs(position.amount) * position.entry_price / self.leverage.get(symbol, 20)
         return self.wallet_balance, unrealized, margin
 
-    def _position_info(self, symbol: str, position: _Position) -> dict[str, Any]:
+    def _position_side(self, params: dict[str, str]) -> tuple[str, bool, Any]:
+        """Return an order's position side, whether it reduces a position, and Binance's
+        refusal when either does not fit the account's position mode (else None)."""
+        position_side = params.get("positionSide", "BOTH")
+        side = params.get("side", "")
+        if self.hedge_mode:
+            if position_side not in ("LONG", "SHORT"):
+                return "", False, (400, MODE_MISMATCH)
+            if "reduceOnly" in params:
+                return (
+                    "",
+                    False,
+                    (
+                        400,
+                        {"code": -1106, "msg": "Parameter 'reduceOnly' sent when not required."},
+                    ),
+                )
+            return position_side, (position_side == "LONG") == (side == "SELL"), None
+        if position_side != "BOTH":
+            return "", False, (400, MODE_MISMATCH)
+        return position_side, params.get("reduceOnly") == "true", None
+
+    @_private
+    def position_mode(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/positionSide/dual``: whether the account is in hedge mode."""
+        return 200, {"dualSidePosition": self.hedge_mode}
+
+    def _position_info(self, key: tuple[str, str], position: _Position) -> dict[str, Any]:
+        symbol, position_side = key
         price = Decimal(self._last_close(symbol))
         leverage = self.leverage.get(symbol, 20)
         notional = position.amount * price
         margin = abs(notional) / leverage
         return {
             "symbol": symbol,
-            "positionSide": "BOTH",
+            "positionSide": position_side,
             "positionAmt": str(position.amount),
             "entryPrice": str(position.entry_price),
             "breakEvenPrice": str(position.entry_price),

@@ -100,7 +100,7 @@ def test_a_binance_long_sets_leverage_sends_the_entry_and_both_protective_orders
     algo_ids = [str(o["algoId"]) for o in fake_exchange.algo_orders]
     assert [execution.stop_loss_order_id, execution.take_profit_order_id] == algo_ids
     assert execution.exchange_order_id == str(fake_exchange.orders[0]["orderId"])
-    assert fake_exchange.positions["BTCUSDT"].amount == QUANTITY
+    assert fake_exchange.positions[("BTCUSDT", "BOTH")].amount == QUANTITY
 
 
 def test_a_lost_answer_is_found_by_client_order_id_and_never_sent_twice(
@@ -171,7 +171,7 @@ def test_when_the_stop_loss_is_refused_the_position_is_closed_and_the_execution_
         'binanceusdm {"code": -2021, "msg": "Order would immediately trigger."}); the '
         "position was closed again at 57970.9."
     )
-    assert fake_exchange.positions["BTCUSDT"].amount == 0
+    assert fake_exchange.positions[("BTCUSDT", "BOTH")].amount == 0
     assert [o["algoStatus"] for o in fake_exchange.algo_orders] == []
     statuses = dict(
         Order.objects.filter(execution=execution).values_list("client_order_id", "status")
@@ -195,7 +195,7 @@ def test_when_closing_after_a_refused_stop_fails_too_the_execution_says_the_posi
     # then it fails saying plainly that the position is open without a stop
     assert execution.status == "failed"
     assert "the position is OPEN WITHOUT A STOP, close it by hand." in execution.error
-    assert fake_exchange.positions["BTCUSDT"].amount == QUANTITY
+    assert fake_exchange.positions[("BTCUSDT", "BOTH")].amount == QUANTITY
 
 
 def test_a_refused_take_profit_is_recorded_and_the_protected_position_stays(
@@ -239,7 +239,7 @@ def test_a_close_decision_sells_reduce_only_and_cancels_the_resting_orders(
         "newOrderRespType": "RESULT",
     }
     assert (execution.status, execution.filled_quantity) == ("filled", QUANTITY)
-    assert fake_exchange.positions["BTCUSDT"].amount == 0
+    assert fake_exchange.positions[("BTCUSDT", "BOTH")].amount == 0
     assert [o["algoStatus"] for o in fake_exchange.algo_orders] == ["CANCELED", "CANCELED"]
     assert set(
         Order.objects.filter(
@@ -384,6 +384,7 @@ def test_a_binance_practice_account_trades_on_demo_trading():
 def test_bybit_and_okx_orders_carry_their_own_idempotency_field(exchange_id, id_param, password):
     # given a bybit or okx account in sandbox mode
     adapter = CcxtExchange(exchange_id, api_key="k", secret="s", password=password, sandbox=True)
+    adapter.client.fetch_position_mode = lambda *args, **kwargs: {"hedged": False}
     sent: list[tuple] = []
 
     def create_order(symbol, order_type, side, amount, price=None, params=None):

@@ -107,6 +107,11 @@ class ExchangeAdapter(Protocol):
         """Return every open position of the account."""
         ...
 
+    def hedged(self) -> bool:
+        """Say whether the account keeps a long and a short of one coin apart (hedge
+        mode); in one-way mode an order the other way reduces the position."""
+        ...
+
     def set_leverage(self, symbol: str, leverage: int) -> None:
         """Set the leverage used by the next orders in ``symbol``."""
         ...

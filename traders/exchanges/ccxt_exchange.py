@@ -7,6 +7,11 @@ or ``clientAlgoId`` for conditional orders; bybit's is ``orderLinkId``, okx's ``
 and a lost answer is recovered with ``fetch_order`` by that id before anything is sent
 again.
 
+The account's position mode is read once per adapter (``hedged``): in hedge mode every
+order carries ccxt's ``hedged``, which ccxt turns into the exchange's position side
+(Binance's ``positionSide``, Bybit's ``positionIdx``, OKX's ``posSide``); in one-way mode
+none does, and a strategy's hedging is not used (``traders.services.executions``).
+
 Stop loss and take profit are separate reduce-only market orders with ccxt's
 ``stopLossPrice`` / ``takeProfitPrice`` (binanceusdm ignores the ``stopLoss`` /
 ``takeProfit`` dicts that bybit and okx attach natively). On binanceusdm, ccxt 4.5 sends
@@ -149,6 +154,7 @@ class CcxtExchange:
                 raise OrderRejected(f"the exchange API URL {api_url} is refused: {exc}") from None
             self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
         self._id_param = CLIENT_ID_PARAMS[exchange_id]
+        self._hedged: bool | None = None
 
     def _use_practice_account(self) -> None:
         """Trade the exchange's practice account: Binance's demo trading (its futures
@@ -224,6 +230,14 @@ class CcxtExchange:
             )
         return positions
 
+    def hedged(self) -> bool:
+        """Say whether the account is in hedge mode, read once from the exchange
+        (``fetch_position_mode``)."""
+        if self._hedged is None:
+            mode = self._call("position mode", lambda c: c.fetch_position_mode())
+            self._hedged = bool(mode.get("hedged"))
+        return self._hedged
+
     def fetch_order(
         self, symbol: str, client_order_id: str, *, conditional: bool = False
     ) -> OrderResult:
@@ -261,7 +275,7 @@ class CcxtExchange:
         reduce_only: bool = False,
     ) -> OrderResult:
         """Send a market order with ``client_order_id``; return its fill and fee."""
-        params: dict[str, Any] = {self._id_param: client_order_id}
+        params: dict[str, Any] = {self._id_param: client_order_id, **self._mode_params()}
         if reduce_only:
             params["reduceOnly"] = True
         order = self._call(
@@ -286,6 +300,7 @@ class CcxtExchange:
             self._id_param: client_order_id,
             "reduceOnly": True,
             price_key: str(trigger_price),
+            **self._mode_params(),
         }
         order = self._call(
             f"{kind} order for {symbol}",
@@ -312,6 +327,13 @@ class CcxtExchange:
         return result
 
     # helpers
+
+    def _mode_params(self) -> dict[str, Any]:
+        """Return what an order carries for the account's position mode: in hedge mode,
+        ccxt's ``hedged``, which it turns into the position side of the order (Binance's
+        positionSide, dropping reduceOnly, which hedge mode refuses; Bybit's positionIdx;
+        OKX's posSide); in one-way mode nothing."""
+        return {"hedged": True} if self.hedged() else {}
 
     def _market(self, symbol: str) -> dict[str, Any]:
         self._call("markets", lambda c: c.load_markets())

@@ -155,6 +155,10 @@ class PaperExchange:
             ).order_by("pk")
         ]
 
+    def hedged(self) -> bool:
+        """The paper account keeps positions per coin and side (hedge mode)."""
+        return True
+
     def fetch_order(
         self, symbol: str, client_order_id: str, *, conditional: bool = False
     ) -> OrderResult:

@@ -331,7 +331,9 @@ def _against_the_book(execution: Execution, adapter: ExchangeAdapter) -> Executi
     orders = book_orders(
         execution.action,
         [p.side for p in positions if p.symbol == execution.symbol],
-        hedging=bool(strategy and strategy.allow_hedging),
+        # Both sides of a coin at once need the strategy's leave and a hedge-mode account:
+        # in one-way mode an opening the other way would net the held position away.
+        hedging=bool(strategy and strategy.allow_hedging) and adapter.hedged(),
         paused=trader.paused_reason,
     )
     if orders.nothing:
