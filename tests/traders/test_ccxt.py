@@ -378,13 +378,16 @@ def test_a_binance_practice_account_trades_on_demo_trading():
 
 
 @pytest.mark.parametrize(
-    ("exchange_id", "id_param", "password"),
-    [("bybit", "orderLinkId", ""), ("okx", "clOrdId", "passphrase")],
+    ("exchange_id", "id_param", "stop_id_param", "password"),
+    [("bybit", "orderLinkId", "orderLinkId", ""), ("okx", "clOrdId", "algoClOrdId", "pass")],
 )
-def test_bybit_and_okx_orders_carry_their_own_idempotency_field(exchange_id, id_param, password):
+def test_bybit_and_okx_orders_carry_their_own_idempotency_field(
+    exchange_id, id_param, stop_id_param, password
+):
     # given a bybit or okx account in sandbox mode
     adapter = CcxtExchange(exchange_id, api_key="k", secret="s", password=password, sandbox=True)
     adapter.client.fetch_position_mode = lambda *args, **kwargs: {"hedged": False}
+    adapter.client.fetch_positions = lambda *args, **kwargs: []  # bybit: none held
     sent: list[tuple] = []
 
     def create_order(symbol, order_type, side, amount, price=None, params=None):
@@ -412,7 +415,7 @@ def test_bybit_and_okx_orders_carry_their_own_idempotency_field(exchange_id, id_
             "market",
             "sell",
             "0.01",
-            {id_param: "arena7abcS", "reduceOnly": True, "stopLossPrice": "48500"},
+            {stop_id_param: "arena7abcS", "reduceOnly": True, "stopLossPrice": "48500"},
         ),
     ]
 

@@ -3,9 +3,11 @@
 Supported exchanges: ``binanceusdm`` (Binance USDT-M futures), ``bybit`` and ``okx``.
 Each order carries our client order id in the exchange's own idempotency field
 (``CLIENT_ID_PARAMS``: ccxt passes binance's ``clientOrderId`` on as ``newClientOrderId``,
-or ``clientAlgoId`` for conditional orders; bybit's is ``orderLinkId``, okx's ``clOrdId``),
-and a lost answer is recovered with ``fetch_order`` by that id before anything is sent
-again.
+or ``clientAlgoId`` for conditional orders; bybit's is ``orderLinkId``, okx's ``clOrdId``,
+and ``algoClOrdId`` for its algo orders), and a lost answer is recovered by that id
+before anything is sent again: with ccxt's ``fetch_order``, or on bybit, whose
+``fetch_order`` cannot look up by ``orderLinkId`` alone, from its order lists. An entry
+whose answer holds its ids and no fill (bybit's, okx's) is confirmed the same way.
 
 The account's position mode is read once per adapter (``hedged``): in hedge mode every
 order carries ccxt's ``hedged``, which ccxt turns into the exchange's position side
@@ -21,8 +23,9 @@ them as conditional orders to ``POST /fapi/v1/algoOrder`` (``algoType=CONDITIONA
 ``DELETE /fapi/v1/algoOrder``. Plain orders go to ``/fapi/v1/order``; leverage to
 ``POST /fapi/v1/leverage``; balance from ``GET /fapi/v3/account``; positions from
 ``GET /fapi/v3/positionRisk`` (after ``GET /fapi/v1/leverageBracket``); fees from
-``GET /fapi/v1/userTrades``. Only binanceusdm is exercised end to end (against the fake
-exchange in the tests); bybit and okx are built with the same code and parameters.
+``GET /fapi/v1/userTrades``. binanceusdm is exercised end to end against the fake
+exchange in the tests; bybit and okx through ccxt with its HTTP stubbed by their
+recorded answers (``tests/traders/test_venues.py``).
 
 ccxt errors are translated: ``ccxt.OperationFailed`` (its ``NetworkError``: timeouts,
 dropped connections, 429, 5xx; and exchange codes meaning "internal error, try again",
@@ -62,11 +65,9 @@ CLIENT_ID_PARAMS: dict[str, str] = {
     "bybit": "orderLinkId",
     "okx": "clOrdId",
 }
-# Extra parameters some exchanges need to look an order up by client order id.
-FETCH_ORDER_PARAMS: dict[str, dict[str, Any]] = {
-    # bybit's unified account only finds the last 500 orders, and says so unless told.
-    "bybit": {"acknowledged": True},
-}
+# The client order id field of a conditional (stop, target) order where it differs:
+# OKX's algo orders carry algoClOrdId, by which they are looked up and cancelled.
+CONDITIONAL_ID_PARAMS: dict[str, str] = {"okx": "algoClOrdId"}
 SETTLE = "USDT"
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
@@ -98,6 +99,32 @@ class _ScrubbingLogger(logging.LoggerAdapter):
 
 
 T = TypeVar("T")
+
+
+def _hedge_mode(client: ccxt.Exchange) -> bool:
+    """Say whether the account is in hedge mode: as the exchange says (Binance, OKX), or
+    on Bybit, where ccxt cannot ask and the mode is kept per coin, as its open positions
+    say (each names its positionIdx; with none open, one-way, the default)."""
+    if client.has.get("fetchPositionMode"):
+        return bool(client.fetch_position_mode().get("hedged"))
+    return any(position.get("hedged") for position in client.fetch_positions())
+
+
+def _fetched_order(client: ccxt.Exchange, symbol: str, params: dict[str, Any]) -> dict:
+    """Look an order up by the client order id in ``params`` (ccxt's ``fetch_order``)."""
+    return client.fetch_order(None, symbol, params)
+
+
+def _listed_order(client: ccxt.Exchange, symbol: str, params: dict[str, Any]) -> dict:
+    """Look an order up on Bybit by the orderLinkId in ``params``: its open orders, then
+    its closed and cancelled ones. (ccxt's ``fetch_order`` would send ``orderId=None``
+    beside it, which finds nothing, so the order would be sent again and refused as a
+    duplicate, 110072.)"""
+    for listed in (client.fetch_open_orders, client.fetch_canceled_and_closed_orders):
+        found = listed(symbol, None, None, params)
+        if found:
+            return found[0]
+    raise ccxt.OrderNotFound(f"no order {params['orderLinkId']}")
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -137,7 +164,8 @@ class CcxtExchange:
             "secret": secret,
             "timeout": int(timeout_s * 1000),
             "enableRateLimit": True,
-            "options": {"defaultType": "swap", "fetchCurrencies": False},
+            # No broker tag: ccxt would give OKX's algo orders a clOrdId of its own.
+            "options": {"defaultType": "swap", "fetchCurrencies": False, "brokerId": None},
         }
         if password:
             config["password"] = password
@@ -234,24 +262,18 @@ class CcxtExchange:
         """Say whether the account is in hedge mode, read once from the exchange
         (``fetch_position_mode``)."""
         if self._hedged is None:
-            mode = self._call("position mode", lambda c: c.fetch_position_mode())
-            self._hedged = bool(mode.get("hedged"))
+            self._hedged = self._call("position mode", _hedge_mode)
         return self._hedged
 
     def fetch_order(
         self, symbol: str, client_order_id: str, *, conditional: bool = False
     ) -> OrderResult:
         """Look an order up by client order id; raise ``OrderNotFound`` when there is none."""
-        params = {
-            self._id_param: client_order_id,
-            **FETCH_ORDER_PARAMS.get(self.name, {}),
-        }
+        params: dict[str, Any] = {self._id_param: client_order_id}
         if conditional:
             params["trigger"] = True
-        order = self._call(
-            f"order {client_order_id}",
-            lambda c: c.fetch_order(None, to_ccxt(symbol), params),
-        )
+        lookup = _listed_order if self.name == "bybit" else _fetched_order
+        order = self._call(f"order {client_order_id}", lambda c: lookup(c, to_ccxt(symbol), params))
         return self._result(symbol, order, client_order_id)
 
     # writes
@@ -282,7 +304,20 @@ class CcxtExchange:
             f"{side} {symbol} market order",
             lambda c: c.create_order(to_ccxt(symbol), "market", side, str(quantity), None, params),
         )
+        if order.get("status") is None:
+            return self._confirmed(symbol, client_order_id)
         return self._result(symbol, order, client_order_id)
+
+    def _confirmed(self, symbol: str, client_order_id: str) -> OrderResult:
+        """Return the fill of a market order whose answer held its ids alone (Bybit's,
+        OKX's), looked up by its client order id; one not found yet is left to the next
+        attempt, which looks it up again before sending anything."""
+        try:
+            return self.fetch_order(symbol, client_order_id)
+        except OrderNotFound:
+            raise ExchangeUnavailable(
+                f"market order {client_order_id} was accepted; its fill is not known yet"
+            ) from None
 
     def protective_order(
         self,
@@ -297,7 +332,7 @@ class CcxtExchange:
         """Place a reduce-only stop-market or take-profit-market order."""
         price_key = "stopLossPrice" if kind == STOP_LOSS else "takeProfitPrice"
         params = {
-            self._id_param: client_order_id,
+            CONDITIONAL_ID_PARAMS.get(self.name, self._id_param): client_order_id,
             "reduceOnly": True,
             price_key: str(trigger_price),
             **self._mode_params(),
