@@ -13,6 +13,7 @@ from debates.admin import ReadOnlyInline
 from traders.accounts import FIXED_AFTER_CREATE
 from traders.models import Execution, ExecutionStatus, Order, Position, Trader
 from traders.services import execution_resubmit
+from traders.services.checks import trader_check
 from traders.services.guards import trader_resume
 
 
@@ -96,13 +97,20 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
     )
     autocomplete_fields = ("owner",)
     inlines = (PositionInline,)
-    actions = ("resume",)
+    actions = ("resume", "check")
 
     @admin.action(description="Resume the selected traders a guard paused")
     def resume(self, request, queryset):
         for trader in queryset:
             trader_resume(trader_id=trader.pk, now=timezone.now())
         self.message_user(request, f"{queryset.count()} trader(s) resumed.")
+
+    @admin.action(description="Check the connection of the selected traders")
+    def check(self, request, queryset):
+        for trader in queryset:
+            outcome = trader_check(trader_id=trader.pk)
+            level = messages.SUCCESS if outcome.ok else messages.ERROR
+            self.message_user(request, f"{trader.name}: {outcome.message}", level=level)
 
     def get_readonly_fields(self, request, obj=None):
         # As the API (``trader_update``): what the account's positions and balance were

@@ -54,6 +54,7 @@ from traders.models import (
 from traders.serializers import ExecutionSerializer, OrderSerializer, PositionSerializer
 from traders.services import execution_request
 from traders.services.approvals import execution_approve, execution_reject
+from traders.services.checks import trader_check
 from traders.services.guards import trader_resume
 
 TAGS = ["traders"]
@@ -244,6 +245,26 @@ class TraderResumeApi(JsonApi):
     def post(self, request: Request, trader_id: int) -> Response:
         trader = trader_resume(trader_id=trader_id, owner=request.user, now=timezone.now())
         return Response(TraderSerializer(trader).data)
+
+
+class TraderCheckApi(JsonApi):
+    """Check the connection of one of your traders: its key, its position mode and the
+    minimum order of BTCUSDT on its exchange, read as an execution reads them; nothing
+    is placed. The answer says in one line what is wrong, or what the account is."""
+
+    class OutputSerializer(serializers.Serializer):
+        ok = serializers.BooleanField()
+        message = serializers.CharField()
+
+    @extend_schema(
+        operation_id="traders_check",
+        tags=TAGS,
+        request=None,
+        responses={200: OutputSerializer, **error_responses(404)},
+    )
+    def post(self, request: Request, trader_id: int) -> Response:
+        outcome = trader_check(trader_id=trader_id, owner=request.user)
+        return Response(self.OutputSerializer(outcome).data)
 
 
 class _ExecutionDecisionApi(JsonApi):

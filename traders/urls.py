@@ -19,6 +19,7 @@ urlpatterns = [
     ),
     path("traders/<int:trader_id>/orders", apis.TraderOrderListApi.as_view(), name="trader-orders"),
     path("traders/<int:trader_id>/resume", apis.TraderResumeApi.as_view(), name="trader-resume"),
+    path("traders/<int:trader_id>/check", apis.TraderCheckApi.as_view(), name="trader-check"),
     path(
         "executions/<int:execution_id>/approve",
         apis.ExecutionApproveApi.as_view(),

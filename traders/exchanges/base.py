@@ -40,6 +40,11 @@ class OrderRejected(ExchangeError):
     """The exchange refused the request; retrying the same request would not help."""
 
 
+class AccessRefused(OrderRejected):
+    """The exchange refused the account's key: wrong, expired, or without the rights
+    the request needs."""
+
+
 class OrderNotFound(ExchangeError):
     """No order with the given client order id exists on the exchange."""
 

@@ -30,7 +30,8 @@ recorded answers (``tests/traders/test_venues.py``).
 ccxt errors are translated: ``ccxt.OperationFailed`` (its ``NetworkError``: timeouts,
 dropped connections, 429, 5xx; and exchange codes meaning "internal error, try again",
 such as Binance's -1001) becomes ``ExchangeUnavailable``, ``ccxt.OrderNotFound``
-``OrderNotFound``, anything else (refusals, bad credentials) ``OrderRejected``. Error
+``OrderNotFound``, a refused key (``ccxt.AuthenticationError``) ``AccessRefused``,
+anything else (refusals) ``OrderRejected``. Error
 messages and ccxt's debug log of requests are scrubbed of the credentials and of request
 signatures. An API URL override (``TRADER_EXCHANGE_API_URL``) must obey the outbound
 policy (``arena.outbound``), and no redirect is followed.
@@ -51,6 +52,7 @@ from strategies.market.live import override_api_urls
 from strategies.market.symbols import from_ccxt, to_ccxt
 from traders.exchanges.base import (
     STOP_LOSS,
+    AccessRefused,
     ExchangePosition,
     ExchangeUnavailable,
     OrderNotFound,
@@ -442,6 +444,8 @@ class CcxtExchange:
             raise ExchangeUnavailable(
                 self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")
             ) from None
+        except ccxt.AuthenticationError as exc:
+            raise AccessRefused(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
         except ccxt.BaseError as exc:
             raise OrderRejected(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
 
