@@ -35,7 +35,7 @@ from arena.inputs import (
 from arena.outbound import OutboundUrlValidator
 from arena.queries import owned_or_404
 from debates.models import AIModel, OutputMode, Schedule
-from debates.providers.catalog import PROVIDERS, default_training_cutoff
+from debates.providers.catalog import PROVIDERS, capabilities_for, default_training_cutoff
 
 # Providers that need no base URL or model of their own: the catalog has defaults.
 NEEDS_OWN_ENDPOINT = frozenset({"openai_compatible"})
@@ -91,7 +91,10 @@ class AIModelInputSerializer(StrictSerializer):
             for name in ("base_url", "model_name"):
                 if not model[name]:
                     refuse(errors, name, f"Required for provider {provider}.")
-        if model["output_mode"] == OutputMode.JSON_SCHEMA and not PROVIDERS[provider].json_schema:
+        if (
+            model["output_mode"] == OutputMode.JSON_SCHEMA
+            and not capabilities_for(provider, model["model_name"]).json_schema
+        ):
             refuse(errors, "output_mode", f"Provider {provider} cannot decode under a JSON schema.")
         if errors:
             raise serializers.ValidationError(errors)
