@@ -26,6 +26,8 @@ from debates.models import (
     TokenLedger,
     Vote,
 )
+from debates.providers.capabilities import CapabilityError
+from debates.providers.capabilities import parse as parse_capabilities
 from debates.selectors import waiting_for_person
 from debates.services import debates_delete
 from debates.services.inputs import SEATING_FIELDS
@@ -207,6 +209,21 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     list_select_related = ("owner",)
     readonly_fields = ("created_at", "updated_at")
     autocomplete_fields = ("owner",)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+
+        class CapabilitiesForm(form):
+            def clean_capabilities(self) -> Any:
+                """Refuse an override the catalogue's rules refuse, naming the key."""
+                value = self.cleaned_data.get("capabilities") or {}
+                try:
+                    parse_capabilities(value)
+                except CapabilityError as error:
+                    raise forms.ValidationError(str(error)) from None
+                return value
+
+        return CapabilitiesForm
 
 
 class WaitsForPersonFilter(admin.SimpleListFilter):

@@ -220,3 +220,20 @@ def usage_count(usage: Mapping[str, Any], path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return max(0, int(value))
+
+
+def reasoning_fields(param: str, effort: str) -> dict[str, Any]:
+    """Return the request fields that ask ``effort`` through ``param`` (none for "")."""
+    if not param or not effort:
+        return {}
+    on = effort != EFFORT_OFF
+    if param == "reasoning_effort":
+        return {"reasoning_effort": effort}
+    if param == "thinking":
+        return {"thinking": {"type": "enabled" if on else "disabled"}}
+    if param == "thinking_effort":
+        fields: dict[str, Any] = {"thinking": {"type": "enabled" if on else "disabled"}}
+        return {**fields, "reasoning_effort": effort} if on else fields
+    if param == "enable_thinking":
+        return {"enable_thinking": on}
+    return {"output_config": {"effort": effort}}

@@ -85,11 +85,12 @@ def _complete_http(
         raise DeadlineExceeded(f"{config.provider}: the call deadline has already passed")
     build, parse = _WIRES[info.wire]
     model = config.effective_model
+    caps = config.effective_capabilities
     result = post_with_retries(
         provider=config.provider,
         model=model,
         wire=build(config, request),
-        parse=parse,
+        parse=lambda reply: parse(reply, caps),
         deadline=deadline,
         secrets=(config.api_key,),
         policy=policy,

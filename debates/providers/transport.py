@@ -38,7 +38,13 @@ from debates.providers.base import (
     redact,
 )
 from debates.providers.connections import deadline_scope, process_client
-from debates.providers.wire import HttpReply, ParsedAnswer, Parser, WireRequest
+from debates.providers.wire import (
+    HttpReply,
+    OutputCapExhausted,
+    ParsedAnswer,
+    Parser,
+    WireRequest,
+)
 
 logger = logging.getLogger("debates.providers")
 
@@ -273,6 +279,12 @@ def _parse(
 ) -> ParsedAnswer:
     try:
         return parse(reply)
+    except OutputCapExhausted as error:
+        # Kept whole: the caller may retry it under a larger cap.
+        error.message = f"{provider}: {error.message}"
+        error.args = (error.message,)
+        error.status, error.attempts = reply.status, attempt
+        raise
     except TerminalProviderError as error:
         raise TerminalProviderError(
             f"{provider}: {error.message}",

@@ -30,6 +30,7 @@ def test_create_a_simulated_model(api, user):
         "timeout_seconds": 60,
         "output_mode": "tagged",
         "training_cutoff": None,
+        "capabilities": {},
         "enabled": True,
     }
 
@@ -256,3 +257,41 @@ def test_delete_refuses_a_model_a_schedule_seats(api, user):
         "AI model 'M' is seated by schedule(s) Hourly; change or delete them first."
     )
     assert AIModel.objects.filter(pk=model.pk).exists()
+
+
+def test_an_ai_model_overrides_its_catalogue_capabilities(api):
+    # given
+    data = {
+        "name": "Terra",
+        "provider": "openai",
+        "api_key": "sk-test-override-0001",
+        "capabilities": {"temperature": "free", "brief_effort": "medium"},
+    }
+    # when
+    response = api.post("/api/ai-models", data, format="json")
+    # then
+    assert response.status_code == 201
+    assert AIModel.objects.get().capabilities == data["capabilities"]
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "message"),
+    [
+        ({"temperature": "hot"}, "temperature: must be"),
+        ({"reasoning": {"param": "mind", "efforts": ["low"]}}, "reasoning.param: must be"),
+        ({"brief_effort": "extreme"}, "brief_effort: must be one of the model's efforts"),
+        ({"vibes": 1}, "vibes: unknown capability"),
+    ],
+)
+def test_a_bad_capability_override_is_a_400_naming_the_field(api, capabilities, message):
+    # when
+    response = api.post(
+        "/api/ai-models",
+        {"name": "X", "provider": "openai", "capabilities": capabilities},
+        format="json",
+    )
+    # then
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["capabilities"]
+    assert message in response.json()["fields"]["capabilities"][0]
+    assert not AIModel.objects.exists()

@@ -126,7 +126,7 @@ def test_claude_sends_an_anthropic_messages_request(llm_server: FakeLLMServer) -
 
 def test_claude_caps_temperature_at_anthropics_maximum_of_1(llm_server: FakeLLMServer) -> None:
     # given
-    config = make_config(llm_server, "claude", temperature=1.5)
+    config = make_config(llm_server, "claude", model_name="claude-sonnet-4-6", temperature=1.5)
 
     # when
     complete(config, make_request(), policy=FAST_RETRIES)
@@ -163,7 +163,7 @@ def test_answer_text_usage_and_request_id_are_parsed(
     [
         ("deepseek", "deepseek-v4-flash", "prompt_cache_hit_tokens"),
         ("openai", "gpt-5-mini", "prompt_tokens_details"),
-        ("kimi", "kimi-k2-0905-preview", "prompt_tokens_details"),
+        ("kimi", "kimi-k2.6", "cached_tokens"),
         ("claude", "claude-sonnet-4-6", "cache_read_input_tokens"),
     ],
 )
