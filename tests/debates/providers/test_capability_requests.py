@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from debates.providers import complete
+from debates.providers import TerminalProviderError, complete
 from debates.providers.catalog import capabilities_for
 from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -134,3 +134,49 @@ def test_the_strict_fake_refuses_an_unknown_model_and_a_fixed_temperature(
     refused = httpx.post(url, json=fixed)
     assert refused.status_code == 400
     assert "only 1 is allowed" in refused.json()["error"]["message"]
+
+
+def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given a reasoning model that spends the 2000-token cap on reasoning once
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "openai", max_tokens=2000)
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: the second call, under four times the cap, answers
+    first, second = (request.body for request in llm_server.requests)
+    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (2000, 8000)
+    assert response.text
+    assert response.attempts == 2
+
+
+def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given a model that spends any cap on reasoning
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"), Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "grok", max_tokens=1000)
+
+    # when
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: one retry only, and the error says what was spent
+    assert len(llm_server.requests) == 2
+    assert raised.value.code == "output_cap_exhausted"
+    assert raised.value.message == (
+        "grok: the answer is empty: grok-4.3 spent the 4000-token output cap on "
+        "reasoning (4000 reasoning tokens)"
+    )
+
+
+def test_a_cap_already_at_the_models_maximum_is_not_retried(llm_server: FakeLLMServer) -> None:
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "qwen", max_tokens=32_768)
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+    assert len(llm_server.requests) == 1
+    assert "32768-token output cap" in raised.value.message
