@@ -252,3 +252,29 @@ def catalogue_price(provider: str, model_name: str) -> Price | None:
     """Return the catalogue's list price of a model, None when it does not list it."""
     entry = CATALOGUE.entry(provider, model_name)
     return entry.price if entry else None
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """Where a model stands on a day: its status, shutdown date, replacement, and the
+    warning to show ("" for an active model or one the catalogue does not list)."""
+
+    status: str
+    shutdown: date | None = None
+    replacement: str = ""
+    warning: str = ""
+
+
+def lifecycle(provider: str, model_name: str, today: date) -> Lifecycle:
+    """Return the lifecycle of a model (empty name: the provider's default) on ``today``;
+    a model the catalogue does not list counts as active."""
+    entry = model_entry(provider, model_name)
+    if entry is None:
+        return Lifecycle(status=ACTIVE)
+    status = entry.status_on(today)
+    if status == ACTIVE:
+        return Lifecycle(status=ACTIVE)
+    instead = f"; use {entry.replacement} instead" if entry.replacement else ""
+    when = "was retired" if status == RETIRED else "is deprecated and shuts down"
+    warning = f"{entry.name} {when} on {entry.shutdown}{instead}."
+    return Lifecycle(status, entry.shutdown, entry.replacement, warning)
