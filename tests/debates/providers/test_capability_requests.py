@@ -180,3 +180,34 @@ def test_a_cap_already_at_the_models_maximum_is_not_retried(llm_server: FakeLLMS
         complete(config, make_request(), policy=FAST_RETRIES)
     assert len(llm_server.requests) == 1
     assert "32768-token output cap" in raised.value.message
+
+
+def test_anthropics_529_overloaded_answer_is_retried(llm_server: FakeLLMServer) -> None:
+    # given Claude overloaded once
+    llm_server.enqueue(Reply(status=529, error_style="anthropic_overloaded"))
+    config = make_config(llm_server, "claude")
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then
+    assert response.attempts == 2
+    assert llm_server.stats()["by_status"] == {"529": 1, "200": 1}
+
+
+def test_geminis_list_wrapped_error_gives_its_message_to_the_log(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given Gemini refusing a request with its list-wrapped error body
+    llm_server.enqueue(
+        Reply.error(400, "Invalid reasoning_effort: minimal", error_style="gemini_list")
+    )
+    config = make_config(llm_server, "gemini")
+
+    # when
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: the provider's words reach the log, not the message
+    assert raised.value.upstream == "Invalid reasoning_effort: minimal"
+    assert raised.value.message == "gemini returned HTTP 400: the provider refused the request"
