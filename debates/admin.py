@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from arena.admin import OutboundUrlAdminMixin, SecretAdminMixin, masked_key
@@ -26,6 +27,9 @@ from debates.models import (
     TokenLedger,
     Vote,
 )
+from debates.providers.capabilities import CapabilityError
+from debates.providers.capabilities import parse as parse_capabilities
+from debates.providers.catalog import lifecycle
 from debates.selectors import waiting_for_person
 from debates.services import debates_delete
 from debates.services.inputs import SEATING_FIELDS
@@ -198,6 +202,7 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
         "model_name",
         masked_key,
         "enabled",
+        "catalogue_warning",
         "training_cutoff",
         "timeout_seconds",
         "created_at",
@@ -205,8 +210,30 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     list_filter = ("provider", "enabled")
     search_fields = ("name", "model_name", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = ("created_at", "updated_at")
+    readonly_fields = ("catalogue_warning", "created_at", "updated_at")
     autocomplete_fields = ("owner",)
+
+    @admin.display(description="catalogue")
+    def catalogue_warning(self, obj: AIModel) -> str:
+        """Show the catalogue's warning for a deprecated or retired model, else "-"."""
+        if obj.pk is None:
+            return "-"
+        return lifecycle(obj.provider, obj.model_name, timezone.localdate()).warning or "-"
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+
+        class CapabilitiesForm(form):
+            def clean_capabilities(self) -> Any:
+                """Refuse an override the catalogue's rules refuse, naming the key."""
+                value = self.cleaned_data.get("capabilities") or {}
+                try:
+                    parse_capabilities(value)
+                except CapabilityError as error:
+                    raise forms.ValidationError(str(error)) from None
+                return value
+
+        return CapabilitiesForm
 
 
 class WaitsForPersonFilter(admin.SimpleListFilter):

@@ -60,6 +60,13 @@ class AIModel(models.Model):
         help_text="The last day of the model's training data (the catalogue's default for "
         "the known models; none for simulated). A backtest starting earlier is contaminated.",
     )
+    capabilities = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Overrides of the catalogue's capabilities of the model (the keys of "
+        "debates/providers/catalogue.toml: temperature, reasoning, turn_effort, "
+        "brief_effort, json_schema, output_cap_param, max_output, usage, temperature_max).",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -6,13 +6,17 @@ never more than a quarter of the key; see ``arena.fields.mask_secret``) and ``ha
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
+from django.utils import timezone
 from rest_framework import serializers
 
 from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import shown_fields
 from debates.models import AIModel
-from debates.providers.catalog import PROVIDERS
+from debates.providers.catalog import PROVIDERS, lifecycle
 from debates.services.ai_models import (
     AIModelInputSerializer,
     ai_model_create,
@@ -28,6 +32,10 @@ class AIModelSerializer(serializers.ModelSerializer):
     simulated = serializers.SerializerMethodField()
     api_key_masked = serializers.SerializerMethodField()
     has_api_key = serializers.SerializerMethodField()
+    catalogue = serializers.SerializerMethodField(
+        help_text="The model's standing in the catalogue today: status (active, deprecated, "
+        "retired), shutdown date, replacement, and the warning to show."
+    )
 
     class Meta:
         model = AIModel
@@ -38,6 +46,7 @@ class AIModelSerializer(serializers.ModelSerializer):
             "simulated",
             "api_key_masked",
             "has_api_key",
+            "catalogue",
             "created_at",
             "updated_at",
         ]
@@ -54,6 +63,10 @@ class AIModelSerializer(serializers.ModelSerializer):
 
     def get_has_api_key(self, obj: AIModel) -> bool:
         return bool(obj.api_key)
+
+    def get_catalogue(self, obj: AIModel) -> dict[str, Any]:
+        stands = lifecycle(obj.provider, obj.model_name, timezone.localdate())
+        return {**dataclasses.asdict(stands), "shutdown": stands.shutdown}
 
 
 AI_MODELS = Resource(

@@ -1,8 +1,10 @@
 """The Anthropic messages wire format (provider ``claude``).
 
 ``POST {base}/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``; the
-system prompt is a top-level field and ``max_tokens`` is required. Anthropic accepts a
-temperature from 0 to 1, so a configured value above 1 is sent as 1. The system
+system prompt is a top-level field and ``max_tokens`` is required. A temperature is
+sent only to a model that takes one, cut to its maximum (1 for Claude), and the
+reasoning effort of the call's kind through ``output_config.effort`` where the model
+has that control (``capabilities``). The system
 prompt, which holds what every turn of a debate shares (``debates.engine.prompts``), is
 marked for Anthropic's prompt cache; the answer's usage says how many input tokens were
 read from the cache and how many written to it.
@@ -14,6 +16,7 @@ from typing import Any
 
 from debates.providers import wire
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
+from debates.providers.capabilities import Capabilities, reasoning_fields
 
 ANTHROPIC_VERSION = "2023-06-01"
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
@@ -24,6 +27,7 @@ _INPUT_TOKENS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
 
 def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
     """Return the messages-API request for ``request`` under ``config``."""
+    caps = config.effective_capabilities
     body: dict[str, Any] = {
         "model": config.effective_model,
         "system": [
@@ -31,8 +35,10 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireReq
         ],
         "messages": [{"role": "user", "content": request.user}],
         "max_tokens": config.max_tokens,
-        "temperature": min(1.0, max(0.0, config.temperature)),
     }
+    if caps.sends_temperature():
+        body["temperature"] = min(caps.temperature_max, max(0.0, config.temperature))
+    body.update(reasoning_fields(caps.reasoning_param, caps.effort_for(request.kind)))
     headers = {
         "Accept": "application/json",
         "x-api-key": config.api_key,
@@ -41,15 +47,20 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireReq
     return wire.WireRequest(url=f"{config.effective_base_url}/messages", headers=headers, body=body)
 
 
-def parse_reply(reply: wire.HttpReply) -> wire.ParsedAnswer:
-    """Return the joined text blocks, token usage and request id of a messages reply."""
+def parse_reply(reply: wire.HttpReply, caps: Capabilities | None = None) -> wire.ParsedAnswer:
+    """Return the joined text blocks, token usage and request id of a messages reply.
+
+    Anthropic counts thinking in ``output_tokens`` and reports no figure of its own for
+    it, so an empty answer cut at the cap reports 0 reasoning tokens.
+    """
     data = wire.load_json_object(reply.body)
     if data.get("type") == "error":
         raise TerminalProviderError("answer is an error object", code=wire.MALFORMED)
     stop = str(data.get("stop_reason") or "")
-    text = wire.answer_text(
-        _text_blocks(data.get("content")), f"answer has no text (stop_reason={stop or 'none'})"
-    )
+    blocks = _text_blocks(data.get("content"))
+    if _STOP_REASONS.get(stop) == "length" and not blocks.strip():
+        raise wire.OutputCapExhausted(reasoning_tokens=0)
+    text = wire.answer_text(blocks, f"answer has no text (stop_reason={stop or 'none'})")
     usage = wire.usage_of(data)
     return wire.ParsedAnswer(
         text=text,

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from debates.providers.catalog import PROVIDERS
+from debates.providers.capabilities import Capabilities
+from debates.providers.catalog import PROVIDERS, capabilities_for
 
 REQUEST_KINDS = ("turn", "vote", "judge_summary", "judge_scores")
 JUDGE_KINDS = ("judge_summary", "judge_scores")
@@ -26,7 +27,8 @@ class ProviderConfig:
     ``catalog.PROVIDERS``). ``timeout_s`` is the whole call's deadline, retries included.
     ``output_mode`` is the form of the output contract the model is asked for
     (``debates.engine.contract``): ``json_schema`` has the server decode under the
-    contract's JSON schema.
+    contract's JSON schema. ``capabilities`` are what the model accepts and reports
+    (``capabilities.Capabilities``); None means the catalogue's for the model.
     """
 
     provider: str
@@ -37,6 +39,7 @@ class ProviderConfig:
     max_tokens: int = 2000
     timeout_s: float = 60.0
     output_mode: str = "tagged"
+    capabilities: Capabilities | None = None
 
     def __repr__(self) -> str:
         key = "'***'" if self.api_key else "''"
@@ -59,6 +62,14 @@ class ProviderConfig:
         """Return the model name to send: the configured one, else the provider's default."""
         info = PROVIDERS.get(self.provider)
         return self.model_name or (info.default_model if info else "")
+
+    @property
+    def effective_capabilities(self) -> Capabilities:
+        """Return the capabilities requests are built from: the configured ones, else
+        the catalogue's for the model."""
+        if self.capabilities is not None:
+            return self.capabilities
+        return capabilities_for(self.provider, self.effective_model)
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,8 @@ class ModelResponse:
     ``prompt_tokens`` counts every input token; ``cached_input_tokens`` of them were
     served from the provider's prompt cache and ``cache_write_tokens`` were written to
     it (Anthropic bills both at their own prices), as the provider reported.
+    ``completion_tokens`` counts every output token billed; ``reasoning_tokens`` of them
+    were spent reasoning, where the provider says.
     """
 
     text: str
@@ -115,6 +128,7 @@ class ModelResponse:
     cached: bool = False
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class ProviderError(Exception):

@@ -1,48 +1,43 @@
 """The OpenAI chat-completions wire format (DeepSeek, Qwen, OpenAI, Gemini, Grok, Kimi, ...).
 
 ``POST {base}/chat/completions`` with ``Authorization: Bearer <key>``, a system and a
-user message, ``temperature`` and the output cap; the input tokens the provider's
-prompt cache served are read from the answer's usage (``cached_input_tokens``). OpenAI
-itself takes ``max_completion_tokens`` (``max_tokens`` is refused by its reasoning
-models) and its reasoning models (o1/o3/o4, gpt-5, gpt-5-mini, gpt-5-nano, gpt-5*-pro)
-accept only the default temperature, so none is sent to them; gpt-5.1 and later reason
-only on request and keep ``temperature``. A model whose output mode is ``json_schema`` is
-asked for structured output (``response_format``), under the contract's schema.
+user message and the output cap. What else a request carries comes from the model's
+capabilities (``capabilities.Capabilities``, from the catalogue or the AI model's
+override), never from its name: a temperature only where the model takes one, the
+output cap under the parameter it takes (OpenAI: ``max_completion_tokens``), the
+reasoning effort of the call's kind through the model's own control, and structured
+output (``response_format``) under the contract's schema for a model whose output mode
+is ``json_schema``. The usage fields that carry cached and reasoning tokens differ by
+provider and are read where the capabilities say.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from debates.engine.contract import JSON_SCHEMA, decision_schema
 from debates.engine.judge import scores_schema, summary_schema
 from debates.providers import wire
 from debates.providers.base import ModelRequest, ProviderConfig, TerminalProviderError
+from debates.providers.capabilities import Capabilities, reasoning_fields, usage_count
 
-_OPENAI_FIXED_TEMPERATURE = re.compile(
-    r"^(o[134](-.*)?|gpt-5(-mini|-nano|-pro)?(-\d{4}-\d{2}-\d{2})?|gpt-5.*-pro.*)$"
-)
 _FINISH_REASONS = {"stop": "stop", "length": "length", "max_tokens": "length"}
 
 
 def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
     """Return the chat-completions request for ``request`` under ``config``."""
-    model = config.effective_model
+    caps = config.effective_capabilities
     body: dict[str, Any] = {
-        "model": model,
+        "model": config.effective_model,
         "messages": [
             {"role": "system", "content": request.system},
             {"role": "user", "content": request.user},
         ],
+        caps.output_cap_param: config.max_tokens,
     }
-    if config.provider == "openai":
-        body["max_completion_tokens"] = config.max_tokens
-        if not _OPENAI_FIXED_TEMPERATURE.match(model.lower()):
-            body["temperature"] = config.temperature
-    else:
-        body["max_tokens"] = config.max_tokens
-        body["temperature"] = config.temperature
+    if caps.sends_temperature():
+        body["temperature"] = min(config.temperature, caps.temperature_max)
+    body.update(reasoning_fields(caps.reasoning_param, caps.effort_for(request.kind)))
     if config.output_mode == JSON_SCHEMA:
         body["response_format"] = {
             "type": "json_schema",
@@ -69,24 +64,39 @@ def answer_schema(request: ModelRequest) -> dict[str, Any]:
     return decision_schema(request.symbols)
 
 
-def parse_reply(reply: wire.HttpReply) -> wire.ParsedAnswer:
-    """Return the answer text, token usage and request id of a chat-completions reply."""
+def parse_reply(reply: wire.HttpReply, caps: Capabilities | None = None) -> wire.ParsedAnswer:
+    """Return the answer text, token usage and request id of a chat-completions reply,
+    the usage read where ``caps`` say (the generic OpenAI fields without them).
+
+    ``completion_tokens`` counts every output token billed, reasoning included: where
+    the provider reports reasoning apart (xAI), the two are added.
+    """
+    caps = caps or Capabilities(
+        cached_usage="prompt_tokens_details.cached_tokens",
+        reasoning_usage="completion_tokens_details.reasoning_tokens",
+    )
     data = wire.load_json_object(reply.body)
     choice = _first_choice(data)
-    finish = str(choice.get("finish_reason") or "")
-    text = wire.answer_text(
-        _message_text(choice.get("message")),
-        f"answer has no content (finish_reason={finish or 'none'})",
-    )
+    finish = _FINISH_REASONS.get(str(choice.get("finish_reason") or ""), "")
+    finish = finish or str(choice.get("finish_reason") or "")
     usage = wire.usage_of(data)
+    reasoning = usage_count(usage, caps.reasoning_usage)
+    completion = wire.as_count(usage.get("completion_tokens"))
+    if not caps.reasoning_in_completion:
+        completion += reasoning
+    text = _message_text(choice.get("message"))
+    if finish == "length" and not (isinstance(text, str) and text.strip()):
+        raise wire.OutputCapExhausted(reasoning_tokens=reasoning)
+    text = wire.answer_text(text, f"answer has no content (finish_reason={finish or 'none'})")
     prompt_tokens = wire.as_count(usage.get("prompt_tokens"))
     return wire.ParsedAnswer(
         text=text,
         prompt_tokens=prompt_tokens,
-        completion_tokens=wire.as_count(usage.get("completion_tokens")),
+        completion_tokens=completion,
         request_id=wire.request_id(data, reply, "x-request-id"),
-        finish_reason=_FINISH_REASONS.get(finish, finish),
-        cached_input_tokens=min(prompt_tokens, cached_input_tokens(usage)),
+        finish_reason=finish,
+        cached_input_tokens=min(prompt_tokens, usage_count(usage, caps.cached_usage)),
+        reasoning_tokens=reasoning,
     )
 
 
@@ -104,14 +114,3 @@ def _message_text(message: object) -> object:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content
-
-
-def cached_input_tokens(usage: dict[str, Any]) -> int:
-    """Return the input tokens a chat-completions answer says its prompt cache served.
-
-    DeepSeek reports them as ``prompt_cache_hit_tokens``; OpenAI, and the servers that
-    follow it (Qwen, Gemini, Grok, Kimi), as ``prompt_tokens_details.cached_tokens``.
-    """
-    details = usage.get("prompt_tokens_details")
-    detailed = wire.as_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return max(detailed, wire.as_count(usage.get("prompt_cache_hit_tokens")))

@@ -2,10 +2,10 @@
 
 Providers bill input and output tokens at separate prices, and the input their prompt
 cache serves at a lower one (Anthropic also bills writing to its cache, above the input
-price). ``DEFAULT_PRICES`` are the list prices of the catalogue's default models when
-this table was written, in USD per million tokens; the stored price table
-(``debates.models.ModelPrice``) starts from them and an operator edits it in the admin.
-The simulated model and answers from the model-call cache cost nothing. No Django here.
+price). The list prices of the models the catalogue knows are in ``catalogue.toml``
+(``catalog.ModelEntry.price``); the stored price table (``debates.models.ModelPrice``),
+which an operator edits in the admin, overrides them. The simulated model and answers
+from the model-call cache cost nothing. No Django here.
 """
 
 from __future__ import annotations
@@ -31,19 +31,6 @@ class Price(NamedTuple):
 
 
 FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
-
-DEFAULT_PRICES: dict[tuple[str, str], Price] = {
-    ("deepseek", "deepseek-v4-flash"): Price(Decimal("0.28"), Decimal("0.028"), Decimal("0.42")),
-    ("qwen", "qwen-plus"): Price(Decimal("0.40"), Decimal("0.08"), Decimal("1.20")),
-    ("openai", "gpt-5-mini"): Price(Decimal("0.25"), Decimal("0.025"), Decimal("2.00")),
-    ("claude", "claude-sonnet-4-6"): Price(
-        Decimal("3.00"), Decimal("0.30"), Decimal("15.00"), Decimal("3.75")
-    ),
-    ("gemini", "gemini-2.5-flash"): Price(Decimal("0.30"), Decimal("0.03"), Decimal("2.50")),
-    ("grok", "grok-4"): Price(Decimal("3.00"), Decimal("0.75"), Decimal("15.00")),
-    ("kimi", "kimi-k2-0905-preview"): Price(Decimal("0.60"), Decimal("0.15"), Decimal("2.50")),
-    ("simulated", ""): FREE,
-}
 
 
 def call_cost(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from debates.providers import anthropic, openai_compat
+from debates.providers import anthropic, openai_compat, wire
 from debates.providers.base import (
     DeadlineExceeded,
     ModelRequest,
@@ -29,11 +29,15 @@ from debates.providers.catalog import (
 )
 from debates.providers.simulated import complete_simulated
 from debates.providers.transport import DEFAULT_POLICY, RetryPolicy, post_with_retries
+from debates.providers.wire import OutputCapExhausted
 
 __all__ = ["PROVIDERS", "ProviderInfo", "call_deadline", "complete"]
 
 # Keyless servers are normal behind openai_compatible (a local Ollama or vLLM).
 _KEY_OPTIONAL = frozenset({"openai_compatible", "simulated"})
+
+RETRY_CAP_FACTOR = 4
+"""How much larger the output cap of the retry of an answer the cap cut empty is."""
 
 _WIRES = {
     WIRE_OPENAI: (openai_compat.build_request, openai_compat.parse_reply),
@@ -81,15 +85,64 @@ def _complete_http(
     deadline: float,
     policy: RetryPolicy,
 ) -> ModelResponse:
+    """Make the call; an empty answer cut at the output cap (the model reasoned it all
+    away) is asked once more under a larger cap, then fails naming both figures."""
+    try:
+        return _post(config, request, info, deadline, policy)
+    except OutputCapExhausted as first:
+        cap = config.max_tokens
+        larger = retry_cap(cap, config.effective_capabilities.max_output)
+        if larger is None:
+            raise _exhausted(config, first, cap) from None
+        try:
+            response = _post(
+                dataclasses.replace(config, max_tokens=larger), request, info, deadline, policy
+            )
+        except OutputCapExhausted as second:
+            second.attempts += first.attempts
+            raise _exhausted(config, second, larger) from None
+        return dataclasses.replace(response, attempts=response.attempts + first.attempts)
+
+
+def retry_cap(cap: int, max_output: int | None) -> int | None:
+    """Return the output cap of the one retry of an answer the cap cut empty:
+    ``RETRY_CAP_FACTOR`` times larger, within the model's own maximum; None when the
+    cap is already at that maximum."""
+    larger = cap * RETRY_CAP_FACTOR
+    if max_output is not None:
+        larger = min(larger, max_output)
+    return larger if larger > cap else None
+
+
+def _exhausted(
+    config: ProviderConfig, error: OutputCapExhausted, cap: int
+) -> TerminalProviderError:
+    return TerminalProviderError(
+        f"{config.provider}: the answer is empty: {config.effective_model} spent the "
+        f"{cap}-token output cap on reasoning ({error.reasoning_tokens} reasoning tokens)",
+        code=wire.OUTPUT_CAP_EXHAUSTED,
+        status=error.status,
+        attempts=error.attempts,
+    )
+
+
+def _post(
+    config: ProviderConfig,
+    request: ModelRequest,
+    info: ProviderInfo,
+    deadline: float,
+    policy: RetryPolicy,
+) -> ModelResponse:
     if deadline <= time.monotonic():
         raise DeadlineExceeded(f"{config.provider}: the call deadline has already passed")
     build, parse = _WIRES[info.wire]
     model = config.effective_model
+    caps = config.effective_capabilities
     result = post_with_retries(
         provider=config.provider,
         model=model,
         wire=build(config, request),
-        parse=parse,
+        parse=lambda reply: parse(reply, caps),
         deadline=deadline,
         secrets=(config.api_key,),
         policy=policy,

@@ -38,7 +38,13 @@ from debates.providers.base import (
     redact,
 )
 from debates.providers.connections import deadline_scope, process_client
-from debates.providers.wire import HttpReply, ParsedAnswer, Parser, WireRequest
+from debates.providers.wire import (
+    HttpReply,
+    OutputCapExhausted,
+    ParsedAnswer,
+    Parser,
+    WireRequest,
+)
 
 logger = logging.getLogger("debates.providers")
 
@@ -273,6 +279,12 @@ def _parse(
 ) -> ParsedAnswer:
     try:
         return parse(reply)
+    except OutputCapExhausted as error:
+        # Kept whole: the caller may retry it under a larger cap.
+        error.message = f"{provider}: {error.message}"
+        error.args = (error.message,)
+        error.status, error.attempts = reply.status, attempt
+        raise
     except TerminalProviderError as error:
         raise TerminalProviderError(
             f"{provider}: {error.message}",
@@ -284,12 +296,16 @@ def _parse(
 
 
 def _error_detail(body: bytes) -> str:
-    """Return the provider's own error message, or the start of the body, shortened."""
+    """Return the provider's own error message (also from Gemini's list-wrapped error
+    body), or the start of the body, shortened."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
         data = json.loads(text)
     except ValueError:
         data = None
+    # Gemini's endpoints wrap the error object in a list: [{"error": {...}}].
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        data = data[0]
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -17,6 +17,7 @@ import httpx
 from debates.providers.base import TerminalProviderError
 
 MALFORMED = "malformed_response"
+OUTPUT_CAP_EXHAUSTED = "output_cap_exhausted"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,26 @@ class ParsedAnswer:
     finish_reason: str
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class OutputCapExhausted(TerminalProviderError):
+    """An empty answer cut at the output cap: the model spent the cap on reasoning.
+
+    ``reasoning_tokens`` is what the provider reported spending on it (0 when it does
+    not say); ``cap`` the output cap of the call, when known.
+    """
+
+    def __init__(self, *, reasoning_tokens: int, cap: int | None = None, attempts: int = 0):
+        self.reasoning_tokens = reasoning_tokens
+        self.cap = cap
+        spent = f"{cap}-token output cap" if cap else "output cap"
+        super().__init__(
+            f"the answer is empty: the model spent the {spent} "
+            f"({reasoning_tokens} reasoning tokens) before answering",
+            code=OUTPUT_CAP_EXHAUSTED,
+            attempts=attempts,
+        )
 
 
 Parser = Callable[[HttpReply], ParsedAnswer]

@@ -35,7 +35,8 @@ from arena.inputs import (
 from arena.outbound import OutboundUrlValidator
 from arena.queries import owned_or_404
 from debates.models import AIModel, OutputMode, Schedule
-from debates.providers.catalog import PROVIDERS, default_training_cutoff
+from debates.providers.capabilities import CapabilityError, parse
+from debates.providers.catalog import PROVIDERS, capabilities_for, default_training_cutoff
 
 # Providers that need no base URL or model of their own: the catalog has defaults.
 NEEDS_OWN_ENDPOINT = frozenset({"openai_compatible"})
@@ -81,7 +82,24 @@ class AIModelInputSerializer(StrictSerializer):
         help_text="The last day of the model's training data; default: the catalogue's, "
         "for the models it knows.",
     )
+    capabilities = serializers.JSONField(
+        required=False,
+        help_text="Overrides of the catalogue's capabilities of the model, in the catalogue's "
+        'form: {"temperature": "free" | "absent" | 1.0, "reasoning": {"param", "efforts", '
+        '"default"}, "turn_effort", "brief_effort", "json_schema", "output_cap_param", '
+        '"max_output", "usage": {"cached", "reasoning", "reasoning_in_completion"}}.',
+    )
     enabled = StrictBooleanField(required=False)
+
+    def validate_capabilities(self, value: object) -> dict[str, Any]:
+        """Refuse an override the catalogue's rules refuse, naming the key at fault."""
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be an object.")
+        try:
+            parse(value)
+        except CapabilityError as error:
+            raise serializers.ValidationError(str(error)) from None
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Refuse a provider without the endpoint or the output mode it needs."""
@@ -91,8 +109,16 @@ class AIModelInputSerializer(StrictSerializer):
             for name in ("base_url", "model_name"):
                 if not model[name]:
                     refuse(errors, name, f"Required for provider {provider}.")
-        if model["output_mode"] == OutputMode.JSON_SCHEMA and not PROVIDERS[provider].json_schema:
+        caps = capabilities_for(provider, model["model_name"]).merged(model["capabilities"])
+        if model["output_mode"] == OutputMode.JSON_SCHEMA and not caps.json_schema:
             refuse(errors, "output_mode", f"Provider {provider} cannot decode under a JSON schema.")
+        if caps.unknown_effort():
+            refuse(
+                errors,
+                "capabilities",
+                f"{caps.unknown_effort()}: must be one of the model's efforts "
+                f"({', '.join(caps.efforts) or 'none'}).",
+            )
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

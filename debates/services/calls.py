@@ -10,6 +10,7 @@ from typing import Any
 from debates.claims import StepDeferred, StepHandedOver, claim_ttl_s
 from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
+from debates.providers.catalog import capabilities_for
 from debates.providers.registry import complete
 from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
 from debates.services.answers import answer_cached, answer_store, call_fingerprint
@@ -77,11 +78,14 @@ CONFIG_COLUMNS = (
     "max_tokens",
     "timeout_seconds",
     "output_mode",
+    "capabilities",
 )
 
 
 def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
-    """Return the provider configuration of a stored AI model from its ``CONFIG_COLUMNS``."""
+    """Return the provider configuration of a stored AI model from its ``CONFIG_COLUMNS``:
+    its capabilities are the catalogue's with the model's own override laid over."""
+    caps = capabilities_for(columns["provider"], columns["model_name"])
     return ProviderConfig(
         provider=columns["provider"],
         model_name=columns["model_name"],
@@ -91,6 +95,7 @@ def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
         max_tokens=columns["max_tokens"],
         timeout_s=float(columns["timeout_seconds"]),
         output_mode=columns["output_mode"],
+        capabilities=caps.merged(columns.get("capabilities")),
     )
 
 

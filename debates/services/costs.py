@@ -1,5 +1,6 @@
 """The cost of a model call under the stored price table (``ModelPrice``).
 
+A model the table does not price costs the catalogue's list price (``catalogue.toml``).
 Each process reads the whole table at most once a minute (``PRICE_TABLE_TTL_S``) rather
 than once a call: a price changed in the admin applies to every call made from a minute
 later on.
@@ -13,6 +14,7 @@ from decimal import Decimal
 
 from debates.models import ModelPrice
 from debates.providers.base import ModelResponse
+from debates.providers.catalog import catalogue_price
 from debates.providers.pricing import FREE, Price, call_cost
 
 PRICE_TABLE_TTL_S = 60.0
@@ -40,10 +42,14 @@ def prices_forget() -> None:
 
 
 def price_for(*, provider: str, model: str) -> Price:
-    """Return the price of ``model`` of ``provider``: its own row, else the provider's
-    row for any model, else no cost at all."""
+    """Return the price of ``model`` of ``provider``: its own row, else the catalogue's
+    list price, else the provider's row for any model, else no cost at all."""
     table = _prices()
-    return table.get((provider, model)) or table.get((provider, ""), FREE)
+    return (
+        table.get((provider, model))
+        or catalogue_price(provider, model)
+        or table.get((provider, ""), FREE)
+    )
 
 
 def response_cost(response: ModelResponse) -> Decimal:

@@ -18,8 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
 from debates.engine.personalities import PERSONALITIES
 from debates.models import AIModel, DebateMode, SeatKind
+from debates.providers.catalog import RETIRED, lifecycle
 
 JUDGE = "judge"
 BULLISH = frozenset({"bull", "contrarian"})
@@ -48,7 +51,8 @@ class SeatPlan:
 
 
 def model_refusal(model: AIModel | None, given: Any) -> str | None:
-    """Return why ``model`` (looked up from ``given``) cannot take a seat, or None."""
+    """Return why ``model`` (looked up from ``given``) cannot take a seat, or None: it
+    does not exist, is disabled, lacks its key, or its provider has retired it."""
     from debates.services.lifecycle import KEYLESS_PROVIDERS
 
     if model is None:
@@ -57,6 +61,9 @@ def model_refusal(model: AIModel | None, given: Any) -> str | None:
         return f"AI model {model.name!r} is disabled."
     if model.provider not in KEYLESS_PROVIDERS and not model.api_key:
         return f"AI model {model.name!r} has no API key."
+    stands = lifecycle(model.provider, model.model_name, timezone.localdate())
+    if stands.status == RETIRED:
+        return f"AI model {model.name!r}: {stands.warning}"
     return None
 
 

@@ -89,7 +89,11 @@ def seeded(user) -> dict[str, Any]:
             AIModelFactory(owner=user, name="Sim B"),
         ],
         "keyed_model": AIModelFactory(
-            owner=user, name="Keyed", provider="openai", model_name="gpt-5-mini", api_key=MODEL_KEY
+            owner=user,
+            name="Keyed",
+            provider="openai",
+            model_name="gpt-6.1-terra",
+            api_key=MODEL_KEY,
         ),
         "trader": TraderFactory(owner=user, name="Paper"),
         "real_trader": TraderFactory(

@@ -1,9 +1,12 @@
 """AI model configurations over the API: the key is write-only and shown masked."""
 
-import pytest
+from datetime import date
 
-from debates.models import AIModel
-from tests.api.conftest import MODEL_KEY, refusal
+import pytest
+from django.utils import timezone
+
+from debates.models import AIModel, Debate
+from tests.api.conftest import MODEL_KEY, debate_body, refusal
 from tests.debates.factories import AIModelFactory, ParticipantFactory, ScheduleFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,6 +33,8 @@ def test_create_a_simulated_model(api, user):
         "timeout_seconds": 60,
         "output_mode": "tagged",
         "training_cutoff": None,
+        "capabilities": {},
+        "catalogue": {"status": "active", "shutdown": None, "replacement": "", "warning": ""},
         "enabled": True,
     }
 
@@ -256,3 +261,78 @@ def test_delete_refuses_a_model_a_schedule_seats(api, user):
         "AI model 'M' is seated by schedule(s) Hourly; change or delete them first."
     )
     assert AIModel.objects.filter(pk=model.pk).exists()
+
+
+def test_an_ai_model_overrides_its_catalogue_capabilities(api):
+    # given
+    data = {
+        "name": "Terra",
+        "provider": "openai",
+        "api_key": "sk-test-override-0001",
+        "capabilities": {"temperature": "free", "brief_effort": "medium"},
+    }
+    # when
+    response = api.post("/api/ai-models", data, format="json")
+    # then
+    assert response.status_code == 201
+    assert AIModel.objects.get().capabilities == data["capabilities"]
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "message"),
+    [
+        ({"temperature": "hot"}, "temperature: must be"),
+        ({"reasoning": {"param": "mind", "efforts": ["low"]}}, "reasoning.param: must be"),
+        ({"brief_effort": "extreme"}, "brief_effort: must be one of the model's efforts"),
+        ({"vibes": 1}, "vibes: unknown capability"),
+    ],
+)
+def test_a_bad_capability_override_is_a_400_naming_the_field(api, capabilities, message):
+    # when
+    response = api.post(
+        "/api/ai-models",
+        {"name": "X", "provider": "openai", "capabilities": capabilities},
+        format="json",
+    )
+    # then
+    assert response.status_code == 400
+    assert list(response.json()["fields"]) == ["capabilities"]
+    assert message in response.json()["fields"]["capabilities"][0]
+    assert not AIModel.objects.exists()
+
+
+def test_a_deprecated_model_shows_its_warning(api, user):
+    # given gpt-5-mini, deprecated with a shutdown on 2026-12-11
+    model = AIModelFactory(owner=user, provider="openai", model_name="gpt-5-mini")
+    # when
+    body = api.get(f"/api/ai-models/{model.pk}").json()
+    # then (until the shutdown; from it the model is retired)
+    today = timezone.localdate()
+    status = "deprecated" if today < date(2026, 12, 11) else "retired"
+    assert body["catalogue"]["status"] == status
+    assert body["catalogue"]["shutdown"] == "2026-12-11"
+    assert body["catalogue"]["replacement"] == "gpt-6.1-terra"
+    assert "use gpt-6.1-terra instead" in body["catalogue"]["warning"]
+
+
+def test_a_retired_model_cannot_be_seated_in_a_new_debate(api, user, seeded):
+    # given an AI model on Kimi's discontinued kimi-k2-0905-preview
+    model = AIModelFactory(
+        owner=user, provider="kimi", model_name="kimi-k2-0905-preview", api_key="sk-kimi-0001"
+    )
+    seats = [
+        {"ai_model": model.pk, "personality": "bull"},
+        {"ai_model": model.pk, "personality": "bear"},
+    ]
+    # when
+    response = api.post("/api/debates", debate_body(seeded, participants=seats), format="json")
+    # then
+    assert response.status_code == 400
+    why = (
+        f"AI model {model.name!r}: kimi-k2-0905-preview was retired on 2026-05-25; "
+        "use kimi-k2.6 instead."
+    )
+    assert response.json() == refusal(
+        {"participants[0].ai_model": [why], "participants[1].ai_model": [why]}
+    )
+    assert not Debate.objects.exists()

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.debates.factories import DebateFactory, MessageFactory, ParticipantFactory
+from tests.debates.factories import (
+    AIModelFactory,
+    DebateFactory,
+    MessageFactory,
+    ParticipantFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +75,31 @@ def test_the_admin_index_names_strategies_in_the_plural(client, staff_user):
     html = client.get("/admin/").content.decode()
     assert ">Strategies<" in html
     assert "Strategys" not in html
+
+
+def test_the_ai_model_list_and_page_warn_of_a_retired_model(client, staff_user):
+    # given an AI model on grok-4, past its shutdown
+    model = AIModelFactory(owner=staff_user, provider="grok", model_name="grok-4")
+    client.force_login(staff_user)
+    warning = "grok-4-0709 was retired on 2026-05-15; use grok-4.3 instead."
+    # when / then
+    listing = client.get("/admin/debates/aimodel/").content.decode()
+    assert f'<td class="field-catalogue_warning">{warning}</td>' in listing
+    page = client.get(f"/admin/debates/aimodel/{model.pk}/change/").content.decode()
+    assert warning in page
+
+
+def test_the_admin_refuses_a_bad_capability_override_naming_the_key(client, staff_user):
+    # given
+    model = AIModelFactory(owner=staff_user)
+    client.force_login(staff_user)
+    form = client.get(f"/admin/debates/aimodel/{model.pk}/change/").context["adminform"].form
+    data = {name: form[name].value() or "" for name in form.fields}
+    data.update(owner=staff_user.pk, capabilities='{"temperature": "hot"}')
+    # when
+    response = client.post(f"/admin/debates/aimodel/{model.pk}/change/", data)
+    # then
+    assert response.status_code == 200
+    assert "temperature: must be" in response.content.decode()
+    model.refresh_from_db()
+    assert model.capabilities == {}

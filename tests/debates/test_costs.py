@@ -67,6 +67,15 @@ def test_the_catalogue_models_have_default_prices_and_the_simulated_model_is_fre
     assert price_for(provider="simulated", model="simulated-v1").output == Decimal(0)
 
 
+def test_a_catalogue_model_without_its_own_row_costs_its_catalogue_list_price() -> None:
+    # given no stored row for OpenAI's default model
+    assert not ModelPrice.objects.filter(provider="openai", model_name="gpt-6.1-terra").exists()
+    # when / then: the catalogue's list price, not nothing
+    assert price_for(provider="openai", model="gpt-6.1-terra") == Price(
+        Decimal("1.00"), Decimal("0.05"), Decimal("5.00"), Decimal("1.25")
+    )
+
+
 def test_a_model_without_its_own_row_takes_its_providers_row_else_costs_nothing() -> None:
     # given a provider-wide row for openai_compatible and a row for one model
     ModelPrice.objects.create(provider="openai_compatible", model_name="", **FAKE_PRICE)

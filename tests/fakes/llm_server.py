@@ -10,10 +10,16 @@ reply of the *queue*, else the default reply: a valid contract answer for the ca
 coins (``...USDT`` symbols) found in the prompt. A reply can carry a fault: HTTP
 errors (429 with ``Retry-After``, 500, 401 echoing the key, ...), ``hang``, ``reset``,
 ``malformed``, ``truncated`` (answer cut, finish reason ``length``), ``truncated_body``,
-``trickle`` (one byte at a time) and ``empty``. A reply's scripted usage can say how many
-input tokens the prompt cache served (``cached_tokens``), in each provider's own field:
-DeepSeek's ``prompt_cache_hit_tokens`` for a ``deepseek...`` model, else OpenAI's
-``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``.
+``trickle`` (one byte at a time), ``empty`` and ``reasoning_exhausted`` (the output cap
+spent on reasoning: empty content, finish reason ``length``). A reply's scripted usage
+can say how many input tokens the prompt cache served (``cached_tokens``) and how many
+output tokens went to reasoning (``reasoning_tokens``), in the fields the model's
+provider uses according to the catalogue (``llm_catalogue``): DeepSeek's
+``prompt_cache_hit_tokens``, Kimi's ``cached_tokens``, xAI's reasoning apart from
+``completion_tokens``, Anthropic's ``cache_read_input_tokens``. An error reply's
+``error_style`` gives Anthropic's 529 ``overloaded_error`` body or Gemini's
+list-wrapped error body. In strict mode (``strict=True``, ``{"strict": true}``) the
+server refuses what the real providers refuse (``llm_catalogue.refusal``).
 
 Every model request is recorded (path, headers, JSON body, arrival time) and the
 server tracks the current and the maximum number of model requests in flight: from
@@ -56,6 +62,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes import llm_catalogue
+
 FAULTS = (
     "hang",
     "reset",
@@ -64,7 +72,9 @@ FAULTS = (
     "truncated_body",
     "trickle",
     "empty",
+    "reasoning_exhausted",
 )
+ERROR_STYLES = ("anthropic_overloaded", "gemini_list")
 _SYMBOL = re.compile(r"\b[A-Z0-9]{2,20}USDT\b")
 
 
@@ -93,10 +103,14 @@ class Reply:
     completion_tokens: int | None = None
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    error_style: str | None = None
 
     def __post_init__(self) -> None:
         if self.fault is not None and self.fault not in FAULTS:
             raise ValueError(f"unknown fault {self.fault!r}; one of {FAULTS}")
+        if self.error_style is not None and self.error_style not in ERROR_STYLES:
+            raise ValueError(f"unknown error style {self.error_style!r}; one of {ERROR_STYLES}")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form accepted by ``POST /_control``."""
@@ -213,7 +227,15 @@ def default_answer(prompt: str, action: str = "open_long") -> str:
 class FakeLLMServer:
     """The server, run in a background thread; use as a context manager or start/stop."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, latency_s: float = 0.0):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        latency_s: float = 0.0,
+        strict: bool = False,
+    ):
+        self.strict = strict
         self._lock = threading.Lock()
         self._state = _State(latency_s=latency_s)
         self._stopping = threading.Event()
@@ -302,6 +324,7 @@ class FakeLLMServer:
         with self._lock:
             self._state.latency_s = 0.0
             self._state.default_action = "open_long"
+        self.strict = False
 
     def control(self, data: dict[str, Any]) -> None:
         """Apply a ``POST /_control`` document."""
@@ -313,6 +336,8 @@ class FakeLLMServer:
             self.set_latency(float(data["latency_s"]))
         if "default_action" in data:
             self.set_default_action(str(data["default_action"]))
+        if "strict" in data:
+            self.strict = bool(data["strict"])
         self.enqueue(*(Reply.from_dict(item) for item in data.get("replies", ())))
         for item in data.get("rules", ()):
             self.add_rule(Reply.from_dict(item))
@@ -476,6 +501,9 @@ class _Handler(BaseHTTPRequestHandler):
             prompt=_prompt_text(body),
         )
         reply, latency_s, default_action, number = fake._arrive(record, self.connection)
+        refused = llm_catalogue.refusal(wire, body) if fake.strict else None
+        if refused is not None:
+            reply = Reply.error(*refused)
         left = False
 
         def leave(status: int | None, fault: str | None = None) -> None:
@@ -531,7 +559,8 @@ class _Handler(BaseHTTPRequestHandler):
                 ).removeprefix("Bearer ")
                 message = f"{message}: Incorrect API key provided: {credential}"
             headers = {"Retry-After": reply.retry_after} if reply.retry_after else {}
-            self._send_json(reply.status, _error_body(wire, reply.status, message), headers)
+            payload = _error_body(wire, reply.status, message, reply.error_style)
+            self._send_json(reply.status, payload, headers)
             return
 
         data, headers = answer.data, answer.headers
@@ -624,6 +653,8 @@ class _Answer:
             finish = "length"
         elif reply.fault == "empty":
             text = ""
+        elif reply.fault == "reasoning_exhausted":
+            text, finish = "", "length"
         payload = _success_body(wire, record, reply, text, finish, number)
         id_header = "x-request-id" if wire == "openai" else "request-id"
         return cls(json.dumps(payload).encode(), {id_header: f"req-fake-{number}"})
@@ -649,20 +680,21 @@ def _success_body(
     prompt_tokens = (
         reply.prompt_tokens if reply.prompt_tokens is not None else len(record.prompt) // 4
     )
+    reasoning = reply.reasoning_tokens
+    if reply.fault == "reasoning_exhausted" and not reasoning:
+        reasoning = _output_cap(record.body) or 1000
     completion_tokens = (
         reply.completion_tokens if reply.completion_tokens is not None else len(text) // 4
     )
+    completion_tokens = max(completion_tokens, reasoning)
     if wire == "openai":
-        usage: dict[str, Any] = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
-        if reply.cached_tokens and str(model).startswith("deepseek"):
-            usage["prompt_cache_hit_tokens"] = reply.cached_tokens
-            usage["prompt_cache_miss_tokens"] = prompt_tokens - reply.cached_tokens
-        elif reply.cached_tokens:
-            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+        usage = llm_catalogue.openai_usage(
+            str(model),
+            prompt=prompt_tokens,
+            completion=completion_tokens,
+            cached=reply.cached_tokens,
+            reasoning=reasoning,
+        )
         return {
             "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
@@ -694,7 +726,18 @@ def _success_body(
     }
 
 
-def _error_body(wire: str, status: int, message: str) -> dict[str, Any]:
+def _output_cap(body: Any) -> int:
+    if not isinstance(body, dict):
+        return 0
+    cap = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    return cap if isinstance(cap, int) else 0
+
+
+def _error_body(wire: str, status: int, message: str, style: str | None = None) -> Any:
+    if style == "anthropic_overloaded":
+        return {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    if style == "gemini_list":
+        return [{"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}]
     kind = {
         400: "invalid_request_error",
         401: "authentication_error",

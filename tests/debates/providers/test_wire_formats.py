@@ -126,7 +126,7 @@ def test_claude_sends_an_anthropic_messages_request(llm_server: FakeLLMServer) -
 
 def test_claude_caps_temperature_at_anthropics_maximum_of_1(llm_server: FakeLLMServer) -> None:
     # given
-    config = make_config(llm_server, "claude", temperature=1.5)
+    config = make_config(llm_server, "claude", model_name="claude-sonnet-4-6", temperature=1.5)
 
     # when
     complete(config, make_request(), policy=FAST_RETRIES)
@@ -163,7 +163,7 @@ def test_answer_text_usage_and_request_id_are_parsed(
     [
         ("deepseek", "deepseek-v4-flash", "prompt_cache_hit_tokens"),
         ("openai", "gpt-5-mini", "prompt_tokens_details"),
-        ("kimi", "kimi-k2-0905-preview", "prompt_tokens_details"),
+        ("kimi", "kimi-k2.6", "cached_tokens"),
         ("claude", "claude-sonnet-4-6", "cache_read_input_tokens"),
     ],
 )
@@ -249,12 +249,12 @@ def test_configured_latency_shows_in_latency_ms(llm_server: FakeLLMServer) -> No
     ("provider", "base_url", "model"),
     [
         ("deepseek", "https://api.deepseek.com", "deepseek-v4-flash"),
-        ("qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus"),
-        ("openai", "https://api.openai.com/v1", "gpt-5-mini"),
-        ("claude", "https://api.anthropic.com/v1", "claude-sonnet-4-6"),
-        ("gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "gemini-2.5-flash"),
-        ("grok", "https://api.x.ai/v1", "grok-4"),
-        ("kimi", "https://api.moonshot.ai/v1", "kimi-k2-0905-preview"),
+        ("qwen", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "qwen-plus"),
+        ("openai", "https://api.openai.com/v1", "gpt-6.1-terra"),
+        ("claude", "https://api.anthropic.com/v1", "claude-sonnet-5-5"),
+        ("gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "gemini-3.5-flash"),
+        ("grok", "https://api.x.ai/v1", "grok-4.3"),
+        ("kimi", "https://api.moonshot.ai/v1", "kimi-k2.6"),
         ("openai_compatible", "", ""),
         ("simulated", "", "simulated-v1"),
     ],
@@ -275,11 +275,11 @@ def test_overrides_win_over_provider_defaults() -> None:
     config = ProviderConfig(
         provider="qwen",
         model_name="qwen-max",
-        base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1/",
+        base_url="https://dashscope.aliyuncs.com/compatible-mode/v1/",
     )
 
     # when / then
-    assert config.effective_base_url == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    assert config.effective_base_url == "https://dashscope.aliyuncs.com/compatible-mode/v1"
     assert config.effective_model == "qwen-max"
 
 

@@ -1,0 +1,213 @@
+"""Requests built from the model's capabilities, and usage read where its provider puts
+it; the fake server, in strict mode, refuses what the real provider refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from debates.providers import TerminalProviderError, complete
+from debates.providers.catalog import capabilities_for
+from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+
+@pytest.fixture
+def strict_llm(llm_server: FakeLLMServer) -> FakeLLMServer:
+    """The fake server refusing what the real providers refuse, per the catalogue."""
+    llm_server.strict = True
+    return llm_server
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [("kimi", ""), ("openai", ""), ("claude", ""), ("openai", "gpt-5.6-terra")],
+)
+def test_a_model_that_fixes_or_refuses_temperature_is_sent_none(
+    strict_llm: FakeLLMServer, provider: str, model: str
+) -> None:
+    # given a model whose catalogue entry fixes or refuses the temperature
+    config = make_config(strict_llm, provider, model_name=model, temperature=0.7)
+
+    # when: the strict fake answers 400 to any temperature, as the provider does
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then
+    assert response.text
+    assert "temperature" not in strict_llm.requests[0].body
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "fields"),
+    [
+        ("openai", "", {"reasoning_effort": "low"}),
+        ("grok", "", {"reasoning_effort": "low"}),
+        ("gemini", "", {"reasoning_effort": "low"}),
+        ("deepseek", "", {"thinking": {"type": "enabled"}, "reasoning_effort": "low"}),
+        ("kimi", "", {"thinking": {"type": "disabled"}}),
+        ("qwen", "", {"enable_thinking": False}),
+        ("claude", "", {"output_config": {"effort": "low"}}),
+    ],
+)
+def test_votes_and_judges_ask_low_effort_through_the_models_own_control(
+    strict_llm: FakeLLMServer, provider: str, model: str, fields: dict[str, Any]
+) -> None:
+    # given a vote and a judge call, and a turn
+    config = make_config(strict_llm, provider, model_name=model)
+
+    # when
+    for kind in ("vote", "judge_scores", "turn"):
+        complete(config, make_request(kind=kind, labels=("A",)), policy=FAST_RETRIES)
+
+    # then: brief calls carry the control, a turn leaves the provider's default
+    vote, judge, turn = (request.body for request in strict_llm.requests)
+    assert {k: vote[k] for k in fields} == fields
+    assert {k: judge[k] for k in fields} == fields
+    assert not set(fields) & set(turn)
+
+
+def test_an_ai_model_may_override_its_catalogue_capabilities() -> None:
+    # given gpt-6.1-terra told to take a temperature and reason at medium in votes
+    caps = capabilities_for("openai", "gpt-6.1-terra").merged(
+        {"temperature": "free", "brief_effort": "medium", "turn_effort": "high"}
+    )
+    server = FakeLLMServer().start()
+    try:
+        config = make_config(server, "openai", temperature=0.3, capabilities=caps)
+
+        # when
+        complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
+        complete(config, make_request(kind="turn"), policy=FAST_RETRIES)
+
+        # then
+        vote, turn = (request.body for request in server.requests)
+        assert (vote["temperature"], vote["reasoning_effort"]) == (0.3, "medium")
+        assert turn["reasoning_effort"] == "high"
+    finally:
+        server.stop()
+
+
+def test_xai_reasoning_tokens_reported_apart_are_counted_as_output(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given grok's answer: 300 output tokens, 250 of them reasoning, reported apart
+    llm_server.enqueue(
+        Reply.answer("<decision>[]</decision>", completion_tokens=300, reasoning_tokens=250)
+    )
+    config = make_config(llm_server, "grok")
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: every billed output token is counted
+    assert (response.completion_tokens, response.reasoning_tokens) == (300, 250)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("kimi", "kimi-k2.6"), ("openai", "gpt-6.1-terra")]
+)
+def test_reasoning_inside_completion_is_not_counted_twice(
+    llm_server: FakeLLMServer, provider: str, model: str
+) -> None:
+    llm_server.enqueue(
+        Reply.answer("<decision>[]</decision>", completion_tokens=300, reasoning_tokens=250)
+    )
+    response = complete(
+        make_config(llm_server, provider, model_name=model), make_request(), policy=FAST_RETRIES
+    )
+    assert (response.completion_tokens, response.reasoning_tokens) == (300, 250)
+
+
+def test_the_strict_fake_refuses_an_unknown_model_and_a_fixed_temperature(
+    strict_llm: FakeLLMServer,
+) -> None:
+    # given a body as the old code built it for Kimi
+    import httpx
+
+    url = f"{strict_llm.url}/v1/chat/completions"
+    old_kimi = {"model": "kimi-k2-0905-preview", "messages": [], "temperature": 0.7}
+    fixed = {"model": "kimi-k2.6", "messages": [], "temperature": 0.7}
+
+    # when / then
+    assert httpx.post(url, json=old_kimi).status_code == 404
+    refused = httpx.post(url, json=fixed)
+    assert refused.status_code == 400
+    assert "only 1 is allowed" in refused.json()["error"]["message"]
+
+
+def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given a reasoning model that spends the 2000-token cap on reasoning once
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "openai", max_tokens=2000)
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: the second call, under four times the cap, answers
+    first, second = (request.body for request in llm_server.requests)
+    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (2000, 8000)
+    assert response.text
+    assert response.attempts == 2
+
+
+def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given a model that spends any cap on reasoning
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"), Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "grok", max_tokens=1000)
+
+    # when
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: one retry only, and the error says what was spent
+    assert len(llm_server.requests) == 2
+    assert raised.value.code == "output_cap_exhausted"
+    assert raised.value.message == (
+        "grok: the answer is empty: grok-4.3 spent the 4000-token output cap on "
+        "reasoning (4000 reasoning tokens)"
+    )
+
+
+def test_a_cap_already_at_the_models_maximum_is_not_retried(llm_server: FakeLLMServer) -> None:
+    llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
+    config = make_config(llm_server, "qwen", max_tokens=32_768)
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+    assert len(llm_server.requests) == 1
+    assert "32768-token output cap" in raised.value.message
+
+
+def test_anthropics_529_overloaded_answer_is_retried(llm_server: FakeLLMServer) -> None:
+    # given Claude overloaded once
+    llm_server.enqueue(Reply(status=529, error_style="anthropic_overloaded"))
+    config = make_config(llm_server, "claude")
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then
+    assert response.attempts == 2
+    assert llm_server.stats()["by_status"] == {"529": 1, "200": 1}
+
+
+def test_geminis_list_wrapped_error_gives_its_message_to_the_log(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given Gemini refusing a request with its list-wrapped error body
+    llm_server.enqueue(
+        Reply.error(400, "Invalid reasoning_effort: minimal", error_style="gemini_list")
+    )
+    config = make_config(llm_server, "gemini")
+
+    # when
+    with pytest.raises(TerminalProviderError) as raised:
+        complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: the provider's words reach the log, not the message
+    assert raised.value.upstream == "Invalid reasoning_effort: minimal"
+    assert raised.value.message == "gemini returned HTTP 400: the provider refused the request"
