@@ -97,7 +97,7 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
     )
     autocomplete_fields = ("owner",)
     inlines = (PositionInline,)
-    actions = ("resume", "check")
+    actions = ("resume", "check_connection")
 
     @admin.action(description="Resume the selected traders a guard paused")
     def resume(self, request, queryset):
@@ -106,7 +106,7 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
         self.message_user(request, f"{queryset.count()} trader(s) resumed.")
 
     @admin.action(description="Check the connection of the selected traders")
-    def check(self, request, queryset):
+    def check_connection(self, request, queryset):
         for trader in queryset:
             outcome = trader_check(trader_id=trader.pk)
             level = messages.SUCCESS if outcome.ok else messages.ERROR

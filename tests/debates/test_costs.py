@@ -58,10 +58,11 @@ def test_cache_writes_cost_the_input_price_when_the_table_gives_none() -> None:
 
 
 def test_the_catalogue_models_have_default_prices_and_the_simulated_model_is_free() -> None:
-    # given the seeded price table
-    # when / then
+    # given no stored price row (an operator's rows come first)
+    ModelPrice.objects.all().delete()
+    # when / then: each model costs the catalogue's list price
     assert price_for(provider="deepseek", model="deepseek-v4-flash") == Price(
-        Decimal("0.28"), Decimal("0.028"), Decimal("0.42"), None
+        Decimal("0.14"), Decimal("0.0028"), Decimal("0.28"), None
     )
     assert price_for(provider="claude", model="claude-sonnet-4-6").cache_write == Decimal("3.75")
     assert price_for(provider="simulated", model="simulated-v1").output == Decimal(0)

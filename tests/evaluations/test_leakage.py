@@ -24,7 +24,7 @@ def test_a_model_created_without_a_cutoff_gets_the_catalogues(api_client):
         )
     ]
     # then the catalogue's known model has its cutoff, the others none unless given
-    assert [m["training_cutoff"] for m in made] == ["2024-05-31", None, None, "2024-03-01"]
+    assert [m["training_cutoff"] for m in made] == ["2026-06-01", None, None, "2024-03-01"]
 
 
 def test_a_window_before_a_cutoff_is_contaminated_naming_the_model(user):

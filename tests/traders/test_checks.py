@@ -64,7 +64,7 @@ def test_the_command_prints_the_line_or_fails_with_it(user, binance_trader, fake
 def test_the_admin_action_reports_each_trader(operator, binance_trader, fake_exchange):
     page = operator.post(
         "/admin/traders/trader/",
-        {"action": "check", "_selected_action": [binance_trader.pk]},
+        {"action": "check_connection", "_selected_action": [binance_trader.pk]},
         follow=True,
     )
     assert FINE.format(mode="one-way mode") in page.content.decode()
