@@ -32,6 +32,7 @@ from debates.providers.capabilities import parse as parse_capabilities
 from debates.providers.catalog import lifecycle
 from debates.selectors import waiting_for_person
 from debates.services import debates_delete
+from debates.services.checks import ai_model_check
 from debates.services.inputs import SEATING_FIELDS
 from debates.services.schedules import (
     schedule_check,
@@ -212,6 +213,14 @@ class AIModelAdmin(OutboundUrlAdminMixin, SecretAdminMixin, admin.ModelAdmin):
     list_select_related = ("owner",)
     readonly_fields = ("catalogue_warning", "created_at", "updated_at")
     autocomplete_fields = ("owner",)
+    actions = ("check_connection",)
+
+    @admin.action(description="Check the connection of the selected AI models")
+    def check_connection(self, request: HttpRequest, queryset: QuerySet[AIModel]) -> None:
+        for model in queryset:
+            outcome = ai_model_check(ai_model_id=model.pk)
+            level = messages.SUCCESS if outcome.ok else messages.ERROR
+            self.message_user(request, outcome.message, level=level)
 
     @admin.display(description="catalogue")
     def catalogue_warning(self, obj: AIModel) -> str:

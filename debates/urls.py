@@ -58,6 +58,11 @@ urlpatterns = [
         name="debate-stream-token",
     ),
     *ai_models.AI_MODELS.urls(),
+    path(
+        "ai-models/<int:ai_model_id>/check",
+        ai_models.AIModelCheckApi.as_view(),
+        name="ai-model-check",
+    ),
     *schedules.SCHEDULES.urls(),
     path(
         "schedules/<int:schedule_id>/spend",

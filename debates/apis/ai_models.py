@@ -10,8 +10,12 @@ import dataclasses
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from arena.apis import JsonApi, error_responses
 from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import shown_fields
@@ -23,6 +27,7 @@ from debates.services.ai_models import (
     ai_model_delete,
     ai_model_update,
 )
+from debates.services.checks import ai_model_check
 
 
 class AIModelSerializer(serializers.ModelSerializer):
@@ -84,3 +89,23 @@ AI_MODELS = Resource(
         "destroy": "Delete an AI model no debate or schedule seats (409 ``conflict`` otherwise).",
     },
 )
+
+
+class AIModelCheckApi(JsonApi):
+    """Check one of your AI models with one real call of a few tokens, sent with the
+    parameters a debate's vote sends it: the answer says in one line whether it answers,
+    or what the provider refused (the key, the model, a parameter)."""
+
+    class OutputSerializer(serializers.Serializer):
+        ok = serializers.BooleanField()
+        message = serializers.CharField()
+
+    @extend_schema(
+        operation_id="ai_models_check",
+        tags=["ai-models"],
+        request=None,
+        responses={200: OutputSerializer, **error_responses(404)},
+    )
+    def post(self, request: Request, ai_model_id: int) -> Response:
+        outcome = ai_model_check(ai_model_id=ai_model_id, owner=request.user)
+        return Response(self.OutputSerializer(outcome).data)

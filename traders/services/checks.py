@@ -3,28 +3,21 @@ wrong with the account, or what it is.
 
 The check reads the balance (the key works), the position mode (hedge or one-way) and a
 market's own minimums, exactly as an execution will; it places nothing. The API, the
-admin action and ``manage.py check_venue --trader ID`` all run it.
+admin action and ``manage.py check_venue --trader ID`` all run it (an AI model's check:
+``debates.services.checks``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from arena.exceptions import NotFound
+from debates.services.checks import VenueCheck
 from traders.exchanges import exchange_for
 from traders.exchanges.base import AccessRefused, ExchangeUnavailable, OrderRejected
 from traders.models import Exchange, Trader
 
 CHECKED_MARKET = "BTCUSDT"
-
-
-@dataclass(frozen=True)
-class VenueCheck:
-    """The outcome of a connection check: whether it passed, and one line saying why."""
-
-    ok: bool
-    message: str
 
 
 def trader_check(
