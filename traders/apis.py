@@ -35,6 +35,7 @@ from arena.inputs import (
     validate,
 )
 from arena.queries import owned_or_404
+from debates.apis.ai_models import VenueCheckSerializer
 from traders.accounts import (
     TraderInputSerializer,
     trader_create,
@@ -252,19 +253,15 @@ class TraderCheckApi(JsonApi):
     minimum order of BTCUSDT on its exchange, read as an execution reads them; nothing
     is placed. The answer says in one line what is wrong, or what the account is."""
 
-    class OutputSerializer(serializers.Serializer):
-        ok = serializers.BooleanField()
-        message = serializers.CharField()
-
     @extend_schema(
         operation_id="traders_check",
         tags=TAGS,
         request=None,
-        responses={200: OutputSerializer, **error_responses(404)},
+        responses={200: VenueCheckSerializer, **error_responses(404)},
     )
     def post(self, request: Request, trader_id: int) -> Response:
         outcome = trader_check(trader_id=trader_id, owner=request.user)
-        return Response(self.OutputSerializer(outcome).data)
+        return Response(VenueCheckSerializer(outcome).data)
 
 
 class _ExecutionDecisionApi(JsonApi):

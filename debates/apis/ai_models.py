@@ -91,21 +91,25 @@ AI_MODELS = Resource(
 )
 
 
+class VenueCheckSerializer(serializers.Serializer):
+    """A connection check's outcome (an AI model's or a trader's): whether it passed,
+    and one line saying why."""
+
+    ok = serializers.BooleanField()
+    message = serializers.CharField()
+
+
 class AIModelCheckApi(JsonApi):
     """Check one of your AI models with one real call of a few tokens, sent with the
     parameters a debate's vote sends it: the answer says in one line whether it answers,
     or what the provider refused (the key, the model, a parameter)."""
 
-    class OutputSerializer(serializers.Serializer):
-        ok = serializers.BooleanField()
-        message = serializers.CharField()
-
     @extend_schema(
         operation_id="ai_models_check",
         tags=["ai-models"],
         request=None,
-        responses={200: OutputSerializer, **error_responses(404)},
+        responses={200: VenueCheckSerializer, **error_responses(404)},
     )
     def post(self, request: Request, ai_model_id: int) -> Response:
         outcome = ai_model_check(ai_model_id=ai_model_id, owner=request.user)
-        return Response(self.OutputSerializer(outcome).data)
+        return Response(VenueCheckSerializer(outcome).data)
