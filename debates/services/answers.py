@@ -1,9 +1,12 @@
 """The durable model-call cache: answers kept in PostgreSQL under a fingerprint of the call.
 
-A model's answer is decided by its provider, base URL, model name, temperature, maximum
-output tokens, output mode (whether the server decodes under the contract's schema), and
-the system and user text it is sent; the fingerprint is the SHA-256
-of exactly these (``call_fingerprint``). A debate's ``cache`` mode says what its calls
+A model's answer is decided by its provider, base URL, model name, the temperature it is
+sent (none where its capabilities say the model fixes or refuses one), the reasoning
+effort it is asked for (its capabilities' control, for the call's kind), maximum output
+tokens, output mode (whether the server decodes under the contract's schema), and the
+system and user text it is sent; the fingerprint is the SHA-256 of exactly these
+(``call_fingerprint``), so an AI model whose capabilities change is not answered by what
+it was sent before. A debate's ``cache`` mode says what its calls
 do with it (``debates.models.CacheMode``): ``use`` answers a call made before from the
 cache, with no model call, no slot of the cap, zero latency and zero tokens billed;
 ``refresh`` always calls and keeps the new answer; ``off`` neither reads nor writes.
@@ -21,15 +24,18 @@ from django.utils import timezone
 from arena.queries import one_or_none
 from debates.models import ModelAnswer
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig
+from debates.providers.capabilities import reasoning_fields
 
 
 def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
     """Return the hex SHA-256 of everything that decides a call's answer."""
+    caps = config.effective_capabilities
     decisive = {
         "provider": config.provider,
         "base_url": config.effective_base_url,
         "model": config.effective_model,
-        "temperature": config.temperature,
+        "temperature": config.temperature if caps.sends_temperature() else None,
+        "reasoning": reasoning_fields(caps.reasoning_param, caps.effort_for(request.kind)),
         "max_tokens": config.max_tokens,
         "output_mode": config.output_mode,
         "system": request.system,

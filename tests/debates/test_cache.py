@@ -9,6 +9,7 @@ import pytest
 
 from debates.models import Ballot, Debate, Decision, Message, ModelAnswer, Schedule
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.providers.catalog import capabilities_for
 from debates.services import debate_start
 from debates.services.answers import call_fingerprint
 from debates.services.calls import call_model
@@ -58,6 +59,24 @@ def test_a_call_differing_in_anything_that_decides_its_answer_has_another_finger
     # given the call, with one thing that decides its answer changed
     # when both are fingerprinted / then they differ
     assert call_fingerprint(config, request_) != call_fingerprint(CONFIG, REQUEST)
+
+
+def test_what_the_capabilities_send_is_in_the_fingerprint_and_nothing_else_of_them():
+    # given a reasoning model, asked at low effort for its votes and the provider's own
+    # for its turns, and the same model overridden to take no temperature
+    reasoning = capabilities_for("openai", "gpt-6.1-terra")
+    config = replace(CONFIG, provider="openai", model_name="gpt-6.1-terra", capabilities=reasoning)
+    vote = replace(REQUEST, kind="vote")
+    fixed = replace(
+        CONFIG, capabilities=CONFIG.effective_capabilities.merged({"temperature": "absent"})
+    )
+    # when calls differing in what is sent are fingerprinted / then they differ
+    assert call_fingerprint(config, vote) != call_fingerprint(config, REQUEST)
+    assert call_fingerprint(fixed, REQUEST) != call_fingerprint(CONFIG, REQUEST)
+    # and where nothing sent differs (no temperature either way), they do not
+    assert call_fingerprint(fixed, REQUEST) == call_fingerprint(
+        replace(fixed, temperature=0.2), REQUEST
+    )
 
 
 def test_the_key_the_deadline_and_the_structured_context_are_not_in_the_fingerprint():
