@@ -464,11 +464,14 @@ class Usage(models.Model):
 
     ``prompt_tokens`` counts all input; ``cached_input_tokens`` of it was served from the
     provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
-    reported. ``cost_usd`` is what the call cost under the price table at the time.
+    reported. ``completion_tokens`` counts every output token billed, and
+    ``reasoning_tokens`` those of them the model spent reasoning. ``cost_usd`` is what
+    the call cost under the price table at the time.
     """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
     cached_input_tokens = models.PositiveIntegerField(default=0)
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(default=0, **COST_FIELD)

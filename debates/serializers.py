@@ -82,14 +82,22 @@ class ParticipantSerializer(serializers.ModelSerializer):
         "properties": {
             "prompt_tokens": {"type": "integer"},
             "completion_tokens": {"type": "integer"},
+            "reasoning_tokens": {"type": "integer"},
             "cached_input_tokens": {"type": "integer"},
             "cost_usd": {"type": "string", "format": "decimal"},
         },
-        "required": ["prompt_tokens", "completion_tokens", "cached_input_tokens", "cost_usd"],
+        "required": [
+            "prompt_tokens",
+            "completion_tokens",
+            "reasoning_tokens",
+            "cached_input_tokens",
+            "cost_usd",
+        ],
     }
 )
 class UsageField(serializers.Field):
-    """Token usage of a stored model call."""
+    """Token usage of a stored model call: the completion tokens count the reasoning
+    tokens among them."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
@@ -98,6 +106,7 @@ class UsageField(serializers.Field):
         return {
             "prompt_tokens": value.prompt_tokens,
             "completion_tokens": value.completion_tokens,
+            "reasoning_tokens": value.reasoning_tokens,
             "cached_input_tokens": value.cached_input_tokens,
             "cost_usd": usd_text(value.cost_usd),
         }

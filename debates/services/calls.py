@@ -58,6 +58,7 @@ class CallOutcome:
         return {
             "prompt_tokens": response.prompt_tokens,
             "completion_tokens": response.completion_tokens,
+            "reasoning_tokens": response.reasoning_tokens,
             "cached_input_tokens": response.cached_input_tokens,
             "cache_write_tokens": response.cache_write_tokens,
             "cost_usd": self.cost_usd,

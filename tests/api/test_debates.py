@@ -342,6 +342,7 @@ def test_detail_shows_participants_messages_votes_and_decisions(api, user):
     assert detail["messages"][0]["usage"] == {
         "prompt_tokens": 120,
         "completion_tokens": 80,
+        "reasoning_tokens": 0,
         "cached_input_tokens": 0,
         "cost_usd": "0",
     }

@@ -172,6 +172,25 @@ def test_every_call_of_a_debate_records_its_cost_and_the_spends_add_up_exactly(
     assert (today[1]["calls"], Decimal(today[1]["cost_usd"])) == (6, total)
 
 
+def test_each_call_records_the_reasoning_tokens_its_provider_reports(
+    llm, make_debate, api_client
+) -> None:
+    # given a model that spends 40 of its 120 output tokens on every call reasoning
+    llm.enqueue(*(Reply(completion_tokens=120, reasoning_tokens=40) for _ in range(6)))
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=debate.pk)
+    # when the debate runs
+    run_steps(debate.pk)
+    # then every turn and ballot stored them among its completion tokens, as the API shows
+    rows = [
+        *Message.objects.filter(debate=debate).values_list("completion_tokens", "reasoning_tokens"),
+        *Ballot.objects.filter(debate=debate).values_list("completion_tokens", "reasoning_tokens"),
+    ]
+    assert rows == [(120, 40)] * 6
+    usage = api_client.get(f"/api/debates/{debate.pk}").json()["messages"][0]["usage"]
+    assert (usage["completion_tokens"], usage["reasoning_tokens"]) == (120, 40)
+
+
 def test_the_spend_per_day_counts_each_call_on_its_own_utc_day(make_debate, user) -> None:
     # given calls stored yesterday and today
     debate = make_debate(personalities=("bull", "bear"), rounds=2)
