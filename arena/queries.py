@@ -23,6 +23,12 @@ def one_or_none(queryset: QuerySet, **lookup: Any) -> Any:
         return None
 
 
+def owned_by(queryset: QuerySet, owner: Any | None) -> QuerySet:
+    """Return the objects of ``queryset`` that ``owner`` owns; all of them for no owner
+    (an operator: the admin, a management command)."""
+    return queryset if owner is None else queryset.filter(owner=owner)
+
+
 def owned_or_404(queryset: QuerySet, pk: int, label: str) -> Any:
     """Return the object ``pk`` of ``queryset`` (already scoped to its owner) or 404."""
     obj = queryset.filter(pk=pk).first()

@@ -182,6 +182,12 @@ def debate_plan(debate: Debate) -> Plan:
     )
 
 
+def can_advance(debate: Debate, plan: Plan) -> bool:
+    """Say whether ``advance`` may release the next steps of ``debate``: it is held
+    before them, and not for a book its caller gives (``awaits_book``)."""
+    return plan.can_advance and not debate.awaits_book
+
+
 def retry_step_target(debate: Debate, plan: Plan) -> Step | None:
     """Return the step ``retry_step`` would run again (``machine.retry_step_target``)."""
     return machine.retry_step_target(debate.status, plan)
@@ -218,7 +224,7 @@ def available_actions(
     if plan is None:
         plan = debate_plan(debate)
     conditions = {
-        "advance": lambda: plan.can_advance and not debate.awaits_book,
+        "advance": lambda: can_advance(debate, plan),
         "retry_step": lambda: retry_step_target(debate, plan) is not None,
         "submit_turn": lambda: plan.user_action_required,
         "skip_turn": lambda: plan.user_action_required,

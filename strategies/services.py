@@ -96,6 +96,19 @@ class SymbolListField(UniqueListField):
 
 
 @extend_schema_serializer(component_name="StrategyInput")
+def _guard_pct(help_text: str) -> serializers.DecimalField:
+    """Return a portfolio guard's percentage field: 0.01 to 100, null for off."""
+    return serializers.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        min_value=Decimal("0.01"),
+        max_value=Decimal("100"),
+        required=False,
+        allow_null=True,
+        help_text=help_text,
+    )
+
+
 class StrategyInputSerializer(StrictSerializer):
     model = Strategy
     schema_rules = (
@@ -164,25 +177,11 @@ class StrategyInputSerializer(StrictSerializer):
     min_order_usd = serializers.DecimalField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), required=False
     )
-    daily_loss_limit_pct = serializers.DecimalField(
-        max_digits=5,
-        decimal_places=2,
-        min_value=Decimal("0.01"),
-        max_value=Decimal("100"),
-        required=False,
-        allow_null=True,
-        help_text="Pause openings once equity is this % below the day's starting equity "
-        "(lifts at the next UTC day); null: off.",
+    daily_loss_limit_pct = _guard_pct(
+        "Pause openings once equity is this % below the day's starting equity (lifts at "
+        "the next UTC day); null: off."
     )
-    max_drawdown_pct = serializers.DecimalField(
-        max_digits=5,
-        decimal_places=2,
-        min_value=Decimal("0.01"),
-        max_value=Decimal("100"),
-        required=False,
-        allow_null=True,
-        help_text="Pause openings once equity is this % below its peak; null: off.",
-    )
+    max_drawdown_pct = _guard_pct("Pause openings once equity is this % below its peak; null: off.")
     stop_out_cooldown = StrictIntegerField(
         required=False,
         allow_null=True,

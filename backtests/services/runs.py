@@ -135,11 +135,13 @@ def _advance(backtest: Backtest) -> bool:
     steps = list(
         BacktestStep.objects.filter(backtest=backtest)
         .order_by("index")
-        .values_list("as_of", "debate_id", "debate__status", "debate__review")
+        .values_list(
+            "as_of", "debate_id", "debate__status", "debate__review", "debate__awaits_book"
+        )
     )
     running = [
         as_of
-        for as_of, _, status, _ in steps
+        for as_of, _, status, _, _ in steps
         if status is not None and status not in DEBATE_TERMINAL
     ]
     waiting = _awaiting_book(backtest, steps)
@@ -161,24 +163,16 @@ def _advance(backtest: Backtest) -> bool:
 def _awaiting_book(backtest: Backtest, steps: list[tuple]) -> tuple[int, datetime, int] | None:
     """Return (index, instant, debate id) of the step whose votes await their book now,
     if any: at ``book: aware``, the first step not ended among ``steps`` (instant,
-    debate id, status, review id, in order, read under the lock: every step before it
-    has ended and is reviewed by this advance), once its rounds are over."""
+    debate id, status, review id, awaits its book; in order, read under the lock: every
+    step before it has ended and is reviewed by this advance), once its rounds are
+    over."""
     if backtest.book != BookMode.AWARE:
         return None
-    index = next(
-        (i for i, (_, _, status, _) in enumerate(steps) if status not in (None, *DEBATE_TERMINAL)),
-        None,
-    )
-    if index is None:
-        return None
-    found = one_or_none(
-        BacktestStep.objects.values_list("as_of", "debate_id"),
-        backtest=backtest,
-        index=index,
-        debate__status=DebateStatus.VOTING,
-        debate__awaits_book=True,
-    )
-    return None if found is None else (index, *found)
+    for index, (as_of, debate_id, status, _, awaits) in enumerate(steps):
+        if status in (None, *DEBATE_TERMINAL):
+            continue
+        return (index, as_of, debate_id) if awaits and status == DebateStatus.VOTING else None
+    return None
 
 
 def _review_settings(backtest: Backtest) -> ReviewSettings:
@@ -189,7 +183,8 @@ def _review_settings(backtest: Backtest) -> ReviewSettings:
 
 
 def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> bool:
-    """Review the debates of ``steps`` (instant, debate id, status, review id) that
+    """Review the debates of ``steps`` (instant, debate id, status, review id, awaits
+    its book) that
     completed and are not reviewed yet, over the backtest's horizon, once they are due
     (a backtest replays the dataset: a step whose horizon passes its end never is). A
     step's debate row another transaction holds is waited for, not skipped: the advance
@@ -200,7 +195,7 @@ def _review_ended(backtest: Backtest, steps: list[tuple], *, now: datetime) -> b
         debates_review(
             debate_ids=[
                 debate_id
-                for as_of, debate_id, status, review_id in steps
+                for as_of, debate_id, status, review_id, _ in steps
                 if status == DebateStatus.COMPLETED
                 and review_id is None
                 and is_due(as_of, MarketSource.DATASET, backtest.horizon_minutes, now=now)

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from arena.exceptions import NotFound
+from arena.queries import owned_by, owned_or_404
 from debates.models import AIModel
 from debates.providers.base import ModelRequest, ProviderError, RetryableProviderError
 from debates.providers.registry import complete
@@ -39,12 +39,7 @@ class VenueCheck:
 def ai_model_check(*, ai_model_id: int, owner: Any | None = None) -> VenueCheck:
     """Check that AI model ``ai_model_id`` answers a vote-shaped request of a few
     tokens with the parameters a debate sends it."""
-    models = AIModel.objects.filter(pk=ai_model_id)
-    if owner is not None:
-        models = models.filter(owner=owner)
-    model = models.first()
-    if model is None:
-        raise NotFound("AI model not found.")
+    model = owned_or_404(owned_by(AIModel.objects.all(), owner), ai_model_id, "AI model")
     refusal = model_refusal(model, ai_model_id)
     if refusal is not None:
         return VenueCheck(False, refusal)

@@ -48,7 +48,7 @@ from debates.services import books, transitions
 from debates.services.inputs import DebateInputSerializer
 from debates.services.modes import model_refusal
 from debates.services.transitions import PREPARE_KEY
-from debates.state import ACTION_SOURCES, debate_plan, retry_step_target
+from debates.state import ACTION_SOURCES, can_advance, debate_plan, retry_step_target
 from strategies.market.exceptions import MarketDataError
 from strategies.market.snapshot import MarketSnapshot
 from strategies.snapshots import market_summary, market_text
@@ -424,8 +424,7 @@ def debate_advance(*, debate_id: int, owner: Any | None = None) -> Debate:
     debate = _get_owned(debate_id, owner)
     state = debate_state(debate_id=debate_id)
     plan = debate_plan(state)
-    held = plan.can_advance and not state.awaits_book  # a book is given, not advanced to
-    if not held or state.status not in ACTION_SOURCES["advance"]:
+    if not can_advance(state, plan) or state.status not in ACTION_SOURCES["advance"]:
         raise _refuse_state(state, "advance")
     released = state.steps_released
     upto = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arena.exceptions import NotFound
+from arena.queries import owned_by, owned_or_404
 from debates.services.checks import VenueCheck
 from traders.exchanges import exchange_for
 from traders.exchanges.base import AccessRefused, ExchangeUnavailable, OrderRejected
@@ -24,12 +24,7 @@ def trader_check(
     *, trader_id: int, owner: Any | None = None, symbol: str = CHECKED_MARKET
 ) -> VenueCheck:
     """Check trader ``trader_id``'s account on its exchange, on market ``symbol``."""
-    traders = Trader.objects.filter(pk=trader_id)
-    if owner is not None:
-        traders = traders.filter(owner=owner)
-    trader = traders.first()
-    if trader is None:
-        raise NotFound("Trader not found.")
+    trader = owned_or_404(owned_by(Trader.objects.all(), owner), trader_id, "Trader")
     venue = f"{trader.exchange}{' (practice account)' if trader.sandbox else ''}"
     adapter = exchange_for(trader)
     try:

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
-from arena.exceptions import NotFound
+from arena.queries import owned_by, owned_or_404
 from strategies.models import Strategy
 from traders import events, locks
 from traders.guards import AccountFacts, GuardLimits, Trip, tripped
@@ -138,11 +138,7 @@ def trader_resume(*, trader_id: int, owner: Any | None = None, now: datetime) ->
     """Lift a trader's pause (its owner's resume): no guard counts what came before
     ``now``, the account's instant; the peak and the day's start are measured afresh."""
     with transaction.atomic():
-        trader = Trader.objects.filter(pk=trader_id)
-        if owner is not None:
-            trader = trader.filter(owner=owner)
-        if not trader.exists():
-            raise NotFound("Trader not found.")
+        owned_or_404(owned_by(Trader.objects.all(), owner), trader_id, "Trader")
         locked = locks.lock_trader(trader_id=trader_id)
         return _saved(
             locked,
