@@ -66,6 +66,7 @@ _ERROR_DESCRIPTIONS = {
     404: "not_found: no such object, or it belongs to another user.",
     409: "The state or stored data forbids it: invalid_state, conflict, ...",
     429: "A limit was reached: quota_exceeded (fields name the limit), too_many_attempts.",
+    502: "exchange_error: the exchange could not be read, or refused; the message says why.",
 }
 
 

@@ -71,6 +71,7 @@ class StrategyAdmin(OutboundUrlAdminMixin, admin.ModelAdmin):
                 "fields": (
                     "allow_hedging",
                     "execute_coins",
+                    "unprotected",
                     "track_record",
                     "daily_loss_limit_pct",
                     "max_drawdown_pct",

@@ -51,6 +51,11 @@ class ExecuteCoins(models.TextChoices):
     ALL = "all", "Every executable coin"
 
 
+class Unprotected(models.TextChoices):
+    STOP = "stop", "Place its stop"
+    CLOSE = "close", "Close it"
+
+
 class Strategy(models.Model):
     """A user's recipe for the market data a debate sees and the limits its trades obey."""
 
@@ -155,6 +160,13 @@ class Strategy(models.Model):
         default=ExecuteCoins.PRIMARY,
         help_text="What an automatic execution acts on: the primary coin's decision, or "
         "every executable coin's.",
+    )
+    unprotected = models.CharField(
+        max_length=5,
+        choices=Unprotected.choices,
+        default=Unprotected.STOP,
+        help_text="What reconciliation does with a position it opened that rests without "
+        "a stop on the exchange: place the stop its execution planned, or close it.",
     )
     track_record = models.BooleanField(
         default=True,

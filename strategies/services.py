@@ -46,6 +46,7 @@ from strategies.models import (
     OIDuration,
     PromptVariant,
     Strategy,
+    Unprotected,
 )
 
 # The exchanges a live strategy can read (the ones traders can trade on).
@@ -210,6 +211,13 @@ class StrategyInputSerializer(StrictSerializer):
         required=False,
         help_text="What an automatic execution acts on: the primary coin's decision, or "
         "every executable coin's.",
+    )
+    unprotected = StrictChoiceField(
+        choices=Unprotected.choices,
+        required=False,
+        help_text="What reconciliation with the exchange does with a position this project "
+        "opened that rests without a stop: place the stop its execution planned (stop, the "
+        "default) or close it.",
     )
     track_record = StrictBooleanField(
         required=False,

@@ -1,4 +1,5 @@
-"""Admin of trading: accounts (secrets write-only), and read-only positions, orders, executions.
+"""Admin of trading: accounts (secrets write-only), and read-only positions, orders,
+executions and history.
 
 Positions, orders and executions are records of what an exchange did: the admin shows
 them and never edits them. The account state a paper exchange keeps (balance, clock,
@@ -11,10 +12,13 @@ from django.utils import timezone
 from arena.admin import SecretAdminMixin, decimal_column, masked_key
 from debates.admin import ReadOnlyInline
 from traders.accounts import FIXED_AFTER_CREATE
-from traders.models import Execution, ExecutionStatus, Order, Position, Trader
+from traders.exceptions import ReconcileBusy
+from traders.exchanges.base import ExchangeError
+from traders.models import Execution, ExecutionStatus, HistoryEntry, Order, Position, Trader
 from traders.services import execution_resubmit
 from traders.services.checks import trader_check
 from traders.services.guards import trader_resume
+from traders.services.reconcile import trader_reconcile
 
 
 class ReadOnlyAdminMixin:
@@ -39,8 +43,15 @@ class PositionInline(ReadOnlyInline):
         "stop_loss_price",
         "take_profit_price",
         "realized_pnl",
+        "foreign",
         "opened_at",
     )
+
+
+class HistoryInline(ReadOnlyInline):
+    model = HistoryEntry
+    fields = ("created_at", "kind", "symbol", "message")
+    ordering = ("-created_at", "-id")
 
 
 class OrderInline(ReadOnlyInline):
@@ -92,12 +103,13 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
         "day_start_equity",
         "day_started",
         "guards_since",
+        "reconcile_lease_until",
         "created_at",
         "updated_at",
     )
     autocomplete_fields = ("owner",)
-    inlines = (PositionInline,)
-    actions = ("resume", "check_connection")
+    inlines = (PositionInline, HistoryInline)
+    actions = ("resume", "check_connection", "reconcile_now")
 
     @admin.action(description="Resume the selected traders a guard paused")
     def resume(self, request, queryset):
@@ -111,6 +123,17 @@ class TraderAdmin(SecretAdminMixin, admin.ModelAdmin):
             outcome = trader_check(trader_id=trader.pk)
             level = messages.SUCCESS if outcome.ok else messages.ERROR
             self.message_user(request, f"{trader.name}: {outcome.message}", level=level)
+
+    @admin.action(description="Reconcile the selected traders with their exchanges")
+    def reconcile_now(self, request, queryset):
+        for trader in queryset:
+            try:
+                lines = trader_reconcile(trader_id=trader.pk)
+            except (ReconcileBusy, ExchangeError) as exc:
+                self.message_user(request, f"{trader.name}: {exc}", level=messages.ERROR)
+                continue
+            said = "; ".join(line.message for line in lines) or "the book matches the exchange"
+            self.message_user(request, f"{trader.name}: {said}", level=messages.SUCCESS)
 
     def get_readonly_fields(self, request, obj=None):
         # As the API (``trader_update``): what the account's positions and balance were
@@ -132,11 +155,12 @@ class PositionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "stop_loss_price",
         "take_profit_price",
         "close_reason",
+        "foreign",
         "realized_pnl",
         "fees",
         "opened_at",
     )
-    list_filter = ("status", "side", "symbol", "close_reason")
+    list_filter = ("status", "side", "symbol", "close_reason", "foreign")
     search_fields = ("symbol", "trader__name")
     list_select_related = ("trader",)
     inlines = (OrderInline,)
@@ -205,3 +229,11 @@ class ExecutionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             execution_resubmit(execution_id=pk) for pk in unfinished.values_list("pk", flat=True)
         )
         self.message_user(request, f"{count} execution(s) sent to the workers.", messages.INFO)
+
+
+@admin.register(HistoryEntry)
+class HistoryEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "trader", "kind", "symbol", "message")
+    list_filter = ("kind",)
+    search_fields = ("message", "symbol", "trader__name")
+    list_select_related = ("trader",)

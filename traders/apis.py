@@ -42,9 +42,13 @@ from traders.accounts import (
     trader_delete,
     trader_update,
 )
+from traders.exceptions import ExchangeFailed
+from traders.exchanges.base import ExchangeError
 from traders.models import (
     Execution,
     ExecutionStatus,
+    HistoryEntry,
+    HistoryKind,
     Order,
     OrderStatus,
     Position,
@@ -52,11 +56,17 @@ from traders.models import (
     Trader,
     TraderStatus,
 )
-from traders.serializers import ExecutionSerializer, OrderSerializer, PositionSerializer
+from traders.serializers import (
+    ExecutionSerializer,
+    HistoryEntrySerializer,
+    OrderSerializer,
+    PositionSerializer,
+)
 from traders.services import execution_request
 from traders.services.approvals import execution_approve, execution_reject
 from traders.services.checks import trader_check
 from traders.services.guards import trader_resume
+from traders.services.reconcile import trader_reconcile
 
 TAGS = ["traders"]
 
@@ -197,6 +207,45 @@ class TraderExecutionListApi(TraderRecordListApi, operation_id="traders_executio
             .select_related("decision")
             .order_by("-created_at", "-id")
         )
+
+
+class TraderHistoryListApi(TraderRecordListApi, operation_id="traders_history_list"):
+    """List the lines of a trader's history (what reconciliation with its exchange
+    changed in its book), newest first, optionally of one kind."""
+
+    class FilterSerializer(serializers.Serializer):
+        kind = StrictChoiceField(choices=HistoryKind.choices, required=False)
+
+    serializer_class = HistoryEntrySerializer
+
+    def records(self, trader: Trader, filters: dict) -> QuerySet:
+        return HistoryEntry.objects.filter(trader=trader, **filters).order_by("-created_at", "-id")
+
+
+class TraderReconcileApi(JsonApi):
+    """Reconcile one of your traders' book with its exchange now: positions closed on
+    the exchange recorded with their P&L, positions it has no row for recorded (or
+    flagged as not opened here), orphan stops cancelled, an unprotected position given
+    its stop or closed. The answer lists the lines written in the trader's history;
+    409 while another reconciliation of the trader runs, 502 when the exchange cannot
+    be read."""
+
+    @extend_schema_serializer(component_name="Reconciliation")
+    class OutputSerializer(serializers.Serializer):
+        lines = HistoryEntrySerializer(many=True)
+
+    @extend_schema(
+        operation_id="traders_reconcile",
+        tags=TAGS,
+        request=None,
+        responses={200: OutputSerializer, **error_responses(404, 409, 502)},
+    )
+    def post(self, request: Request, trader_id: int) -> Response:
+        try:
+            lines = trader_reconcile(trader_id=trader_id, owner=request.user)
+        except ExchangeError as exc:
+            raise ExchangeFailed(str(exc)) from exc
+        return Response(self.OutputSerializer({"lines": lines}).data)
 
 
 class DebateExecuteApi(JsonApi):

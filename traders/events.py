@@ -1,4 +1,5 @@
-"""Live events of trading: each execution state change goes out on its debate's stream.
+"""Live events of trading: each execution state change goes out on its debate's stream,
+each line of a trader's history (``history``) on the trader's stream.
 
 Only services call this, inside the transaction that made the change; the event is
 published when it commits (``arena.sse``). The payload is the REST representation.
@@ -6,9 +7,24 @@ published when it commits (``arena.sse``). The payload is the REST representatio
 
 from __future__ import annotations
 
+from arena.sse import publish_on_commit
 from debates import events as debate_events
-from traders.models import Execution
-from traders.serializers import ExecutionSerializer
+from traders.models import Execution, HistoryEntry
+from traders.serializers import ExecutionSerializer, HistoryEntrySerializer
+
+EVENT_TYPES = ("initial", "history")
+
+
+def trader_channel(trader_id: int) -> str:
+    """Return the stream channel of a trader."""
+    return f"trader-{trader_id}"
+
+
+def history_added(entry: HistoryEntry) -> None:
+    """Announce a new line of a trader's history on its stream."""
+    publish_on_commit(
+        trader_channel(entry.trader_id), "history", dict(HistoryEntrySerializer(entry).data)
+    )
 
 
 def execution_changed(execution: Execution) -> None:

@@ -36,3 +36,19 @@ class StaleDecision(ApplicationError):
     code = "stale_decision"
     status_code = status.HTTP_409_CONFLICT
     default_message = "This decision is stale."
+
+
+class ReconcileBusy(ApplicationError):
+    """Another pass is reconciling the trader with its exchange right now."""
+
+    code = "reconcile_busy"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "This trader is being reconciled right now; try again in a moment."
+
+
+class ExchangeFailed(ApplicationError):
+    """The trader's exchange could not be read, or refused the request."""
+
+    code = "exchange_error"
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_message = "The exchange could not be read."

@@ -83,6 +83,12 @@ class Trader(models.Model):
     day_start_equity = models.DecimalField(max_digits=20, decimal_places=8, null=True, blank=True)
     day_started = models.DateField(null=True, blank=True)
     guards_since = models.DateTimeField(null=True, blank=True)
+    reconcile_lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While set in the future, one worker is reconciling this account with "
+        "its exchange.",
+    )
     symbol_leverage = models.JSONField(
         default=dict,
         blank=True,
@@ -148,6 +154,11 @@ class Position(models.Model):
     take_profit_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_price = models.DecimalField(**PRICE, null=True, blank=True)
     close_reason = models.CharField(max_length=30, blank=True)
+    foreign = models.BooleanField(
+        default=False,
+        help_text="Found on the exchange with no order of this project behind it: shown, "
+        "never traded.",
+    )
     peak_pnl = models.DecimalField(
         **MONEY,
         null=True,
@@ -183,6 +194,37 @@ class Position(models.Model):
 
     def __str__(self) -> str:
         return f"{self.side} {self.symbol} x{self.quantity}"
+
+
+class HistoryKind(models.TextChoices):
+    POSITION_RECORDED = "position_recorded", "Position recorded"
+    POSITION_FOREIGN = "position_foreign", "Position not opened here"
+    POSITION_CHANGED = "position_changed", "Position changed on the exchange"
+    POSITION_CLOSED = "position_closed", "Position closed on the exchange"
+    ORDER_CANCELED = "order_canceled", "Orphan order cancelled"
+    STOP_PLACED = "stop_placed", "Stop placed"
+    UNPROTECTED_CLOSED = "unprotected_closed", "Unprotected position closed"
+    RECONCILE_FAILED = "reconcile_failed", "Reconciliation failed"
+
+
+class HistoryEntry(models.Model):
+    """A line in a trader's history: one change reconciliation made to its book."""
+
+    trader = models.ForeignKey(Trader, on_delete=models.CASCADE, related_name="history")
+    kind = models.CharField(max_length=20, choices=HistoryKind.choices)
+    symbol = models.CharField(max_length=20, blank=True)
+    message = models.TextField()
+    position = models.ForeignKey(
+        Position, on_delete=models.SET_NULL, null=True, blank=True, related_name="history"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "history entries"
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class OrderSide(models.TextChoices):

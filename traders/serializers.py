@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from traders.models import Execution, Order, Position
+from traders.models import Execution, HistoryEntry, Order, Position
 
 
 class ExecutionSerializer(serializers.ModelSerializer):
@@ -59,6 +59,7 @@ class PositionSerializer(serializers.ModelSerializer):
             "take_profit_price",
             "close_price",
             "close_reason",
+            "foreign",
             "realized_pnl",
             "fees",
             "opened_at",
@@ -89,4 +90,13 @@ class OrderSerializer(serializers.ModelSerializer):
             "position",
             "created_at",
         ]
+        read_only_fields = fields
+
+
+class HistoryEntrySerializer(serializers.ModelSerializer):
+    trader = serializers.IntegerField(source="trader_id", read_only=True)
+
+    class Meta:
+        model = HistoryEntry
+        fields = ["id", "trader", "kind", "symbol", "message", "position", "created_at"]
         read_only_fields = fields

@@ -7,15 +7,21 @@ exponential backoff; every other outcome is recorded on the execution by the ser
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from celery.signals import worker_ready
 
 from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from debates.tasks import BRIEF_STEP_OPTIONS, DATABASE_ERRORS, retry_on_fresh_connection
 from traders import hooks, services
-from traders.exchanges.base import ExchangeUnavailable
+from traders.exceptions import ReconcileBusy
+from traders.exchanges.base import ExchangeError, ExchangeUnavailable
 from traders.services.approvals import executions_lapse
 from traders.services.executions import lease_length
+from traders.services.reconcile import trader_reconcile, traders_reconcile_all
+
+logger = logging.getLogger(__name__)
 
 SUBMIT_MAX_RETRIES = 8
 BACKOFF_BASE_S = 2
@@ -76,9 +82,33 @@ def executions_resume_stale_task() -> list[int]:
     return services.executions_resume_stale()
 
 
+@shared_task(name="traders.reconcile", soft_time_limit=100, time_limit=120)
+def reconcile_task(trader_id: int) -> int:
+    """Reconcile one trader's book with its exchange; return the lines it wrote. A pass
+    already running, or an exchange that cannot be read, leaves it to the next one."""
+    try:
+        return len(trader_reconcile(trader_id=trader_id))
+    except ReconcileBusy:
+        return 0
+    except ExchangeError as exc:
+        logger.warning("trader %s not reconciled: %s", trader_id, exc)
+        return 0
+
+
+@shared_task(name="traders.reconcile_all", soft_time_limit=50, time_limit=60)
+def reconcile_all_task() -> list[int]:
+    """Reconcile every running exchange trader, one task each (beat, worker start)."""
+    trader_ids = traders_reconcile_all()
+    for trader_id in trader_ids:
+        reconcile_task.delay(trader_id)
+    return trader_ids
+
+
 @worker_ready.connect
 def resume_executions_after_boot(sender=None, **kwargs) -> None:
-    """Pick up the executions a dead worker left behind, once their leases ran out."""
+    """Pick up the executions a dead worker left behind, once their leases ran out, and
+    reconcile the exchange accounts, whose stops may have filled while no worker ran."""
     executions_resume_stale_task.apply_async(
         countdown=lease_length().total_seconds() + RESUME_ON_BOOT_MARGIN_S
     )
+    reconcile_all_task.delay()

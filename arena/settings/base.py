@@ -225,6 +225,8 @@ BACKTEST_DEBATES_IN_FLIGHT = env_int("BACKTEST_DEBATES_IN_FLIGHT", 6)
 BACKTEST_STALE_AFTER_S = env_int("BACKTEST_STALE_AFTER_S", 15)
 # Seconds between two looks for the turns and votes of human seats whose time ran out.
 HUMAN_STEPS_EXPIRE_EVERY_S = float(os.environ.get("HUMAN_STEPS_EXPIRE_EVERY_S", "15"))
+# Seconds between two reconciliations of each running exchange trader with its exchange.
+RECONCILE_EVERY_S = float(os.environ.get("RECONCILE_EVERY_S", "60"))
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -249,6 +251,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Automatic executions awaiting approval past their deadline, or gone stale, lapse.
     "traders-executions-lapse": {"task": "traders.executions_lapse", "schedule": 60.0},
+    # Exchange accounts: the local book reconciled with the exchange (traders.services.reconcile).
+    "traders-reconcile": {"task": "traders.reconcile_all", "schedule": RECONCILE_EVERY_S},
     # Paper trading: fill the stops and targets that prices crossed since the last sweep.
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
     # Outcome reviews of the debates whose horizon has passed (evaluations.services).

@@ -24,26 +24,27 @@ can be queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_
 tells how many requests were ever served at once.
 
 Trading (one account, USDT margin, in one-way position mode unless ``hedge_mode``):
-``GET /fapi/v1/positionSide/dual`` (the mode), ``POST /fapi/v1/leverage``,
-``GET /fapi/v1/leverageBracket``, ``GET /fapi/v3/account`` and ``/fapi/v2/balance``,
-``GET /fapi/v3/positionRisk`` and ``/fapi/v2/positionRisk``, ``POST|GET|DELETE
+``GET /fapi/v1/positionSide/dual`` (the mode), ``POST /fapi/v1/leverage``, ``GET
+/fapi/v1/leverageBracket``, ``GET /fapi/v3/account`` and ``/fapi/v2/balance``, ``GET
+/fapi/v3/positionRisk`` and ``/fapi/v2/positionRisk``, ``POST|GET|DELETE
 /fapi/v1/order`` (market orders only; ``GET`` finds an order by ``origClientOrderId`` or
-``orderId``), ``POST|GET|DELETE /fapi/v1/algoOrder`` (the conditional ``STOP_MARKET`` and
-``TAKE_PROFIT_MARKET`` orders ccxt sends for ``stopLossPrice`` / ``takeProfitPrice``,
-keyed by ``clientAlgoId``; they rest and are never triggered) and ``GET
+``orderId``), ``POST|GET|DELETE /fapi/v1/algoOrder`` (the conditional ``STOP_MARKET``
+and ``TAKE_PROFIT_MARKET`` orders ccxt sends for ``stopLossPrice`` /
+``takeProfitPrice``, keyed by ``clientAlgoId``; they rest until ``trigger_crossed``
+triggers those the price reached), ``GET /fapi/v1/openAlgoOrders`` and ``GET
 /fapi/v1/userTrades``. Market orders fill at once at the current price (the last closed
 15m close) with a taker fee of ``fee_rate``; a reused client order id is refused
 (-4116), a reduce-only order needs a position to reduce (-2022), an order needs its
-margin (-2019), a stop that would trigger at once is refused (-2021), an unknown order is
--2013. As on Binance, an order's ``positionSide`` must match the mode (-4061): ``BOTH``
-(or none) in one-way mode, ``LONG`` or ``SHORT`` in hedge mode, where ``reduceOnly`` is
-refused (-1106) and the side closes what it does not open; positions are kept per coin
-and position side. With ``api_key`` and ``api_secret`` set, private endpoints check the
-``X-MBX-APIKEY`` header and the HMAC-SHA256 signature as Binance does. Every order
-placed is kept in ``orders`` / ``algo_orders``; ``order_requests()`` lists the order
-requests as received (accepted or not). Two more faults serve order tests:
-``reject_next`` answers with a Binance error code, ``drop_after_next`` processes the
-request (the order is placed) and then closes the connection without an answer.
+margin (-2019), a stop that would trigger at once is refused (-2021), an unknown order
+is -2013. As on Binance, an order's ``positionSide`` must match the mode (-4061):
+``BOTH`` (or none) in one-way mode, ``LONG`` or ``SHORT`` in hedge mode, where
+``reduceOnly`` is refused (-1106) and the side closes what it does not open; positions
+are kept per coin and position side. With ``api_key`` and ``api_secret`` set, private
+endpoints check the ``X-MBX-APIKEY`` header and the HMAC-SHA256 signature as Binance
+does. Every order placed is kept in ``orders`` / ``algo_orders``; ``order_requests()``
+lists the order requests as received (accepted or not). Two more faults serve order
+tests: ``reject_next`` answers with a Binance error code, ``drop_after_next`` processes
+the request (the order is placed) and then closes the connection without an answer.
 
 To add endpoints: write a method ``(self, request) -> (status, body)``, register it in
 ``ROUTES`` (or ``fake.routes`` for one instance), decorate it with ``_private`` when it
@@ -212,6 +213,7 @@ class FakeExchange(BackgroundServer):
         ("POST", "/fapi/v1/algoOrder"): "new_algo_order",
         ("GET", "/fapi/v1/algoOrder"): "query_algo_order",
         ("DELETE", "/fapi/v1/algoOrder"): "cancel_algo_order",
+        ("GET", "/fapi/v1/openAlgoOrders"): "open_algo_orders",
         ("GET", "/fapi/v1/userTrades"): "user_trades",
     }
     ORDER_PATHS = ("/fapi/v1/order", "/fapi/v1/algoOrder")
@@ -252,6 +254,8 @@ class FakeExchange(BackgroundServer):
         self.orders: list[dict[str, Any]] = []
         self.algo_orders: list[dict[str, Any]] = []
         self.trades: list[dict[str, Any]] = []
+        # Prices moved away from the dataset's by ``move_price``, by symbol.
+        self.moved_prices: dict[str, str] = {}
         self._ids = itertools.count(1001)
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -261,6 +265,13 @@ class FakeExchange(BackgroundServer):
     def set_now(self, now: datetime) -> None:
         """Move the fake's clock."""
         self.now_ms = int(now.timestamp() * 1000)
+
+    def move_price(self, symbol: str, price: str, *, after_ms: int = 60_000) -> None:
+        """Trade ``symbol`` at ``price`` from ``after_ms`` later on: the dataset ends, the
+        market does not. Resting orders the price reached wait for ``trigger_crossed``."""
+        with self.lock:
+            self.now_ms += after_ms
+            self.moved_prices[symbol] = price
 
     # faults and inspection
 
@@ -564,77 +575,137 @@ class FakeExchange(BackgroundServer):
             client_id = params.get("newClientOrderId") or f"fake{next(self._ids)}"
             if any(order["clientOrderId"] == client_id for order in self.orders):
                 return 400, {"code": -4116, "msg": "ClientOrderId is duplicated."}
-            price = Decimal(self._last_close(symbol))
-            position = self.positions.setdefault((symbol, position_side), _Position())
+            return self._market_fill(symbol, side, quantity, position_side, reduce_only, client_id)
+
+    def _market_fill(
+        self,
+        symbol: str,
+        side: str,
+        quantity: Decimal,
+        position_side: str,
+        reduce_only: bool,
+        client_id: str,
+    ) -> tuple[int, Any]:
+        """Fill a market order at the current price (with ``self.lock`` held); return
+        Binance's answer or its refusal."""
+        price = Decimal(self._last_close(symbol))
+        position = self.positions.setdefault((symbol, position_side), _Position())
+        signed = quantity if side == "BUY" else -quantity
+        if reduce_only:
+            if position.amount == 0 or (position.amount > 0) == (signed > 0):
+                return 400, {"code": -2022, "msg": "ReduceOnly Order is rejected."}
+            quantity = min(quantity, abs(position.amount))
             signed = quantity if side == "BUY" else -quantity
-            if reduce_only:
-                if position.amount == 0 or (position.amount > 0) == (signed > 0):
-                    return 400, {"code": -2022, "msg": "ReduceOnly Order is rejected."}
-                quantity = min(quantity, abs(position.amount))
-                signed = quantity if side == "BUY" else -quantity
-            else:
-                notional = quantity * price
-                least = MIN_NOTIONAL.get(symbol, DEFAULT_MIN_NOTIONAL)
-                if notional < Decimal(least):
-                    return 400, {
-                        "code": -4164,
-                        "msg": f"Order's notional must be no smaller than {least} "
-                        "(unless you choose reduce only).",
-                    }
-                wallet, unrealized, margin = self._funds()
-                needed = notional / self.leverage.get(symbol, 20) + notional * self.fee_rate
-                if needed > wallet + unrealized - margin:
-                    return 400, {"code": -2019, "msg": "Margin is insufficient."}
-            order_id = next(self._ids)
-            realized = self._fill(symbol, position, signed, price)
-            fee = quantity * price * self.fee_rate
-            self.wallet_balance += realized - fee
-            self.trades.append(
-                {
-                    "symbol": symbol,
-                    "id": next(self._ids),
-                    "orderId": order_id,
-                    "side": side,
-                    "price": str(price),
-                    "qty": str(quantity),
-                    "realizedPnl": str(realized),
-                    "quoteQty": str(quantity * price),
-                    "commission": str(fee),
-                    "commissionAsset": "USDT",
-                    "time": self.now_ms,
-                    "positionSide": position_side,
-                    "buyer": side == "BUY",
-                    "maker": False,
-                }
-            )
-            order = {
-                "orderId": order_id,
+        else:
+            refused = self._opening_refused(symbol, quantity, price)
+            if refused is not None:
+                return refused
+        order_id = next(self._ids)
+        realized = self._fill(symbol, position, signed, price)
+        fee = quantity * price * self.fee_rate
+        self.wallet_balance += realized - fee
+        self.trades.append(
+            {
                 "symbol": symbol,
-                "status": "FILLED",
-                "clientOrderId": client_id,
-                "price": "0",
-                "avgPrice": str(price),
-                "origQty": str(quantity),
-                "executedQty": str(quantity),
-                "cumQty": str(quantity),
-                "cumQuote": str(quantity * price),
-                "timeInForce": "GTC",
-                "type": "MARKET",
-                "reduceOnly": reduce_only,
-                "closePosition": False,
+                "id": next(self._ids),
+                "orderId": order_id,
                 "side": side,
-                "positionSide": "BOTH",
-                "stopPrice": "0",
-                "workingType": "CONTRACT_PRICE",
-                "priceProtect": False,
-                "origType": "MARKET",
-                "priceMatch": "NONE",
-                "selfTradePreventionMode": "NONE",
-                "goodTillDate": 0,
-                "updateTime": self.now_ms,
+                "price": str(price),
+                "qty": str(quantity),
+                "realizedPnl": str(realized),
+                "quoteQty": str(quantity * price),
+                "commission": str(fee),
+                "commissionAsset": "USDT",
+                "time": self.now_ms,
+                "positionSide": position_side,
+                "buyer": side == "BUY",
+                "maker": False,
             }
-            self.orders.append(order)
-            return 200, dict(order)
+        )
+        order = {
+            "orderId": order_id,
+            "symbol": symbol,
+            "status": "FILLED",
+            "clientOrderId": client_id,
+            "price": "0",
+            "avgPrice": str(price),
+            "origQty": str(quantity),
+            "executedQty": str(quantity),
+            "cumQty": str(quantity),
+            "cumQuote": str(quantity * price),
+            "timeInForce": "GTC",
+            "type": "MARKET",
+            "reduceOnly": reduce_only,
+            "closePosition": False,
+            "side": side,
+            "positionSide": "BOTH",
+            "stopPrice": "0",
+            "workingType": "CONTRACT_PRICE",
+            "priceProtect": False,
+            "origType": "MARKET",
+            "priceMatch": "NONE",
+            "selfTradePreventionMode": "NONE",
+            "goodTillDate": 0,
+            "updateTime": self.now_ms,
+        }
+        self.orders.append(order)
+        return 200, dict(order)
+
+    def _opening_refused(
+        self, symbol: str, quantity: Decimal, price: Decimal
+    ) -> tuple[int, Any] | None:
+        """Return Binance's refusal of an opening below the market's minimum value or
+        beyond the margin available, else None."""
+        notional = quantity * price
+        least = MIN_NOTIONAL.get(symbol, DEFAULT_MIN_NOTIONAL)
+        if notional < Decimal(least):
+            return 400, {
+                "code": -4164,
+                "msg": f"Order's notional must be no smaller than {least} "
+                "(unless you choose reduce only).",
+            }
+        wallet, unrealized, margin = self._funds()
+        needed = notional / self.leverage.get(symbol, 20) + notional * self.fee_rate
+        if needed > wallet + unrealized - margin:
+            return 400, {"code": -2019, "msg": "Margin is insufficient."}
+        return None
+
+    def trigger_crossed(self) -> list[dict[str, Any]]:
+        """Trigger the resting conditional orders whose trigger the current price (the
+        last closed 15m close at ``now``) has reached, as Binance's algo service does:
+        a sell stop at or above the price, a sell target at or below it (buys mirrored).
+        Each places a market order (the algo order's ``actualOrderId``) that fills at the
+        price; the algo order ends ``FINISHED``, or ``REJECTED`` when its reduce-only
+        order finds no position to reduce. Return the algo orders triggered."""
+        triggered = []
+        with self.lock:
+            for algo in self.algo_orders:
+                if algo["algoStatus"] != "NEW" or not self._crossed(algo):
+                    continue
+                status, answer = self._market_fill(
+                    algo["symbol"],
+                    algo["side"],
+                    Decimal(algo["quantity"]),
+                    algo["positionSide"],
+                    algo["reduceOnly"],
+                    f"autoalgo{algo['algoId']}",
+                )
+                filled = status == 200
+                algo.update(
+                    algoStatus="FINISHED" if filled else "REJECTED",
+                    actualOrderId=str(answer["orderId"]) if filled else "",
+                    actualPrice=answer["avgPrice"] if filled else "0.00000",
+                    triggerTime=self.now_ms,
+                    updateTime=self.now_ms,
+                )
+                triggered.append(dict(algo))
+        return triggered
+
+    def _crossed(self, algo: dict[str, Any]) -> bool:
+        price = Decimal(self._last_close(algo["symbol"]))
+        trigger = Decimal(algo["triggerPrice"])
+        falls_to = (algo["orderType"] == "STOP_MARKET") == (algo["side"] == "SELL")
+        return price <= trigger if falls_to else price >= trigger
 
     @_private
     def query_order(self, request: RecordedRequest) -> tuple[int, Any]:
@@ -691,6 +762,8 @@ class FakeExchange(BackgroundServer):
                 "timeInForce": "GTC",
                 "quantity": str(quantity),
                 "algoStatus": "NEW",
+                "actualOrderId": "",
+                "actualPrice": "0.00000",
                 "triggerPrice": str(trigger),
                 "price": "0",
                 "icebergQuantity": None,
@@ -714,6 +787,18 @@ class FakeExchange(BackgroundServer):
         with self.lock:
             order = self._algo_order(request)
             return (400, NO_SUCH_ORDER) if order is None else (200, dict(order))
+
+    @_private
+    def open_algo_orders(self, request: RecordedRequest) -> tuple[int, Any]:
+        """Answer ``GET /fapi/v1/openAlgoOrders``: the resting conditional orders, of one
+        symbol when it is named."""
+        wanted = request.params.get("symbol")
+        with self.lock:
+            return 200, [
+                dict(order)
+                for order in self.algo_orders
+                if order["algoStatus"] == "NEW" and wanted in (None, order["symbol"])
+            ]
 
     @_private
     def cancel_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
@@ -915,6 +1000,8 @@ class FakeExchange(BackgroundServer):
         return market.klines[interval][:stop]
 
     def _last_close(self, symbol: str) -> str:
+        if symbol in self.moved_prices:
+            return self.moved_prices[symbol]
         for interval in ("15m", "1h", "4h"):
             closed = self._closed(symbol, interval, self.now_ms)
             if closed:
@@ -939,7 +1026,7 @@ class FakeExchange(BackgroundServer):
             "priceChange": f"{change:.8f}",
             "priceChangePercent": f"{(change / first_open * 100) if first_open else 0:.3f}",
             "weightedAvgPrice": f"{quote_volume / volume if volume else 0:.8f}",
-            "lastPrice": rows[-1][4],
+            "lastPrice": self.moved_prices.get(symbol, rows[-1][4]),
             "lastQty": "0",
             "openPrice": rows[0][1],
             "highPrice": repr(max(float(row[2]) for row in rows)),

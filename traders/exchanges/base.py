@@ -63,6 +63,32 @@ class ExchangePosition:
 
 
 @dataclass(frozen=True)
+class RestingOrder:
+    """A conditional order resting on the exchange: ``kind`` is ``stop_loss`` or
+    ``take_profit``, ``side`` the order's (sell protects a long)."""
+
+    symbol: str
+    client_order_id: str
+    side: str
+    kind: str
+    trigger_price: Decimal | None
+    quantity: Decimal
+
+
+@dataclass(frozen=True)
+class Fill:
+    """One trade of the account: its order, side, price, quantity, fee (settlement
+    currency) and instant (ms, the exchange's clock)."""
+
+    order_id: str
+    side: str
+    price: Decimal
+    quantity: Decimal
+    fee: Decimal
+    at_ms: int
+
+
+@dataclass(frozen=True)
 class OrderResult:
     """What the exchange says about one order.
 
@@ -110,6 +136,14 @@ class ExchangeAdapter(Protocol):
 
     def positions(self) -> list[ExchangePosition]:
         """Return every open position of the account."""
+        ...
+
+    def resting_orders(self, symbol: str) -> list[RestingOrder]:
+        """Return the stop and take-profit orders resting in ``symbol``."""
+        ...
+
+    def fills(self, symbol: str) -> list[Fill]:
+        """Return the account's recent trades in ``symbol``, oldest first."""
         ...
 
     def hedged(self) -> bool:

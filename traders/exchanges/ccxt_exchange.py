@@ -51,13 +51,17 @@ from arena.outbound import OutboundRefused, ccxt_session, check_url
 from strategies.market.live import override_api_urls
 from strategies.market.symbols import from_ccxt, to_ccxt
 from traders.exchanges.base import (
+    BUY,
     STOP_LOSS,
+    TAKE_PROFIT,
     AccessRefused,
     ExchangePosition,
     ExchangeUnavailable,
+    Fill,
     OrderNotFound,
     OrderRejected,
     OrderResult,
+    RestingOrder,
 )
 from traders.risk import Funds, MarketRules
 
@@ -70,6 +74,9 @@ CLIENT_ID_PARAMS: dict[str, str] = {
 # The client order id field of a conditional (stop, target) order where it differs:
 # OKX's algo orders carry algoClOrdId, by which they are looked up and cancelled.
 CONDITIONAL_ID_PARAMS: dict[str, str] = {"okx": "algoClOrdId"}
+# What lists the conditional orders resting in a market: ccxt's ``trigger``; on OKX, the
+# algo order type its stops and targets are placed as.
+RESTING_PARAMS: dict[str, dict[str, Any]] = {"okx": {"trigger": True, "ordType": "conditional"}}
 SETTLE = "USDT"
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
@@ -259,6 +266,58 @@ class CcxtExchange:
                 )
             )
         return positions
+
+    def resting_orders(self, symbol: str) -> list[RestingOrder]:
+        """Return the conditional orders resting in ``symbol``; each is a stop or a
+        target by where its trigger rests from the price (a sell below it is a stop)."""
+        params = RESTING_PARAMS.get(self.name, {"trigger": True})
+        raw = self._call(
+            f"{symbol} resting orders",
+            lambda c: c.fetch_open_orders(to_ccxt(symbol), None, None, dict(params)),
+        )
+        if not raw:
+            return []
+        price = self.price(symbol)
+        resting = []
+        for order in raw:
+            trigger = _decimal(
+                order.get("triggerPrice")
+                or order.get("stopLossPrice")
+                or order.get("takeProfitPrice")
+            )
+            side = order.get("side") or ""
+            below = trigger is not None and trigger < price
+            resting.append(
+                RestingOrder(
+                    symbol=symbol,
+                    client_order_id=order.get("clientOrderId") or "",
+                    side=side,
+                    kind=STOP_LOSS if below == (side != BUY) else TAKE_PROFIT,
+                    trigger_price=trigger,
+                    quantity=_decimal(order.get("amount")) or Decimal("0"),
+                )
+            )
+        return resting
+
+    def fills(self, symbol: str) -> list[Fill]:
+        """Return the account's recent trades in ``symbol`` (ccxt's ``fetch_my_trades``),
+        oldest first."""
+        trades = self._call(f"{symbol} trades", lambda c: c.fetch_my_trades(to_ccxt(symbol)))
+        fills = []
+        for trade in trades:
+            fee = trade.get("fee") or {}
+            settled = fee.get("currency") in (None, SETTLE) and fee.get("cost") is not None
+            fills.append(
+                Fill(
+                    order_id=str(trade.get("order") or ""),
+                    side=trade.get("side") or "",
+                    price=_decimal(trade.get("price")) or Decimal("0"),
+                    quantity=_decimal(trade.get("amount")) or Decimal("0"),
+                    fee=Decimal(str(fee["cost"])) if settled else Decimal("0"),
+                    at_ms=int(trade.get("timestamp") or 0),
+                )
+            )
+        return sorted(fills, key=lambda fill: fill.at_ms)
 
     def hedged(self) -> bool:
         """Say whether the account is in hedge mode, read once from the exchange

@@ -11,9 +11,16 @@ loss is the conservative reading.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traders.exchanges.base import Fill
 
 MONEY_QUANTUM = Decimal("0.00000001")
+PRICE_QUANTUM = Decimal("0.0000000001")
 STOP_LOSS = "stop_loss"
 TAKE_PROFIT = "take_profit"
 
@@ -56,3 +63,45 @@ def crossing(
     if target is not None and low <= target:
         return TAKE_PROFIT, target
     return None
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How a position left the account: the average price of the trades that closed it,
+    the quantity they closed, their fees, and the instant (ms) of the last."""
+
+    price: Decimal
+    quantity: Decimal
+    fee: Decimal
+    at_ms: int
+
+
+def closing_exit(
+    fills: Sequence[Fill],
+    *,
+    side: str,
+    quantity: Decimal,
+    after_ms: int = 0,
+    skip: Collection[str] = (),
+) -> Exit | None:
+    """Return the exit of ``quantity`` closed by the account's latest ``side`` trades
+    (``fills`` oldest first) made at or after ``after_ms``, leaving out the trades of the
+    orders in ``skip``; None when no such trade exists."""
+    taken = cost = fee = Decimal("0")
+    last = 0
+    for fill in reversed(fills):
+        if fill.side != side or fill.at_ms < after_ms or fill.order_id in skip:
+            continue
+        if fill.quantity <= 0:
+            continue
+        part = min(fill.quantity, quantity - taken)
+        cost += part * fill.price
+        fee += fill.fee * part / fill.quantity
+        taken += part
+        last = max(last, fill.at_ms)
+        if taken >= quantity:
+            break
+    if taken <= 0:
+        return None
+    price = (cost / taken).quantize(PRICE_QUANTUM, rounding=ROUND_HALF_UP)
+    return Exit(price=price, quantity=taken, fee=money(fee), at_ms=last)

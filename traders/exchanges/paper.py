@@ -44,10 +44,13 @@ from traders import locks
 from traders.exchanges.base import (
     BUY,
     STOP_LOSS,
+    TAKE_PROFIT,
     ExchangePosition,
+    Fill,
     OrderNotFound,
     OrderRejected,
     OrderResult,
+    RestingOrder,
 )
 from traders.exchanges.base import ExchangeUnavailable as Unavailable
 from traders.exchanges.book import (
@@ -153,6 +156,43 @@ class PaperExchange:
             for p in Position.objects.filter(
                 trader_id=self.trader_id, status=PositionStatus.OPEN
             ).order_by("pk")
+        ]
+
+    def resting_orders(self, symbol: str) -> list[RestingOrder]:
+        """Return the stop and take-profit orders resting in ``symbol``."""
+        resting = Order.objects.filter(
+            trader_id=self.trader_id,
+            symbol=symbol,
+            status=OrderStatus.OPEN,
+            type__in=PROTECTIVE_TYPES,
+        ).order_by("pk")
+        return [
+            RestingOrder(
+                symbol=symbol,
+                client_order_id=order.client_order_id,
+                side=order.side,
+                kind=STOP_LOSS if order.type == OrderType.STOP_MARKET else TAKE_PROFIT,
+                trigger_price=order.trigger_price,
+                quantity=order.quantity,
+            )
+            for order in resting
+        ]
+
+    def fills(self, symbol: str) -> list[Fill]:
+        """Return the filled orders in ``symbol``, oldest first, one fill each."""
+        filled = Order.objects.filter(
+            trader_id=self.trader_id, symbol=symbol, status=OrderStatus.FILLED
+        ).order_by("updated_at", "pk")
+        return [
+            Fill(
+                order_id=order.exchange_order_id,
+                side=order.side,
+                price=order.average_price or Decimal("0"),
+                quantity=order.filled_quantity,
+                fee=order.fee,
+                at_ms=int(order.updated_at.timestamp() * 1000),
+            )
+            for order in filled
         ]
 
     def hedged(self) -> bool:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import signature
 from django.db import transaction
 from django.utils import timezone
 
 from arena.exceptions import NotFound
+from arena.worker import send_on_commit
 from traders import events
 from traders.exchanges.base import OrderResult
-from traders.models import Execution, ExecutionStatus, Order
+from traders.models import Exchange, Execution, ExecutionStatus, Order
 
 FINAL_STATUSES = (
     ExecutionStatus.FILLED,
@@ -75,7 +77,7 @@ def execution_finish(
     execution: Execution, status: str, *, error: str = "", **fields: Any
 ) -> Execution:
     """Move an unfinished execution to ``status`` (filled, failed or skipped) and
-    announce it."""
+    announce it; an exchange account's book is then reconciled with what it did."""
     with transaction.atomic():
         moved = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED_STATUSES).update(
             status=status, error=error[:4000], updated_at=timezone.now(), **fields
@@ -83,4 +85,7 @@ def execution_finish(
         fresh = execution_load(execution.pk)
         if moved:
             events.execution_changed(fresh)
+            if fresh.trader.exchange != Exchange.PAPER and fresh.filled_quantity > 0:
+                reconcile = signature("traders.reconcile", args=(fresh.trader_id,), immutable=True)
+                send_on_commit(reconcile)
     return fresh

@@ -198,7 +198,7 @@ def _protective_order(
 ) -> _Sent:
     """Send, once, the reduce-only stop loss or take profit (``kind``) of an execution."""
     suffix, order_type = PROTECTIVE_ORDERS[kind]
-    return _send(
+    return send_once(
         adapter,
         execution,
         client_id=execution.client_order_id + suffix,
@@ -220,7 +220,7 @@ def _unwind(
 ) -> Execution:
     """Close a position whose stop loss could not be placed, then fail the execution."""
     try:
-        closing = _send(
+        closing = send_once(
             adapter,
             execution,
             client_id=execution.client_order_id + UNWIND_SUFFIX,
@@ -301,7 +301,7 @@ def position_close_first(execution: Execution, adapter: ExchangeAdapter, *, side
     held = next((p for p in adapter.positions() if p.symbol == symbol and p.side == side), None)
     if held is None and not recorded.exists():
         return ""
-    closing = _send(
+    closing = send_once(
         adapter,
         execution,
         client_id=client_id,
@@ -354,7 +354,7 @@ def _send_recorded(
 ) -> _Sent:
     """Send, once, the market order recorded when the execution was submitted (the
     entry of an opening, or the closing order); ``fresh`` when that was this attempt."""
-    return _send(
+    return send_once(
         adapter,
         execution,
         client_id=execution.client_order_id,
@@ -369,7 +369,7 @@ def _send_recorded(
     )
 
 
-def _send(
+def send_once(
     adapter: ExchangeAdapter,
     execution: Execution,
     *,
