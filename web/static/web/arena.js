@@ -136,8 +136,10 @@
     state.traders = await apiList("traders").catch(() => []);
     const running = state.traders.filter((t) => t.status === "running");
     const options = running.map((t) => [t.id, `${t.name} (${t.exchange})`]);
-    fillSelect($("#x-trader"), options);
-    fillSelect($("#f-trader"), options);
+    for (const select of [$("#x-trader"), $("#f-trader")]) {
+      fillSelect(select, options);
+      syncCheck(select);
+    }
     if (state.debate) renderConsensus();
   }
 
@@ -941,7 +943,11 @@
     fillSelect($("#f-strategy"), state.strategies.map((s) => [s.id, s.name]));
     updateSymbolSuggestions();
     const rows = $$("#participant-rows .participant-row");
-    for (const row of rows) fillModelSelect($("[data-name=ai_model]", row));
+    for (const row of rows) {
+      const select = $("[data-name=ai_model]", row);
+      fillModelSelect(select);
+      syncCheck(select);
+    }
     if (!rows.length) {
       const usable = state.models.filter((m) => m.enabled);
       DEFAULT_SEATS.forEach((personality, index) => {
@@ -972,6 +978,7 @@
     fillModelSelect(modelSelect);
     fillSelect(personalitySelect, personalities.map((p) => [p.id, `${p.emoji} ${p.name}`]));
     if (model) modelSelect.value = model.id;
+    wireCheck(modelSelect);
     personalitySelect.value = personality
       || personalities[rows.children.length % personalities.length].id;
     $(".remove-participant", row).addEventListener("click", () => {
@@ -992,7 +999,7 @@
       }
       for (const select of $$("select", row)) {
         select.id = `f-participant-${index}-${select.dataset.name}`;
-        select.previousElementSibling.htmlFor = select.id;
+        $("label", select.closest(".field")).htmlFor = select.id;
       }
     });
     $("#add-participant").disabled = rows.length >= MAX_SEATS;
@@ -1074,6 +1081,62 @@
     summary.hidden = false;
   }
 
+  // --- Connection checks ------------------------------------------------------------------
+
+  /** Return the Check button beside ``select`` and the line under them for its answer. */
+  function checkParts(select) {
+    const box = select.closest(".with-check");
+    return { button: $(".check-button", box), result: box.nextElementSibling };
+  }
+
+  /** Return the id ``select`` has chosen, or "" (nothing, or the human seat). */
+  function chosenId(select) {
+    return /^\d+$/.test(select.value) ? select.value : "";
+  }
+
+  /** Show ``text`` in a check's line: its ``outcome`` ("checking", "ok", "failed" or ""
+   * for nothing) styles it, ``id`` names the choice it is about. */
+  function showCheck(result, outcome, text, id) {
+    result.dataset.outcome = outcome;
+    result.dataset.for = id;
+    result.textContent = text;
+  }
+
+  /** Enable the Check button when there is a choice to check and no check of it runs;
+   * drop the line of an earlier choice. Called on each change of the choice, the
+   * page's own (a list filled again) included. */
+  function syncCheck(select) {
+    const { button, result } = checkParts(select);
+    const id = chosenId(select);
+    if (result.dataset.for !== id) showCheck(result, "", "", id);
+    button.disabled = !id || result.dataset.outcome === "checking";
+  }
+
+  /** Check the chosen AI model or trader (the button's ``data-check``: "ai-models" or
+   * "traders") and show the answer's one line; a refused request shows its own. */
+  async function runCheck(select) {
+    const { button, result } = checkParts(select);
+    const id = chosenId(select);
+    showCheck(result, "checking", "Checking…", id);
+    button.disabled = true;
+    let answer;
+    try {
+      answer = await api("POST", `${button.dataset.check}/${id}/check`);
+    } catch (error) {
+      answer = { ok: false, message: error.message };
+    }
+    if (result.dataset.for !== id) return;  // another choice since: its line stays empty
+    showCheck(result, answer.ok ? "ok" : "failed", answer.message, id);
+    syncCheck(select);
+  }
+
+  /** Make the Check button beside ``select`` check its choice, as the choice changes. */
+  function wireCheck(select) {
+    select.addEventListener("change", () => syncCheck(select));
+    checkParts(select).button.addEventListener("click", () => runCheck(select));
+    syncCheck(select);
+  }
+
   // --- Start ------------------------------------------------------------------------------
 
   async function start() {
@@ -1091,6 +1154,8 @@
       addParticipantRow(state.models.find((m) => m.enabled), null);
     });
     $("#execute-form").addEventListener("submit", submitExecute);
+    wireCheck($("#x-trader"));
+    wireCheck($("#f-trader"));
     $("#human-turn").addEventListener("submit", submitHumanTurn);
     $("#human-turn-skip").addEventListener("click", skipHumanTurn);
     window.addEventListener("popstate", () => {
