@@ -190,3 +190,18 @@ def test_a_second_pass_while_one_runs_changes_nothing(binance_trader, fake_excha
     # when another starts
     with pytest.raises(ReconcileBusy):
         trader_reconcile(trader_id=binance_trader.pk)
+
+
+def test_a_paper_trader_takes_the_same_path_over_its_own_book(user, paper_trader, make_decision):
+    # given a paper long with its stop and target resting, reconciled: nothing to change
+    decision = make_decision(as_of="2024-08-04T20:00Z")
+    execution = execution_submit(execution_id=request_execution(user, paper_trader, decision).pk)
+    assert trader_reconcile(trader_id=paper_trader.pk) == []
+    # when its stop is gone (cancelled) and the book is reconciled
+    stop = Order.objects.get(client_order_id=execution.client_order_id + "S")
+    Order.objects.filter(pk=stop.pk).update(status="canceled")
+    lines = trader_reconcile(trader_id=paper_trader.pk)
+    # then the stop its execution planned rests again on the paper exchange
+    assert [line.kind for line in lines] == ["stop_placed"]
+    again = Order.objects.get(status="open", type="stop_market")
+    assert (again.trigger_price, again.position.status) == (execution.stop_loss_price, "open")

@@ -27,34 +27,25 @@ takes the same path over its own book, whose rows are its exchange's.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from arena.heartbeat import heartbeat
 from arena.queries import owned_by, owned_or_404
-from strategies.models import Unprotected
-from traders import events
 from traders.exceptions import ReconcileBusy
 from traders.exchanges import exchange_for
 from traders.exchanges.base import (
     BUY,
     SELL,
-    STOP_LOSS,
     ExchangeAdapter,
     ExchangePosition,
     OrderNotFound,
-    OrderRejected,
-    RestingOrder,
 )
 from traders.exchanges.fills import closing_exit, realized_pnl
 from traders.models import (
@@ -72,7 +63,8 @@ from traders.models import (
 )
 from traders.risk import LONG, SHORT
 from traders.services.execution_state import UNFINISHED_STATUSES
-from traders.services.orders import send_once
+from traders.services.history import Key, Pass, closing_side, note
+from traders.services.unprotected import protect
 
 logger = logging.getLogger(__name__)
 
@@ -80,18 +72,6 @@ PROTECTIVE = (OrderType.STOP_MARKET, OrderType.TAKE_PROFIT_MARKET)
 REASON_BY_TYPE = {OrderType.STOP_MARKET: "stop_loss", OrderType.TAKE_PROFIT_MARKET: "take_profit"}
 # How long a pass's hold on its trader outlives a worker that died; a live pass renews it.
 LEASE = timedelta(seconds=40)
-Key = tuple[str, str]  # (coin, side)
-
-
-@dataclass
-class _Pass:
-    """What one pass read of the exchange, and the lines it wrote."""
-
-    trader: Trader
-    adapter: ExchangeAdapter
-    held: dict[Key, ExchangePosition]
-    resting: dict[str, list[RestingOrder]]
-    lines: list[HistoryEntry]
 
 
 def trader_reconcile(*, trader_id: int, owner: Any | None = None) -> list[HistoryEntry]:
@@ -132,61 +112,42 @@ def _lease_take(trader_id: int) -> bool:
 
 
 def _reconcile(trader: Trader, adapter: ExchangeAdapter) -> list[HistoryEntry]:
-    busy = set(
-        Execution.objects.filter(trader=trader, status__in=UNFINISHED_STATUSES).values_list(
-            "symbol", flat=True
-        )
-    )
-    held = {(p.symbol, p.side): p for p in adapter.positions() if p.symbol not in busy}
-    local = {
-        (p.symbol, p.side): p
-        for p in Position.objects.filter(trader=trader, status=PositionStatus.OPEN)
-        if p.symbol not in busy
-    }
-    ordered = Order.objects.filter(trader=trader, status=OrderStatus.OPEN, type__in=PROTECTIVE)
-    symbols = (
-        {s for s, _ in held} | {s for s, _ in local} | set(ordered.values_list("symbol", flat=True))
-    )
-    run = _Pass(trader, adapter, held, {}, [])
-    for symbol in sorted(symbols - busy):
-        run.resting[symbol] = adapter.resting_orders(symbol)
-        _refresh_left(run, symbol)
+    run, local = _read(trader, adapter)
     for key, position in local.items():
-        if key in held:
-            _changed(run, position, held[key])
+        if key in run.held:
+            _changed(run, position, run.held[key])
         else:
             _closed(run, position)
-    for key, found in held.items():
+    for key, found in run.held.items():
         if key not in local:
             _recorded(run, found)
     _orphans_cancelled(run)
-    for key in held:
-        _protected(run, key)
+    for key in run.held:
+        protect(run, key)
     return run.lines
 
 
-def _note(
-    run: _Pass, kind: str, message: str, *, symbol: str = "", position: Position | None = None
-) -> None:
-    """Write a line of the trader's history and announce it (inside the caller's
-    transaction, when there is one)."""
-    with transaction.atomic():
-        entry = HistoryEntry.objects.create(
-            trader=run.trader, kind=kind, symbol=symbol, message=message, position=position
-        )
-        events.history_added(entry)
-    logger.info("trader %s: %s", run.trader.pk, message)
-    run.lines.append(entry)
-
-
-def _closing_side(side: str) -> str:
-    return SELL if side == LONG else BUY
+def _read(trader: Trader, adapter: ExchangeAdapter) -> tuple[Pass, dict[Key, Position]]:
+    """Read the exchange's positions and resting orders and the book's open positions,
+    leaving out the coins with an execution in flight (step 1)."""
+    in_flight = Execution.objects.filter(trader=trader, status__in=UNFINISHED_STATUSES)
+    busy = set(in_flight.values_list("symbol", flat=True))
+    held = {(p.symbol, p.side): p for p in adapter.positions() if p.symbol not in busy}
+    opened = Position.objects.filter(trader=trader, status=PositionStatus.OPEN)
+    local = {(p.symbol, p.side): p for p in opened if p.symbol not in busy}
+    resting = Order.objects.filter(trader=trader, status=OrderStatus.OPEN, type__in=PROTECTIVE)
+    symbols = {s for s, _ in [*held, *local]} | set(resting.values_list("symbol", flat=True))
+    run = Pass(trader, adapter, held, {}, [])
+    for symbol in sorted(symbols - busy):
+        run.resting[symbol] = adapter.resting_orders(symbol)
+        _refresh_left(run, symbol)
+    return run, local
 
 
 # -- 1. the orders that left the exchange ------------------------------------------------
 
 
-def _refresh_left(run: _Pass, symbol: str) -> None:
+def _refresh_left(run: Pass, symbol: str) -> None:
     """Record the state of this app's resting orders in ``symbol`` that no longer rest
     on the exchange: filled (a stop or target that triggered) or cancelled."""
     resting = {order.client_order_id for order in run.resting[symbol]}
@@ -210,9 +171,9 @@ def _refresh_left(run: _Pass, symbol: str) -> None:
 # -- 2. positions closed on the exchange ---------------------------------------------
 
 
-def _closed(run: _Pass, position: Position) -> None:
+def _closed(run: Pass, position: Position) -> None:
     """Record ``position``, gone from the exchange, as closed: why, and at what price."""
-    side = _closing_side(position.side)
+    side = closing_side(position.side)
     ours = Order.objects.filter(trader=run.trader, symbol=position.symbol)
     fills = run.adapter.fills(position.symbol)
     entry_ids = set(
@@ -243,7 +204,7 @@ def _closed(run: _Pass, position: Position) -> None:
             status=PositionStatus.CLOSED, **fields
         ):
             return
-        _note(
+        note(
             run,
             HistoryKind.POSITION_CLOSED,
             f"{position.symbol} {position.side} closed on the exchange "
@@ -267,7 +228,7 @@ def _close_reason(closing: Any, position: Position) -> str:
 # -- 3. positions with no row yet ------------------------------------------------------
 
 
-def _recorded(run: _Pass, found: ExchangePosition) -> None:
+def _recorded(run: Pass, found: ExchangePosition) -> None:
     """Record an open position this app has no row for: opened by one of its executions
     (an entry filled with no position yet), or flagged ``foreign``."""
     opening_side = BUY if found.side == LONG else SELL
@@ -301,7 +262,7 @@ def _recorded(run: _Pass, found: ExchangePosition) -> None:
             Order.objects.filter(
                 trader=run.trader,
                 symbol=found.symbol,
-                side=_closing_side(found.side),
+                side=closing_side(found.side),
                 status=OrderStatus.OPEN,
                 type__in=PROTECTIVE,
                 position__isnull=True,
@@ -316,12 +277,12 @@ def _recorded(run: _Pass, found: ExchangePosition) -> None:
             else:
                 kind = HistoryKind.POSITION_RECORDED
                 message = f"{what} recorded, opened by execution {first.execution_id}"
-            _note(run, kind, message, symbol=found.symbol, position=position)
+            note(run, kind, message, symbol=found.symbol, position=position)
     except IntegrityError:
         return  # another pass recorded it
 
 
-def _changed(run: _Pass, position: Position, found: ExchangePosition) -> None:
+def _changed(run: Pass, position: Position, found: ExchangePosition) -> None:
     """Follow a position whose size or entry changed on the exchange (reduced by hand,
     added to)."""
     if (found.quantity, found.entry_price) == (position.quantity, position.entry_price):
@@ -331,7 +292,7 @@ def _changed(run: _Pass, position: Position, found: ExchangePosition) -> None:
             pk=position.pk, status=PositionStatus.OPEN, quantity=position.quantity
         ).update(quantity=found.quantity, entry_price=found.entry_price):
             return
-        _note(
+        note(
             run,
             HistoryKind.POSITION_CHANGED,
             f"{position.symbol} {position.side} is {found.quantity.normalize():f} at "
@@ -345,7 +306,7 @@ def _changed(run: _Pass, position: Position, found: ExchangePosition) -> None:
 # -- 4. orphan orders ------------------------------------------------------------------
 
 
-def _orphans_cancelled(run: _Pass) -> None:
+def _orphans_cancelled(run: Pass) -> None:
     """Cancel this app's stop and target orders resting for a position that is gone."""
     for symbol, resting in run.resting.items():
         for found in resting:
@@ -363,7 +324,7 @@ def _orphans_cancelled(run: _Pass) -> None:
                 Order.objects.filter(pk=order.pk).exclude(status=OrderStatus.CANCELED).update(
                     status=OrderStatus.CANCELED, updated_at=timezone.now()
                 )
-                _note(
+                note(
                     run,
                     HistoryKind.ORDER_CANCELED,
                     f"{symbol} {found.kind.replace('_', ' ')} {order.client_order_id} cancelled: "
@@ -371,145 +332,3 @@ def _orphans_cancelled(run: _Pass) -> None:
                     symbol=symbol,
                     position=order.position,
                 )
-
-
-# -- 5. unprotected positions ------------------------------------------------------------
-
-
-def _protected(run: _Pass, key: Key) -> None:
-    """Give a position this app opened, resting without a stop, its planned stop, or
-    close it (strategy setting ``unprotected``)."""
-    symbol, side = key
-    position = Position.objects.filter(
-        trader=run.trader, symbol=symbol, side=side, status=PositionStatus.OPEN, foreign=False
-    ).first()
-    if position is None:
-        return
-    closing = _closing_side(side)
-    if any(o.side == closing and o.kind == STOP_LOSS for o in run.resting.get(symbol, ())):
-        return
-    execution = _opening_execution(position)
-    if execution is None:
-        return
-    strategy = execution.decision.debate.strategy
-    refused = ""
-    if (strategy is None or strategy.unprotected == Unprotected.STOP) and execution.stop_loss_price:
-        try:
-            _stop_placed(run, position, execution, closing)
-            return
-        except OrderRejected as exc:
-            refused = f" (its stop was refused: {exc})"
-    _unprotected_closed(run, position, execution, closing, refused)
-
-
-def _opening_execution(position: Position) -> Execution | None:
-    entry = (
-        position.orders.filter(type=OrderType.MARKET, reduce_only=False, execution__isnull=False)
-        .select_related("execution__decision__debate__strategy")
-        .order_by("-pk")
-        .first()
-    )
-    return entry.execution if entry else None
-
-
-def reconcile_client_id(position_id: int, kind: str, attempt: int) -> str:
-    """Return the client order id of reconciliation's ``attempt``-th ``kind`` order (``s``:
-    a stop, ``x``: a close) for a position: keyed with the deployment's secret key, at most
-    32 characters of ``[A-Za-z0-9]``."""
-    label = f"p{position_id}{kind}{attempt}"
-    digest = hmac.new(settings.SECRET_KEY.encode(), label.encode(), hashlib.sha256).hexdigest()[:8]
-    return f"arena{label}{digest}"
-
-
-def _attempt(position: Position, kind: str) -> int:
-    """Return the number of reconciliation's next ``kind`` order for ``position``: an
-    order recorded and never answered is the same attempt, looked up before it is sent."""
-    prefix = f"arenap{position.pk}{kind}"
-    sent = Order.objects.filter(position=position, client_order_id__startswith=prefix)
-    return sent.exclude(status=OrderStatus.NEW).count() + 1
-
-
-def _stop_placed(run: _Pass, position: Position, execution: Execution, side: str) -> None:
-    price = execution.stop_loss_price
-    sent = send_once(
-        run.adapter,
-        execution,
-        client_id=reconcile_client_id(position.pk, "s", _attempt(position, "s")),
-        order=dict(
-            type=OrderType.STOP_MARKET, side=side, quantity=position.quantity, position=position
-        ),
-        trigger_price=price,
-        send=lambda order: run.adapter.protective_order(
-            position.symbol,
-            side,
-            order.quantity,
-            kind=STOP_LOSS,
-            trigger_price=order.trigger_price,
-            client_order_id=order.client_order_id,
-        ),
-    )
-    with transaction.atomic():
-        Position.objects.filter(pk=position.pk).update(stop_loss_price=price)
-        _note(
-            run,
-            HistoryKind.STOP_PLACED,
-            f"{position.symbol} {position.side} rested without a stop: stop placed at "
-            f"{price.normalize():f} ({sent.order.client_order_id})",
-            symbol=position.symbol,
-            position=position,
-        )
-
-
-def _unprotected_closed(
-    run: _Pass, position: Position, execution: Execution, side: str, refused: str
-) -> None:
-    try:
-        sent = send_once(
-            run.adapter,
-            execution,
-            client_id=reconcile_client_id(position.pk, "x", _attempt(position, "x")),
-            order=dict(
-                type=OrderType.MARKET, side=side, quantity=position.quantity, position=position
-            ),
-            send=lambda order: run.adapter.market_order(
-                position.symbol,
-                side,
-                order.quantity,
-                client_order_id=order.client_order_id,
-                reduce_only=True,
-            ),
-        )
-    except OrderRejected as exc:
-        _note(
-            run,
-            HistoryKind.RECONCILE_FAILED,
-            f"{position.symbol} {position.side} rests WITHOUT A STOP{refused}, and closing "
-            f"it failed: {exc}",
-            symbol=position.symbol,
-            position=position,
-        )
-        return
-    result = sent.result
-    price = result.average_price or Decimal("0")
-    pnl = realized_pnl(position.side, position.entry_price, price, result.filled)
-    with transaction.atomic():
-        if run.trader.exchange == Exchange.PAPER:
-            # The paper exchange closed its own row with the fill.
-            Position.objects.filter(pk=position.pk).update(close_reason="unprotected")
-        else:
-            Position.objects.filter(pk=position.pk, status=PositionStatus.OPEN).update(
-                status=PositionStatus.CLOSED,
-                close_price=price,
-                close_reason="unprotected",
-                realized_pnl=F("realized_pnl") + pnl,
-                fees=F("fees") + result.fee,
-                closed_at=timezone.now(),
-            )
-        _note(
-            run,
-            HistoryKind.UNPROTECTED_CLOSED,
-            f"{position.symbol} {position.side} rested without a stop{refused}: closed at "
-            f"{price.normalize():f}",
-            symbol=position.symbol,
-            position=position,
-        )
