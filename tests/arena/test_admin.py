@@ -18,7 +18,13 @@ from tests.debates.factories import (
     VoteFactory,
 )
 from tests.strategies.factories import StrategyFactory
-from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
+from tests.traders.factories import (
+    ExecutionFactory,
+    HistoryEntryFactory,
+    OrderFactory,
+    PositionFactory,
+    TraderFactory,
+)
 
 PROJECT_APPS = {"debates", "strategies", "traders"}
 
@@ -41,6 +47,7 @@ def one_of_each(db):
     JudgeScoreFactory(participant=participant)
     PositionFactory()
     OrderFactory()
+    HistoryEntryFactory()
     AIModelFactory()
     StrategyFactory()
     TraderFactory()
@@ -68,6 +75,7 @@ def test_every_project_model_is_registered():
         "debates.Vote",
         "strategies.Strategy",
         "traders.Execution",
+        "traders.HistoryEntry",
         "traders.Order",
         "traders.Position",
         "traders.Trader",

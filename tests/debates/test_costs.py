@@ -58,8 +58,8 @@ def test_cache_writes_cost_the_input_price_when_the_table_gives_none() -> None:
 
 
 def test_the_catalogue_models_have_default_prices_and_the_simulated_model_is_free() -> None:
-    # given no stored price row (an operator's rows come first)
-    ModelPrice.objects.all().delete()
+    # given the price table of a new installation (an operator's rows come first)
+    prices_forget()
     # when / then: each model costs the catalogue's list price
     assert price_for(provider="deepseek", model="deepseek-v4-flash") == Price(
         Decimal("0.14"), Decimal("0.0028"), Decimal("0.28"), None

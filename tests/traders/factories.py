@@ -3,7 +3,7 @@ from decimal import Decimal
 import factory
 
 from tests.factories import UserFactory
-from traders.models import Execution, Order, Position, Trader
+from traders.models import Execution, HistoryEntry, Order, Position, Trader
 
 
 class TraderFactory(factory.django.DjangoModelFactory):
@@ -25,6 +25,16 @@ class PositionFactory(factory.django.DjangoModelFactory):
     quantity = Decimal("0.01")
     entry_price = Decimal("58000")
     leverage = 5
+
+
+class HistoryEntryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = HistoryEntry
+
+    trader = factory.SubFactory(TraderFactory)
+    kind = "position_closed"
+    symbol = "BTCUSDT"
+    message = "BTCUSDT long closed on the exchange (stop loss) at 56000, P&L -4.00 USDT"
 
 
 class OrderFactory(factory.django.DjangoModelFactory):
