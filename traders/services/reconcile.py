@@ -176,16 +176,13 @@ def _closed(run: Pass, position: Position) -> None:
     side = closing_side(position.side)
     ours = Order.objects.filter(trader=run.trader, symbol=position.symbol)
     fills = run.adapter.fills(position.symbol)
-    entry_ids = set(
-        ours.filter(reduce_only=False, type=OrderType.MARKET).values_list(
-            "exchange_order_id", flat=True
-        )
-    )
+    entries = ours.filter(reduce_only=False, type=OrderType.MARKET)
+    entry_ids = set(entries.values_list("exchange_order_id", flat=True)) - {""}
     entry_ms = max(
         (f.at_ms for f in fills if f.order_id in entry_ids and f.side != side), default=0
     )
     done = closing_exit(
-        fills, side=side, quantity=position.quantity, after_ms=entry_ms, skip=entry_ids - {""}
+        fills, side=side, quantity=position.quantity, after_ms=entry_ms, skip=entry_ids
     )
     reason = _close_reason(ours.filter(side=side), position)
     fields: dict[str, Any] = {"close_reason": reason, "closed_at": timezone.now()}
@@ -220,9 +217,8 @@ def _close_reason(closing: Any, position: Position) -> str:
     mine = closing.filter(status=OrderStatus.FILLED, updated_at__gte=position.opened_at)
     if mine.filter(type=OrderType.MARKET, reduce_only=True).exists():
         return "decision"
-    for order in mine.filter(type__in=PROTECTIVE).order_by("-updated_at"):
-        return REASON_BY_TYPE[order.type]
-    return "exchange"
+    protective = mine.filter(type__in=PROTECTIVE).order_by("-updated_at").first()
+    return REASON_BY_TYPE[protective.type] if protective else "exchange"
 
 
 # -- 3. positions with no row yet ------------------------------------------------------
