@@ -13,7 +13,9 @@ errors (429 with ``Retry-After``, 500, 401 echoing the key, ...), ``hang``, ``re
 ``trickle`` (one byte at a time), ``empty`` and ``reasoning_exhausted`` (the output cap
 spent on reasoning: empty content, finish reason ``length``). A reply's scripted usage
 can say how many input tokens the prompt cache served (``cached_tokens``) and how many
-output tokens went to reasoning (``reasoning_tokens``), in the fields the model's
+output tokens went to reasoning (``reasoning_tokens``: spent inside the request's output
+cap, as a reasoning model spends them, so that as many as the cap or more leave the
+answer empty, cut at the cap, like ``reasoning_exhausted``), in the fields the model's
 provider uses according to the catalogue (``llm_catalogue``): DeepSeek's
 ``prompt_cache_hit_tokens``, Kimi's ``cached_tokens``, xAI's reasoning apart from
 ``completion_tokens``, Anthropic's ``cache_read_input_tokens``. An error reply's
@@ -653,7 +655,7 @@ class _Answer:
             finish = "length"
         elif reply.fault == "empty":
             text = ""
-        elif reply.fault == "reasoning_exhausted":
+        elif _spends_the_cap(reply, record.body):
             text, finish = "", "length"
         payload = _success_body(wire, record, reply, text, finish, number)
         id_header = "x-request-id" if wire == "openai" else "request-id"
@@ -681,8 +683,9 @@ def _success_body(
         reply.prompt_tokens if reply.prompt_tokens is not None else len(record.prompt) // 4
     )
     reasoning = reply.reasoning_tokens
-    if reply.fault == "reasoning_exhausted" and not reasoning:
-        reasoning = _output_cap(record.body) or 1000
+    if _spends_the_cap(reply, record.body):
+        cap = _output_cap(record.body)
+        reasoning = min(reasoning or cap, cap) if cap else (reasoning or 1000)
     completion_tokens = (
         reply.completion_tokens if reply.completion_tokens is not None else len(text) // 4
     )
@@ -724,6 +727,12 @@ def _success_body(
             "output_tokens": completion_tokens,
         },
     }
+
+
+def _spends_the_cap(reply: Reply, body: Any) -> bool:
+    """Say whether ``reply`` spends the whole output cap of ``body`` on reasoning."""
+    cap = _output_cap(body)
+    return reply.fault == "reasoning_exhausted" or 0 < cap <= reply.reasoning_tokens
 
 
 def _output_cap(body: Any) -> int:

@@ -118,3 +118,27 @@ def test_control_endpoint_refuses_an_unknown_fault(llm_server: FakeLLMServer) ->
     # then
     assert response.status_code == 400
     assert llm_server.stats()["queued_replies"] == 0
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "answered", "finish", "reported"),
+    [(1999, True, "stop", 1999), (2000, False, "length", 2000), (9000, False, "length", 2000)],
+)
+def test_a_replys_reasoning_is_spent_inside_the_requests_output_cap(
+    llm_server: FakeLLMServer, reasoning: int, answered: bool, finish: str, reported: int
+) -> None:
+    # given a reply that reasons, asked under a 2,000-token output cap
+    llm_server.enqueue(Reply(reasoning_tokens=reasoning))
+    body = {
+        "model": "gpt-6.1-terra",
+        "messages": [{"role": "user", "content": "BTCUSDT"}],
+        "max_completion_tokens": 2000,
+    }
+
+    # when
+    answer = httpx.post(f"{llm_server.url}/v1/chat/completions", json=body).json()
+
+    # then: reasoning that reaches the cap leaves the answer empty, cut at the cap
+    choice = answer["choices"][0]
+    assert (bool(choice["message"]["content"]), choice["finish_reason"]) == (answered, finish)
+    assert answer["usage"]["completion_tokens_details"]["reasoning_tokens"] == reported
