@@ -136,19 +136,67 @@ def test_the_strict_fake_refuses_an_unknown_model_and_a_fixed_temperature(
     assert "only 1 is allowed" in refused.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("provider", "model", "kind", "sent"),
+    [
+        ("openai", "gpt-6.1-terra", "turn", {"max_completion_tokens": 2000 + 8192}),
+        ("openai", "gpt-6.1-terra", "vote", {"max_completion_tokens": 2000 + 1024}),
+        ("claude", "claude-sonnet-5-5", "turn", {"max_tokens": 2000 + 24_576}),
+        ("deepseek", "deepseek-v4-flash", "vote", {"max_tokens": 2000 + 1024}),
+        ("kimi", "kimi-k2.6", "vote", {"max_tokens": 2000}),
+        ("qwen", "qwen-plus", "turn", {"max_tokens": 2000}),
+        ("openai", "gpt-4.1", "turn", {"max_completion_tokens": 2000}),
+        ("claude", "claude-sonnet-4-6", "turn", {"max_tokens": 2000}),
+    ],
+)
+def test_a_reasoning_model_is_sent_room_to_reason_besides_the_answers_cap(
+    strict_llm: FakeLLMServer, provider: str, model: str, kind: str, sent: dict[str, int]
+) -> None:
+    # given a 2,000-token answer cap: reasoning models at the effort the call asks (else
+    # their default), thinking off (Kimi's votes, Qwen by default), no reasoning at all
+    config = make_config(strict_llm, provider, model_name=model, max_tokens=2000)
+
+    # when
+    complete(config, make_request(kind=kind, labels=("A",)), policy=FAST_RETRIES)
+
+    # then: the cap sent holds the effort's reasoning budget on top of the answer's cap
+    [request] = strict_llm.requests
+    cap_param = next(iter(sent))
+    assert {cap_param: request.body[cap_param]} == sent
+
+
+def test_a_reasoning_model_answers_at_once_when_its_reasoning_fits_the_allowance(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given gpt-6.1-terra reasoning 6,000 tokens on a turn (medium effort, its default)
+    # under a 2,000-token answer cap
+    llm_server.enqueue(Reply(reasoning_tokens=6000))
+    config = make_config(llm_server, "openai", max_tokens=2000)
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: one call, whose cap left room for the reasoning and the answer
+    [request] = llm_server.requests
+    assert request.body["max_completion_tokens"] == 10_192
+    assert (response.attempts, response.reasoning_tokens) == (1, 6000)
+    assert response.text.startswith("<reasoning>")
+
+
 def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
     llm_server: FakeLLMServer,
 ) -> None:
-    # given a reasoning model that spends the 2000-token cap on reasoning once
+    # given a reasoning model that spends its whole cap on reasoning once: a 2,000-token
+    # answer cap and 8,192 set aside for reasoning at medium effort
     llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
     config = make_config(llm_server, "openai", max_tokens=2000)
 
     # when
     response = complete(config, make_request(), policy=FAST_RETRIES)
 
-    # then: the second call, under four times the cap, answers
+    # then: the second call, under four times the cap sent first, answers
     first, second = (request.body for request in llm_server.requests)
-    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (2000, 8000)
+    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (10_192, 40_768)
     assert response.text
     assert response.attempts == 2
 
@@ -156,7 +204,7 @@ def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
 def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
     llm_server: FakeLLMServer,
 ) -> None:
-    # given a model that spends any cap on reasoning
+    # given a model that spends any cap on reasoning, sent 1,000 + 8,192 tokens first
     llm_server.enqueue(Reply.fault_of("reasoning_exhausted"), Reply.fault_of("reasoning_exhausted"))
     config = make_config(llm_server, "grok", max_tokens=1000)
 
@@ -168,8 +216,8 @@ def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
     assert len(llm_server.requests) == 2
     assert raised.value.code == "output_cap_exhausted"
     assert raised.value.message == (
-        "grok: the answer is empty: grok-4.3 spent the 4000-token output cap on "
-        "reasoning (4000 reasoning tokens)"
+        "grok: the answer is empty: grok-4.3 spent the 36768-token output cap on "
+        "reasoning (36768 reasoning tokens)"
     )
 
 

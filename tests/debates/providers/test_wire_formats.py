@@ -70,7 +70,7 @@ def test_openai_sends_no_temperature_to_reasoning_models(
     # then
     body = llm_server.requests[0].body
     assert "temperature" not in body
-    assert body["max_completion_tokens"] == 2000
+    assert body["max_completion_tokens"] == 2000 + 8192  # answer, and reasoning at medium
 
 
 def test_openai_keeps_temperature_for_gpt_5_1_which_reasons_only_on_request(
