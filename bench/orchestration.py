@@ -43,7 +43,7 @@ def fake_models(owner, llm, count: int | Iterable[str]) -> list:
             owner=owner,
             name=f"fake {label}",
             provider="openai_compatible",
-            model_name="fake",
+            model_name="fake-model",
             base_url=f"{llm.url}/v1",
         )
         for label in labels

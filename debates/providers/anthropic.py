@@ -1,13 +1,13 @@
 """The Anthropic messages wire format (provider ``claude``).
 
 ``POST {base}/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``; the
-system prompt is a top-level field and ``max_tokens`` is required. A temperature is
-sent only to a model that takes one, cut to its maximum (1 for Claude), and the
-reasoning effort of the call's kind through ``output_config.effort`` where the model
-has that control (``capabilities``). The system
-prompt, which holds what every turn of a debate shares (``debates.engine.prompts``), is
-marked for Anthropic's prompt cache; the answer's usage says how many input tokens were
-read from the cache and how many written to it.
+system prompt is a top-level field and ``max_tokens`` is required (the output cap,
+thinking included: ``Capabilities.output_cap``). A temperature is sent only to a model
+that takes one, cut to its maximum (1 for Claude), and the reasoning effort of the
+call's kind through ``output_config.effort`` where the model has that control
+(``capabilities``). The system prompt, which holds what every turn of a debate shares
+(``debates.engine.prompts``), is marked for Anthropic's prompt cache; the answer's usage
+says how many input tokens were read from the cache and how many written to it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "len
 _INPUT_TOKENS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
-    """Return the messages-API request for ``request`` under ``config``."""
+def build_request(config: ProviderConfig, request: ModelRequest, cap: int) -> wire.WireRequest:
+    """Return the messages-API request for ``request`` under ``config`` and output cap
+    ``cap``."""
     caps = config.effective_capabilities
     body: dict[str, Any] = {
         "model": config.effective_model,
@@ -34,7 +35,7 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireReq
             {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
         ],
         "messages": [{"role": "user", "content": request.user}],
-        "max_tokens": config.max_tokens,
+        "max_tokens": cap,
     }
     if caps.sends_temperature():
         body["temperature"] = min(caps.temperature_max, max(0.0, config.temperature))

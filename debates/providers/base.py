@@ -24,10 +24,11 @@ class ProviderConfig:
     """How to reach one AI model: provider id, model name, key and per-model overrides.
 
     Empty ``base_url`` or ``model_name`` mean the provider's default (see
-    ``catalog.PROVIDERS``). ``timeout_s`` is the whole call's deadline, retries included.
-    ``output_mode`` is the form of the output contract the model is asked for
-    (``debates.engine.contract``): ``json_schema`` has the server decode under the
-    contract's JSON schema. ``capabilities`` are what the model accepts and reports
+    ``catalog.PROVIDERS``). ``max_tokens`` bounds the answer: a reasoning model is sent
+    more (``Capabilities.output_cap``). ``timeout_s`` is the whole call's deadline,
+    retries included. ``output_mode`` is the form of the output contract the model is
+    asked for (``debates.engine.contract``): ``json_schema`` has the server decode under
+    the contract's JSON schema. ``capabilities`` are what the model accepts and reports
     (``capabilities.Capabilities``); None means the catalogue's for the model.
     """
 
@@ -106,7 +107,8 @@ class ModelResponse:
     """What a model answered, with the figures stored on each message and vote.
 
     ``finish_reason`` is normalised to ``stop`` or ``length`` when the provider says so
-    (``length``: the output was cut at ``max_tokens``), else the provider's own value.
+    (``length``: the output was cut at the output cap sent), else the provider's own
+    value.
     ``cached``: the answer came from the model-call cache, with no call made.
     ``prompt_tokens`` counts every input token; ``cached_input_tokens`` of them were
     served from the provider's prompt cache and ``cache_write_tokens`` were written to

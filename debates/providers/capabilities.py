@@ -51,6 +51,9 @@ class Capabilities:
     ``brief_effort`` with votes and judge calls. ``cached_usage`` and ``reasoning_usage``
     are dotted paths in the answer's usage object; ``reasoning_in_completion`` is False
     when the provider reports reasoning tokens apart from the completion tokens.
+    ``reasoning_budget`` pairs each effort with the output tokens set aside for reasoning
+    at it, for a model whose reasoning tokens count inside its output cap (empty: they do
+    not, or the model does not reason); see ``output_cap``.
     """
 
     temperature: str = TEMPERATURE_FREE
@@ -67,6 +70,7 @@ class Capabilities:
     cached_usage: str = ""
     reasoning_usage: str = ""
     reasoning_in_completion: bool = True
+    reasoning_budget: tuple[tuple[str, int], ...] = ()
 
     def merged(self, override: Mapping[str, Any] | None) -> Capabilities:
         """Return these capabilities with ``override`` (the catalogue's form) laid over."""
@@ -89,6 +93,25 @@ class Capabilities:
         if self.brief_effort in self.efforts:
             return self.brief_effort
         return EFFORT_OFF if EFFORT_OFF in self.efforts else self.efforts[0]
+
+    def output_cap(self, answer_cap: int, kind: str) -> int:
+        """Return the output cap a call of ``kind`` sends for an answer of ``answer_cap``
+        tokens: that cap plus the reasoning allowance of the effort the call reasons at
+        (the one it asks, else the provider's default), at most ``max_output`` but never
+        below ``answer_cap``.
+
+        The allowance is the effort's ``reasoning_budget``, the largest budget for an
+        effort the table does not name, and nothing with reasoning off or unknown, or
+        for a model whose reasoning does not count inside its cap (no budget).
+        """
+        effort = self.effort_for(kind) or self.default_effort
+        budgets = dict(self.reasoning_budget)
+        allowance = 0
+        if budgets and effort not in ("", EFFORT_OFF):
+            allowance = budgets.get(effort, max(budgets.values()))
+        if self.max_output is None:
+            return answer_cap + allowance
+        return max(answer_cap, min(answer_cap + allowance, self.max_output))
 
     def unknown_effort(self) -> str:
         """Return the name of an effort field that names an effort the model does not
@@ -184,6 +207,15 @@ def _max_output(value: object, key: str) -> dict[str, Any]:
     raise CapabilityError(key, "must be a positive whole number of tokens")
 
 
+def _reasoning_budget(value: object, key: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise CapabilityError(key, "must be an object {effort: tokens}")
+    for effort, tokens in value.items():
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise CapabilityError(f"{key}.{effort}", "must be a whole number of tokens")
+    return {"reasoning_budget": tuple(value.items())}
+
+
 def _usage(value: object, key: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise CapabilityError(key, "must be an object {cached, reasoning}")
@@ -208,6 +240,7 @@ _READERS = {
     "json_schema": _flag("json_schema"),
     "output_cap_param": _output_cap_param,
     "max_output": _max_output,
+    "reasoning_budget": _reasoning_budget,
     "usage": _usage,
 }
 

@@ -1,10 +1,11 @@
 """The OpenAI chat-completions wire format (DeepSeek, Qwen, OpenAI, Gemini, Grok, Kimi, ...).
 
 ``POST {base}/chat/completions`` with ``Authorization: Bearer <key>``, a system and a
-user message and the output cap. What else a request carries comes from the model's
-capabilities (``capabilities.Capabilities``, from the catalogue or the AI model's
-override), never from its name: a temperature only where the model takes one, the
-output cap under the parameter it takes (OpenAI: ``max_completion_tokens``), the
+user message and the output cap (``Capabilities.output_cap``: room for the answer and,
+where reasoning counts inside it, for the reasoning). What else a request carries comes
+from the model's capabilities (``capabilities.Capabilities``, from the catalogue or the
+AI model's override), never from its name: a temperature only where the model takes one,
+the output cap under the parameter it takes (OpenAI: ``max_completion_tokens``), the
 reasoning effort of the call's kind through the model's own control, and structured
 output (``response_format``) under the contract's schema for a model whose output mode
 is ``json_schema``. The usage fields that carry cached and reasoning tokens differ by
@@ -24,8 +25,9 @@ from debates.providers.capabilities import Capabilities, reasoning_fields, usage
 _FINISH_REASONS = {"stop": "stop", "length": "length", "max_tokens": "length"}
 
 
-def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireRequest:
-    """Return the chat-completions request for ``request`` under ``config``."""
+def build_request(config: ProviderConfig, request: ModelRequest, cap: int) -> wire.WireRequest:
+    """Return the chat-completions request for ``request`` under ``config`` and output
+    cap ``cap``."""
     caps = config.effective_capabilities
     body: dict[str, Any] = {
         "model": config.effective_model,
@@ -33,7 +35,7 @@ def build_request(config: ProviderConfig, request: ModelRequest) -> wire.WireReq
             {"role": "system", "content": request.system},
             {"role": "user", "content": request.user},
         ],
-        caps.output_cap_param: config.max_tokens,
+        caps.output_cap_param: cap,
     }
     if caps.sends_temperature():
         body["temperature"] = min(config.temperature, caps.temperature_max)

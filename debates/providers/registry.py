@@ -85,19 +85,20 @@ def _complete_http(
     deadline: float,
     policy: RetryPolicy,
 ) -> ModelResponse:
-    """Make the call; an empty answer cut at the output cap (the model reasoned it all
-    away) is asked once more under a larger cap, then fails naming both figures."""
+    """Make the call under the output cap its capabilities give it (room for the
+    reasoning where it counts inside the cap); an empty answer cut at that cap (the model
+    reasoned it all away) is asked once more under a larger cap, then fails naming both
+    figures."""
+    caps = config.effective_capabilities
+    cap = caps.output_cap(config.max_tokens, request.kind)
     try:
-        return _post(config, request, info, deadline, policy)
+        return _post(config, request, info, deadline, policy, cap)
     except OutputCapExhausted as first:
-        cap = config.max_tokens
-        larger = retry_cap(cap, config.effective_capabilities.max_output)
+        larger = retry_cap(cap, caps.max_output)
         if larger is None:
             raise _exhausted(config, first, cap) from None
         try:
-            response = _post(
-                dataclasses.replace(config, max_tokens=larger), request, info, deadline, policy
-            )
+            response = _post(config, request, info, deadline, policy, larger)
         except OutputCapExhausted as second:
             second.attempts += first.attempts
             raise _exhausted(config, second, larger) from None
@@ -132,6 +133,7 @@ def _post(
     info: ProviderInfo,
     deadline: float,
     policy: RetryPolicy,
+    cap: int,
 ) -> ModelResponse:
     if deadline <= time.monotonic():
         raise DeadlineExceeded(f"{config.provider}: the call deadline has already passed")
@@ -141,7 +143,7 @@ def _post(
     result = post_with_retries(
         provider=config.provider,
         model=model,
-        wire=build(config, request),
+        wire=build(config, request, cap),
         parse=lambda reply: parse(reply, caps),
         deadline=deadline,
         secrets=(config.api_key,),

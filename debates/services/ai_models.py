@@ -87,7 +87,8 @@ class AIModelInputSerializer(StrictSerializer):
         help_text="Overrides of the catalogue's capabilities of the model, in the catalogue's "
         'form: {"temperature": "free" | "absent" | 1.0, "reasoning": {"param", "efforts", '
         '"default"}, "turn_effort", "brief_effort", "json_schema", "output_cap_param", '
-        '"max_output", "usage": {"cached", "reasoning", "reasoning_in_completion"}}.',
+        '"max_output", "reasoning_budget": {effort: tokens}, "usage": {"cached", "reasoning", '
+        '"reasoning_in_completion"}}.',
     )
     enabled = StrictBooleanField(required=False)
 

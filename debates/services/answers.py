@@ -2,15 +2,16 @@
 
 A model's answer is decided by its provider, base URL, model name, the temperature it is
 sent (none where its capabilities say the model fixes or refuses one), the reasoning
-effort it is asked for (its capabilities' control, for the call's kind), maximum output
-tokens, output mode (whether the server decodes under the contract's schema), and the
-system and user text it is sent; the fingerprint is the SHA-256 of exactly these
-(``call_fingerprint``), so an AI model whose capabilities change is not answered by what
-it was sent before. A debate's ``cache`` mode says what its calls
-do with it (``debates.models.CacheMode``): ``use`` answers a call made before from the
-cache, with no model call, no slot of the cap, zero latency and zero tokens billed;
-``refresh`` always calls and keeps the new answer; ``off`` neither reads nor writes.
-Only answers are kept: a failed call is never cached.
+effort it is asked for (its capabilities' control, for the call's kind), the output cap
+it is sent (its maximum output tokens plus, where its reasoning counts inside the cap,
+the reasoning allowance of that effort), output mode (whether the server decodes under
+the contract's schema), and the system and user text it is sent; the fingerprint is the
+SHA-256 of exactly these (``call_fingerprint``), so an AI model whose capabilities
+change is not answered by what it was sent before. A debate's ``cache`` mode says what
+its calls do with it (``debates.models.CacheMode``): ``use`` answers a call made before
+from the cache, with no model call, no slot of the cap, zero latency and zero tokens
+billed; ``refresh`` always calls and keeps the new answer; ``off`` neither reads nor
+writes. Only answers are kept: a failed call is never cached.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
         "model": config.effective_model,
         "temperature": config.temperature if caps.sends_temperature() else None,
         "reasoning": reasoning_fields(caps.reasoning_param, caps.effort_for(request.kind)),
-        "max_tokens": config.max_tokens,
+        "max_tokens": caps.output_cap(config.max_tokens, request.kind),
         "output_mode": config.output_mode,
         "system": request.system,
         "user": request.user,

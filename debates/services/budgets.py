@@ -142,10 +142,10 @@ def limited_config(config: ProviderConfig, limits: CallLimits) -> ProviderConfig
 
 
 def most_tokens(config: ProviderConfig, request: ModelRequest) -> int:
-    """Return the most tokens a call can use: its prompt, generously counted, and its cap."""
-    return (
-        math.ceil((len(request.system) + len(request.user)) / CHARS_PER_TOKEN) + config.max_tokens
-    )
+    """Return the most tokens a call can use: its prompt, generously counted, and the
+    output cap it is sent (room for reasoning included)."""
+    prompt = math.ceil((len(request.system) + len(request.user)) / CHARS_PER_TOKEN)
+    return prompt + config.effective_capabilities.output_cap(config.max_tokens, request.kind)
 
 
 def budget_reserve(limits: CallLimits, tokens: int) -> Reservation | None:

@@ -10,8 +10,9 @@ import threading
 import pytest
 
 from debates.models import Debate, TokenBudget, TokenLedger
+from debates.providers.base import ModelRequest, ProviderConfig
 from debates.services import debate_start
-from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve
+from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve, most_tokens
 from tests.api.conftest import run_steps
 from tests.debates.conftest import wait_until_finished
 from tests.debates.factories import ScheduleFactory
@@ -24,6 +25,23 @@ CALL_TOKENS = 1000 + 100
 
 def every_call_reports_fixed_usage(llm) -> None:
     llm.add_rule(Reply(match="## Your ", prompt_tokens=1000, completion_tokens=100))
+
+
+@pytest.mark.parametrize(
+    ("model", "kind", "output"),
+    [
+        ("gpt-6.1-terra", "turn", 2000 + 8192),
+        ("gpt-6.1-terra", "vote", 2000 + 1024),
+        ("gpt-4.1", "turn", 2000),
+    ],
+)
+def test_a_call_reserves_its_prompt_and_the_output_cap_it_is_sent(model, kind, output):
+    # given a 30-character prompt and a 2,000-token answer cap, on a reasoning model
+    # (room for reasoning at the call's effort in the cap it is sent) and on another
+    config = ProviderConfig("openai", model, max_tokens=2000)
+    request = ModelRequest(system="s" * 12, user="u" * 18, kind=kind)
+    # when / then: ten tokens of prompt (three characters a token) and the cap sent
+    assert most_tokens(config, request) == 10 + output
 
 
 @pytest.mark.django_db

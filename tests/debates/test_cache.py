@@ -79,6 +79,19 @@ def test_what_the_capabilities_send_is_in_the_fingerprint_and_nothing_else_of_th
     )
 
 
+def test_the_output_cap_sent_reasoning_allowance_included_is_in_the_fingerprint():
+    # given a reasoning model whose medium effort (its turns') is given another budget
+    reasoning = capabilities_for("openai", "gpt-6.1-terra")
+    config = replace(CONFIG, provider="openai", model_name="gpt-6.1-terra", capabilities=reasoning)
+    budget = dict(reasoning.reasoning_budget) | {"medium": 4096}
+    other = replace(config, capabilities=reasoning.merged({"reasoning_budget": budget}))
+    vote = replace(REQUEST, kind="vote")
+    # when a turn is fingerprinted under both / then the caps sent differ, and so do they
+    assert call_fingerprint(other, REQUEST) != call_fingerprint(config, REQUEST)
+    # and a vote, at low effort under both, is sent the same cap: the same fingerprint
+    assert call_fingerprint(other, vote) == call_fingerprint(config, vote)
+
+
 def test_the_key_the_deadline_and_the_structured_context_are_not_in_the_fingerprint():
     # given the same call with another key, deadline, kind and seed
     other = replace(CONFIG, api_key="sk-another", timeout_s=5.0)

@@ -25,7 +25,6 @@ def test_a_model_that_answers_passes_in_one_line(user, api_client, llm):
 
 def test_a_model_the_provider_does_not_know_is_named_as_refused(user, api_client, llm):
     # given a server refusing, as OpenAI does, a model its catalogue does not list
-    llm.strict = True
     model = FakeLLMModelFactory(
         owner=user,
         llm=llm,
@@ -60,7 +59,6 @@ def test_another_users_model_is_not_found_and_the_command_checks_by_id(user, api
     assert api_client.post(f"/api/ai-models/{AIModelFactory().pk}/check").status_code == 404
     model = FakeLLMModelFactory(owner=user, llm=llm, name="Local")
     call_command("check_venue", "--model", str(model.pk))
-    llm.strict = True
     typo = FakeLLMModelFactory(
         owner=user, llm=llm, provider="openai", model_name="gpt-x", api_key="sk-test-0123456789"
     )

@@ -150,7 +150,9 @@ def test_a_step_asks_with_the_model_and_strategy_as_they_are_now(make_debate, ll
     seats = running(debate)
     for seat in seats:
         turn_run(debate_id=debate.pk, round_number=1, participant_id=seat, holder="test")
-    # Edited while the debate runs, after this process has read the debate's fixed part.
+    # Edited while the debate runs, after this process has read the debate's fixed part,
+    # to another model the server serves.
+    llm.local_models.add("renamed-model")
     AIModel.objects.filter(participants__pk=seats[0]).update(
         model_name="renamed-model", api_key="sk-rotated-key"
     )

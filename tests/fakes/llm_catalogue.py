@@ -1,23 +1,28 @@
 """What the fake model server takes from the model catalogue: each provider's usage
-fields, and, in strict mode, the refusals the real providers answer.
+fields, and the refusals the real providers answer.
 
 A request's model is looked up in ``debates/providers/catalogue.toml`` (a model name
-the catalogue does not list is placed by its prefix, ``deepseek-...``, ``kimi-...``,
-``grok-...``, and takes its provider's defaults). Strict mode refuses, as the providers
-do: a model the catalogue does not list or lists as retired (404), a temperature the
-model fixes or refuses, an effort the model does not take, and structured output under
-a JSON schema from a model without it (400).
+the catalogue does not list reports its usage in OpenAI's fields). The fake also serves
+models of its own (``LOCAL_MODELS``), as a self-hosted OpenAI-compatible server
+(llama.cpp, vLLM, Ollama) serves the models it has loaded: under the catalogue's
+``openai_compatible`` defaults. ``refusal`` refuses, as the providers do: a model
+neither the catalogue nor the fake serves, or one the catalogue lists as retired (404),
+a temperature the model fixes or refuses, an effort the model does not take, and
+structured output under a JSON schema from a model without it (400).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import date
 from typing import Any
 
 from debates.providers.capabilities import Capabilities
 from debates.providers.catalog import CATALOGUE, RETIRED, ModelEntry
 
-_PREFIXES = (("deepseek", "deepseek"), ("kimi", "kimi"), ("moonshot", "kimi"), ("grok", "grok"))
+LOCAL_MODELS = ("fake-model", "fake-judge")
+"""The models the fake serves of its own, as a self-hosted server does: the tests' seats'
+and judges' models (``tests.debates.factories.FakeLLMModelFactory``)."""
 _GENERIC = Capabilities(
     cached_usage="prompt_tokens_details.cached_tokens",
     reasoning_usage="completion_tokens_details.reasoning_tokens",
@@ -35,12 +40,7 @@ def entry_of(model: str) -> ModelEntry | None:
 def capabilities_of(model: str) -> Capabilities:
     """Return the capabilities the fake answers ``model`` by."""
     entry = entry_of(model)
-    if entry is not None:
-        return entry.capabilities
-    for prefix, provider in _PREFIXES:
-        if model.startswith(prefix):
-            return CATALOGUE.defaults[provider]
-    return _GENERIC
+    return entry.capabilities if entry is not None else _GENERIC
 
 
 def _put(usage: dict[str, Any], path: str, value: int) -> None:
@@ -74,15 +74,21 @@ def openai_usage(
     return usage
 
 
-def refusal(wire: str, body: Any, today: date | None = None) -> tuple[int, str] | None:
-    """Return the status and message a real provider answers ``body`` with, or None."""
+def refusal(
+    wire: str, body: Any, today: date | None = None, local_models: Collection[str] = LOCAL_MODELS
+) -> tuple[int, str] | None:
+    """Return the status and message a real provider, or a self-hosted server serving
+    ``local_models``, answers ``body`` with, or None."""
     if not isinstance(body, dict):
         return (400, "request body is not a JSON object")
     model = str(body.get("model", ""))
     entry = entry_of(model)
-    if entry is None or entry.status_on(today or date.today()) == RETIRED:
+    if wire == "openai" and model in local_models:
+        caps = CATALOGUE.defaults["openai_compatible"]
+    elif entry is None or entry.status_on(today or date.today()) == RETIRED:
         return (404, f"The model `{model}` does not exist or you do not have access to it.")
-    caps = entry.capabilities
+    else:
+        caps = entry.capabilities
     if "temperature" in body and caps.temperature == "fixed":
         return (400, f"invalid temperature: only {caps.fixed_temperature:g} is allowed")
     if "temperature" in body and caps.temperature == "absent":

@@ -13,13 +13,18 @@ errors (429 with ``Retry-After``, 500, 401 echoing the key, ...), ``hang``, ``re
 ``trickle`` (one byte at a time), ``empty`` and ``reasoning_exhausted`` (the output cap
 spent on reasoning: empty content, finish reason ``length``). A reply's scripted usage
 can say how many input tokens the prompt cache served (``cached_tokens``) and how many
-output tokens went to reasoning (``reasoning_tokens``), in the fields the model's
+output tokens went to reasoning (``reasoning_tokens``: spent inside the request's output
+cap, as a reasoning model spends them, so that as many as the cap or more leave the
+answer empty, cut at the cap, like ``reasoning_exhausted``), in the fields the model's
 provider uses according to the catalogue (``llm_catalogue``): DeepSeek's
 ``prompt_cache_hit_tokens``, Kimi's ``cached_tokens``, xAI's reasoning apart from
 ``completion_tokens``, Anthropic's ``cache_read_input_tokens``. An error reply's
 ``error_style`` gives Anthropic's 529 ``overloaded_error`` body or Gemini's
-list-wrapped error body. In strict mode (``strict=True``, ``{"strict": true}``) the
-server refuses what the real providers refuse (``llm_catalogue.refusal``).
+list-wrapped error body. The server is strict: it refuses what the real providers refuse
+(``llm_catalogue.refusal``), a model neither the catalogue lists nor the server serves of
+its own (``local_models``, as a self-hosted server serves its loaded models) included.
+``strict=False`` (``{"strict": false}``) answers whatever it is sent, for a test whose
+point needs what a provider would refuse.
 
 Every model request is recorded (path, headers, JSON body, arrival time) and the
 server tracks the current and the maximum number of model requests in flight: from
@@ -54,7 +59,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -233,9 +238,11 @@ class FakeLLMServer:
         port: int = 0,
         *,
         latency_s: float = 0.0,
-        strict: bool = False,
+        strict: bool = True,
+        local_models: Iterable[str] = llm_catalogue.LOCAL_MODELS,
     ):
         self.strict = strict
+        self.local_models = set(local_models)
         self._lock = threading.Lock()
         self._state = _State(latency_s=latency_s)
         self._stopping = threading.Event()
@@ -324,7 +331,8 @@ class FakeLLMServer:
         with self._lock:
             self._state.latency_s = 0.0
             self._state.default_action = "open_long"
-        self.strict = False
+        self.strict = True
+        self.local_models = set(llm_catalogue.LOCAL_MODELS)
 
     def control(self, data: dict[str, Any]) -> None:
         """Apply a ``POST /_control`` document."""
@@ -501,7 +509,11 @@ class _Handler(BaseHTTPRequestHandler):
             prompt=_prompt_text(body),
         )
         reply, latency_s, default_action, number = fake._arrive(record, self.connection)
-        refused = llm_catalogue.refusal(wire, body) if fake.strict else None
+        refused = (
+            llm_catalogue.refusal(wire, body, local_models=fake.local_models)
+            if fake.strict
+            else None
+        )
         if refused is not None:
             reply = Reply.error(*refused)
         left = False
@@ -653,7 +665,7 @@ class _Answer:
             finish = "length"
         elif reply.fault == "empty":
             text = ""
-        elif reply.fault == "reasoning_exhausted":
+        elif _spends_the_cap(reply, record.body):
             text, finish = "", "length"
         payload = _success_body(wire, record, reply, text, finish, number)
         id_header = "x-request-id" if wire == "openai" else "request-id"
@@ -681,8 +693,9 @@ def _success_body(
         reply.prompt_tokens if reply.prompt_tokens is not None else len(record.prompt) // 4
     )
     reasoning = reply.reasoning_tokens
-    if reply.fault == "reasoning_exhausted" and not reasoning:
-        reasoning = _output_cap(record.body) or 1000
+    if _spends_the_cap(reply, record.body):
+        cap = _output_cap(record.body)
+        reasoning = min(reasoning or cap, cap) if cap else (reasoning or 1000)
     completion_tokens = (
         reply.completion_tokens if reply.completion_tokens is not None else len(text) // 4
     )
@@ -724,6 +737,12 @@ def _success_body(
             "output_tokens": completion_tokens,
         },
     }
+
+
+def _spends_the_cap(reply: Reply, body: Any) -> bool:
+    """Say whether ``reply`` spends the whole output cap of ``body`` on reasoning."""
+    cap = _output_cap(body)
+    return reply.fault == "reasoning_exhausted" or 0 < cap <= reply.reasoning_tokens
 
 
 def _output_cap(body: Any) -> int:

@@ -1,5 +1,5 @@
 """Requests built from the model's capabilities, and usage read where its provider puts
-it; the fake server, in strict mode, refuses what the real provider refuses."""
+it; the fake server refuses what the real provider refuses."""
 
 from __future__ import annotations
 
@@ -13,29 +13,22 @@ from tests.debates.providers.support import FAST_RETRIES, make_config, make_requ
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 
-@pytest.fixture
-def strict_llm(llm_server: FakeLLMServer) -> FakeLLMServer:
-    """The fake server refusing what the real providers refuse, per the catalogue."""
-    llm_server.strict = True
-    return llm_server
-
-
 @pytest.mark.parametrize(
     ("provider", "model"),
     [("kimi", ""), ("openai", ""), ("claude", ""), ("openai", "gpt-5.6-terra")],
 )
 def test_a_model_that_fixes_or_refuses_temperature_is_sent_none(
-    strict_llm: FakeLLMServer, provider: str, model: str
+    llm_server: FakeLLMServer, provider: str, model: str
 ) -> None:
     # given a model whose catalogue entry fixes or refuses the temperature
-    config = make_config(strict_llm, provider, model_name=model, temperature=0.7)
+    config = make_config(llm_server, provider, model_name=model, temperature=0.7)
 
-    # when: the strict fake answers 400 to any temperature, as the provider does
+    # when: the fake answers 400 to any temperature, as the provider does
     response = complete(config, make_request(), policy=FAST_RETRIES)
 
     # then
     assert response.text
-    assert "temperature" not in strict_llm.requests[0].body
+    assert "temperature" not in llm_server.requests[0].body
 
 
 @pytest.mark.parametrize(
@@ -51,41 +44,40 @@ def test_a_model_that_fixes_or_refuses_temperature_is_sent_none(
     ],
 )
 def test_votes_and_judges_ask_low_effort_through_the_models_own_control(
-    strict_llm: FakeLLMServer, provider: str, model: str, fields: dict[str, Any]
+    llm_server: FakeLLMServer, provider: str, model: str, fields: dict[str, Any]
 ) -> None:
     # given a vote and a judge call, and a turn
-    config = make_config(strict_llm, provider, model_name=model)
+    config = make_config(llm_server, provider, model_name=model)
 
     # when
     for kind in ("vote", "judge_scores", "turn"):
         complete(config, make_request(kind=kind, labels=("A",)), policy=FAST_RETRIES)
 
     # then: brief calls carry the control, a turn leaves the provider's default
-    vote, judge, turn = (request.body for request in strict_llm.requests)
+    vote, judge, turn = (request.body for request in llm_server.requests)
     assert {k: vote[k] for k in fields} == fields
     assert {k: judge[k] for k in fields} == fields
     assert not set(fields) & set(turn)
 
 
-def test_an_ai_model_may_override_its_catalogue_capabilities() -> None:
-    # given gpt-6.1-terra told to take a temperature and reason at medium in votes
-    caps = capabilities_for("openai", "gpt-6.1-terra").merged(
-        {"temperature": "free", "brief_effort": "medium", "turn_effort": "high"}
+def test_an_ai_model_may_override_its_catalogue_capabilities(llm_server: FakeLLMServer) -> None:
+    # given gpt-5.1, which takes a temperature and reasons only on request, told to take
+    # no temperature and to reason at medium in votes and at high in turns
+    caps = capabilities_for("openai", "gpt-5.1").merged(
+        {"temperature": "absent", "brief_effort": "medium", "turn_effort": "high"}
     )
-    server = FakeLLMServer().start()
-    try:
-        config = make_config(server, "openai", temperature=0.3, capabilities=caps)
+    config = make_config(
+        llm_server, "openai", model_name="gpt-5.1", temperature=0.3, capabilities=caps
+    )
 
-        # when
-        complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
-        complete(config, make_request(kind="turn"), policy=FAST_RETRIES)
+    # when
+    complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
+    complete(config, make_request(kind="turn"), policy=FAST_RETRIES)
 
-        # then
-        vote, turn = (request.body for request in server.requests)
-        assert (vote["temperature"], vote["reasoning_effort"]) == (0.3, "medium")
-        assert turn["reasoning_effort"] == "high"
-    finally:
-        server.stop()
+    # then
+    vote, turn = (request.body for request in llm_server.requests)
+    assert "temperature" not in vote and "temperature" not in turn
+    assert (vote["reasoning_effort"], turn["reasoning_effort"]) == ("medium", "high")
 
 
 def test_xai_reasoning_tokens_reported_apart_are_counted_as_output(
@@ -119,13 +111,13 @@ def test_reasoning_inside_completion_is_not_counted_twice(
     assert (response.completion_tokens, response.reasoning_tokens) == (300, 250)
 
 
-def test_the_strict_fake_refuses_an_unknown_model_and_a_fixed_temperature(
-    strict_llm: FakeLLMServer,
+def test_the_fake_refuses_an_unknown_model_and_a_fixed_temperature(
+    llm_server: FakeLLMServer,
 ) -> None:
     # given a body as the old code built it for Kimi
     import httpx
 
-    url = f"{strict_llm.url}/v1/chat/completions"
+    url = f"{llm_server.url}/v1/chat/completions"
     old_kimi = {"model": "kimi-k2-0905-preview", "messages": [], "temperature": 0.7}
     fixed = {"model": "kimi-k2.6", "messages": [], "temperature": 0.7}
 
@@ -136,19 +128,67 @@ def test_the_strict_fake_refuses_an_unknown_model_and_a_fixed_temperature(
     assert "only 1 is allowed" in refused.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("provider", "model", "kind", "sent"),
+    [
+        ("openai", "gpt-6.1-terra", "turn", {"max_completion_tokens": 2000 + 8192}),
+        ("openai", "gpt-6.1-terra", "vote", {"max_completion_tokens": 2000 + 1024}),
+        ("claude", "claude-sonnet-5-5", "turn", {"max_tokens": 2000 + 24_576}),
+        ("deepseek", "deepseek-v4-flash", "vote", {"max_tokens": 2000 + 1024}),
+        ("kimi", "kimi-k2.6", "vote", {"max_tokens": 2000}),
+        ("qwen", "qwen-plus", "turn", {"max_tokens": 2000}),
+        ("openai", "gpt-4.1", "turn", {"max_completion_tokens": 2000}),
+        ("claude", "claude-sonnet-4-6", "turn", {"max_tokens": 2000}),
+    ],
+)
+def test_a_reasoning_model_is_sent_room_to_reason_besides_the_answers_cap(
+    llm_server: FakeLLMServer, provider: str, model: str, kind: str, sent: dict[str, int]
+) -> None:
+    # given a 2,000-token answer cap: reasoning models at the effort the call asks (else
+    # their default), thinking off (Kimi's votes, Qwen by default), no reasoning at all
+    config = make_config(llm_server, provider, model_name=model, max_tokens=2000)
+
+    # when
+    complete(config, make_request(kind=kind, labels=("A",)), policy=FAST_RETRIES)
+
+    # then: the cap sent holds the effort's reasoning budget on top of the answer's cap
+    [request] = llm_server.requests
+    cap_param = next(iter(sent))
+    assert {cap_param: request.body[cap_param]} == sent
+
+
+def test_a_reasoning_model_answers_at_once_when_its_reasoning_fits_the_allowance(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given gpt-6.1-terra reasoning 6,000 tokens on a turn (medium effort, its default)
+    # under a 2,000-token answer cap
+    llm_server.enqueue(Reply(reasoning_tokens=6000))
+    config = make_config(llm_server, "openai", max_tokens=2000)
+
+    # when
+    response = complete(config, make_request(), policy=FAST_RETRIES)
+
+    # then: one call, whose cap left room for the reasoning and the answer
+    [request] = llm_server.requests
+    assert request.body["max_completion_tokens"] == 10_192
+    assert (response.attempts, response.reasoning_tokens) == (1, 6000)
+    assert response.text.startswith("<reasoning>")
+
+
 def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
     llm_server: FakeLLMServer,
 ) -> None:
-    # given a reasoning model that spends the 2000-token cap on reasoning once
+    # given a reasoning model that spends its whole cap on reasoning once: a 2,000-token
+    # answer cap and 8,192 set aside for reasoning at medium effort
     llm_server.enqueue(Reply.fault_of("reasoning_exhausted"))
     config = make_config(llm_server, "openai", max_tokens=2000)
 
     # when
     response = complete(config, make_request(), policy=FAST_RETRIES)
 
-    # then: the second call, under four times the cap, answers
+    # then: the second call, under four times the cap sent first, answers
     first, second = (request.body for request in llm_server.requests)
-    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (2000, 8000)
+    assert (first["max_completion_tokens"], second["max_completion_tokens"]) == (10_192, 40_768)
     assert response.text
     assert response.attempts == 2
 
@@ -156,7 +196,7 @@ def test_an_answer_the_cap_cut_empty_is_retried_once_under_a_larger_cap(
 def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
     llm_server: FakeLLMServer,
 ) -> None:
-    # given a model that spends any cap on reasoning
+    # given a model that spends any cap on reasoning, sent 1,000 + 8,192 tokens first
     llm_server.enqueue(Reply.fault_of("reasoning_exhausted"), Reply.fault_of("reasoning_exhausted"))
     config = make_config(llm_server, "grok", max_tokens=1000)
 
@@ -168,8 +208,8 @@ def test_an_answer_cut_empty_twice_fails_naming_the_cap_and_the_reasoning_spent(
     assert len(llm_server.requests) == 2
     assert raised.value.code == "output_cap_exhausted"
     assert raised.value.message == (
-        "grok: the answer is empty: grok-4.3 spent the 4000-token output cap on "
-        "reasoning (4000 reasoning tokens)"
+        "grok: the answer is empty: grok-4.3 spent the 36768-token output cap on "
+        "reasoning (36768 reasoning tokens)"
     )
 
 

@@ -132,9 +132,52 @@ def test_an_override_lays_over_the_catalogue_and_refuses_an_unknown_key() -> Non
 
 
 @pytest.mark.parametrize(
+    ("answer_cap", "kind", "cap"),
+    [
+        (2000, "turn", 2000 + 8192),
+        (2000, "vote", 2000 + 1024),
+        (60_000, "turn", 65_536),
+        (70_000, "turn", 70_000),
+    ],
+)
+def test_the_output_cap_adds_the_efforts_reasoning_budget_within_the_models_maximum(
+    answer_cap: int, kind: str, cap: int
+) -> None:
+    # given gemini-3.5-flash: medium by default, low in votes, 65,536 output tokens at most
+    caps = capabilities_for("gemini", "gemini-3.5-flash")
+    # when / then: never above the maximum, and never below the answer's own cap
+    assert caps.output_cap(answer_cap, kind) == cap
+
+
+def test_an_effort_without_a_budget_takes_the_largest_and_off_or_none_takes_nothing() -> None:
+    caps = Capabilities().merged(
+        {
+            "reasoning": {"param": "reasoning_effort", "efforts": ["none", "low", "high"]},
+            "reasoning_budget": {"low": 100, "medium": 300},
+            "turn_effort": "high",
+            "brief_effort": "none",
+        }
+    )
+    assert (caps.output_cap(10, "turn"), caps.output_cap(10, "vote")) == (310, 10)
+    assert caps.merged({"reasoning_budget": {}}).output_cap(10, "turn") == 10
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in CATALOGUE.models.values() if e.capabilities.reasoning_budget]
+)
+def test_every_effort_of_a_model_with_reasoning_budgets_has_its_own(entry) -> None:
+    caps = entry.capabilities
+    assert set(caps.efforts) - {"none"} <= set(dict(caps.reasoning_budget)), entry.name
+
+
+@pytest.mark.parametrize(
     ("model_toml", "named"),
     [
         ('temperature = "hot"\nstatus = "active"', "providers.p.models.m.temperature"),
+        (
+            'reasoning_budget = { low = -1 }\nstatus = "active"',
+            "providers.p.models.m.reasoning_budget.low",
+        ),
         ('status = "retired"', "providers.p.models.m.shutdown"),
         ('status = "gone"', "providers.p.models.m.status"),
         ('status = "active"\nvibes = 1', "providers.p.models.m.vibes"),

@@ -56,10 +56,10 @@ def test_a_responder_function_scripts_replies_from_the_request(
     llm_server.responder = lambda seen: Reply.answer(f"model was {seen.body['model']}")
 
     # when
-    text = complete(make_config(llm_server, model_name="m-9"), make_request()).text
+    text = complete(make_config(llm_server, model_name="deepseek-v4-pro"), make_request()).text
 
     # then
-    assert text == "model was m-9"
+    assert text == "model was deepseek-v4-pro"
 
 
 def test_server_tracks_the_maximum_of_simultaneous_requests(llm_server: FakeLLMServer) -> None:
@@ -118,3 +118,43 @@ def test_control_endpoint_refuses_an_unknown_fault(llm_server: FakeLLMServer) ->
     # then
     assert response.status_code == 400
     assert llm_server.stats()["queued_replies"] == 0
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "answered", "finish", "reported"),
+    [(1999, True, "stop", 1999), (2000, False, "length", 2000), (9000, False, "length", 2000)],
+)
+def test_a_replys_reasoning_is_spent_inside_the_requests_output_cap(
+    llm_server: FakeLLMServer, reasoning: int, answered: bool, finish: str, reported: int
+) -> None:
+    # given a reply that reasons, asked under a 2,000-token output cap
+    llm_server.enqueue(Reply(reasoning_tokens=reasoning))
+    body = {
+        "model": "gpt-6.1-terra",
+        "messages": [{"role": "user", "content": "BTCUSDT"}],
+        "max_completion_tokens": 2000,
+    }
+
+    # when
+    answer = httpx.post(f"{llm_server.url}/v1/chat/completions", json=body).json()
+
+    # then: reasoning that reaches the cap leaves the answer empty, cut at the cap
+    choice = answer["choices"][0]
+    assert (bool(choice["message"]["content"]), choice["finish_reason"]) == (answered, finish)
+    assert answer["usage"]["completion_tokens_details"]["reasoning_tokens"] == reported
+
+
+def test_the_fake_serves_its_own_models_as_a_local_server_and_refuses_other_unknown_ones(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given a request for the fake's own model, and for a name neither it nor the
+    # catalogue knows
+    url = f"{llm_server.url}/v1/chat/completions"
+    body = {"messages": [{"role": "user", "content": "BTCUSDT"}], "max_tokens": 100}
+
+    # when / then: its own is answered, the other refused as a provider refuses it
+    assert httpx.post(url, json={**body, "model": "fake-model"}).status_code == 200
+    assert httpx.post(url, json={**body, "model": "llama3"}).status_code == 404
+    # and once the server serves it too, it is answered
+    llm_server.local_models.add("llama3")
+    assert httpx.post(url, json={**body, "model": "llama3"}).status_code == 200

@@ -56,7 +56,7 @@ def test_attempt_logs_carry_provider_model_status_attempt_and_latency(
     request = make_request()
 
     # when
-    complete(make_config(llm_server, model_name="m-7"), request, policy=FAST_RETRIES)
+    complete(make_config(llm_server, model_name="deepseek-v4-pro"), request, policy=FAST_RETRIES)
 
     # then
     records = [r for r in caplog.records if r.name == "debates.providers"]
@@ -65,13 +65,16 @@ def test_attempt_logs_carry_provider_model_status_attempt_and_latency(
         records[0]
         .getMessage()
         .startswith(
-            "model call failed provider=deepseek model=m-7 status=429 attempt=1 latency_ms="
+            "model call failed provider=deepseek model=deepseek-v4-pro status=429 attempt=1 "
+            "latency_ms="
         )
     )
     assert (
         records[1]
         .getMessage()
-        .startswith("model call ok provider=deepseek model=m-7 status=200 attempt=2 latency_ms=")
+        .startswith(
+            "model call ok provider=deepseek model=deepseek-v4-pro status=200 attempt=2 latency_ms="
+        )
     )
     for record in records:
         assert request.system not in record.getMessage()
