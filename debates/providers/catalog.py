@@ -16,13 +16,13 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from debates.providers.capabilities import Capabilities, CapabilityError
-from debates.providers.pricing import Price
+from debates.providers.pricing import Price, in_hours
 
 WIRE_OPENAI = "openai"
 WIRE_ANTHROPIC = "anthropic"
@@ -56,6 +56,9 @@ class ProviderInfo(NamedTuple):
     json_schema: bool = False
     base_urls: Mapping[str, str] = {}
     key: str = "required"
+    # The provider's peak hours, Monday to Friday, as (start, end) minutes of the UTC day:
+    # outside them a model with an off-peak price costs that.
+    peak_hours: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class ModelEntry:
     name: str
     capabilities: Capabilities
     price: Price
+    off_peak_price: Price | None = None
     status: str = ACTIVE
     shutdown: date | None = None
     replacement: str = ""
@@ -151,7 +155,24 @@ def _provider(raw: Mapping[str, Any], base: Capabilities, where: str) -> Provide
         json_schema=base.json_schema,
         base_urls=base_urls,
         key=raw.get("key", "required"),
+        peak_hours=_peak_hours(raw.get("peak_hours_utc", []), f"{where}.peak_hours_utc"),
     )
+
+
+def _peak_hours(raw: object, where: str) -> tuple[tuple[int, int], ...]:
+    """Parse ``["01:00-04:00", ...]`` into (start, end) minutes of the day."""
+    if not isinstance(raw, list):
+        raise CatalogueError(f'{where}: a list of "HH:MM-HH:MM"')
+    spans = []
+    for span in raw:
+        try:
+            start, end = (int(h) * 60 + int(m) for h, m in (t.split(":") for t in span.split("-")))
+        except (AttributeError, ValueError):
+            raise CatalogueError(f'{where}: {span!r} is not "HH:MM-HH:MM"') from None
+        if not 0 <= start < end <= 24 * 60:
+            raise CatalogueError(f"{where}: {span!r} must run forwards within a day")
+        spans.append((start, end))
+    return tuple(spans)
 
 
 def _capabilities(base: Capabilities, raw: Mapping[str, Any], where: str) -> Capabilities:
@@ -164,6 +185,7 @@ def _capabilities(base: Capabilities, raw: Mapping[str, Any], where: str) -> Cap
 _ENTRY_KEYS = frozenset(
     {
         "price",
+        "off_peak_price",
         "status",
         "shutdown",
         "replacement",
@@ -193,6 +215,11 @@ def _model(
         name=name,
         capabilities=capabilities,
         price=_price(raw.get("price"), f"{where}.price"),
+        off_peak_price=(
+            _price(raw["off_peak_price"], f"{where}.off_peak_price")
+            if "off_peak_price" in raw
+            else None
+        ),
         status=status,
         shutdown=shutdown,
         replacement=str(raw.get("replacement", "")),
@@ -248,10 +275,17 @@ def default_training_cutoff(provider: str, model_name: str) -> date | None:
     return entry.training_cutoff if entry else None
 
 
-def catalogue_price(provider: str, model_name: str) -> Price | None:
-    """Return the catalogue's list price of a model, None when it does not list it."""
+def catalogue_price(provider: str, model_name: str, at: datetime | None = None) -> Price | None:
+    """Return the catalogue's list price of a model for a call at ``at`` (the off-peak
+    price outside its provider's peak hours, where it has one), None when the catalogue
+    does not list it."""
     entry = CATALOGUE.entry(provider, model_name)
-    return entry.price if entry else None
+    if entry is None:
+        return None
+    peak = PROVIDERS[provider].peak_hours
+    if entry.off_peak_price is not None and at is not None and not in_hours(at, peak):
+        return entry.off_peak_price
+    return entry.price
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Providers bill input and output tokens at separate prices, and the input their prompt
 cache serves at a lower one (Anthropic also bills writing to its cache, above the input
-price). The list prices of the models the catalogue knows are in ``catalogue.toml``
+price); some bill less off their peak hours (DeepSeek: half, outside its weekday peaks).
+The list prices of the models the catalogue knows are in ``catalogue.toml``
 (``catalog.ModelEntry.price``); the stored price table (``debates.models.ModelPrice``),
 which an operator edits in the admin, overrides them. The simulated model and answers
 from the model-call cache cost nothing. No Django here.
@@ -10,6 +11,8 @@ from the model-call cache cost nothing. No Django here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -31,6 +34,15 @@ class Price(NamedTuple):
 
 
 FREE = Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0))
+FRIDAY = 4
+
+
+def in_hours(at: datetime, hours: Iterable[tuple[int, int]]) -> bool:
+    """Say whether instant ``at`` falls on a weekday (UTC) within one of ``hours``,
+    (start, end) minutes of the UTC day, the end excluded."""
+    moment = at.astimezone(UTC)
+    minute = moment.hour * 60 + moment.minute
+    return moment.weekday() <= FRIDAY and any(start <= minute < end for start, end in hours)
 
 
 def call_cost(

@@ -1,6 +1,7 @@
 """The cost of a model call under the stored price table (``ModelPrice``).
 
-A model the table does not price costs the catalogue's list price (``catalogue.toml``).
+A model the table does not price costs the catalogue's list price (``catalogue.toml``)
+at the hour of the call.
 Each process reads the whole table at most once a minute (``PRICE_TABLE_TTL_S``) rather
 than once a call: a price changed in the admin applies to every call made from a minute
 later on.
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 from decimal import Decimal
+
+from django.utils import timezone
 
 from debates.models import ModelPrice
 from debates.providers.base import ModelResponse
@@ -41,13 +45,14 @@ def prices_forget() -> None:
         _table = None
 
 
-def price_for(*, provider: str, model: str) -> Price:
-    """Return the price of ``model`` of ``provider``: its own row, else the catalogue's
-    list price, else the provider's row for any model, else no cost at all."""
+def price_for(*, provider: str, model: str, at: datetime | None = None) -> Price:
+    """Return the price of ``model`` of ``provider`` for a call at ``at`` (now by
+    default): its own row, else the catalogue's list price at that hour, else the
+    provider's row for any model, else no cost at all."""
     table = _prices()
     return (
         table.get((provider, model))
-        or catalogue_price(provider, model)
+        or catalogue_price(provider, model, at or timezone.now())
         or table.get((provider, ""), FREE)
     )
 

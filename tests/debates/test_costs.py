@@ -61,11 +61,36 @@ def test_the_catalogue_models_have_default_prices_and_the_simulated_model_is_fre
     # given the price table of a new installation (an operator's rows come first)
     prices_forget()
     # when / then: each model costs the catalogue's list price
-    assert price_for(provider="deepseek", model="deepseek-v4-flash") == Price(
-        Decimal("0.14"), Decimal("0.0028"), Decimal("0.28"), None
+    assert price_for(provider="deepseek", model="deepseek-flash", at=DEEPSEEK_PEAK) == Price(
+        Decimal("0.30"), Decimal("0.006"), Decimal("1.20"), None
     )
     assert price_for(provider="claude", model="claude-sonnet-4-6").cache_write == Decimal("3.75")
     assert price_for(provider="simulated", model="simulated-v1").output == Decimal(0)
+
+
+# A Monday at 02:00 UTC (10:00 in Beijing) is in DeepSeek's peak hours; 12:00 UTC is not.
+DEEPSEEK_PEAK = datetime(2026, 12, 7, 2, tzinfo=UTC)
+DEEPSEEK_OFF_PEAK = datetime(2026, 12, 7, 12, tzinfo=UTC)
+
+
+def test_deepseek_costs_half_off_its_weekday_peak_hours_under_either_name() -> None:
+    # given a new installation's price table
+    prices_forget()
+    peak = price_for(provider="deepseek", model="deepseek-flash", at=DEEPSEEK_PEAK)
+    # when / then: off peak, and all of Saturday, half the peak price
+    for at in (DEEPSEEK_OFF_PEAK, DEEPSEEK_PEAK - timedelta(days=2)):
+        off = price_for(provider="deepseek", model="deepseek-flash", at=at)
+        assert (off.input, off.cached_input, off.output) == (
+            peak.input / 2,
+            peak.cached_input / 2,
+            peak.output / 2,
+        )
+    # and the legacy name is the same model at the same prices
+    assert price_for(provider="deepseek", model="deepseek-v4-flash", at=DEEPSEEK_PEAK) == peak
+    # and the end of a peak span is off peak
+    assert price_for(
+        provider="deepseek", model="deepseek-flash", at=DEEPSEEK_PEAK.replace(hour=4)
+    ) == price_for(provider="deepseek", model="deepseek-flash", at=DEEPSEEK_OFF_PEAK)
 
 
 def test_a_catalogue_model_without_its_own_row_costs_its_catalogue_list_price() -> None:

@@ -134,7 +134,7 @@ def test_the_fake_refuses_an_unknown_model_and_a_fixed_temperature(
         ("openai", "gpt-6.1-terra", "turn", {"max_completion_tokens": 2000 + 8192}),
         ("openai", "gpt-6.1-terra", "vote", {"max_completion_tokens": 2000 + 1024}),
         ("claude", "claude-sonnet-5-5", "turn", {"max_tokens": 2000 + 24_576}),
-        ("deepseek", "deepseek-v4-flash", "vote", {"max_tokens": 2000 + 1024}),
+        ("deepseek", "deepseek-flash", "vote", {"max_tokens": 2000 + 1024}),
         ("kimi", "kimi-k2.6", "vote", {"max_tokens": 2000}),
         ("qwen", "qwen-plus", "turn", {"max_tokens": 2000}),
         ("openai", "gpt-4.1", "turn", {"max_completion_tokens": 2000}),

@@ -89,7 +89,7 @@ def test_xai_reports_reasoning_tokens_apart_from_completion_tokens() -> None:
     ("provider", "model", "effort"),
     [
         ("openai", "gpt-6.1-terra", "low"),
-        ("deepseek", "deepseek-v4-flash", "low"),
+        ("deepseek", "deepseek-flash", "low"),
         ("gemini", "gemini-3.5-flash", "low"),
         ("kimi", "kimi-k2.6", "none"),
         ("qwen", "qwen-plus", "none"),

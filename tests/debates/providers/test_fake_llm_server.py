@@ -107,7 +107,7 @@ def test_control_endpoint_scripts_a_server_in_another_process() -> None:
         "latency_s": 0.05,
     }
     assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 3
-    assert seen[0]["body"]["model"] == "deepseek-v4-flash"
+    assert seen[0]["body"]["model"] == "deepseek-flash"
     assert (after_reset["requests"], after_reset["latency_s"]) == (0, 0.0)
 
 

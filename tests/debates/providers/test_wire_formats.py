@@ -166,7 +166,7 @@ def test_answer_text_usage_and_request_id_are_parsed(
 @pytest.mark.parametrize(
     ("provider", "model", "field"),
     [
-        ("deepseek", "deepseek-v4-flash", "prompt_cache_hit_tokens"),
+        ("deepseek", "deepseek-flash", "prompt_cache_hit_tokens"),
         ("openai", "gpt-5-mini", "prompt_tokens_details"),
         ("kimi", "kimi-k2.6", "cached_tokens"),
         ("claude", "claude-sonnet-4-6", "cache_read_input_tokens"),
@@ -253,7 +253,7 @@ def test_configured_latency_shows_in_latency_ms(llm_server: FakeLLMServer) -> No
 @pytest.mark.parametrize(
     ("provider", "base_url", "model"),
     [
-        ("deepseek", "https://api.deepseek.com", "deepseek-v4-flash"),
+        ("deepseek", "https://api.deepseek.com", "deepseek-flash"),
         ("qwen", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "qwen-plus"),
         ("openai", "https://api.openai.com/v1", "gpt-6.1-terra"),
         ("claude", "https://api.anthropic.com/v1", "claude-sonnet-5-5"),
