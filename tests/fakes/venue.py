@@ -402,10 +402,12 @@ def _handler_class(fake: FakeVenue) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             status, payload = answer
-            data = json.dumps(payload).encode()
+            # A text answer is sent as it is: a venue's gateway page rather than JSON.
+            textual = isinstance(payload, str)
+            data = payload.encode() if textual else json.dumps(payload).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if textual else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -1,4 +1,5 @@
-"""Fixtures for trading: the fake Binance USDT-M exchange, traders, decisions, a worker."""
+"""Fixtures for trading: the fake exchanges (Binance USDT-M, Bybit), traders, decisions,
+a worker."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from debates.models import Decision
 from tests.debates.conftest import llm  # noqa: F401 (the fake model server, for whole debates)
 from tests.debates.factories import DecisionFactory
+from tests.fakes.bybit_server import FakeBybit
 from tests.fakes.exchange_server import FakeExchange
 from tests.traders.factories import TraderFactory
 from traders.models import Trader
@@ -25,6 +27,19 @@ def fake_exchange(settings) -> Iterator[FakeExchange]:
     Its clock is the dataset's end (BTCUSDT at 57970.9) and its wallet holds 10,000 USDT.
     """
     with FakeExchange() as fake:
+        fake.api_key, fake.api_secret = API_KEY, API_SECRET
+        settings.TRADER_EXCHANGE_API_URL = fake.url
+        yield fake
+
+
+@pytest.fixture
+def fake_bybit(settings) -> Iterator[FakeBybit]:
+    """A fake Bybit v5 checking our key and signature; ccxt traders are sent to it.
+
+    Its clock is the dataset's end (BTCUSDT at 57970.9); its unified account holds 10,000
+    USDT in one-way mode.
+    """
+    with FakeBybit() as fake:
         fake.api_key, fake.api_secret = API_KEY, API_SECRET
         settings.TRADER_EXCHANGE_API_URL = fake.url
         yield fake
@@ -47,6 +62,12 @@ def paper_trader(user) -> Trader:
 def binance_trader(user, fake_exchange) -> Trader:
     """A running binanceusdm trader of ``user`` whose credentials the fake exchange accepts."""
     return TraderFactory(owner=user, exchange="binanceusdm", api_key=API_KEY, api_secret=API_SECRET)
+
+
+@pytest.fixture
+def bybit_trader(user, fake_bybit) -> Trader:
+    """A running Bybit trader of ``user`` whose credentials the fake Bybit accepts."""
+    return TraderFactory(owner=user, exchange="bybit", api_key=API_KEY, api_secret=API_SECRET)
 
 
 @pytest.fixture
