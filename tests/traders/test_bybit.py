@@ -196,6 +196,21 @@ def test_on_a_bybit_hedge_mode_account_every_order_carries_its_position_idx(
     assert fake_bybit.account.positions[("ETHUSDT", LONG)].amount == 0
 
 
+def test_on_a_bybit_hedge_mode_account_holding_nothing_the_first_entry_names_its_side(
+    user, bybit_trader, fake_bybit, make_decision
+):
+    # given a Bybit account in hedge mode holding no position (its open positions, the
+    # only ones Bybit lists without a symbol, tell nothing of the mode)
+    fake_bybit.account.hedge_mode = True
+    # when a BTC long is opened
+    execution = submit(user, bybit_trader, make_decision())
+    # then every order named the buy side (positionIdx 1), as Bybit requires in hedge mode
+    assert execution.status == "filled", execution.error
+    sent = [(b["side"], b.get("positionIdx"), b.get("reduceOnly")) for b in creates(fake_bybit)]
+    assert sent == [("Buy", 1, None), ("Sell", 1, True), ("Sell", 1, True)]
+    assert fake_bybit.account.positions[("BTCUSDT", LONG)].amount == QUANTITY
+
+
 def test_a_bybit_order_whose_position_idx_does_not_match_the_mode_is_refused(fake_bybit):
     # given a one-way Bybit account
     exchange = adapter(fake_bybit)
