@@ -341,3 +341,17 @@ def test_a_bybit_gateway_error_is_a_transient_unavailability(fake_bybit):
         exchange.price("BTCUSDT")
     # then the next ask is answered
     assert exchange.price("BTCUSDT") == PRICE
+
+
+def test_a_bybit_account_is_checked_in_one_line_naming_the_markets_minimum(
+    api_client, bybit_trader, fake_bybit
+):
+    # when the owner checks a working Bybit account
+    answer = api_client.post(f"/api/traders/{bybit_trader.pk}/check").json()
+    # then the line says the key works, the balance, the mode and Bybit's minimum order value
+    assert answer == {
+        "ok": True,
+        "message": "bybit: key accepted, 10,000.00 USDT available, one-way mode; BTCUSDT "
+        "takes orders from 5.00 USDT.",
+    }
+    assert fake_bybit.order_requests() == []

@@ -106,6 +106,37 @@ def test_an_okx_long_is_confirmed_by_its_client_id_and_protected_by_algo_orders(
     ]
 
 
+def test_an_okx_entry_whose_answer_was_lost_is_found_by_its_client_id_and_not_sent_again(
+    user, okx_trader, fake_okx, make_decision
+):
+    # given OKX placing the entry, then dropping the connection before answering
+    decision = make_decision()
+    execution = execution_request(owner=user, debate_id=decision.debate_id, trader_id=okx_trader.pk)
+    fake_okx.drop_after_next(BATCH)
+    with pytest.raises(ExchangeUnavailable):
+        execution_submit(execution_id=execution.pk)
+    # when the retry runs
+    execution = execution_submit(execution_id=execution.pk)
+    # then it found the entry by clOrdId and sent it once (a second one with the same
+    # clOrdId would have been refused as a duplicate, 51016)
+    assert [entry["clOrdId"] for entry in placed(fake_okx, BATCH)] == [execution.client_order_id]
+    assert (execution.status, execution.filled_quantity) == ("filled", CONTRACTS)
+    assert fake_okx.account.positions[("BTCUSDT", "net")].amount == CONTRACTS
+
+
+def test_an_okx_account_is_checked_in_one_line(api_client, okx_trader, fake_okx):
+    # when the owner checks a working OKX account in long/short mode
+    fake_okx.account.hedge_mode = True
+    answer = api_client.post(f"/api/traders/{okx_trader.pk}/check").json()
+    # then the line says the key works, the balance and the mode; OKX lists no minimum
+    # order value (its minimum is a size: minSz contracts)
+    assert answer == {
+        "ok": True,
+        "message": "okx: key accepted, 10,000.00 USDT available, hedge mode; BTCUSDT lists "
+        "no minimum order value.",
+    }
+
+
 def test_a_close_on_okx_cancels_the_stops_by_their_algo_client_ids(
     user, okx_trader, fake_okx, make_decision
 ):
@@ -258,14 +289,20 @@ def test_an_unknown_okx_order_is_not_found(fake_okx, conditional):
 
 
 @pytest.mark.parametrize(
-    ("secret", "password", "code"),
-    [(API_SECRET, "wrong-passphrase", "50105"), ("not-the-secret", API_PASSPHRASE, "50113")],
+    ("key", "secret", "password", "code"),
+    [
+        ("wrong-key", API_SECRET, API_PASSPHRASE, "50111"),
+        (API_KEY, API_SECRET, "wrong-passphrase", "50105"),
+        (API_KEY, "not-the-secret", API_PASSPHRASE, "50113"),
+    ],
 )
-def test_a_wrong_okx_passphrase_or_signature_is_refused_as_access_refused(
-    fake_okx, secret, password, code
+def test_a_wrong_okx_key_passphrase_or_signature_is_refused_as_access_refused(
+    fake_okx, key, secret, password, code
 ):
-    # given an adapter with the wrong passphrase, or the wrong secret
-    exchange = adapter(fake_okx, secret=secret, password=password)
+    # given an adapter with the wrong key, passphrase or secret
+    exchange = CcxtExchange(
+        "okx", api_key=key, secret=secret, password=password, api_url=fake_okx.url
+    )
     # when the balance is asked
     with pytest.raises(AccessRefused) as refused:
         exchange.balance()
