@@ -19,9 +19,10 @@ volume of the 24 hourly candles closed by the instant (in contracts), or whateve
 Endpoints (``ROUTES``): ``GET /fapi/v1/exchangeInfo``, ``/fapi/v1/time``,
 ``/fapi/v1/klines``, ``/fapi/v1/ticker/24hr``, ``/fapi/v1/ticker/price``,
 ``/fapi/v1/premiumIndex``, ``/fapi/v1/fundingRate``, ``/fapi/v1/openInterest`` and
-``/futures/data/openInterestHist``. Every request is recorded in ``requests``; faults
-can be queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_flight``
-tells how many requests were ever served at once.
+``/futures/data/openInterestHist``. The HTTP side, the clock and the dataset come from
+``tests.fakes.venue.FakeVenue``: every request is recorded in ``requests``; faults can be
+queued per path (``fail_next``, ``delay_next``, ``drop_next``); ``max_in_flight`` tells
+how many requests were ever served at once.
 
 Trading (one account, USDT margin, in one-way position mode unless ``hedge_mode``):
 ``GET /fapi/v1/positionSide/dual`` (the mode), ``POST /fapi/v1/leverage``, ``GET
@@ -33,18 +34,19 @@ and ``TAKE_PROFIT_MARKET`` orders ccxt sends for ``stopLossPrice`` /
 ``takeProfitPrice``, keyed by ``clientAlgoId``; they rest until ``trigger_crossed``
 triggers those the price reached), ``GET /fapi/v1/openAlgoOrders`` and ``GET
 /fapi/v1/userTrades``. Market orders fill at once at the current price (the last closed
-15m close) with a taker fee of ``fee_rate``; a reused client order id is refused
-(-4116), a reduce-only order needs a position to reduce (-2022), an order needs its
-margin (-2019), a stop that would trigger at once is refused (-2021), an unknown order
-is -2013. As on Binance, an order's ``positionSide`` must match the mode (-4061):
-``BOTH`` (or none) in one-way mode, ``LONG`` or ``SHORT`` in hedge mode, where
-``reduceOnly`` is refused (-1106) and the side closes what it does not open; positions
-are kept per coin and position side. With ``api_key`` and ``api_secret`` set, private
-endpoints check the ``X-MBX-APIKEY`` header and the HMAC-SHA256 signature as Binance
-does. Every order placed is kept in ``orders`` / ``algo_orders``; ``order_requests()``
-lists the order requests as received (accepted or not). Two more faults serve order
-tests: ``reject_next`` answers with a Binance error code, ``drop_after_next`` processes
-the request (the order is placed) and then closes the connection without an answer.
+15m close, or the one ``set_price`` gave) with a taker fee of ``fee_rate``; a reused
+client order id is refused (-4116), a reduce-only order needs a position to reduce
+(-2022), an order needs its margin (-2019), a stop that would trigger at once is refused
+(-2021), an unknown order is -2013. As on Binance, an order's ``positionSide`` must
+match the mode (-4061): ``BOTH`` (or none) in one-way mode, ``LONG`` or ``SHORT`` in
+hedge mode, where ``reduceOnly`` is refused (-1106) and the side closes what it does not
+open; positions are kept per coin and position side. With ``api_key`` and ``api_secret``
+set, private endpoints check the ``X-MBX-APIKEY`` header and the HMAC-SHA256 signature
+as Binance does. Every order placed is kept in ``orders`` / ``algo_orders``;
+``order_requests()`` lists the order requests as received (accepted or not). Two more
+faults serve order tests: ``reject_next`` answers with a Binance error code,
+``drop_after_next`` processes the request (the order is placed) and then closes the
+connection without an answer.
 
 To add endpoints: write a method ``(self, request) -> (status, body)``, register it in
 ``ROUTES`` (or ``fake.routes`` for one instance), decorate it with ``_private`` when it
@@ -54,49 +56,31 @@ needs the signature of a private endpoint, and keep any state on the instance un
 
 from __future__ import annotations
 
-import csv
 import functools
-import hashlib
-import hmac
 import itertools
-import json
-import threading
-import time
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
-from functools import cache
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from tests.fakes.background import BackgroundServer
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "strategies" / "data" / "market"
-DEFAULT_NOW = datetime(2024, 9, 5, tzinfo=UTC)
-SYMBOLS: tuple[str, ...] = (
-    "BTCUSDT",
-    "ETHUSDT",
-    "SOLUSDT",
-    "XRPUSDT",
-    "DOGEUSDT",
-    "AVAXUSDT",
-    "LINKUSDT",
+from tests.fakes.venue import (
+    DATA_DIR,
+    DEFAULT_NOW,
+    INTERVAL_MS,
+    SYMBOLS,
+    DatasetMarket,
+    FakeVenue,
+    Position,
+    RecordedRequest,
+    hmac_sha256,
+    open_funds,
+    same_signature,
 )
-INTERVAL_MS: dict[str, int] = {
-    "5m": 5 * 60_000,
-    "15m": 15 * 60_000,
-    "30m": 30 * 60_000,
-    "1h": 60 * 60_000,
-    "2h": 2 * 60 * 60_000,
-    "4h": 4 * 60 * 60_000,
-    "6h": 6 * 60 * 60_000,
-    "12h": 12 * 60 * 60_000,
-    "1d": 24 * 60 * 60_000,
-}
+
+__all__ = ["FakeExchange", "RecordedRequest"]
+
 KLINE_INTERVALS = ("15m", "1h", "4h", "1d")
 FUNDING_INTERVAL_MS = 8 * 60 * 60_000
 
@@ -122,52 +106,6 @@ EXTRA_MARKETS: tuple[dict[str, str], ...] = (
     {"symbol": "BTCUSDT_241227", "base": "BTC", "quote": "USDT", "contractType": "CURRENT_QUARTER"},
 )
 
-Row = tuple[int, str, str, str, str, str]
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the fake received it; ``params`` merges query and form body."""
-
-    method: str
-    path: str
-    params: dict[str, str]
-    headers: dict[str, str]
-    body: str
-    query: str = ""
-
-
-@dataclass
-class Fault:
-    """What to do instead of (or before) answering one request to a path."""
-
-    status: int | None = None
-    delay_s: float = 0.0
-    drop: bool = False
-    body: Any = None
-    # Handle the request first (an order is placed), then drop the connection.
-    drop_after: bool = False
-
-
-@dataclass
-class _Position:
-    """A position of one coin and position side: ``amount`` in contracts, negative when
-    short."""
-
-    amount: Decimal = Decimal("0")
-    entry_price: Decimal = Decimal("0")
-
-
-@dataclass
-class _Market:
-    klines: dict[str, list[Row]] = field(default_factory=dict)
-    open_times: dict[str, list[int]] = field(default_factory=dict)
-    funding_times: list[int] = field(default_factory=list)
-    funding_rates: list[str] = field(default_factory=list)
-    hourly_volume_prefix: list[float] = field(default_factory=list)
-
-
-# Binance's answers to an order that does not exist, and to one that cannot be cancelled.
 NO_SUCH_ORDER = {"code": -2013, "msg": "Order does not exist."}
 UNKNOWN_ORDER = {"code": -2011, "msg": "Unknown order sent."}
 Handler = Callable[["FakeExchange", RecordedRequest], tuple[int, Any]]
@@ -185,10 +123,8 @@ def _private(handler: Handler) -> Handler:
     return checked
 
 
-class FakeExchange(BackgroundServer):
+class FakeExchange(FakeVenue):
     """A Binance USDT-M lookalike serving the dataset at ``now``; use as a context manager."""
-
-    label = "exchange"
 
     ROUTES: dict[tuple[str, str], str] = {
         ("GET", "/fapi/v1/exchangeInfo"): "exchange_info",
@@ -226,21 +162,10 @@ class FakeExchange(BackgroundServer):
         open_interest: Callable[[str, int], float] | None = None,
         data_dir: Path = DATA_DIR,
     ) -> None:
-        super().__init__()
-        self.now_ms = int(now.timestamp() * 1000)
-        self.symbols = symbols
+        super().__init__(now, symbols=symbols, data_dir=data_dir)
         # Serve klines up to ``now`` whatever endTime says, the forming candle included.
         self.ignore_end_time = False
         self.open_interest_at = open_interest or self._volume_open_interest
-        self.requests: list[RecordedRequest] = []
-        self.faults: dict[str, list[Fault]] = {}
-        self.routes: dict[tuple[str, str], Handler] = {
-            key: getattr(type(self), name) for key, name in self.ROUTES.items()
-        }
-        self.lock = threading.Lock()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._markets = {symbol: _load_market(data_dir, symbol) for symbol in symbols}
         # The trading account; credentials are checked only when both are set.
         self.api_key: str | None = None
         self.api_secret: str | None = None
@@ -250,40 +175,23 @@ class FakeExchange(BackgroundServer):
         self.leverage: dict[str, int] = {}
         self.hedge_mode = False
         # By (coin, position side): BOTH in one-way mode, LONG and SHORT in hedge mode.
-        self.positions: dict[tuple[str, str], _Position] = {}
+        self.positions: dict[tuple[str, str], Position] = {}
         self.orders: list[dict[str, Any]] = []
         self.algo_orders: list[dict[str, Any]] = []
         self.trades: list[dict[str, Any]] = []
-        # Prices moved away from the dataset's by ``move_price``, by symbol.
-        self.moved_prices: dict[str, str] = {}
         self._ids = itertools.count(1001)
 
-    def handler_class(self) -> type[BaseHTTPRequestHandler]:
-        """Return the request handler bound to this exchange."""
-        return _handler_class(self)
-
-    def set_now(self, now: datetime) -> None:
-        """Move the fake's clock."""
-        self.now_ms = int(now.timestamp() * 1000)
-
-    def move_price(self, symbol: str, price: str, *, after_ms: int = 60_000) -> None:
-        """Trade ``symbol`` at ``price`` from ``after_ms`` later on: the dataset ends, the
-        market does not. Resting orders the price reached wait for ``trigger_crossed``."""
-        with self.lock:
-            self.now_ms += after_ms
-            self.moved_prices[symbol] = price
-
-    # faults and inspection
-
-    def fail_next(self, path: str, status: int = 503, times: int = 1, body: Any = None) -> None:
-        """Answer the next ``times`` requests to ``path`` with HTTP ``status``.
-
-        The body defaults to Binance's error for the status: -1001 "internal error" for
-        5xx, -1003 "too many requests" for 429, -1100 "illegal characters" otherwise.
-        """
-        if body is None:
-            body = _default_error(status)
-        self._queue(path, [Fault(status=status, body=body) for _ in range(times)])
+    def error_body(self, status: int) -> dict[str, Any]:
+        """Return Binance's error for an HTTP ``status``: -1001 "internal error" for 5xx,
+        -1003 "too many requests" for 429, -5000 for a path it does not serve, -1100
+        "illegal characters" otherwise."""
+        if status >= 500:
+            return {"code": -1001, "msg": "Internal error; unable to process your request."}
+        if status == 429:
+            return {"code": -1003, "msg": "Too many requests."}
+        if status == 404:
+            return {"code": -5000, "msg": "Path not found."}
+        return {"code": -1100, "msg": "Illegal characters found in a parameter."}
 
     def reject_next(
         self,
@@ -295,39 +203,6 @@ class FakeExchange(BackgroundServer):
     ) -> None:
         """Refuse the next ``times`` requests to ``path`` with a Binance error; place nothing."""
         self.fail_next(path, 400, times, body={"code": code, "msg": msg})
-
-    def drop_after_next(self, path: str, times: int = 1) -> None:
-        """Handle the next ``times`` requests to ``path`` (placing the order), then drop them."""
-        self._queue(path, [Fault(drop_after=True) for _ in range(times)])
-
-    def order_requests(self) -> list[RecordedRequest]:
-        """Return the order placements received (``POST`` to an order path), in order."""
-        with self.lock:
-            return [r for r in self.requests if r.method == "POST" and r.path in self.ORDER_PATHS]
-
-    def delay_next(self, path: str, seconds: float, times: int = 1) -> None:
-        """Hold the next ``times`` requests to ``path`` for ``seconds`` before answering."""
-        self._queue(path, [Fault(delay_s=seconds) for _ in range(times)])
-
-    def drop_next(self, path: str, times: int = 1) -> None:
-        """Close the connection without an answer on the next ``times`` requests to ``path``."""
-        self._queue(path, [Fault(drop=True) for _ in range(times)])
-
-    def paths(self) -> list[str]:
-        """Return the paths requested so far, in order."""
-        with self.lock:
-            return [request.path for request in self.requests]
-
-    def _queue(self, path: str, faults: list[Fault]) -> None:
-        with self.lock:
-            self.faults.setdefault(path, []).extend(faults)
-
-    def _next_fault(self, path: str) -> Fault | None:
-        with self.lock:
-            queue = self.faults.get(path)
-            return queue.pop(0) if queue else None
-
-    # endpoints
 
     def exchange_info(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/exchangeInfo``: the dataset pairs as USDT perpetuals."""
@@ -391,7 +266,7 @@ class FakeExchange(BackgroundServer):
             request,
             lambda symbol: {
                 "symbol": symbol,
-                "price": self._last_close(symbol),
+                "price": self.last_close(symbol),
                 "time": self.now_ms,
             },
         )
@@ -442,7 +317,7 @@ class FakeExchange(BackgroundServer):
         end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
         last = end // step * step
         symbol = request.params["symbol"]
-        price = float(self._last_close(symbol))
+        price = float(self.last_close(symbol))
         points = []
         for index in range(limit - 1, -1, -1):
             timestamp = last - index * step
@@ -588,8 +463,8 @@ class FakeExchange(BackgroundServer):
     ) -> tuple[int, Any]:
         """Fill a market order at the current price (with ``self.lock`` held); return
         Binance's answer or its refusal."""
-        price = Decimal(self._last_close(symbol))
-        position = self.positions.setdefault((symbol, position_side), _Position())
+        price = self.price(symbol)
+        position = self.positions.setdefault((symbol, position_side), Position())
         signed = quantity if side == "BUY" else -quantity
         if reduce_only:
             if position.amount == 0 or (position.amount > 0) == (signed > 0):
@@ -601,7 +476,7 @@ class FakeExchange(BackgroundServer):
             if refused is not None:
                 return refused
         order_id = next(self._ids)
-        realized = self._fill(symbol, position, signed, price)
+        realized = position.fill(signed, price)
         fee = quantity * price * self.fee_rate
         self.wallet_balance += realized - fee
         self.trades.append(
@@ -672,11 +547,12 @@ class FakeExchange(BackgroundServer):
 
     def trigger_crossed(self) -> list[dict[str, Any]]:
         """Trigger the resting conditional orders whose trigger the current price (the
-        last closed 15m close at ``now``) has reached, as Binance's algo service does:
-        a sell stop at or above the price, a sell target at or below it (buys mirrored).
-        Each places a market order (the algo order's ``actualOrderId``) that fills at the
-        price; the algo order ends ``FINISHED``, or ``REJECTED`` when its reduce-only
-        order finds no position to reduce. Return the algo orders triggered."""
+        last closed 15m close at ``now``, or the one ``set_price`` gave) has reached, as
+        Binance's algo service does: a sell stop at or above the price, a sell target at
+        or below it (buys mirrored). Each places a market order (the algo order's
+        ``actualOrderId``) that fills at the price; the algo order ends ``FINISHED``, or
+        ``REJECTED`` when its reduce-only order finds no position to reduce. Return the
+        algo orders triggered."""
         triggered = []
         with self.lock:
             for algo in self.algo_orders:
@@ -702,7 +578,7 @@ class FakeExchange(BackgroundServer):
         return triggered
 
     def _crossed(self, algo: dict[str, Any]) -> bool:
-        price = Decimal(self._last_close(algo["symbol"]))
+        price = self.price(algo["symbol"])
         trigger = Decimal(algo["triggerPrice"])
         falls_to = (algo["orderType"] == "STOP_MARKET") == (algo["side"] == "SELL")
         return price <= trigger if falls_to else price >= trigger
@@ -746,7 +622,7 @@ class FakeExchange(BackgroundServer):
             client_id = params.get("clientAlgoId") or f"fake{next(self._ids)}"
             if any(order["clientAlgoId"] == client_id for order in self.algo_orders):
                 return 400, {"code": -4116, "msg": "ClientOrderId is duplicated."}
-            price = Decimal(self._last_close(symbol))
+            price = self.price(symbol)
             # A sell stop rests below the price and a sell target above it; buys mirrored.
             rests_below = (order_type == "STOP_MARKET") == (side == "SELL")
             if trigger <= 0 or (trigger < price) != rests_below or trigger == price:
@@ -839,8 +715,8 @@ class FakeExchange(BackgroundServer):
             return 401, {"code": -2015, "msg": "Invalid API-key, IP, or permissions for action."}
         payload = request.query if request.method in ("GET", "DELETE") else request.body
         unsigned, _, signature = payload.rpartition("&signature=")
-        expected = hmac.new(self.api_secret.encode(), unsigned.encode(), hashlib.sha256)
-        if not hmac.compare_digest(expected.hexdigest(), signature):
+        expected = hmac_sha256(self.api_secret, unsigned)
+        if not same_signature(expected, signature, encoding="hex"):
             return 400, {"code": -1022, "msg": "Signature for this request is not valid."}
         return None
 
@@ -859,36 +735,13 @@ class FakeExchange(BackgroundServer):
             )
         return quantity, (200, None)
 
-    def _fill(self, symbol: str, position: _Position, signed: Decimal, price: Decimal) -> Decimal:
-        """Apply a fill of ``signed`` contracts to ``position``; return the realised P&L."""
-        amount = position.amount
-        if amount == 0 or (amount > 0) == (signed > 0):
-            total = amount + signed
-            position.entry_price = (position.entry_price * abs(amount) + price * abs(signed)) / abs(
-                total
-            )
-            position.amount = total
-            return Decimal("0")
-        closed = min(abs(signed), abs(amount))
-        direction = 1 if amount > 0 else -1
-        realized = (price - position.entry_price) * closed * direction
-        position.amount = amount + signed
-        if position.amount == 0:
-            position.entry_price = Decimal("0")
-        elif (position.amount > 0) != (amount > 0):
-            position.entry_price = price
-        return realized
-
     def _funds(self) -> tuple[Decimal, Decimal, Decimal]:
         """Return (wallet balance, unrealised P&L, initial margin)."""
-        unrealized = Decimal("0")
-        margin = Decimal("0")
-        for (symbol, _), position in self.positions.items():
-            if not position.amount:
-                continue
-            price = Decimal(self._last_close(symbol))
-            unrealized += (price - position.entry_price) * position.amount
-            margin += abs(position.amount) * position.entry_price / self.leverage.get(symbol, 20)
+        unrealized, margin = open_funds(
+            ((symbol, position) for (symbol, _), position in self.positions.items()),
+            self.price,
+            lambda symbol: self.leverage.get(symbol, 20),
+        )
         return self.wallet_balance, unrealized, margin
 
     def _position_side(self, params: dict[str, str]) -> tuple[str, bool, Any]:
@@ -918,9 +771,9 @@ class FakeExchange(BackgroundServer):
         """Answer ``GET /fapi/v1/positionSide/dual``: whether the account is in hedge mode."""
         return 200, {"dualSidePosition": self.hedge_mode}
 
-    def _position_info(self, key: tuple[str, str], position: _Position) -> dict[str, Any]:
+    def _position_info(self, key: tuple[str, str], position: Position) -> dict[str, Any]:
         symbol, position_side = key
-        price = Decimal(self._last_close(symbol))
+        price = self.price(symbol)
         leverage = self.leverage.get(symbol, 20)
         notional = position.amount * price
         margin = abs(notional) / leverage
@@ -976,8 +829,8 @@ class FakeExchange(BackgroundServer):
 
     # helpers
 
-    def _market(self, request: RecordedRequest) -> tuple[_Market | None, tuple[int, Any]]:
-        market = self._markets.get(request.params.get("symbol", ""))
+    def _market(self, request: RecordedRequest) -> tuple[DatasetMarket | None, tuple[int, Any]]:
+        market = self.dataset.get(request.params.get("symbol", ""))
         if market is None:
             return None, (400, {"code": -1121, "msg": "Invalid symbol."})
         return market, (200, None)
@@ -994,29 +847,9 @@ class FakeExchange(BackgroundServer):
             return error
         return 200, describe(request.params["symbol"])
 
-    def _closed(self, symbol: str, interval: str, at_ms: int) -> list[Row]:
-        market = self._markets[symbol]
-        stop = bisect_right(market.open_times[interval], at_ms - INTERVAL_MS[interval])
-        return market.klines[interval][:stop]
-
-    def _last_close(self, symbol: str) -> str:
-        if symbol in self.moved_prices:
-            return self.moved_prices[symbol]
-        for interval in ("15m", "1h", "4h"):
-            closed = self._closed(symbol, interval, self.now_ms)
-            if closed:
-                return closed[-1][4]
-        return "0"
-
     def _ticker(self, symbol: str) -> dict[str, Any]:
         day_ago = self.now_ms - INTERVAL_MS["1d"]
-        rows: list[Row] = []
-        for interval in ("15m", "1h", "4h"):
-            rows = [row for row in self._closed(symbol, interval, self.now_ms) if row[0] >= day_ago]
-            if rows:
-                break
-        if not rows:
-            rows = [(self.now_ms, "0", "0", "0", "0", "0")]
+        rows = self.day_rows(symbol)
         first_open, last_close = float(rows[0][1]), float(rows[-1][4])
         volume = sum(float(row[5]) for row in rows)
         quote_volume = sum(float(row[5]) * float(row[4]) for row in rows)
@@ -1026,7 +859,7 @@ class FakeExchange(BackgroundServer):
             "priceChange": f"{change:.8f}",
             "priceChangePercent": f"{(change / first_open * 100) if first_open else 0:.3f}",
             "weightedAvgPrice": f"{quote_volume / volume if volume else 0:.8f}",
-            "lastPrice": self.moved_prices.get(symbol, rows[-1][4]),
+            "lastPrice": rows[-1][4],
             "lastQty": "0",
             "openPrice": rows[0][1],
             "highPrice": repr(max(float(row[2]) for row in rows)),
@@ -1041,10 +874,10 @@ class FakeExchange(BackgroundServer):
         }
 
     def _premium(self, symbol: str) -> dict[str, Any]:
-        market = self._markets[symbol]
+        market = self.dataset[symbol]
         settled = bisect_right(market.funding_times, self.now_ms)
         rate = market.funding_rates[settled - 1] if settled else "0"
-        price = self._last_close(symbol)
+        price = self.last_close(symbol)
         return {
             "symbol": symbol,
             "markPrice": price,
@@ -1057,47 +890,10 @@ class FakeExchange(BackgroundServer):
         }
 
     def _volume_open_interest(self, symbol: str, timestamp: int) -> float:
-        market = self._markets[symbol]
+        market = self.dataset[symbol]
         closed = bisect_right(market.open_times["1h"], timestamp - INTERVAL_MS["1h"])
         prefix = market.hourly_volume_prefix
         return prefix[closed] - prefix[max(0, closed - 24)]
-
-    def dispatch(self, request: RecordedRequest) -> tuple[int, Any] | None:
-        """Record ``request`` and return (status, JSON body), or None to drop the connection."""
-        with self.lock:
-            self.requests.append(request)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            return self._answer(request)
-        finally:
-            with self.lock:
-                self.in_flight -= 1
-
-    def _answer(self, request: RecordedRequest) -> tuple[int, Any] | None:
-        fault = self._next_fault(request.path)
-        if fault is not None:
-            if fault.delay_s:
-                time.sleep(fault.delay_s)
-            if fault.drop:
-                return None
-            if fault.status is not None:
-                return fault.status, fault.body
-        handler = self.routes.get((request.method, request.path))
-        if handler is None:
-            return 404, {"code": -5000, "msg": f"no route {request.method} {request.path}"}
-        answer = handler(self, request)
-        if fault is not None and fault.drop_after:
-            return None
-        return answer
-
-
-def _default_error(status: int) -> dict[str, Any]:
-    if status >= 500:
-        return {"code": -1001, "msg": "Internal error; unable to process your request."}
-    if status == 429:
-        return {"code": -1003, "msg": "Too many requests."}
-    return {"code": -1100, "msg": "Illegal characters found in a parameter."}
 
 
 def _market_info(
@@ -1147,107 +943,3 @@ def _market_info(
         ],
         "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
     }
-
-
-@cache
-def _load_market(data_dir: Path, symbol: str) -> _Market:
-    """Read one pair's files once per process; instances share the result read-only."""
-    market = _Market()
-    for interval in ("15m", "1h", "4h"):
-        with (data_dir / f"{symbol}-{interval}.csv").open(newline="") as handle:
-            reader = csv.reader(handle)
-            next(reader)
-            market.klines[interval] = [(int(t), o, h, low, c, v) for t, o, h, low, c, v in reader]
-    market.klines["1d"] = _daily(market.klines["4h"])
-    for interval, rows in market.klines.items():
-        market.open_times[interval] = [row[0] for row in rows]
-    with (data_dir / f"{symbol}-funding-8h.csv").open(newline="") as handle:
-        reader = csv.reader(handle)
-        next(reader)
-        for timestamp, rate in reader:
-            market.funding_times.append(int(timestamp))
-            market.funding_rates.append(rate)
-    prefix = [0.0]
-    for row in market.klines["1h"]:
-        prefix.append(prefix[-1] + float(row[5]))
-    market.hourly_volume_prefix = prefix
-    return market
-
-
-def _daily(rows_4h: list[Row]) -> list[Row]:
-    day = INTERVAL_MS["1d"]
-    result: list[Row] = []
-    index = 0
-    while index + 6 <= len(rows_4h):
-        group = rows_4h[index : index + 6]
-        start = group[0][0]
-        if start % day or group[-1][0] != start + 5 * INTERVAL_MS["4h"]:
-            index += 1
-            continue
-        volume = 0.0
-        for row in group:
-            volume += float(row[5])
-        result.append(
-            (
-                start,
-                group[0][1],
-                repr(max(float(row[2]) for row in group)),
-                repr(min(float(row[3]) for row in group)),
-                group[-1][4],
-                repr(volume),
-            )
-        )
-        index += 6
-    return result
-
-
-def _handler_class(fake: FakeExchange) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            self._serve()
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PUT(self) -> None:
-            self._serve()
-
-        def do_DELETE(self) -> None:
-            self._serve()
-
-        def _serve(self) -> None:
-            split = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length).decode() if length else ""
-            params = dict(parse_qsl(split.query))
-            if body and "json" not in (self.headers.get("Content-Type") or ""):
-                params.update(parse_qsl(body))
-            request = RecordedRequest(
-                method=self.command,
-                path=split.path,
-                params=params,
-                headers={key: value for key, value in self.headers.items()},
-                body=body,
-                query=split.query,
-            )
-            answer = fake.dispatch(request)
-            if answer is None:
-                self.close_connection = True
-                return
-            status, payload = answer
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    return _Handler

@@ -1,4 +1,5 @@
-"""Fixtures for trading: the fake Binance USDT-M exchange, traders, decisions, a worker."""
+"""Fixtures for trading: the fake exchanges (Binance USDT-M, Bybit, OKX), traders,
+decisions, a worker."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import pytest
 from debates.models import Decision
 from tests.debates.conftest import llm  # noqa: F401 (the fake model server, for whole debates)
 from tests.debates.factories import DecisionFactory
+from tests.fakes.bybit_server import FakeBybit
 from tests.fakes.exchange_server import FakeExchange
+from tests.fakes.okx_server import FakeOkx
 from tests.traders.factories import TraderFactory
 from traders.models import Trader
 
 API_KEY = "fake-api-key-0123456789"
 API_SECRET = "fake-api-secret-9876543210"
+API_PASSPHRASE = "fake-passphrase-42"
 
 
 @pytest.fixture
@@ -26,6 +30,32 @@ def fake_exchange(settings) -> Iterator[FakeExchange]:
     """
     with FakeExchange() as fake:
         fake.api_key, fake.api_secret = API_KEY, API_SECRET
+        settings.TRADER_EXCHANGE_API_URL = fake.url
+        yield fake
+
+
+@pytest.fixture
+def fake_bybit(settings) -> Iterator[FakeBybit]:
+    """A fake Bybit v5 checking our key and signature; ccxt traders are sent to it.
+
+    Its clock is the dataset's end (BTCUSDT at 57970.9); its unified account holds 10,000
+    USDT in one-way mode.
+    """
+    with FakeBybit() as fake:
+        fake.api_key, fake.api_secret = API_KEY, API_SECRET
+        settings.TRADER_EXCHANGE_API_URL = fake.url
+        yield fake
+
+
+@pytest.fixture
+def fake_okx(settings) -> Iterator[FakeOkx]:
+    """A fake OKX v5 checking our key, passphrase and signature; ccxt traders are sent to it.
+
+    Its clock is the dataset's end (BTCUSDT at 57970.9); its trading account holds 10,000
+    USDT in ``net_mode``.
+    """
+    with FakeOkx() as fake:
+        fake.api_key, fake.api_secret, fake.passphrase = API_KEY, API_SECRET, API_PASSPHRASE
         settings.TRADER_EXCHANGE_API_URL = fake.url
         yield fake
 
@@ -47,6 +77,24 @@ def paper_trader(user) -> Trader:
 def binance_trader(user, fake_exchange) -> Trader:
     """A running binanceusdm trader of ``user`` whose credentials the fake exchange accepts."""
     return TraderFactory(owner=user, exchange="binanceusdm", api_key=API_KEY, api_secret=API_SECRET)
+
+
+@pytest.fixture
+def bybit_trader(user, fake_bybit) -> Trader:
+    """A running Bybit trader of ``user`` whose credentials the fake Bybit accepts."""
+    return TraderFactory(owner=user, exchange="bybit", api_key=API_KEY, api_secret=API_SECRET)
+
+
+@pytest.fixture
+def okx_trader(user, fake_okx) -> Trader:
+    """A running OKX trader of ``user`` whose credentials the fake OKX accepts."""
+    return TraderFactory(
+        owner=user,
+        exchange="okx",
+        api_key=API_KEY,
+        api_secret=API_SECRET,
+        api_passphrase=API_PASSPHRASE,
+    )
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ def test_a_stop_filled_while_no_worker_ran_is_recorded_with_its_pnl(
     binance_trader, fake_exchange, opened
 ):
     # given the price fell through the stop and the exchange filled it
-    fake_exchange.move_price("BTCUSDT", "56000.0")
+    fake_exchange.set_price("BTCUSDT", "56000.0")
     [triggered] = fake_exchange.trigger_crossed()
     assert triggered["clientAlgoId"] == opened.client_order_id + "S"
     assert fake_exchange.positions[BOTH].amount == 0
@@ -98,7 +98,7 @@ def test_a_position_closed_by_hand_is_recorded_as_closed_on_the_exchange(
     binance_trader, fake_exchange, opened
 ):
     # given the owner closed the long on the exchange's own site
-    fake_exchange.move_price("BTCUSDT", "58500.0")
+    fake_exchange.set_price("BTCUSDT", "58500.0")
     with fake_exchange.lock:
         fake_exchange._market_fill("BTCUSDT", "SELL", QUANTITY, "BOTH", True, "web_by_hand")
     # when the book is reconciled

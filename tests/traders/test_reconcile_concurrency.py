@@ -39,7 +39,7 @@ def test_concurrent_passes_record_a_filled_stop_and_cancel_its_target_once(
     # given a long, recorded, whose stop the exchange filled while no worker ran
     execution_submit(execution_id=request_execution(user, binance_trader, make_decision()).pk)
     trader_reconcile(trader_id=binance_trader.pk)
-    fake_exchange.move_price("BTCUSDT", "56000.0")
+    fake_exchange.set_price("BTCUSDT", "56000.0")
     assert fake_exchange.trigger_crossed()
     # when ten passes run at once, then one more
     assert at_once(binance_trader.pk) == []

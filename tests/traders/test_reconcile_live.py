@@ -26,7 +26,7 @@ def opened_and_stopped_out(user, trader, fake_exchange, make_decision) -> None:
     """Open a BTC long on the trader, record it, then fill its stop on the exchange."""
     execution_submit(execution_id=request_execution(user, trader, make_decision()).pk)
     trader_reconcile(trader_id=trader.pk)
-    fake_exchange.move_price("BTCUSDT", "56000.0")
+    fake_exchange.set_price("BTCUSDT", "56000.0")
     assert fake_exchange.trigger_crossed()
 
 

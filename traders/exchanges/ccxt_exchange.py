@@ -12,7 +12,9 @@ whose answer holds its ids and no fill (bybit's, okx's) is confirmed the same wa
 The account's position mode is read once per adapter (``hedged``): in hedge mode every
 order carries ccxt's ``hedged``, which ccxt turns into the exchange's position side
 (Binance's ``positionSide``, Bybit's ``positionIdx``, OKX's ``posSide``); in one-way mode
-none does, and a strategy's hedging is not used (``traders.services.executions``).
+none does, and a strategy's hedging is not used (``traders.services.executions``). Bybit
+keeps the mode per symbol and no endpoint tells it: an order there carries ``hedged``
+when the symbol's position slots say so (positionIdx 1 and 2), read once per symbol.
 
 Stop loss and take profit are separate reduce-only market orders with ccxt's
 ``stopLossPrice`` / ``takeProfitPrice`` (binanceusdm ignores the ``stopLoss`` /
@@ -23,9 +25,8 @@ them as conditional orders to ``POST /fapi/v1/algoOrder`` (``algoType=CONDITIONA
 ``DELETE /fapi/v1/algoOrder``. Plain orders go to ``/fapi/v1/order``; leverage to
 ``POST /fapi/v1/leverage``; balance from ``GET /fapi/v3/account``; positions from
 ``GET /fapi/v3/positionRisk`` (after ``GET /fapi/v1/leverageBracket``); fees from
-``GET /fapi/v1/userTrades``. binanceusdm is exercised end to end against the fake
-exchange in the tests; bybit and okx through ccxt with its HTTP stubbed by their
-recorded answers (``tests/traders/test_venues.py``).
+``GET /fapi/v1/userTrades``. Each exchange is exercised end to end against its fake in
+the tests (``tests/fakes``: ``exchange_server``, ``bybit_server``, ``okx_server``).
 
 ccxt errors are translated: ``ccxt.OperationFailed`` (its ``NetworkError``: timeouts,
 dropped connections, 429, 5xx; and exchange codes meaning "internal error, try again",
@@ -119,6 +120,12 @@ def _hedge_mode(client: ccxt.Exchange) -> bool:
     return any(position.get("hedged") for position in client.fetch_positions())
 
 
+def _bybit_symbol_hedged(client: ccxt.Exchange, symbol: str) -> bool:
+    """Say whether Bybit trades ``symbol`` in hedge mode: its position slots, which Bybit
+    lists for a symbol whether they hold anything or not, name positionIdx 1 and 2."""
+    return any(position.get("hedged") for position in client.fetch_positions([symbol]))
+
+
 def _fetched_order(client: ccxt.Exchange, symbol: str, params: dict[str, Any]) -> dict:
     """Look an order up by the client order id in ``params`` (ccxt's ``fetch_order``)."""
     return client.fetch_order(None, symbol, params)
@@ -192,6 +199,7 @@ class CcxtExchange:
             self.client.urls["api"] = override_api_urls(self.client.urls["api"], api_url)
         self._id_param = CLIENT_ID_PARAMS[exchange_id]
         self._hedged: bool | None = None
+        self._hedged_symbols: dict[str, bool] = {}
 
     def _use_practice_account(self) -> None:
         """Trade the exchange's practice account: Binance's demo trading (its futures
@@ -358,7 +366,7 @@ class CcxtExchange:
         reduce_only: bool = False,
     ) -> OrderResult:
         """Send a market order with ``client_order_id``; return its fill and fee."""
-        params: dict[str, Any] = {self._id_param: client_order_id, **self._mode_params()}
+        params: dict[str, Any] = {self._id_param: client_order_id, **self._mode_params(symbol)}
         if reduce_only:
             params["reduceOnly"] = True
         order = self._call(
@@ -396,7 +404,7 @@ class CcxtExchange:
             CONDITIONAL_ID_PARAMS.get(self.name, self._id_param): client_order_id,
             "reduceOnly": True,
             price_key: str(trigger_price),
-            **self._mode_params(),
+            **self._mode_params(symbol),
         }
         order = self._call(
             f"{kind} order for {symbol}",
@@ -424,12 +432,18 @@ class CcxtExchange:
 
     # helpers
 
-    def _mode_params(self) -> dict[str, Any]:
-        """Return what an order carries for the account's position mode: in hedge mode,
+    def _mode_params(self, symbol: str) -> dict[str, Any]:
+        """Return what an order in ``symbol`` carries for the position mode: in hedge mode,
         ccxt's ``hedged``, which it turns into the position side of the order (Binance's
         positionSide, dropping reduceOnly, which hedge mode refuses; Bybit's positionIdx;
-        OKX's posSide); in one-way mode nothing."""
-        return {"hedged": True} if self.hedged() else {}
+        OKX's posSide); in one-way mode nothing. On Bybit the mode is the symbol's."""
+        if self.name != "bybit":
+            return {"hedged": True} if self.hedged() else {}
+        if symbol not in self._hedged_symbols:
+            self._hedged_symbols[symbol] = self._call(
+                f"{symbol} position mode", lambda c: _bybit_symbol_hedged(c, to_ccxt(symbol))
+            )
+        return {"hedged": True} if self._hedged_symbols[symbol] else {}
 
     def _market(self, symbol: str) -> dict[str, Any]:
         self._call("markets", lambda c: c.load_markets())
