@@ -205,3 +205,32 @@ def test_a_paper_trader_takes_the_same_path_over_its_own_book(user, paper_trader
     assert [line.kind for line in lines] == ["stop_placed"]
     again = Order.objects.get(status="open", type="stop_market")
     assert (again.trigger_price, again.position.status) == (execution.stop_loss_price, "open")
+
+
+@pytest.mark.parametrize("venue", ["bybit", "okx"])
+def test_a_filled_stop_is_recorded_on_bybit_and_okx_as_on_binance(
+    request, user, make_decision, venue
+):
+    # given a long opened on the venue and recorded, whose stop then filled there
+    trader = request.getfixturevalue(f"{venue}_trader")
+    fake = request.getfixturevalue(f"fake_{venue}")
+    execution = execution_submit(execution_id=request_execution(user, trader, make_decision()).pk)
+    assert execution.status == "filled"
+    assert [line.kind for line in trader_reconcile(trader_id=trader.pk)] == ["position_recorded"]
+    fake.set_price("BTCUSDT", "56000.0")
+    assert len(fake.trigger_crossed()) == 1
+    # when the book is reconciled
+    lines = trader_reconcile(trader_id=trader.pk)
+    # then the close is recorded by its stop, at the fill price, and its orphan target
+    # (found by its own client order id) cancelled on the venue
+    position = Position.objects.get(trader=trader)
+    assert (position.status, position.close_reason, position.close_price) == (
+        "closed",
+        "stop_loss",
+        Decimal("56000.0"),
+    )
+    assert position.realized_pnl < 0
+    assert [line.kind for line in lines] == ["position_closed", "order_canceled"]
+    target = Order.objects.get(client_order_id=execution.client_order_id + "T")
+    assert target.status == "canceled"
+    assert trader_reconcile(trader_id=trader.pk) == []

@@ -143,6 +143,13 @@ def _listed_order(client: ccxt.Exchange, symbol: str, params: dict[str, Any]) ->
     raise ccxt.OrderNotFound(f"no order {params['orderLinkId']}")
 
 
+def _client_id(order: Mapping[str, Any]) -> str:
+    """Return an order's client order id: ccxt's, or, for an OKX algo order, whose
+    clOrdId stays empty, its algoClOrdId."""
+    info = order.get("info") or {}
+    return order.get("clientOrderId") or str(info.get("algoClOrdId") or "")
+
+
 def _decimal(value: Any) -> Decimal | None:
     if value is None or value == "":
         return None
@@ -298,7 +305,7 @@ class CcxtExchange:
             resting.append(
                 RestingOrder(
                     symbol=symbol,
-                    client_order_id=order.get("clientOrderId") or "",
+                    client_order_id=_client_id(order),
                     side=side,
                     kind=STOP_LOSS if below == (side != BUY) else TAKE_PROFIT,
                     trigger_price=trigger,
