@@ -355,3 +355,17 @@ def test_a_bybit_account_is_checked_in_one_line_naming_the_markets_minimum(
         "takes orders from 5.00 USDT.",
     }
     assert fake_bybit.order_requests() == []
+
+
+def test_bybits_try_again_later_is_unavailable_not_a_refusal(fake_bybit):
+    # given Bybit answering its system error, "please try again later" (10016), once
+    fake_bybit.fail_next(
+        "/v5/market/tickers",
+        200,
+        body={"retCode": 10016, "retMsg": "System error. Please try again later.", "result": {}},
+    )
+    exchange = adapter(fake_bybit)
+    # when / then: the caller is told to retry, and the retry is answered
+    with pytest.raises(ExchangeUnavailable, match="10016"):
+        exchange.price("BTCUSDT")
+    assert exchange.price("BTCUSDT") == PRICE

@@ -78,6 +78,9 @@ CONDITIONAL_ID_PARAMS: dict[str, str] = {"okx": "algoClOrdId"}
 # What lists the conditional orders resting in a market: ccxt's ``trigger``; on OKX, the
 # algo order type its stops and targets are placed as.
 RESTING_PARAMS: dict[str, dict[str, Any]] = {"okx": {"trigger": True, "ordType": "conditional"}}
+# Answers that say "try again" which ccxt 4.5 maps to a plain refusal: Bybit's 10016
+# ("System error. Please try again later.").
+RETRY_LATER: dict[str, re.Pattern[str]] = {"bybit": re.compile(r'"retCode":\s*10016\b')}
 SETTLE = "USDT"
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
@@ -527,7 +530,11 @@ class CcxtExchange:
         except ccxt.AuthenticationError as exc:
             raise AccessRefused(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
         except ccxt.BaseError as exc:
-            raise OrderRejected(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
+            message = self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")
+            retry_later = RETRY_LATER.get(self.name)
+            if retry_later is not None and retry_later.search(str(exc)):
+                raise ExchangeUnavailable(message) from None
+            raise OrderRejected(message) from None
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
