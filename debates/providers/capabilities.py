@@ -53,7 +53,9 @@ class Capabilities:
     when the provider reports reasoning tokens apart from the completion tokens.
     ``reasoning_budget`` pairs each effort with the output tokens set aside for reasoning
     at it, for a model whose reasoning tokens count inside its output cap (empty: they do
-    not, or the model does not reason); see ``output_cap``.
+    not, or the model does not reason); see ``output_cap``. ``schema_refuses`` names the
+    JSON-schema keywords the provider refuses in a structured-output schema: a request
+    leaves them out (``schema_sent``); the prompt still states the limits they set.
     """
 
     temperature: str = TEMPERATURE_FREE
@@ -71,6 +73,7 @@ class Capabilities:
     reasoning_usage: str = ""
     reasoning_in_completion: bool = True
     reasoning_budget: tuple[tuple[str, int], ...] = ()
+    schema_refuses: tuple[str, ...] = ()
 
     def merged(self, override: Mapping[str, Any] | None) -> Capabilities:
         """Return these capabilities with ``override`` (the catalogue's form) laid over."""
@@ -112,6 +115,13 @@ class Capabilities:
         if self.max_output is None:
             return answer_cap + allowance
         return max(answer_cap, min(answer_cap + allowance, self.max_output))
+
+    def schema_sent(self, schema: Any) -> Any:
+        """Return ``schema`` without the keywords the provider refuses, at every depth
+        (a property named like one is kept)."""
+        if not self.schema_refuses:
+            return schema
+        return _without(schema, frozenset(self.schema_refuses))
 
     def unknown_effort(self) -> str:
         """Return the name of an effort field that names an effort the model does not
@@ -216,6 +226,26 @@ def _reasoning_budget(value: object, key: str) -> dict[str, Any]:
     return {"reasoning_budget": tuple(value.items())}
 
 
+def _schema_refuses(value: object, key: str) -> dict[str, Any]:
+    if not isinstance(value, list) or not all(isinstance(k, str) and k for k in value):
+        raise CapabilityError(key, "must be a list of JSON-schema keywords")
+    return {"schema_refuses": tuple(value)}
+
+
+def _without(node: Any, refused: frozenset[str], *, names: bool = False) -> Any:
+    """Return ``node`` with the keywords in ``refused`` dropped from every schema in it;
+    ``names``: ``node`` maps property names to schemas (no name is a keyword)."""
+    if isinstance(node, list):
+        return [_without(item, refused) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    return {
+        key: _without(value, refused, names=key == "properties" and not names)
+        for key, value in node.items()
+        if names or key not in refused
+    }
+
+
 def _usage(value: object, key: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise CapabilityError(key, "must be an object {cached, reasoning}")
@@ -241,6 +271,7 @@ _READERS = {
     "output_cap_param": _output_cap_param,
     "max_output": _max_output,
     "reasoning_budget": _reasoning_budget,
+    "schema_refuses": _schema_refuses,
     "usage": _usage,
 }
 

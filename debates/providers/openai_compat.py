@@ -46,7 +46,7 @@ def build_request(config: ProviderConfig, request: ModelRequest, cap: int) -> wi
             "json_schema": {
                 "name": f"{request.kind}_answer",
                 "strict": True,
-                "schema": answer_schema(request),
+                "schema": caps.schema_sent(answer_schema(request)),
             },
         }
     headers = {"Accept": "application/json"}

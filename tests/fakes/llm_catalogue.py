@@ -97,6 +97,33 @@ def refusal(
     if effort is not None and effort not in caps.efforts:
         return (400, f"Invalid reasoning_effort: {effort}")
     format_ = body.get("response_format")
-    if isinstance(format_, dict) and format_.get("type") == "json_schema" and not caps.json_schema:
-        return (400, "response_format json_schema is not supported by this model")
+    if isinstance(format_, dict) and format_.get("type") == "json_schema":
+        return _schema_refusal(format_.get("json_schema") or {}, caps)
     return None
+
+
+def _schema_refusal(json_schema: dict, caps: Capabilities) -> tuple[int, str] | None:
+    """Return the refusal of a structured-output schema by a model without structured
+    output, or holding a keyword its provider refuses (OpenAI's message), else None."""
+    if not caps.json_schema:
+        return (400, "response_format json_schema is not supported by this model")
+    refused = set(caps.schema_refuses) & _keywords(json_schema.get("schema"))
+    if refused:
+        name = json_schema.get("name", "")
+        return (
+            400,
+            f"Invalid schema for response_format '{name}': '{min(refused)}' is not permitted.",
+        )
+    return None
+
+
+def _keywords(node: object, *, names: bool = False) -> set[str]:
+    """Return the keywords used anywhere in a JSON schema (property names left out)."""
+    if isinstance(node, list):
+        return set().union(*(_keywords(item) for item in node))
+    if not isinstance(node, dict):
+        return set()
+    found = set() if names else set(node)
+    for key, value in node.items():
+        found |= _keywords(value, names=key == "properties" and not names)
+    return found

@@ -3,6 +3,7 @@ it; the fake server refuses what the real provider refuses."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -251,3 +252,42 @@ def test_geminis_list_wrapped_error_gives_its_message_to_the_log(
     # then: the provider's words reach the log, not the message
     assert raised.value.upstream == "Invalid reasoning_effort: minimal"
     assert raised.value.message == "gemini returned HTTP 400: the provider refused the request"
+
+
+def _keywords_in(node: Any) -> set[str]:
+    """Return every key of every mapping in ``node``, property names included."""
+    if isinstance(node, list):
+        return set().union(*(_keywords_in(item) for item in node))
+    if not isinstance(node, dict):
+        return set()
+    return set(node).union(*(_keywords_in(value) for value in node.values()))
+
+
+def test_openai_is_sent_its_structured_output_schema_without_string_lengths(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given OpenAI's default model and a self-hosted server, both decoding under a schema
+    openai = make_config(llm_server, "openai", output_mode="json_schema")
+    local = make_config(
+        llm_server, "openai_compatible", model_name="fake-model", output_mode="json_schema"
+    )
+    # when each answers a vote (the fake refuses a length keyword as OpenAI does)
+    for config in (openai, local):
+        complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
+    # then OpenAI's schema holds no string length; the local server's keeps its bounds
+    sent = [r.body["response_format"]["json_schema"]["schema"] for r in llm_server.requests]
+    assert not {"minLength", "maxLength"} & _keywords_in(sent[0])
+    assert "maxLength" in _keywords_in(sent[1])
+    assert sent[0]["properties"].keys() == sent[1]["properties"].keys()
+
+
+def test_the_fake_refuses_a_length_keyword_in_openais_schema(
+    llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given an OpenAI model whose capabilities forget what OpenAI refuses
+    forgetful = dataclasses.replace(capabilities_for("openai", ""), schema_refuses=())
+    config = make_config(llm_server, "openai", output_mode="json_schema", capabilities=forgetful)
+    # when / then: OpenAI's answer to a schema with maxLength, a 400 naming it
+    with pytest.raises(TerminalProviderError, match="HTTP 400"):
+        complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
+    assert "'maxLength' is not permitted" in caplog.text
