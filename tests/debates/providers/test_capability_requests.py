@@ -11,6 +11,7 @@ import pytest
 from debates.providers import TerminalProviderError, complete
 from debates.providers.catalog import capabilities_for
 from tests.debates.providers.support import FAST_RETRIES, make_config, make_request
+from tests.fakes.llm_catalogue import refusal
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 
@@ -281,13 +282,15 @@ def test_openai_is_sent_its_structured_output_schema_without_string_lengths(
     assert sent[0]["properties"].keys() == sent[1]["properties"].keys()
 
 
-def test_the_fake_refuses_a_length_keyword_in_openais_schema(
-    llm_server: FakeLLMServer, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_fake_refuses_a_length_keyword_in_openais_schema(llm_server: FakeLLMServer) -> None:
     # given an OpenAI model whose capabilities forget what OpenAI refuses
     forgetful = dataclasses.replace(capabilities_for("openai", ""), schema_refuses=())
     config = make_config(llm_server, "openai", output_mode="json_schema", capabilities=forgetful)
     # when / then: OpenAI's answer to a schema with maxLength, a 400 naming it
     with pytest.raises(TerminalProviderError, match="HTTP 400"):
         complete(config, make_request(kind="vote"), policy=FAST_RETRIES)
-    assert "'maxLength' is not permitted" in caplog.text
+    sent = llm_server.requests[0]
+    assert refusal(sent.wire, sent.body) == (
+        400,
+        "Invalid schema for response_format 'vote_answer': 'maxLength' is not permitted.",
+    )
