@@ -3,6 +3,13 @@
 - API tokens (DRF's ``Token``) expire ``API_TOKEN_MAX_AGE_S`` after they were issued (30
   days by default): ``ExpiringTokenAuthentication`` refuses an older one with a 401, and
   ``token_issue`` replaces it. ``token_revoke`` deletes a user's token.
+- A user's token is revoked when the user is saved with another password (the admin's
+  form, ``changepassword``, ``set_password`` or ``set_unusable_password`` and a save,
+  a hash written by hand) or deactivated: a token outlives neither, reactivation
+  included. Django's upgrade of the hash of the same password at a login (its
+  ``check_password`` saving only ``password``, with no new password set) is not a
+  change. A queryset ``update()`` of the users table sends no signal: it revokes
+  nothing.
 - With a shared cache (``CACHE_SHARED``), a token read from the database is kept there
   with its user (read without the password hash) for ``TOKEN_CACHE_S``: a request
   authenticates with no query. When a
@@ -41,7 +48,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -142,10 +149,38 @@ def _user_saved(sender: Any, instance: Any, created: bool = False, **kwargs: Any
         _mark_changed(list(Token.objects.filter(user_id=instance.pk).values_list("key", flat=True)))
 
 
+def _credentials_changed(user: Any, stored: tuple[str, bool], update_fields: Any) -> bool:
+    """Say whether saving ``user`` over its ``stored`` (password hash, active) takes a
+    credential away: another password, or a deactivation."""
+    password, active = stored
+    if active and not user.is_active:
+        return True
+    if user.password == password:
+        return False
+    upgraded = user._password is None and update_fields == {"password"}
+    return not upgraded
+
+
+def _user_saving(
+    sender: Any, instance: Any, raw: bool = False, update_fields: Any = None, **kwargs: Any
+) -> None:
+    """Revoke the API token of a user saved with another password or deactivated."""
+    if raw or instance.pk is None:
+        return
+    if update_fields is not None and not {"password", "is_active"} & set(update_fields):
+        return
+    stored = sender.objects.filter(pk=instance.pk).values_list("password", "is_active").first()
+    if stored is not None and _credentials_changed(instance, stored, update_fields):
+        token_revoke(user=instance)
+
+
 def connect_token_signals() -> None:
-    """Keep the cached tokens current: called once, when the apps are ready."""
+    """Keep the tokens and the cached tokens current: called once, when the apps are
+    ready."""
+    user_model = get_user_model()
     post_delete.connect(_token_deleted, sender=Token, dispatch_uid="arena.auth.token_deleted")
-    post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="arena.auth.user_saved")
+    pre_save.connect(_user_saving, sender=user_model, dispatch_uid="arena.auth.user_saving")
+    post_save.connect(_user_saved, sender=user_model, dispatch_uid="arena.auth.user_saved")
 
 
 class UsernameMaxLengthMixin:
