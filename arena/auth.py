@@ -20,8 +20,14 @@
 - Logins are throttled by django-axes on every door that checks a password (the token
   endpoint, the arena's ``/login/`` and the admin's): ``AXES_FAILURE_LIMIT`` failures for
   one user name from one address within ``AXES_COOLOFF_TIME`` lock that pair out, and
-  every further try, right or wrong, extends the lock. ``lockout_response`` answers a
+  ``LOGIN_USER_FAILURE_LIMIT`` failures for one user name from any addresses lock the
+  name out (``LoginAttempts``), so that no change of address gets more tries. Every
+  further try, right or wrong, extends the lock. ``lockout_response`` answers a
   locked-out try with 429 and ``Retry-After`` (JSON under ``/api/``, a page elsewhere).
+- The address counted is the one the ASGI server gives (``client_address``): the peer's,
+  or, from a proxy named in ``FORWARDED_ALLOW_IPS`` (uvicorn's ``--forwarded-allow-ips``,
+  none by default), the client's it names in ``X-Forwarded-For``. No header is read here,
+  so a client cannot name itself another address.
 - The login pages' forms (``LoginForm``, ``AdminLoginForm``) refuse a user name longer
   than the user model's before it is checked: Django's ``AuthenticationForm`` shows the
   limit but does not enforce it, and django-axes would record the failure of a name its
@@ -40,7 +46,11 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from axes.helpers import get_cool_off
+from axes.attempts import get_cool_off_threshold
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
@@ -48,6 +58,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
+from django.db.models import Sum
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -210,6 +221,47 @@ def mask_token_names() -> None:
     by its key, which the admin shows wherever it names an object, such as the related
     objects listed before a user is deleted."""
     Token.__str__ = _token_name  # type: ignore[method-assign]
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """Return the client's address as the ASGI server gave it (``REMOTE_ADDR``), which
+    believes ``X-Forwarded-For`` only from the proxies named in ``FORWARDED_ALLOW_IPS``:
+    the address django-axes counts failed logins of."""
+    return request.META.get("REMOTE_ADDR")
+
+
+class LoginAttempts(AxesDatabaseHandler):
+    """django-axes' handler, also locking a user name out once it has failed
+    ``LOGIN_USER_FAILURE_LIMIT`` times within the cool-off, from any addresses."""
+
+    def is_locked(self, request: Any, credentials: dict | None = None) -> bool:
+        return super().is_locked(request, credentials) or self._name_locked(request, credentials)
+
+    def user_login_failed(
+        self, sender: Any, credentials: dict, request: Any = None, **kwargs: Any
+    ) -> None:
+        super().user_login_failed(sender, credentials, request=request, **kwargs)
+        if request is None or request.axes_locked_out:
+            return
+        if self._name_locked(request, credentials):
+            request.axes_locked_out = True
+            request.axes_credentials = credentials
+            user_locked_out.send(
+                "axes",
+                request=request,
+                username=get_client_username(request, credentials),
+                ip_address=request.axes_ip_address,
+            )
+
+    def _name_locked(self, request: Any, credentials: dict | None) -> bool:
+        username = get_client_username(request, credentials)
+        if username is None:
+            return False
+        attempts = AccessAttempt.objects.filter(
+            username=username, attempt_time__gte=get_cool_off_threshold(request)
+        )
+        failures = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+        return failures >= settings.LOGIN_USER_FAILURE_LIMIT
 
 
 def retry_after_s(request: HttpRequest) -> int:

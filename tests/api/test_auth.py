@@ -211,6 +211,55 @@ def test_failures_older_than_the_cool_off_do_not_count(anon):
         assert _token_try(anon, "alice", PASSWORD).status_code == 200
 
 
+USER_LIMIT = 50  # failures per user name, from any addresses (LOGIN_USER_FAILURE_LIMIT)
+
+
+def test_the_login_limits_are_the_documented_ones():
+    assert (settings.AXES_FAILURE_LIMIT, settings.LOGIN_USER_FAILURE_LIMIT) == (LIMIT, USER_LIMIT)
+
+
+def test_a_user_name_is_locked_out_after_fifty_failures_from_any_addresses(anon):
+    # given a user, and a clock that stands still
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False) as clock:
+        # when fifty wrong passwords come, each from another address
+        statuses = [
+            _token_try(anon, "alice", "wrong", address=f"10.0.{i // 250}.{i % 250 + 1}").status_code
+            for i in range(USER_LIMIT)
+        ]
+        # then the fiftieth is refused as too many, and so is the right password from
+        # an address never seen
+        assert statuses == [400] * (USER_LIMIT - 1) + [429]
+        locked = _token_try(anon, "alice", PASSWORD, address="192.0.2.1")
+        assert locked.status_code == 429
+        assert locked["Retry-After"] == str(COOL_OFF_S)
+        # and another user name is let in from those addresses
+        UserFactory(username="bob")
+        assert _token_try(anon, "bob", PASSWORD, address="10.0.0.1").status_code == 200
+        # until the cool-off has passed since the last try
+        clock.shift(timedelta(seconds=COOL_OFF_S + 1))
+        assert _token_try(anon, "alice", PASSWORD, address="192.0.2.1").status_code == 200
+
+
+def test_the_lockout_counts_the_servers_address_never_x_forwarded_for(anon):
+    # given a user name locked out from the address the server saw
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False):
+        for _ in range(LIMIT):
+            _token_try(anon, "alice", "wrong")
+        # when the right password comes from there, claiming another client
+        response = anon.post(
+            "/api/auth/token",
+            {"username": "alice", "password": PASSWORD},
+            format="json",
+            REMOTE_ADDR="127.0.0.1",
+            HTTP_X_FORWARDED_FOR="203.0.113.9",
+        )
+    # then it is still locked out: the header is the ASGI server's to believe or not
+    assert response.status_code == 429
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"127.0.0.1"}
+
+
 @pytest.mark.parametrize(
     ("path", "fields"),
     [("/login/", {}), ("/admin/login/", {"next": "/admin/"})],
