@@ -3,6 +3,13 @@
 - API tokens (DRF's ``Token``) expire ``API_TOKEN_MAX_AGE_S`` after they were issued (30
   days by default): ``ExpiringTokenAuthentication`` refuses an older one with a 401, and
   ``token_issue`` replaces it. ``token_revoke`` deletes a user's token.
+- A user's token is revoked when the user is saved with another password (the admin's
+  form, ``changepassword``, ``set_password`` or ``set_unusable_password`` and a save,
+  a hash written by hand) or deactivated: a token outlives neither, reactivation
+  included. Django's upgrade of the hash of the same password at a login (its
+  ``check_password`` saving only ``password``, with no new password set) is not a
+  change. A queryset ``update()`` of the users table sends no signal: it revokes
+  nothing.
 - With a shared cache (``CACHE_SHARED``), a token read from the database is kept there
   with its user (read without the password hash) for ``TOKEN_CACHE_S``: a request
   authenticates with no query. When a
@@ -13,8 +20,14 @@
 - Logins are throttled by django-axes on every door that checks a password (the token
   endpoint, the arena's ``/login/`` and the admin's): ``AXES_FAILURE_LIMIT`` failures for
   one user name from one address within ``AXES_COOLOFF_TIME`` lock that pair out, and
-  every further try, right or wrong, extends the lock. ``lockout_response`` answers a
+  ``LOGIN_USER_FAILURE_LIMIT`` failures for one user name from any addresses lock the
+  name out (``LoginAttempts``), so that no change of address gets more tries. Every
+  further try, right or wrong, extends the lock. ``lockout_response`` answers a
   locked-out try with 429 and ``Retry-After`` (JSON under ``/api/``, a page elsewhere).
+- The address counted is the one the ASGI server gives (``client_address``): the peer's,
+  or, from a proxy named in ``FORWARDED_ALLOW_IPS`` (uvicorn's ``--forwarded-allow-ips``,
+  none by default), the client's it names in ``X-Forwarded-For``. No header is read here,
+  so a client cannot name itself another address.
 - The login pages' forms (``LoginForm``, ``AdminLoginForm``) refuse a user name longer
   than the user model's before it is checked: Django's ``AuthenticationForm`` shows the
   limit but does not enforce it, and django-axes would record the failure of a name its
@@ -33,7 +46,11 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from axes.helpers import get_cool_off
+from axes.attempts import get_cool_off_threshold
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessAttempt
+from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
@@ -41,7 +58,8 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models import Sum
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -142,10 +160,38 @@ def _user_saved(sender: Any, instance: Any, created: bool = False, **kwargs: Any
         _mark_changed(list(Token.objects.filter(user_id=instance.pk).values_list("key", flat=True)))
 
 
+def _credentials_changed(user: Any, stored: tuple[str, bool], update_fields: Any) -> bool:
+    """Say whether saving ``user`` over its ``stored`` (password hash, active) takes a
+    credential away: another password, or a deactivation."""
+    password, active = stored
+    if active and not user.is_active:
+        return True
+    if user.password == password:
+        return False
+    upgraded = user._password is None and update_fields == {"password"}
+    return not upgraded
+
+
+def _user_saving(
+    sender: Any, instance: Any, raw: bool = False, update_fields: Any = None, **kwargs: Any
+) -> None:
+    """Revoke the API token of a user saved with another password or deactivated."""
+    if raw or instance.pk is None:
+        return
+    if update_fields is not None and not {"password", "is_active"} & set(update_fields):
+        return
+    stored = sender.objects.filter(pk=instance.pk).values_list("password", "is_active").first()
+    if stored is not None and _credentials_changed(instance, stored, update_fields):
+        token_revoke(user=instance)
+
+
 def connect_token_signals() -> None:
-    """Keep the cached tokens current: called once, when the apps are ready."""
+    """Keep the tokens and the cached tokens current: called once, when the apps are
+    ready."""
+    user_model = get_user_model()
     post_delete.connect(_token_deleted, sender=Token, dispatch_uid="arena.auth.token_deleted")
-    post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="arena.auth.user_saved")
+    pre_save.connect(_user_saving, sender=user_model, dispatch_uid="arena.auth.user_saving")
+    post_save.connect(_user_saved, sender=user_model, dispatch_uid="arena.auth.user_saved")
 
 
 class UsernameMaxLengthMixin:
@@ -175,6 +221,47 @@ def mask_token_names() -> None:
     by its key, which the admin shows wherever it names an object, such as the related
     objects listed before a user is deleted."""
     Token.__str__ = _token_name  # type: ignore[method-assign]
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """Return the client's address as the ASGI server gave it (``REMOTE_ADDR``), which
+    believes ``X-Forwarded-For`` only from the proxies named in ``FORWARDED_ALLOW_IPS``:
+    the address django-axes counts failed logins of."""
+    return request.META.get("REMOTE_ADDR")
+
+
+class LoginAttempts(AxesDatabaseHandler):
+    """django-axes' handler, also locking a user name out once it has failed
+    ``LOGIN_USER_FAILURE_LIMIT`` times within the cool-off, from any addresses."""
+
+    def is_locked(self, request: Any, credentials: dict | None = None) -> bool:
+        return super().is_locked(request, credentials) or self._name_locked(request, credentials)
+
+    def user_login_failed(
+        self, sender: Any, credentials: dict, request: Any = None, **kwargs: Any
+    ) -> None:
+        super().user_login_failed(sender, credentials, request=request, **kwargs)
+        if request is None or request.axes_locked_out:
+            return
+        if self._name_locked(request, credentials):
+            request.axes_locked_out = True
+            request.axes_credentials = credentials
+            user_locked_out.send(
+                "axes",
+                request=request,
+                username=get_client_username(request, credentials),
+                ip_address=request.axes_ip_address,
+            )
+
+    def _name_locked(self, request: Any, credentials: dict | None) -> bool:
+        username = get_client_username(request, credentials)
+        if username is None:
+            return False
+        attempts = AccessAttempt.objects.filter(
+            username=username, attempt_time__gte=get_cool_off_threshold(request)
+        )
+        failures = attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+        return failures >= settings.LOGIN_USER_FAILURE_LIMIT
 
 
 def retry_after_s(request: HttpRequest) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from arena.fields import EncryptedTextField
 from strategies.models import OIDuration, PromptVariant
@@ -879,6 +880,27 @@ class DeletedSpend(models.Model):
 
     def __str__(self) -> str:
         return f"deleted debates of {self.owner_id} on {self.day}: {self.cost_usd} USD"
+
+
+class DebateStart(models.Model):
+    """One start of a debate counted in its owner's quotas: a start, or a retry that
+    took a failed debate back to running or voting.
+
+    The starts-per-hour quota (``debates.quotas``) counts these rows, not the debates:
+    a row names no debate, so deleting debates gives no start back. Rows older than a
+    day (``debates.quotas.STARTS_KEPT``) are deleted as their owner's next start is
+    logged.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    started_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["owner", "started_at"], name="debate_start_owner_at")]
+
+    def __str__(self) -> str:
+        return f"a start of {self.owner_id} at {self.started_at:%Y-%m-%d %H:%M:%S}"
 
 
 PRICE_FIELD = {"max_digits": 12, "decimal_places": 4}

@@ -3,16 +3,19 @@
 Each limit is a setting; staff users are exempt from all of them:
 
 - ``QUOTA_ACTIVE_DEBATES`` (10): debates pending, running or voting at once; checked
-  when a debate is created (a pending debate is waiting to run, so it counts).
-- ``QUOTA_STARTS_PER_HOUR`` (100): debates started in the last hour; checked at start.
+  when a debate is created (a pending debate is waiting to run, so it counts) and when
+  a failed one is retried (``retry``, ``retry_step``), which makes it active again.
+- ``QUOTA_STARTS_PER_HOUR`` (100): starts in the last hour, checked at each start and
+  retry. Each is logged (``debate_start_take``, one ``DebateStart`` row): the quota
+  counts what happened, so deleting the debates started gives no start back.
 - ``QUOTA_SCHEDULES`` (20): schedules; checked when one is created.
 - ``QUOTA_RUNNING_BACKTESTS`` (1): backtests running at once; the backtest service
   calls ``backtest_start_check`` with its own count.
 
 A refusal is ``QuotaExceeded``: HTTP 429, code ``quota_exceeded``, ``fields`` naming the
 limit. Each check runs inside the caller's transaction and first locks the user's row,
-so the requests of one user are counted one after another: two concurrent creates
-cannot both take the last place.
+so the requests of one user are counted one after another: two concurrent creates, or
+retries, cannot both take the last place, and a start logged is seen by the next check.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ from django.utils import timezone
 from rest_framework import status
 
 from arena.exceptions import ApplicationError
-from debates.models import ACTIVE_STATUSES, Debate, DebateStatus, Schedule
+from debates.models import ACTIVE_STATUSES, Debate, DebateStart, DebateStatus, Schedule
+
+# How long a start is kept in the log: the quota reads the last hour of it.
+STARTS_KEPT = timedelta(days=1)
 
 
 class QuotaExceeded(ApplicationError):
@@ -36,12 +42,19 @@ class QuotaExceeded(ApplicationError):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
 
 
-def _exempt(owner_id: int) -> bool:
-    """Lock the user's row for the transaction; return whether the user is staff."""
+def owner_lock(*, owner_id: int) -> bool:
+    """Lock the user's row for the transaction, as every quota check does first; return
+    whether the user is staff. A service that locks the user's debates too takes this
+    lock before theirs."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("a quota is checked inside the transaction that uses it")
     users = get_user_model().objects.select_for_update().filter(pk=owner_id)
     return bool(users.values_list("is_staff", flat=True).first())
+
+
+def _exempt(owner_id: int) -> bool:
+    """Lock the user's row for the transaction; return whether the user is staff."""
+    return owner_lock(owner_id=owner_id)
 
 
 def _refuse_at(limit: str, allowed: int, used: int, message: str) -> None:
@@ -71,14 +84,26 @@ def debate_start_check(*, owner_id: int) -> None:
     if _exempt(owner_id):
         return
     since = timezone.now() - timedelta(hours=1)
-    started = Debate.objects.filter(owner_id=owner_id, started_at__gte=since, quota_counted=True)
-    used = started.count()
+    used = DebateStart.objects.filter(owner_id=owner_id, started_at__gte=since).count()
     _refuse_at(
         "starts_per_hour",
         settings.QUOTA_STARTS_PER_HOUR,
         used,
         "You have started as many debates in the last hour as one user may",
     )
+
+
+def debate_start_take(*, owner_id: int, activates: bool = False) -> None:
+    """Count a start in the user's quotas, inside the transaction that makes it: raise
+    ``QuotaExceeded`` past a limit, else log the start (and delete the user's starts
+    older than ``STARTS_KEPT``). ``activates``: the start makes one more debate active
+    (a retry of a failed one; a pending debate is counted already)."""
+    if activates:
+        debate_create_check(owner_id=owner_id)
+    debate_start_check(owner_id=owner_id)
+    now = timezone.now()
+    DebateStart.objects.filter(owner_id=owner_id, started_at__lt=now - STARTS_KEPT).delete()
+    DebateStart.objects.create(owner_id=owner_id, started_at=now)
 
 
 def schedule_create_check(*, owner_id: int) -> None:

@@ -6,7 +6,9 @@ before any stream starts (django-eventstream's own view would answer 200 and the
 ``stream-error`` event). Credentials, in this order:
 
 - ``?token=``: a short-lived token from ``POST /api/debates/{id}/stream-token``, signed
-  with ``django.core.signing`` and bound to the user and the debate. A browser
+  with ``django.core.signing`` and bound to the user, the user's password (a keyed
+  digest of its hash: a token stops working when the password changes) and the
+  debate; refused once the user is inactive. A browser
   ``EventSource`` cannot send headers; this is how a page on another origin connects.
   The token is checked when a stream opens: an ``EventSource`` reconnecting after it
   expired gets 401 and stops, so such a page asks for a new token and connects again
@@ -40,6 +42,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from django_eventstream.utils import add_default_headers
@@ -100,7 +103,8 @@ def stream_token_issue(*, user: Any, debate_id: int) -> StreamToken:
     debate_stream_check(user=user, debate_id=debate_id)
     # The signature's timestamp is this second or the next: expires_at never overstates.
     issued = int(time.time())
-    token = signing.dumps({"user": user.pk, "debate": debate_id}, salt=SIGNING_SALT)
+    payload = {"user": user.pk, "password": _password_digest(user), "debate": debate_id}
+    token = signing.dumps(payload, salt=SIGNING_SALT)
     expires_at = datetime.fromtimestamp(issued + settings.SSE_TOKEN_MAX_AGE, tz=UTC)
     return StreamToken(token=token, expires_at=expires_at)
 
@@ -116,9 +120,17 @@ def stream_token_user(*, token: str, debate_id: int) -> Any:
     if not isinstance(payload, dict) or payload.get("debate") != debate_id:
         raise AuthenticationFailed("The stream token is not valid for this debate.")
     user = get_user_model().objects.filter(pk=payload.get("user"), is_active=True).first()
-    if user is None:
+    if user is None or not constant_time_compare(
+        payload.get("password", ""), _password_digest(user)
+    ):
         raise AuthenticationFailed("The stream token is not valid.")
     return user
+
+
+def _password_digest(user: Any) -> str:
+    """Return a digest of the user's password hash keyed with ``SECRET_KEY``: it changes
+    with the password and, read in a token, tells nothing of the hash."""
+    return salted_hmac(SIGNING_SALT, user.password, algorithm="sha256").hexdigest()[:32]
 
 
 def _stream_user(request: HttpRequest, debate_id: int) -> Any:

@@ -68,6 +68,34 @@ def start_uvicorn(
         stdout=output,
         stderr=output,
     )
+    return _answering(process, port, ready_path)
+
+
+def start_procfile_web(port: int, env: Mapping[str, str], *, ready_path: str) -> subprocess.Popen:
+    """Run the Procfile's web command as honcho runs it (``sh -c``, ``PORT`` set to
+    ``port``) with the environment ``env``; return the Popen once ``ready_path`` answers.
+
+    A server that exits, or does not answer within 30 s, is stopped and an error raised.
+    """
+    command = next(
+        line.removeprefix("web:").strip()
+        for line in (ROOT / "Procfile").read_text().splitlines()
+        if line.startswith("web:")
+    )
+    process = subprocess.Popen(
+        ["sh", "-c", command],
+        cwd=ROOT,
+        env={**env, "PORT": str(port)},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return _answering(process, port, ready_path)
+
+
+def _answering(process: subprocess.Popen, port: int, ready_path: str) -> subprocess.Popen:
+    """Return ``process`` once it answers ``ready_path`` on ``port``; stop it and raise
+    if it exits or does not answer within 30 s."""
     deadline = time.monotonic() + 30
     while True:
         if process.poll() is not None:

@@ -388,12 +388,18 @@ CONTENT_SECURITY_POLICY = {
 # a new one.
 API_TOKEN_MAX_AGE_S = env_int("API_TOKEN_MAX_AGE_S", 30 * 24 * 3600)
 # Failed logins of one user name from one address (the token endpoint, /login/, the
-# admin) within the cool-off lock that pair out until the cool-off passes with no try.
+# admin) within the cool-off lock that pair out until the cool-off passes with no try;
+# failures of one user name from any addresses lock the name out at a higher limit.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_USER_FAILURE_LIMIT = env_int("LOGIN_USER_FAILURE_LIMIT", 50)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("LOGIN_COOLOFF_S", 15 * 60))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "arena.auth.LoginAttempts"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "arena.auth.lockout_response"
+# The address is the ASGI server's, which believes X-Forwarded-For only from the proxies
+# in FORWARDED_ALLOW_IPS (passed to uvicorn by the Procfile and docker compose).
+AXES_CLIENT_IP_CALLABLE = "arena.auth.client_address"
 
 LOGGING = {
     "version": 1,

@@ -42,7 +42,7 @@ from debates.models import (
     StepStatus,
     Weighting,
 )
-from debates.quotas import debate_create_check, debate_start_check
+from debates.quotas import debate_create_check, debate_start_take, owner_lock
 from debates.selectors import debate_state, spend_to_keep
 from debates.services import books, transitions
 from debates.services.inputs import DebateInputSerializer
@@ -187,10 +187,11 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     """Start a pending debate and send its plan of steps to the workers.
 
     The start is one short transaction: the market snapshot is the plan's first step
-    (``prepare``), built by a worker, so a web request never waits on market data. A
-    debate created outside its owner's quotas (``debate_create``) starts outside them.
-    A debate one of whose models was disabled since its create (or lost its key) is
-    refused with ``conflict``, naming each such seat as the create would.
+    (``prepare``), built by a worker, so a web request never waits on market data. The
+    start is counted in its owner's starts per hour; a debate created outside its
+    owner's quotas (``debate_create``) starts outside them. A debate one of whose models
+    was disabled since its create (or lost its key) is refused with ``conflict``, naming
+    each such seat as the create would.
     """
     debate = _get_owned(debate_id, owner, "judge_model")
     if debate.status not in ACTION_SOURCES["start"]:
@@ -198,7 +199,7 @@ def debate_start(*, debate_id: int, owner: Any | None = None) -> Debate:
     _refuse_unusable_models(debate)
     with transaction.atomic():
         if debate.quota_counted:
-            debate_start_check(owner_id=debate.owner_id)
+            debate_start_take(owner_id=debate.owner_id)
         # The run is sent first when the transaction commits, then the events delivered:
         # the workers start on the plan a Redis round trip sooner.
         with events.together(debate_id):
@@ -343,11 +344,14 @@ def debate_cancel(*, debate_id: int, owner: Any | None = None) -> Debate:
 
 def debate_retry(*, debate_id: int, owner: Any | None = None) -> Debate:
     """Resume a failed debate from the step that failed, reusing every stored turn; not
-    with a model disabled since (``conflict``)."""
+    with a model disabled since (``conflict``). Active again, the debate counts in its
+    owner's quotas as a start does, and as one more active debate."""
     debate = _get_owned(debate_id, owner, "judge_model")
     _refuse_unusable_models(debate)
     to = machine.retry_status(debate.phase)
     with transaction.atomic():
+        if debate.quota_counted:
+            debate_start_take(owner_id=debate.owner_id, activates=True)
         if to == DebateStatus.RUNNING:
             # Failed turns are asked again; answered ones are kept. Deleted first, so
             # that the state announced by the retry already shows them to run.
@@ -374,11 +378,14 @@ def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
     A failed debate goes back to the step that failed it; a held debate (the manual
     pace) to the failed step it stopped after. Either way the debate is held after the
     step, whatever its pace: ``advance`` goes on from there. Not with a model disabled
-    since (``conflict``).
+    since (``conflict``). A failed debate active again counts in its owner's quotas as
+    ``debate_retry``'s does.
     """
     debate = _get_owned(debate_id, owner, "judge_model")
     _refuse_unusable_models(debate)
     with transaction.atomic():
+        if debate.quota_counted:
+            owner_lock(owner_id=debate.owner_id)  # the owner's row before the debate's
         locked = lock_debate(debate_id=debate_id)
         if locked is None:
             raise NotFound("Debate not found.")
@@ -386,6 +393,8 @@ def debate_retry_step(*, debate_id: int, owner: Any | None = None) -> Debate:
         target = retry_step_target(state, debate_plan(state))
         if target is None:
             raise _refuse_state(state, "retry_step")
+        if state.status == DebateStatus.FAILED and debate.quota_counted:
+            debate_start_take(owner_id=debate.owner_id, activates=True)
         _forget_step(debate_id, target.kind, target.round, target.speaker)
         if target.kind == PREPARE:
             _forget_prepare_failure(state)

@@ -9,6 +9,7 @@ import redis
 import time_machine
 from axes.models import AccessAttempt
 from django.conf import settings
+from django.contrib.auth.hashers import make_password
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -210,6 +211,55 @@ def test_failures_older_than_the_cool_off_do_not_count(anon):
         assert _token_try(anon, "alice", PASSWORD).status_code == 200
 
 
+USER_LIMIT = 50  # failures per user name, from any addresses (LOGIN_USER_FAILURE_LIMIT)
+
+
+def test_the_login_limits_are_the_documented_ones():
+    assert (settings.AXES_FAILURE_LIMIT, settings.LOGIN_USER_FAILURE_LIMIT) == (LIMIT, USER_LIMIT)
+
+
+def test_a_user_name_is_locked_out_after_fifty_failures_from_any_addresses(anon):
+    # given a user, and a clock that stands still
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False) as clock:
+        # when fifty wrong passwords come, each from another address
+        statuses = [
+            _token_try(anon, "alice", "wrong", address=f"10.0.{i // 250}.{i % 250 + 1}").status_code
+            for i in range(USER_LIMIT)
+        ]
+        # then the fiftieth is refused as too many, and so is the right password from
+        # an address never seen
+        assert statuses == [400] * (USER_LIMIT - 1) + [429]
+        locked = _token_try(anon, "alice", PASSWORD, address="192.0.2.1")
+        assert locked.status_code == 429
+        assert locked["Retry-After"] == str(COOL_OFF_S)
+        # and another user name is let in from those addresses
+        UserFactory(username="bob")
+        assert _token_try(anon, "bob", PASSWORD, address="10.0.0.1").status_code == 200
+        # until the cool-off has passed since the last try
+        clock.shift(timedelta(seconds=COOL_OFF_S + 1))
+        assert _token_try(anon, "alice", PASSWORD, address="192.0.2.1").status_code == 200
+
+
+def test_the_lockout_counts_the_servers_address_never_x_forwarded_for(anon):
+    # given a user name locked out from the address the server saw
+    UserFactory(username="alice")
+    with time_machine.travel(NOW, tick=False):
+        for _ in range(LIMIT):
+            _token_try(anon, "alice", "wrong")
+        # when the right password comes from there, claiming another client
+        response = anon.post(
+            "/api/auth/token",
+            {"username": "alice", "password": PASSWORD},
+            format="json",
+            REMOTE_ADDR="127.0.0.1",
+            HTTP_X_FORWARDED_FOR="203.0.113.9",
+        )
+    # then it is still locked out: the header is the ASGI server's to believe or not
+    assert response.status_code == 429
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"127.0.0.1"}
+
+
 @pytest.mark.parametrize(
     ("path", "fields"),
     [("/login/", {}), ("/admin/login/", {"next": "/admin/"})],
@@ -308,6 +358,100 @@ def test_revoke_needs_authentication(anon, user):
     response = anon.post("/api/auth/token/revoke")
     assert response.status_code == 401
     assert Token.objects.count() == 1
+
+
+NEW_PASSWORD = "a new and longer passphrase"
+
+
+def _set_password(user, operator) -> None:
+    user.set_password(NEW_PASSWORD)
+    user.save()
+
+
+def _admin_password_form(user, operator) -> None:
+    response = operator.post(
+        f"/admin/auth/user/{user.pk}/password/",
+        {"password1": NEW_PASSWORD, "password2": NEW_PASSWORD},
+    )
+    assert response.status_code == 302
+
+
+def _unusable_password(user, operator) -> None:
+    user.set_unusable_password()
+    user.save()
+
+
+def _hash_written_by_hand(user, operator) -> None:
+    user.password = make_password(NEW_PASSWORD)
+    user.save()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_set_password, _admin_password_form, _unusable_password, _hash_written_by_hand],
+    ids=["set_password", "admin", "unusable", "hash-by-hand"],
+)
+def test_a_password_change_revokes_the_users_api_token(anon, user, operator, change):
+    # given a token that opened the API once (now in the cache)
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon.get("/api/debates").status_code == 200
+    # when the user's password is changed
+    old_hash = user.password
+    change(user, operator)
+    user.refresh_from_db()
+    assert user.password != old_hash
+    # then the token is gone and opens nothing any more
+    response = anon.get("/api/debates")
+    assert response.status_code == 401
+    assert response.json()["message"] == "Invalid token."
+    assert not Token.objects.filter(user=user).exists()
+
+
+def test_a_deactivation_revokes_the_users_api_token_for_good(anon, user):
+    # given a token that opened the API once
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon.get("/api/debates").status_code == 200
+    # when the user is deactivated, then active again
+    user.is_active = False
+    user.save()
+    refused = anon.get("/api/debates")
+    user.is_active = True
+    user.save()
+    # then the token was refused at once, and stays refused: it was revoked
+    assert refused.status_code == 401
+    assert anon.get("/api/debates").status_code == 401
+    assert not Token.objects.filter(user=user).exists()
+
+
+def test_a_save_that_changes_neither_password_nor_activity_keeps_the_token(anon, user):
+    # given a token that opened the API once
+    token = Token.objects.create(user=user)
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon.get("/api/debates").status_code == 200
+    # when the user's other fields are saved
+    user.email = "alice@example.com"
+    user.save()
+    # then the token still opens the API
+    assert anon.get("/api/debates").status_code == 200
+    assert Token.objects.get(user=user) == token
+
+
+def test_a_hash_upgraded_at_a_login_keeps_the_token(anon):
+    # given a user whose stored hash Django upgrades at the next login (a short salt),
+    # and the user's token
+    user = UserFactory(username="alice")
+    type(user).objects.filter(pk=user.pk).update(password=make_password(PASSWORD, salt="short"))
+    key = Token.objects.create(user=user).key
+    # when the user logs in (the token endpoint checks the password)
+    again = _token_try(anon, "alice", PASSWORD)
+    # then the hash was upgraded, and the token is the same and still opens the API
+    user.refresh_from_db()
+    assert "$short$" not in user.password
+    assert again.json()["token"] == key
+    anon.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert anon.get("/api/debates").status_code == 200
 
 
 def _queries_of(client, path: str) -> tuple[int, int]:

@@ -5,19 +5,27 @@ exempt."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from arena.celery import app
-from debates.models import Debate, DebateStatus, Schedule
+from debates.models import Debate, DebateStart, DebateStatus, Schedule
 from debates.quotas import QuotaExceeded, backtest_start_check
 from debates.services.schedules import schedule_fire
-from tests.api.conftest import debate_body
+from tests.api.conftest import AS_OF, debate_body
 from tests.api.test_schedules import schedule_body
-from tests.debates.factories import DebateFactory, ScheduleFactory
+from tests.debates.factories import (
+    DebateFactory,
+    MessageFactory,
+    ParticipantFactory,
+    ScheduleFactory,
+)
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +156,154 @@ def test_concurrent_creates_take_the_last_place_once(client_for, user, seeded):
     # then exactly one is created
     assert sorted(statuses) == [201] + [429] * 7
     assert Debate.objects.count() == 1
+
+
+# --- What happened, not what remains: starts logged, retries counted ---------------------
+
+ACTIVE_REFUSAL = {
+    "code": "quota_exceeded",
+    "message": "You have as many pending, running or voting debates as one user may (at most 2).",
+    "fields": {"active_debates": ["At most 2; you have 2."]},
+}
+STARTS_REFUSAL = {
+    "code": "quota_exceeded",
+    "message": "You have started as many debates in the last hour as one user may (at most 1).",
+    "fields": {"starts_per_hour": ["At most 1; you have 1."]},
+}
+
+
+def failed_in_round_1(user) -> Debate:
+    """Return a debate of ``user`` failed in round 1: one opening answered, one failed,
+    so that both ``retry`` and ``retry-step`` take it back to running."""
+    debate = DebateFactory(
+        owner=user,
+        status=DebateStatus.FAILED,
+        phase="opening",
+        current_round=1,
+        max_rounds=2,
+        as_of=AS_OF,
+        market_snapshot={"source": "dataset"},
+        step_outcomes={"prepare": {"status": "done"}},
+        error={"step": "round 1", "code": "round_failed", "message": "A turn failed."},
+    )
+    seats = [ParticipantFactory(debate=debate, speak_order=order) for order in (0, 1)]
+    MessageFactory(participant=seats[0], status="ok")
+    MessageFactory(participant=seats[1], status="error", parse_status="none")
+    return debate
+
+
+def _start(api, seeded) -> int:
+    """Create and start a debate through the API; return its id."""
+    debate_id = api.post("/api/debates", debate_body(seeded), format="json").json()["id"]
+    assert api.post(f"/api/debates/{debate_id}/start").status_code == 200
+    return debate_id
+
+
+@pytest.mark.parametrize("action", ["retry", "retry-step"])
+@override_settings(QUOTA_ACTIVE_DEBATES=2)
+def test_a_retry_past_the_active_debates_is_refused(api, user, action):
+    # given two pending debates, as many as allowed, and a failed one
+    DebateFactory.create_batch(2, owner=user, status=DebateStatus.PENDING)
+    failed = failed_in_round_1(user)
+    before = Debate.objects.filter(pk=failed.pk).values().get()
+    # when the failed one is retried
+    response = api.post(f"/api/debates/{failed.pk}/{action}")
+    # then it is refused naming the limit, and nothing changed
+    assert response.status_code == 429
+    assert response.json() == ACTIVE_REFUSAL
+    assert Debate.objects.filter(pk=failed.pk).values().get() == before
+    assert failed.messages.count() == 2
+
+
+@pytest.mark.parametrize("action", ["retry", "retry-step"])
+@override_settings(QUOTA_STARTS_PER_HOUR=1)
+def test_a_retry_past_the_starts_per_hour_is_refused(api, user, seeded, action):
+    # given a debate started within the hour, as many starts as allowed, and a failed one
+    _start(api, seeded)
+    failed = failed_in_round_1(user)
+    # when the failed one is retried
+    response = api.post(f"/api/debates/{failed.pk}/{action}")
+    # then it is refused naming the limit, and stays failed
+    assert response.status_code == 429
+    assert response.json() == STARTS_REFUSAL
+    assert Debate.objects.get(pk=failed.pk).status == DebateStatus.FAILED
+    app.control.purge()
+
+
+@pytest.mark.parametrize("action", ["retry", "retry-step"])
+@override_settings(QUOTA_STARTS_PER_HOUR=1)
+def test_a_retry_counts_as_a_start(api, user, seeded, action):
+    # given a failed debate retried, the one start allowed in the hour
+    failed = failed_in_round_1(user)
+    assert api.post(f"/api/debates/{failed.pk}/{action}").status_code == 200
+    # when a pending debate is started
+    pending = api.post("/api/debates", debate_body(seeded), format="json").json()["id"]
+    response = api.post(f"/api/debates/{pending}/start")
+    # then it is refused: the retry was a start
+    assert response.status_code == 429
+    assert response.json() == STARTS_REFUSAL
+    assert Debate.objects.get(pk=pending).status == DebateStatus.PENDING
+    app.control.purge()
+
+
+@override_settings(QUOTA_STARTS_PER_HOUR=2)
+def test_deleting_started_debates_gives_no_start_back(api, user, seeded):
+    # given two debates started, cancelled and deleted within the hour
+    for _ in range(2):
+        debate_id = _start(api, seeded)
+        assert api.post(f"/api/debates/{debate_id}/cancel").status_code == 200
+        assert api.delete(f"/api/debates/{debate_id}").status_code == 204
+    assert Debate.objects.count() == 0
+    # when a third is started
+    pending = api.post("/api/debates", debate_body(seeded), format="json").json()["id"]
+    response = api.post(f"/api/debates/{pending}/start")
+    # then it is refused: the starts happened, whatever became of their debates
+    assert response.status_code == 429
+    assert response.json()["fields"] == {"starts_per_hour": ["At most 2; you have 2."]}
+    assert Debate.objects.get(pk=pending).status == DebateStatus.PENDING
+    app.control.purge()
+
+
+def test_starts_older_than_a_day_are_trimmed_when_one_is_logged(api, user, seeded):
+    # given a start of the user's a day and a minute ago, one an hour ago, and another
+    # user's from two days ago
+    now = timezone.now()
+    old = DebateStart.objects.create(owner=user, started_at=now - timedelta(days=1, minutes=1))
+    recent = DebateStart.objects.create(owner=user, started_at=now - timedelta(hours=1))
+    theirs = DebateStart.objects.create(owner=UserFactory(), started_at=now - timedelta(days=2))
+    # when the user starts a debate
+    _start(api, seeded)
+    # then the old start is gone, the recent one kept, the new one logged; another
+    # user's starts are trimmed when that user starts one
+    kept = set(DebateStart.objects.values_list("pk", flat=True))
+    assert old.pk not in kept
+    assert {recent.pk, theirs.pk} < kept
+    assert DebateStart.objects.filter(owner=user).count() == 2
+    app.control.purge()
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(QUOTA_ACTIVE_DEBATES=1)
+def test_concurrent_retries_take_the_last_place_once(client_for, user):
+    # given one place left and two failed debates retried at once
+    failed = [failed_in_round_1(user).pk for _ in range(2)]
+    statuses: list[int] = []
+    start = threading.Barrier(2)
+
+    def retry(debate_id: int) -> None:
+        try:
+            start.wait()
+            statuses.append(client_for(user).post(f"/api/debates/{debate_id}/retry").status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=retry, args=(debate_id,)) for debate_id in failed]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # then exactly one goes back to running
+    assert sorted(statuses) == [200, 429]
+    statuses_now = sorted(Debate.objects.values_list("status", flat=True))
+    assert statuses_now == [DebateStatus.FAILED, DebateStatus.RUNNING]
+    app.control.purge()

@@ -229,11 +229,12 @@ def test_a_start_is_one_short_transaction_and_reads_no_market_data(
 
     # The debate with its judge's model and its seats with theirs (a model disabled
     # since the create is refused); then one transaction: the owner's quota (its row
-    # locked, its starts of the hour counted), the compare-and-set that starts it, the
-    # state with its plan (the debate and its seats: a pending debate has stored no turn,
-    # ballot or decision), the events; the canvas is built from that plan.
+    # locked, its starts of the hour counted, those older than a day deleted, this one
+    # logged), the compare-and-set that starts it, the state with its plan (the debate
+    # and its seats: a pending debate has stored no turn, ballot or decision), the
+    # events; the canvas is built from that plan.
     assert len([sql for sql in start if "django_eventstream" in sql]) == 1, "\n".join(start)
-    assert len(start) == 2 + 2 + 2 + 1 + 2 + 1 + 1, "\n".join(start)
+    assert len(start) == 2 + 2 + 4 + 1 + 2 + 1 + 1, "\n".join(start)
     assert not [sql for sql in start if "debates_message" in sql or "debates_ballot" in sql]
     assert not [sql for sql in start if "strategies_" in sql]
     # The run's canvas is sent first, then the events are delivered.

@@ -10,7 +10,7 @@ from django.core import signing
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from debates.streams import SIGNING_SALT, stream_token_issue
+from debates.streams import SIGNING_SALT, stream_token_issue, stream_token_user
 from tests.debates.factories import DebateFactory
 from tests.streams.sse import SSEClient
 
@@ -106,6 +106,21 @@ def test_a_token_of_a_deactivated_user_is_401(user):
     )
 
 
+def test_a_token_issued_before_a_password_change_is_401(user):
+    # given a stream token of the user's
+    debate = DebateFactory(owner=user)
+    token = stream_token_issue(user=user, debate_id=debate.pk).token
+    # when the user's password is changed
+    user.set_password("a new and longer passphrase")
+    user.save()
+    # then the token opens the stream no more, and one issued since does
+    response = Client().get(stream_path(debate.pk), {"token": token})
+    assert_refused(response, 401, "authentication_failed")
+    assert response.json()["message"] == "The stream token is not valid."
+    fresh = stream_token_issue(user=user, debate_id=debate.pk).token
+    assert stream_token_user(token=fresh, debate_id=debate.pk) == user
+
+
 def test_a_bad_api_token_is_401(user):
     debate = DebateFactory(owner=user)
     response = Client().get(stream_path(debate.pk), headers={"Authorization": "Token nope"})
@@ -136,7 +151,11 @@ def test_the_stream_token_endpoint_issues_a_token_for_the_owner_only(
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"token", "expires_at"}
-    assert signing.loads(body["token"], salt=SIGNING_SALT) == {"user": user.pk, "debate": mine.pk}
+    payload = signing.loads(body["token"], salt=SIGNING_SALT)
+    assert payload == {"user": user.pk, "password": payload["password"], "debate": mine.pk}
+    # (bound to the password by a keyed digest, which carries nothing of its hash)
+    assert len(payload["password"]) == 32
+    assert user.password.rsplit("$", 1)[-1] not in body["token"]
     expires = datetime.fromisoformat(body["expires_at"]).timestamp()
     assert before - 1 + settings.SSE_TOKEN_MAX_AGE <= expires <= time.time() + 300
     assert refused.status_code == 404
