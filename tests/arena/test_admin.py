@@ -1,11 +1,12 @@
 """Every admin list and page renders for staff and is closed to everyone else."""
 
 from datetime import date
+from decimal import Decimal
 
 import pytest
 from django.contrib import admin
 
-from debates.models import DeletedSpend, TokenBudget, TokenLedger
+from debates.models import DeletedSpend, ModelPrice, TokenBudget, TokenLedger
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -53,6 +54,15 @@ def one_of_each(db):
     TraderFactory()
     schedule = ScheduleFactory()
     TokenBudget.objects.create(owner=schedule.owner, daily_token_cap=1000)
+    ModelPrice.objects.update_or_create(
+        provider="openai",
+        model_name="gpt-6.1-terra",
+        defaults={
+            "input_usd_per_mtok": Decimal("1"),
+            "cached_input_usd_per_mtok": Decimal("0.1"),
+            "output_usd_per_mtok": Decimal("5"),
+        },
+    )
     TokenLedger.objects.create(scope="user", scope_id=schedule.owner_id, day=date(2026, 1, 1))
     DeletedSpend.objects.create(owner=schedule.owner, schedule=schedule, day=date(2026, 1, 1))
 
