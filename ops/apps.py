@@ -6,3 +6,6 @@ class OpsConfig(AppConfig):
 
     name = "ops"
     verbose_name = "Operations"
+
+    def ready(self) -> None:
+        from ops import receivers  # noqa: F401  (beat's heartbeat as beat sends it)

@@ -14,7 +14,9 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
+from arena.celery import app
 from ops.services import beat_heartbeat_record
+from ops.tasks import beat_heartbeat_task
 from tests.ports import free_port
 
 READY = {
@@ -132,6 +134,23 @@ def test_readyz_holds_beat_up_within_two_intervals(settings, clock):
     answer = Client().get("/readyz")
     assert answer.status_code == 200
     assert answer.json()["checks"]["beat"] == {"ok": True, "detail": "last heartbeat 29 s ago"}
+
+
+@pytest.mark.django_db
+def test_readyz_holds_beat_up_as_beat_sends_the_heartbeat_with_every_worker_busy(
+    settings, clock, empty_counts
+):
+    # given no heartbeat yet, and no worker to take the one beat sends
+    app.control.purge()
+    try:
+        # when beat sends the heartbeat task (as its schedule entry does)
+        beat_heartbeat_task.apply_async(expires=settings.BEAT_HEARTBEAT_S)
+        # then the heartbeat is stored as the broker has it, before any worker runs it
+        answer = Client().get("/readyz")
+    finally:
+        app.control.purge()
+    assert answer.status_code == 200
+    assert answer.json()["checks"]["beat"] == {"ok": True, "detail": "last heartbeat 0 s ago"}
 
 
 @pytest.mark.django_db
