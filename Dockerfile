@@ -8,6 +8,7 @@ COPY traders traders
 COPY debates debates
 COPY evaluations evaluations
 COPY backtests backtests
+COPY ops ops
 COPY web web
 COPY templates templates
 COPY manage.py ./

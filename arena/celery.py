@@ -6,9 +6,17 @@ import os
 import redis
 from celery import Celery
 from celery.backends.redis import RedisBackend
-from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
+from celery.signals import (
+    task_failure,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_ready,
+)
 from django.db import close_old_connections
 from kombu.transport import redis as kombu_redis
+
+from arena import metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.settings.local")
 
@@ -44,6 +52,12 @@ def _drop_old_connections(sender=None, **kwargs) -> None:
     """
     if not getattr(sender.request, "is_eager", False):
         close_old_connections()
+
+
+@task_failure.connect
+def _count_failure(sender=None, exception=None, **kwargs) -> None:
+    """Count a task that ended with an error, by the error's kind (``arena.metrics``)."""
+    metrics.record(metrics.ERRORS.inc(source="task", code=type(exception).__name__))
 
 
 def _survive_broker_restarts() -> None:

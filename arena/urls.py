@@ -1,4 +1,5 @@
-"""URL configuration: the admin, the REST API under ``/api/``, and the arena page."""
+"""URL configuration: the admin, the REST API under ``/api/``, the operators' health
+and metrics endpoints, and the arena page."""
 
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
@@ -31,5 +32,6 @@ api_patterns = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("ops.urls")),
     path("", include("web.urls")),
 ]

@@ -1,5 +1,6 @@
-"""The apps depend one way: backtests above traders above debates; debates imports
-nothing of trading or backtesting, trading nothing of backtesting."""
+"""The apps depend one way: backtests above traders above debates, and ops (health and
+metrics) above them all; debates imports nothing of trading, backtesting or ops, trading
+nothing of backtesting or ops."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # app -> the apps it must never import
 FORBIDDEN = {
-    "debates": {"traders", "backtests"},
-    "traders": {"backtests"},
+    "debates": {"traders", "backtests", "ops"},
+    "traders": {"backtests", "ops"},
 }
 
 

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "debates",
     "evaluations",
     "backtests",
+    "ops",
     "web",
 ]
 
@@ -227,6 +228,8 @@ BACKTEST_STALE_AFTER_S = env_int("BACKTEST_STALE_AFTER_S", 15)
 HUMAN_STEPS_EXPIRE_EVERY_S = float(os.environ.get("HUMAN_STEPS_EXPIRE_EVERY_S", "15"))
 # Seconds between two reconciliations of each running exchange trader with its exchange.
 RECONCILE_EVERY_S = float(os.environ.get("RECONCILE_EVERY_S", "60"))
+# Seconds between two heartbeats of beat; /readyz deems beat down after two missed.
+BEAT_HEARTBEAT_S = env_int("BEAT_HEARTBEAT_S", 15)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     # The watchdog of debates (DEBATE_STALE_AFTER_S).
@@ -257,6 +260,13 @@ CELERY_BEAT_SCHEDULE = {
     "traders-paper-check-stops": {"task": "traders.paper_check_stops", "schedule": 60.0},
     # Outcome reviews of the debates whose horizon has passed (evaluations.services).
     "evaluations-reviews-due": {"task": "evaluations.reviews_due", "schedule": 60.0},
+    # The beat's heartbeat, which /readyz reads (ops.services); one that waited in the
+    # queue past the next is dropped (django-celery-beat's name of Celery's ``expires``).
+    "ops-beat-heartbeat": {
+        "task": "ops.beat_heartbeat",
+        "schedule": BEAT_HEARTBEAT_S,
+        "options": {"expire_seconds": BEAT_HEARTBEAT_S},
+    },
 }
 # A debate's steps go out with a priority from their owner's load, so a light user's are
 # taken off the queue before a heavy user's backlog (debates.routing).
@@ -278,6 +288,17 @@ MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 STEP_CLAIM_TTL_S = env_int("STEP_CLAIM_TTL_S", 15)
 # Seconds the simulated model takes per answer, so a demo can be watched as it happens.
 SIMULATED_MODEL_LATENCY_S = float(os.environ.get("SIMULATED_MODEL_LATENCY_S", "0"))
+
+# --- Health and metrics (ops) ------------------------------------------------------------
+# /metrics answers staff sessions and ``Authorization: Bearer <METRICS_TOKEN>`` (when
+# set); METRICS_PUBLIC opens it to anyone who reaches it.
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC")
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# The Redis key prefix of the counts every process adds to (arena.metrics) and of the
+# beat's heartbeat.
+METRICS_KEY = os.environ.get("METRICS_KEY", "arena:metrics")
+# Seconds each dependency /readyz checks may take to answer.
+READYZ_TIMEOUT_S = env_int("READYZ_TIMEOUT_S", 3)
 
 # --- Per-user quotas (debates.quotas); staff are exempt ---------------------------------
 QUOTA_ACTIVE_DEBATES = env_int("QUOTA_ACTIVE_DEBATES", 10)

@@ -39,6 +39,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_IN_PROCESS_WORKER = False
 # Redis keys are per database, so this key is already the worker's own.
 MODEL_SLOT_KEY = "arena-test:model-slots"
+METRICS_KEY = "arena-test:metrics"
 # Redis pub/sub ignores database numbers: the channel names the database, so a worker (or
 # another suite) on another database hears only its own events.
 SSE_PUBSUB_CHANNEL = f"events_channel:{REDIS_URL.rsplit('/', 1)[-1]}"  # noqa: F405

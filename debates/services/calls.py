@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from arena import metrics
 from debates.claims import StepDeferred, StepHandedOver, claim_ttl_s
 from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
@@ -100,6 +102,7 @@ def provider_config(columns: Mapping[str, Any]) -> ProviderConfig:
     )
 
 
+@metrics.batch()  # the call's counts and its cache lookup's: one round trip
 def call_model(
     config: ProviderConfig,
     request: ModelRequest,
@@ -148,6 +151,8 @@ def call_model(
         config = limited_config(config, limits)
     fingerprint = call_fingerprint(config, request) if cache != CacheMode.OFF else ""
     hit = answer_cached(fingerprint=fingerprint, config=config) if cache == CacheMode.USE else None
+    if cache == CacheMode.USE:
+        metrics.record(metrics.CACHE_LOOKUPS.inc(result="miss" if hit is None else "hit"))
     if hit is not None:
         return CallOutcome(response=hit, error=None)
     if cached_only:
@@ -175,11 +180,14 @@ def _in_a_slot(
             if lease.waited and not still_wanted():
                 return None
             reservation = budget_reserve(limits, most_tokens(config, request)) if limits else None
+            began = time.perf_counter()
             try:
                 response = complete(config, request)
             except ProviderError as exc:
                 budget_settle(reservation, 0)
+                _counted(config, time.perf_counter() - began, CallOutcome(None, exc))
                 return CallOutcome(response=None, error=exc)
+            seconds = time.perf_counter() - began
             budget_settle(reservation, response.prompt_tokens + response.completion_tokens)
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
@@ -187,7 +195,29 @@ def _in_a_slot(
         if scope is not None:  # always: only a debate's call has a budget
             _fail_for_budget(scope, request, str(exc))
         return None
-    return CallOutcome(response=response, error=None, cost_usd=response_cost(response))
+    outcome = CallOutcome(response=response, error=None, cost_usd=response_cost(response))
+    _counted(config, seconds, outcome)
+    return outcome
+
+
+def _counted(config: ProviderConfig, seconds: float, outcome: CallOutcome) -> None:
+    """Count a call that went out in the metrics (``arena.metrics``): its outcome, its
+    time, its tokens and cost, or its error's code."""
+    labels = {"provider": config.provider, "model": config.effective_model}
+    response, error = outcome.response, outcome.error
+    updates = [
+        metrics.MODEL_CALLS.inc(**labels, outcome="error" if response is None else "ok"),
+        metrics.MODEL_CALL_SECONDS.observe(seconds, **labels),
+    ]
+    if response is not None:
+        updates += [
+            metrics.MODEL_TOKENS.inc(response.prompt_tokens, **labels, kind="prompt"),
+            metrics.MODEL_TOKENS.inc(response.completion_tokens, **labels, kind="completion"),
+            metrics.MODEL_SPEND_USD.inc(float(outcome.cost_usd), **labels),
+        ]
+    elif error is not None:
+        updates.append(metrics.ERRORS.inc(source="model_call", code=error.code))
+    metrics.record(*updates)
 
 
 def _fail_for_budget(scope: CallScope, request: ModelRequest, message: str) -> None:

@@ -21,6 +21,7 @@ from celery import signature
 from django.db.models import Q
 from django.utils import timezone
 
+from arena import metrics
 from arena.worker import send_on_commit
 from debates import events
 from debates.engine.machine import State
@@ -216,6 +217,7 @@ def fail(*, debate_id: int, step: str, code: str, message: str) -> bool:
     )
     if moved:
         logger.warning("debate %s failed at %s: %s", debate_id, step, message)
+        metrics.record_on_commit(metrics.ERRORS.inc(source="debate", code=code))
         with events.together(debate_id):
             events.step_failed(debate_id, step=step, code=code, message=message)
             _tell_caller(announce(debate_id))

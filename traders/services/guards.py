@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
+from arena import metrics
 from arena.queries import owned_by, owned_or_404
 from strategies.models import Strategy
 from traders import events, locks
@@ -120,6 +121,7 @@ def _closes_since(trader: Trader) -> list[str]:
 def _paused(trader: Trader, trip: Trip, now: datetime, debate_id: int | None) -> Trader:
     """Pause ``trader`` (locked, not paused) for ``trip`` and announce it."""
     logger.warning("trader %s paused: %s", trader.pk, trip.reason)
+    metrics.record_on_commit(metrics.GUARD_TRIPS.inc(guard=trip.guard))
     trader = _saved(
         trader,
         {

@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from arena import metrics
 from debates.claims import StepDeferred, step_held
 from debates.engine.judge import JUDGE_FINAL, JUDGE_ROUND
-from debates.engine.plan import CONSENSUS, OPENING, REBUTTAL, VOTING, StepKey
+from debates.engine.plan import CONSENSUS, OPENING, PREPARE, REBUTTAL, VOTING, StepKey
 from debates.models import Ballot, CacheMode, Message
 from debates.selectors import debate_state
 from debates.services import transitions
@@ -92,16 +93,19 @@ def step_run(*, debate_id: int, key: StepKey, holder: str, cached_only: bool = F
     """
     began = time.perf_counter()
     run = functools.partial(_SERVICES[key[0]], debate_id, key, cached_only)
-    try:
-        if key[0] == CONSENSUS:
-            stored = run()  # no model call: the debate's row lock keeps a second copy out
-        else:
-            beat = functools.partial(transitions.progressed, debate_id=debate_id)
-            with step_held(step=_claim(debate_id, key), holder=holder, on_beat=beat):
-                stored = run()
-    except StepDeferred:
-        _log(debate_id, key, began, outcome="retry")
-        raise
+    with metrics.batch():  # the step's counts and its model call's: one round trip
+        try:
+            if key[0] == CONSENSUS:
+                stored = run()  # no model call: the debate's row lock keeps a second copy out
+            else:
+                beat = functools.partial(transitions.progressed, debate_id=debate_id)
+                with step_held(step=_claim(debate_id, key), holder=holder, on_beat=beat):
+                    stored = run()
+        except StepDeferred:
+            _counted(key[0], began, "retry")
+            _log(debate_id, key, began, outcome="retry")
+            raise
+        _counted(key[0], began, _outcome(key[0], stored)["outcome"])
     _log(debate_id, key, began, stored, in_task=holder if cached_only else None)
 
 
@@ -140,7 +144,9 @@ def judge_final_run(*, debate_id: int, **run: Any) -> None:
 def prepare_step_run(*, debate_id: int, holder: str) -> None:
     """Run a debate's prepare step (``debate_prepare``) in task ``holder`` and, when the
     debate may go on at ``cache: use``, the steps the cache answers in place."""
+    began = time.perf_counter()
     debate = debate_prepare(debate_id=debate_id)
+    _counted(PREPARE, began, "ok" if debate is not None else "none")
     if debate is not None and debate.cache == CacheMode.USE:
         steps_run_in_place(debate_id=debate_id, holder=holder)
 
@@ -163,6 +169,15 @@ def _ran_in_place(debate_id: int, key: StepKey, holder: str) -> bool:
     except (NotCached, StepDeferred):
         return False  # its call is not cached, or another copy of it is running
     return True
+
+
+def _counted(kind: str, began: float, outcome: str) -> None:
+    """Count a step of ``kind`` begun at ``began`` in the metrics (``arena.metrics``);
+    the time of a step that must run again later is not observed."""
+    updates = [metrics.STEPS.inc(step=kind, outcome=outcome)]
+    if outcome != "retry":
+        updates.append(metrics.STEP_SECONDS.observe(time.perf_counter() - began, step=kind))
+    metrics.record(*updates)
 
 
 def _log(debate_id: int, key: StepKey, began: float, stored: Any = None, **extra: Any) -> None:
