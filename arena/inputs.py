@@ -23,6 +23,7 @@ from rest_framework.settings import api_settings
 from rest_framework.utils import html
 
 from arena.exceptions import ValidationError
+from arena.patterns import NOT_BLANK, NOT_EMPTY, trimmed
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1
@@ -98,14 +99,35 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class StrictCharField(serializers.CharField):
-    """A JSON string; numbers are refused rather than turned into text."""
+    """A JSON string; numbers are refused rather than turned into text.
+
+    Text is trimmed (unless ``trim_whitespace=False``); blank text is refused unless
+    ``allow_blank``; a NUL character is refused, naming the field, as for every text of
+    the API (PostgreSQL stores none); ``max_length`` counts the string as sent, before
+    trimming. The schema says each (``StrictCharFieldScheme``). ``text_pattern``: a
+    subclass's stricter rule, the pattern (``arena.patterns``, without anchors) that a
+    value matches once trimmed; the subclass enforces it.
+    """
 
     default_error_messages = {"invalid": "Must be a string."}
+    text_pattern: str | None = None
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().run_validation(data)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+    def schema_pattern(self) -> str:
+        """Return the pattern the schema gives a value, but for the empty string, which
+        the schema allows apart when the field allows blank (``minLength`` otherwise)."""
+        if self.text_pattern is not None:
+            return trimmed(self.text_pattern, blank=self.allow_blank)
+        return NOT_BLANK if self.trim_whitespace and not self.allow_blank else NOT_EMPTY
 
 
 class StrictChoiceField(serializers.ChoiceField):
@@ -257,15 +279,19 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
 
 
 class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
-    """Declare that a ``StrictCharField`` that allows no blank refuses an empty string."""
+    """Declare what a ``StrictCharField`` refuses: an empty string unless it allows
+    blank, and by its pattern, NUL characters and (trimmed) blank text."""
 
     target_class = StrictCharField
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        if not self.target.allow_blank and not self.target.read_only:
+        if self.target.read_only:
+            return schema
+        if not self.target.allow_blank:
             schema["minLength"] = max(1, schema.get("minLength", 0))
+        schema["pattern"] = self.target.schema_pattern()
         return schema
 
 
