@@ -12,7 +12,9 @@ now) stay in the services.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Model
@@ -23,7 +25,7 @@ from rest_framework.settings import api_settings
 from rest_framework.utils import html
 
 from arena.exceptions import ValidationError
-from arena.patterns import NOT_BLANK, NOT_EMPTY, trimmed
+from arena.patterns import NOT_BLANK, NOT_EMPTY, decimal_pattern, trimmed
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1
@@ -128,6 +130,52 @@ class StrictCharField(serializers.CharField):
         if self.text_pattern is not None:
             return trimmed(self.text_pattern, blank=self.allow_blank)
         return NOT_BLANK if self.trim_whitespace and not self.allow_blank else NOT_EMPTY
+
+
+class StrictDecimalField(serializers.DecimalField):
+    """A decimal from ``min_value`` (at least 0) to ``max_value``, given as a JSON string
+    written plainly: ``"2.5"``, ``"0.0004"``, ``"12"``. A JSON number (which parsers read
+    as a binary float), ``""``, ``"1e3"``, ``"01"``, ``".5"`` and ``"1."`` are refused.
+
+    The schema states the digits and the range as one pattern
+    (``arena.patterns.decimal_pattern``); the field refuses what it does not match.
+    """
+
+    default_error_messages = {
+        "invalid": 'Must be a decimal number in a string, written plainly: "2.5".'
+    }
+
+    def __init__(
+        self,
+        *,
+        max_digits: int,
+        decimal_places: int,
+        min_value: Decimal,
+        max_value: Decimal | None = None,
+        **kwargs: Any,
+    ) -> None:
+        assert min_value >= 0, "a decimal input's pattern has no sign"
+        super().__init__(
+            max_digits=max_digits,
+            decimal_places=decimal_places,
+            min_value=min_value,
+            max_value=max_value,
+            **kwargs,
+        )
+        step = Decimal(1).scaleb(-decimal_places)
+        highest = Decimal(10) ** (max_digits - decimal_places) - step
+        self.written = re.compile(decimal_pattern(Decimal(0), highest, decimal_places))
+        top = highest if max_value is None else min(highest, max_value)
+        self.pattern = decimal_pattern(min_value, top, decimal_places)
+
+    def to_internal_value(self, data: Any) -> Decimal:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if data.startswith("-") and self.written.fullmatch(data[1:]):
+            self.fail("min_value", min_value=self.min_value)
+        if not self.written.fullmatch(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class StrictChoiceField(serializers.ChoiceField):
@@ -259,6 +307,17 @@ def refuse(errors: dict[str, list[str]], name: str, message: str) -> None:
 
 
 # --- What the schema says of inputs -----------------------------------------------------
+
+
+class StrictDecimalFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare a ``StrictDecimalField``'s digits and range as its pattern."""
+
+    target_class = StrictDecimalField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        schema["pattern"] = self.target.pattern
+        return schema
 
 
 class StrictSerializerScheme(OpenApiSerializerExtension):

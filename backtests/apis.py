@@ -5,6 +5,7 @@ Every operation is scoped to the requesting user: another user's backtest is a 4
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
@@ -18,6 +19,7 @@ from arena.inputs import (
     IdField,
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictIntegerField,
     StrictSerializer,
     validate,
@@ -27,6 +29,12 @@ from backtests.models import Backtest, BacktestStatus, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
+from backtests.services.lifecycle import (
+    MAX_BALANCE,
+    MAX_FEE_RATE,
+    MAX_SLIPPAGE_BPS,
+    MIN_BALANCE,
+)
 from debates.models import CacheMode, DebateLevel, Weighting
 from debates.services.inputs import ParticipantInputSerializer
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
@@ -86,14 +94,29 @@ class BacktestCreateApi(JsonApi):
         horizon_minutes = StrictIntegerField(
             required=False, min_value=1, help_text="Minutes a decision is scored over."
         )
-        starting_balance = serializers.DecimalField(
-            max_digits=20, decimal_places=8, required=False, help_text="USDT; default 1000."
+        starting_balance = StrictDecimalField(
+            max_digits=20,
+            decimal_places=8,
+            min_value=MIN_BALANCE,
+            max_value=MAX_BALANCE,
+            required=False,
+            help_text="USDT; default 1000.",
         )
-        fee_rate = serializers.DecimalField(
-            max_digits=8, decimal_places=6, required=False, help_text="Default 0.0004."
+        fee_rate = StrictDecimalField(
+            max_digits=8,
+            decimal_places=6,
+            min_value=Decimal("0"),
+            max_value=MAX_FEE_RATE,
+            required=False,
+            help_text="Default 0.0004.",
         )
-        slippage_bps = serializers.DecimalField(
-            max_digits=8, decimal_places=2, required=False, help_text="Default 0."
+        slippage_bps = StrictDecimalField(
+            max_digits=8,
+            decimal_places=2,
+            min_value=Decimal("0"),
+            max_value=MAX_SLIPPAGE_BPS,
+            required=False,
+            help_text="Default 0.",
         )
         coins = StrictChoiceField(choices=CoinScope.choices, required=False)
         book = StrictChoiceField(

@@ -24,6 +24,7 @@ from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
@@ -96,10 +97,9 @@ class SymbolListField(UniqueListField):
         return super().to_internal_value(data)
 
 
-@extend_schema_serializer(component_name="StrategyInput")
-def _guard_pct(help_text: str) -> serializers.DecimalField:
+def _guard_pct(help_text: str) -> StrictDecimalField:
     """Return a portfolio guard's percentage field: 0.01 to 100, null for off."""
-    return serializers.DecimalField(
+    return StrictDecimalField(
         max_digits=5,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -110,6 +110,7 @@ def _guard_pct(help_text: str) -> serializers.DecimalField:
     )
 
 
+@extend_schema_serializer(component_name="StrategyInput")
 class StrategyInputSerializer(StrictSerializer):
     model = Strategy
     schema_rules = (
@@ -163,7 +164,7 @@ class StrategyInputSerializer(StrictSerializer):
         required=False, min_value=1, max_value=20, help_text="For BTC and ETH."
     )
     max_leverage_other = StrictIntegerField(required=False, min_value=1, max_value=20)
-    max_position_multiple = serializers.DecimalField(
+    max_position_multiple = StrictDecimalField(
         max_digits=6,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -171,11 +172,11 @@ class StrategyInputSerializer(StrictSerializer):
         help_text="Maximum position value as a multiple of equity.",
     )
     min_confidence = StrictIntegerField(required=False, min_value=0, max_value=100)
-    min_risk_reward = serializers.DecimalField(
+    min_risk_reward = StrictDecimalField(
         max_digits=6, decimal_places=2, min_value=Decimal("0"), required=False
     )
     max_open_positions = StrictIntegerField(required=False, min_value=1, max_value=100)
-    min_order_usd = serializers.DecimalField(
+    min_order_usd = StrictDecimalField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), required=False
     )
     daily_loss_limit_pct = _guard_pct(
@@ -192,7 +193,7 @@ class StrategyInputSerializer(StrictSerializer):
         "null: off.",
     )
     cooldown_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
-    max_gross_exposure = serializers.DecimalField(
+    max_gross_exposure = StrictDecimalField(
         max_digits=6,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -230,7 +231,7 @@ class StrategyInputSerializer(StrictSerializer):
         max_value=10_080,
         help_text="Minutes after a decision's instant its outcome is reviewed at.",
     )
-    review_flat_pct = serializers.DecimalField(
+    review_flat_pct = StrictDecimalField(
         max_digits=6,
         decimal_places=3,
         min_value=Decimal("0"),
@@ -239,7 +240,7 @@ class StrategyInputSerializer(StrictSerializer):
         help_text="A move under this percentage is flat.",
     )
     max_decision_age_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
-    max_price_drift_pct = serializers.DecimalField(
+    max_price_drift_pct = StrictDecimalField(
         max_digits=6,
         decimal_places=3,
         min_value=Decimal("0.001"),

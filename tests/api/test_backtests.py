@@ -123,8 +123,8 @@ def other_users_model(user, other_user):
         (
             lambda t, o: {"starting_balance": "5", "slippage_bps": "-1"},
             {
-                "starting_balance": ["Must be at least 12 and at most 1000000000; got 5."],
-                "slippage_bps": ["Must be at least 0 and at most 1000; got -1."],
+                "starting_balance": ["Ensure this value is greater than or equal to 12."],
+                "slippage_bps": ["Ensure this value is greater than or equal to 0."],
             },
         ),
         (

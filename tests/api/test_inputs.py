@@ -1,17 +1,22 @@
 """What the schema says of an input's values is what the API does with them: text
 without NUL characters, not blank where it must not be, no longer than its limit as
-sent."""
+sent; decimals written plainly in a string, in their range."""
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
+import jsonschema_rs
 import pytest
 from drf_spectacular.generators import SchemaGenerator
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rest_framework import serializers
 
+from arena.inputs import StrictDecimalField
 from arena.patterns import WHITESPACE
 from debates.models import AIModel
 from strategies.models import Strategy
@@ -21,6 +26,12 @@ from traders.models import Trader
 pytestmark = pytest.mark.django_db
 
 NUL = "Null characters are not allowed."
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Say whether a pattern of the schema matches ``value`` as a JSON Schema validator
+    reads it (ECMA 262; schemathesis's own validator)."""
+    return jsonschema_rs.validator_for({"pattern": pattern}).is_valid(value)
 
 
 def _input_strings(schema: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -51,8 +62,8 @@ def test_every_text_of_every_input_refuses_nul_in_the_schema():
     # then each has a pattern, which refuses a NUL character anywhere
     assert len(strings) > 30
     for where, schema in strings:
-        assert re.search(schema["pattern"], "BTC\x00") is None, where
-        assert re.search(schema["pattern"], "\x00") is None, where
+        assert not matches(schema["pattern"], "BTC\x00"), where
+        assert not matches(schema["pattern"], "\x00"), where
 
 
 @pytest.mark.parametrize(
@@ -98,8 +109,8 @@ def test_blank_text_is_refused_where_the_schema_refuses_it(api):
     # when a blank name is sent
     response = api.post("/api/strategies", {"name": blank}, format="json")
     # then the schema and the API both refuse it
-    assert re.search(pattern, blank) is None
-    assert re.search(pattern, " Trend ") is not None
+    assert not matches(pattern, blank)
+    assert matches(pattern, " Trend ")
     assert response.status_code == 400
     assert response.json() == refusal({"name": ["This field may not be blank."]})
 
@@ -118,8 +129,91 @@ def test_a_length_limit_counts_the_text_as_sent(api):
 
 
 def test_the_schemas_whitespace_is_what_the_api_trims():
-    # given every character Python's str.strip() removes (DRF trims text with it)
-    trimmed = {chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()}
-    # then the schema's whitespace class holds exactly those
-    matched = {c for c in map(chr, range(sys.maxunicode + 1)) if re.match(f"[{WHITESPACE}]", c)}
-    assert matched == trimmed
+    # given every character (surrogates apart: no JSON text holds one alone)
+    characters = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    # when the schema's whitespace class is read by a schema validator
+    validator = jsonschema_rs.validator_for({"pattern": f"^[{WHITESPACE}]$"})
+    matched = {c for c in characters if validator.is_valid(c)}
+    # then it holds exactly what Python's str.strip() removes (DRF trims text with it)
+    assert matched == {c for c in characters if c.isspace()}
+
+
+# --- Decimals ----------------------------------------------------------------------------
+
+DECIMAL_MESSAGE = 'Must be a decimal number in a string, written plainly: "2.5".'
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field", "component"),
+    [
+        ("/api/traders", {"name": "P", "fee_rate": ""}, "fee_rate", "TraderInput"),
+        ("/api/strategies", {"name": "S", "min_order_usd": ""}, "min_order_usd", "StrategyInput"),
+        (
+            "/api/traders",
+            {"name": "P", "starting_balance": "65."},
+            "starting_balance",
+            "TraderInput",
+        ),
+        ("/api/traders", {"name": "P", "fee_rate": 0.0005}, "fee_rate", "TraderInput"),
+    ],
+    ids=["empty", "empty-strategy", "trailing-point", "json-number"],
+)
+def test_a_decimal_not_written_plainly_is_a_400_naming_it_as_the_schema_says(
+    api, path, body, field, component
+):
+    # given the schema of the field
+    schema = _input_components()[component]["properties"][field]
+    # when the value is sent
+    response = api.post(path, body, format="json")
+    # then the API refuses it naming the field, and the schema refuses it too
+    assert response.status_code == 400
+    assert response.json() == refusal({field: [DECIMAL_MESSAGE]})
+    assert schema["type"] == "string"
+    value = body[field]
+    assert not isinstance(value, str) or not matches(schema["pattern"], value)
+
+
+def test_the_schema_states_a_decimals_range():
+    # given the pattern of a trader's fee rate (0 to 0.099999, 6 decimals)
+    pattern = _input_components()["TraderInput"]["properties"]["fee_rate"]["pattern"]
+    # then it takes the values in range, written plainly, and no other
+    taken = ["0", "0.0004", "0.05", "0.099999", "0.09", "0.0"]
+    refused = ["", "0.1", "0.0999990", "1", "-0", "00", ".05", "0.", "4e-4", " 0.1", "0.0000001"]
+    assert [v for v in taken if not matches(pattern, v)] == []
+    assert [v for v in refused if matches(pattern, v)] == []
+
+
+FIELDS = {
+    "fee": StrictDecimalField(
+        max_digits=8, decimal_places=6, min_value=Decimal("0"), max_value=Decimal("0.099999")
+    ),
+    "balance": StrictDecimalField(
+        max_digits=20, decimal_places=8, min_value=Decimal("12"), max_value=Decimal("1000000000")
+    ),
+    "pct": StrictDecimalField(
+        max_digits=5, decimal_places=2, min_value=Decimal("0.01"), max_value=Decimal("100")
+    ),
+    "usd": StrictDecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0")),
+}
+WRITTEN = st.one_of(
+    st.text(alphabet="0123456789.-e ", max_size=14),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str),
+    st.integers(min_value=0, max_value=10**12).map(str),
+)
+
+
+@pytest.mark.parametrize("name", sorted(FIELDS))
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_decimal_field_takes_exactly_what_its_pattern_matches(name, data):
+    # given a decimal field and a string, one its pattern makes or any other
+    field = FIELDS[name]
+    value = data.draw(st.one_of(st.from_regex(field.pattern), WRITTEN))
+    # when the field reads it
+    try:
+        field.run_validation(value)
+        taken = True
+    except serializers.ValidationError:
+        taken = False
+    # then it takes the string exactly when the pattern matches it
+    assert taken == (matches(field.pattern, value)), value
