@@ -45,6 +45,7 @@ from evaluations.serializers import (
     MonitorsSerializer,
 )
 from strategies.models import PromptVariant
+from strategies.services import SymbolField
 
 TAGS = ["backtests"]
 
@@ -78,9 +79,7 @@ class BacktestCreateApi(JsonApi):
     class InputSerializer(StrictSerializer):
         name = StrictCharField(max_length=200)
         strategy = IdField(help_text="One of your strategies, on the dataset market source.")
-        symbol = StrictCharField(
-            required=False, allow_blank=True, max_length=40, help_text="The primary coin."
-        )
+        symbol = SymbolField(required=False, allow_blank=True, help_text="The primary coin.")
         participants = serializers.ListField(
             child=ParticipantInputSerializer(), help_text="2 to 6 seats, as for a debate."
         )

@@ -10,6 +10,7 @@ outbound policy (``arena.outbound``) and carry no user name or password.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -33,13 +34,14 @@ from arena.inputs import (
     validate,
 )
 from arena.outbound import OutboundUrlValidator
+from arena.patterns import WHITESPACE, either_case
 from arena.queries import owned_or_404
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.indicators import INDICATOR_NAMES
 from strategies.market.snapshot import TIMEFRAMES
-from strategies.market.symbols import normalize_symbol
+from strategies.market.symbols import MAX_BASE_LENGTH, QUOTE, normalize_symbol
 from strategies.models import (
     CoinSource,
     ExecuteCoins,
@@ -71,17 +73,45 @@ class UniqueListField(serializers.ListField):
         return items
 
 
+def _symbol_pattern() -> str:
+    """Return the pattern (``arena.patterns``) of a symbol as ``normalize_symbol`` reads
+    it, trimmed, in ASCII letters and digits."""
+    quote, alnum, end = either_case(QUOTE), "[A-Za-z0-9]", f"[{WHITESPACE}]*$"
+    base = f"{alnum}{{1,{MAX_BASE_LENGTH}}}"
+    return (
+        f"(?!{quote}(?:[-_/]|(?:{quote})?{end}))"  # USDT is no base asset
+        f"(?:{base}(?:/{quote}(?::{quote})?|[-_]{quote}|{quote})"  # with its quote
+        f"|(?!{alnum}*{quote}{end})"  # bare: the quote is read off its end,
+        f"(?!{alnum}+{either_case('USD')}[Cc]?{end})"  # and no other quote ends it
+        f"{base})"
+    )
+
+
+# A coin as an input gives it: BTC, btcusdt, BTC/USDT, BTC-USDT, BTC/USDT:USDT...
+SYMBOL = _symbol_pattern()
+_SYMBOL = re.compile(SYMBOL)
+
+
 class SymbolField(StrictCharField):
-    """A coin in any notation (BTC, btcusdt, BTC/USDT), as stored: BTCUSDT."""
+    """A coin in any notation (BTC, btcusdt, BTC/USDT), as stored: BTCUSDT; an empty
+    one, where blank is allowed, stays empty. The schema states its form (``SYMBOL``),
+    which ``normalize_symbol`` reads; letters outside A-Z are refused even where they
+    upper-case into them."""
+
+    text_pattern = SYMBOL
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_length=40, **kwargs)
 
     def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
         try:
-            return normalize_symbol(super().to_internal_value(data))
+            symbol = normalize_symbol(text)
         except InvalidSymbolError as exc:
             raise serializers.ValidationError(f"{exc}.") from None
+        if not _SYMBOL.fullmatch(text):
+            raise serializers.ValidationError(f"malformed symbol {text!r}: use letters A-Z.")
+        return symbol
 
 
 class SymbolListField(UniqueListField):

@@ -28,7 +28,6 @@ from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import (
     IdField,
-    StrictCharField,
     StrictChoiceField,
     StrictSerializer,
     shown_fields,
@@ -36,6 +35,7 @@ from arena.inputs import (
 )
 from arena.queries import owned_or_404
 from debates.apis.ai_models import VenueCheckSerializer
+from strategies.services import SymbolField
 from traders.accounts import (
     TraderInputSerializer,
     trader_create,
@@ -254,9 +254,7 @@ class DebateExecuteApi(JsonApi):
     @extend_schema_serializer(component_name="DebateExecuteInput")
     class InputSerializer(StrictSerializer):
         trader = IdField(help_text="One of your traders, running.")
-        symbol = StrictCharField(
-            required=False, max_length=40, help_text="The coin to execute; default: primary."
-        )
+        symbol = SymbolField(required=False, help_text="The coin to execute; default: primary.")
 
     @extend_schema(
         operation_id="debates_execute",

@@ -54,9 +54,8 @@ from debates.services.modes import (
     planned_judge,
     seat_plan,
 )
-from strategies.market.exceptions import InvalidSymbolError
-from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, PromptVariant, Strategy
+from strategies.services import SymbolField
 from strategies.snapshots import outside_replay_window, unservable_symbol
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
@@ -181,10 +180,9 @@ class TemplateInputSerializer(SeatingInputSerializer):
 
     name = StrictCharField(max_length=200)
     strategy = OwnedField(Strategy, help_text="One of your strategies.")
-    symbol = StrictCharField(
+    symbol = SymbolField(
         required=False,
         allow_blank=True,
-        max_length=40,
         help_text="Primary coin (BTC, BTCUSDT, BTC/USDT...); empty: from the strategy.",
     )
     participants = serializers.ListField(
@@ -218,12 +216,6 @@ class TemplateInputSerializer(SeatingInputSerializer):
         "seat go on to L2; past the daily token budget a non-forced L2 is lowered to L1). "
         "Default: L2 for a debate, auto for a schedule's.",
     )
-
-    def validate_symbol(self, value: str) -> str:
-        try:
-            return normalize_symbol(value) if value else value
-        except InvalidSymbolError as exc:
-            raise serializers.ValidationError(str(exc)) from None
 
     def validate_participants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not MIN_PARTICIPANTS <= len(value) <= MAX_PARTICIPANTS:

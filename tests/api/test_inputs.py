@@ -1,6 +1,7 @@
 """What the schema says of an input's values is what the API does with them: text
 without NUL characters, not blank where it must not be, no longer than its limit as
-sent; decimals written plainly in a string, in their range."""
+sent; decimals written plainly in a string, in their range; symbols in a form
+``normalize_symbol`` reads."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from arena.inputs import StrictDecimalField
 from arena.patterns import WHITESPACE
 from debates.models import AIModel
 from strategies.models import Strategy
+from strategies.services import SymbolField
 from tests.api.conftest import refusal
 from traders.models import Trader
 
@@ -217,3 +219,48 @@ def test_a_decimal_field_takes_exactly_what_its_pattern_matches(name, data):
         taken = False
     # then it takes the string exactly when the pattern matches it
     assert taken == (matches(field.pattern, value)), value
+
+
+# --- Symbols -----------------------------------------------------------------------------
+
+SYMBOLS = SymbolField(), SymbolField(allow_blank=True)
+SYMBOL_LIKE = st.lists(
+    st.sampled_from(["ETH", "eth", "USDT", "usdT", "USD", "c", "9", "/", ":", "-", "_"])
+    | st.sampled_from([" ", "\t", "\u3000", "\x00", "\u0131", "\u017f", "\u0661"]),
+    max_size=8,
+).map("".join)
+
+
+@pytest.mark.parametrize("field", SYMBOLS, ids=["required", "blank-allowed"])
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_symbol_field_takes_exactly_what_its_schema_matches(field, data):
+    # given a symbol field, its schema's pattern and length, and a string it makes or other
+    pattern = field.schema_pattern()
+    schema = jsonschema_rs.validator_for({"pattern": pattern, "maxLength": field.max_length})
+    value = data.draw(st.one_of(st.from_regex(pattern, fullmatch=True), SYMBOL_LIKE))
+    # when the field reads it
+    try:
+        field.run_validation(value)
+        taken = True
+    except serializers.ValidationError:
+        taken = False
+    # then it takes the string exactly when the schema does (blank fields: "" apart)
+    assert taken == (schema.is_valid(value) or (field.allow_blank and value == "")), value
+
+
+def test_a_malformed_symbol_is_a_400_naming_it_as_the_schema_says(api):
+    # given the schema of a strategy's coins
+    items = _input_components()["StrategyInput"]["properties"]["static_coins"]["items"]
+    # when a coin that is no USDT pair is sent
+    response = api.post("/api/strategies", {"name": "S", "static_coins": ["BTCUSD"]}, format="json")
+    # then both refuse it, the API naming the coin
+    assert not matches(items["pattern"], "BTCUSD")
+    assert response.status_code == 400
+    assert response.json() == refusal(
+        {
+            "static_coins[0]": [
+                "unsupported symbol 'BTCUSD': looks like a USD pair; only USDT pairs are traded."
+            ]
+        }
+    )
