@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from django.core.validators import StepValueValidator
 from django.db.models import Model
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
@@ -35,17 +36,38 @@ MAX_INT = 2**31 - 1
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """An integer given as a JSON number; strings, floats and booleans are refused."""
+    """An integer given as a JSON number; strings, floats and booleans are refused.
 
-    def __init__(self, **kwargs: Any) -> None:
+    ``one_of``: the only values it takes; ``multiple_of``: what every value is a
+    multiple of. The schema says both (``enum``, ``multipleOf``).
+    """
+
+    def __init__(
+        self,
+        *,
+        one_of: tuple[int, ...] | None = None,
+        multiple_of: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("min_value", -MAX_INT - 1)
         kwargs.setdefault("max_value", MAX_INT)
         super().__init__(**kwargs)
+        self.one_of, self.multiple_of = one_of, multiple_of
+        if multiple_of is not None:
+            self.validators.append(StepValueValidator(multiple_of))
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
+        if self.one_of is not None and data not in self.one_of:
+            raise serializers.ValidationError(f"Must be {_either(self.one_of)}.")
         return data
+
+
+def _either(values: tuple[int, ...]) -> str:
+    """Return ``values`` in words: ``1 or 3``, ``1, 2 or 3``."""
+    *rest, last = (str(value) for value in values)
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 class IdField(StrictIntegerField):
@@ -307,6 +329,21 @@ def refuse(errors: dict[str, list[str]], name: str, message: str) -> None:
 
 
 # --- What the schema says of inputs -----------------------------------------------------
+
+
+class StrictIntegerFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare a ``StrictIntegerField``'s values (``one_of``) and step (``multiple_of``)."""
+
+    target_class = StrictIntegerField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if self.target.one_of is not None:
+            schema["enum"] = list(self.target.one_of)
+        if self.target.multiple_of is not None:
+            schema["multipleOf"] = self.target.multiple_of
+        return schema
 
 
 class StrictDecimalFieldScheme(OpenApiSerializerFieldExtension):

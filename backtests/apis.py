@@ -34,9 +34,10 @@ from backtests.services.lifecycle import (
     MAX_FEE_RATE,
     MAX_SLIPPAGE_BPS,
     MIN_BALANCE,
+    STEP_QUANTUM_MINUTES,
 )
-from debates.models import CacheMode, DebateLevel, Weighting
-from debates.services.inputs import ParticipantInputSerializer
+from debates.models import CacheMode, DebateLevel
+from debates.services.inputs import TEMPLATE_WEIGHTINGS, SeatInputSerializer, SeatsField
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (
@@ -80,18 +81,23 @@ class BacktestCreateApi(JsonApi):
         name = StrictCharField(max_length=200)
         strategy = IdField(help_text="One of your strategies, on the dataset market source.")
         symbol = SymbolField(required=False, allow_blank=True, help_text="The primary coin.")
-        participants = serializers.ListField(
-            child=ParticipantInputSerializer(), help_text="2 to 6 seats, as for a debate."
+        participants = SeatsField(
+            child=SeatInputSerializer(), help_text="2 to 6 seats, as for a debate."
         )
         max_rounds = StrictIntegerField(required=False, min_value=2, max_value=5)
         prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
         start = serializers.DateTimeField(help_text="The first step's instant.")
         end = serializers.DateTimeField(help_text="The window's end; open positions close.")
         interval_minutes = StrictIntegerField(
-            min_value=1, help_text="Minutes between steps: at least 15, a multiple of 15."
+            min_value=STEP_QUANTUM_MINUTES,
+            multiple_of=STEP_QUANTUM_MINUTES,
+            help_text="Minutes between steps.",
         )
         horizon_minutes = StrictIntegerField(
-            required=False, min_value=1, help_text="Minutes a decision is scored over."
+            required=False,
+            min_value=STEP_QUANTUM_MINUTES,
+            multiple_of=STEP_QUANTUM_MINUTES,
+            help_text="Minutes a decision is scored over; default: the interval.",
         )
         starting_balance = StrictDecimalField(
             max_digits=20,
@@ -136,7 +142,7 @@ class BacktestCreateApi(JsonApi):
             help_text="The level of every step's debate: L2 (default), L1 or auto.",
         )
         weighting = StrictChoiceField(
-            choices=Weighting.choices,
+            choices=TEMPLATE_WEIGHTINGS,
             required=False,
             help_text="How votes weigh in the consensus: confidence (default) or calibrated "
             "(confidence x the voter's shrunk hit rate from the reviews of the backtest's "

@@ -22,7 +22,7 @@ from arena.patterns import WHITESPACE
 from debates.models import AIModel
 from strategies.models import Strategy
 from strategies.services import SymbolField
-from tests.api.conftest import refusal
+from tests.api.conftest import debate_body, refusal
 from traders.models import Trader
 
 pytestmark = pytest.mark.django_db
@@ -264,3 +264,123 @@ def test_a_malformed_symbol_is_a_400_naming_it_as_the_schema_says(api):
             ]
         }
     )
+
+
+# --- Rules of a debate's fields ------------------------------------------------------------
+
+
+def _schedule_body(seeded: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    body = debate_body(seeded, interval_minutes=60)
+    del body["as_of"]
+    return {**body, **fields}
+
+
+def _backtest_body(seeded: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    body = {name: debate_body(seeded)[name] for name in ("name", "strategy", "participants")}
+    window = {"start": "2024-08-10T00:00:00Z", "end": "2024-08-11T00:00:00Z"}
+    return {**body, **window, "interval_minutes": 240, **fields}
+
+
+def _seats(seeded: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
+    models = iter(seeded["models"])
+    return [
+        {"kind": "human", "personality": "analyst"}
+        if kind == "human"
+        else {"ai_model": next(models).pk, "personality": "bull"}
+        for kind in kinds
+    ]
+
+
+RULES = [
+    ("DebateCreateInput", "/api/debates", lambda s: debate_body(s), True),
+    (
+        "DebateCreateInput",
+        "/api/debates",
+        lambda s: debate_body(s, participants=_seats(s, "model")),
+        False,
+    ),
+    (
+        "DebateCreateInput",
+        "/api/debates",
+        lambda s: debate_body(s, participants=_seats(s, "human", "model")),
+        True,
+    ),
+    (
+        "DebateCreateInput",
+        "/api/debates",
+        lambda s: debate_body(s, judge={"ai_model": s["models"][0].pk, "count": 2}),
+        False,
+    ),
+    ("DebateCreateInput", "/api/debates", lambda s: debate_body(s, weighting="judge"), False),
+    (
+        "DebateCreateInput",
+        "/api/debates",
+        lambda s: debate_body(s, mode="custom", mode_models=[s["models"][0].pk]),
+        False,
+    ),
+    (
+        "DebateCreateInput",
+        "/api/debates",
+        lambda s: debate_body(s, mode="homogeneous", temperature_range=[0.2, 0.4]),
+        False,
+    ),
+    ("ScheduleInput", "/api/schedules", lambda s: _schedule_body(s), True),
+    (
+        "ScheduleInput",
+        "/api/schedules",
+        lambda s: _schedule_body(s, participants=_seats(s, "human", "model")),
+        False,
+    ),
+    ("ScheduleInput", "/api/schedules", lambda s: _schedule_body(s, weighting="judge"), False),
+    (
+        "ScheduleInput",
+        "/api/schedules",
+        lambda s: _schedule_body(s, role_model_map={"pundit": s["models"][0].pk}),
+        False,
+    ),
+    ("BacktestCreateInput", "/api/backtests", lambda s: _backtest_body(s), True),
+    (
+        "BacktestCreateInput",
+        "/api/backtests",
+        lambda s: _backtest_body(s, interval_minutes=50),
+        False,
+    ),
+    (
+        "BacktestCreateInput",
+        "/api/backtests",
+        lambda s: _backtest_body(s, horizon_minutes=10),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("component", "path", "make", "valid"),
+    RULES,
+    ids=[
+        "debate",
+        "one-seat",
+        "human-seat",
+        "judge-count",
+        "judge-weighting-without-judge",
+        "custom-mode-with-models",
+        "range-outside-temperature-mode",
+        "schedule",
+        "schedule-human-seat",
+        "schedule-judge-weighting",
+        "schedule-unknown-role",
+        "backtest",
+        "backtest-step",
+        "backtest-horizon",
+    ],
+)
+def test_the_schema_and_the_api_agree_on_a_debates_rules(api, seeded, component, path, make, valid):
+    # given a body and the schema of its operation
+    body = make(seeded)
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]
+    schema = {"$ref": f"#/components/schemas/{component}", "components": components}
+    # when it is posted
+    response = api.post(path, body, format="json")
+    # then the schema and the API both take it, or both refuse it
+    assert jsonschema_rs.validator_for(schema).is_valid(body) is valid
+    assert (response.status_code == 201) is valid, response.json()
