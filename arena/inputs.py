@@ -26,6 +26,7 @@ from rest_framework.settings import api_settings
 from rest_framework.utils import html
 
 from arena.exceptions import ValidationError
+from arena.outbound import HTTP_URL, OutboundUrlValidator
 from arena.patterns import NOT_BLANK, NOT_EMPTY, decimal_pattern, trimmed
 
 MAX_ID = 2**63 - 1
@@ -200,6 +201,33 @@ class StrictDecimalField(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
+class UniqueListField(serializers.ListField):
+    """A list whose items are each given once: a repeated one is refused at its index
+    (the schema: ``uniqueItems``)."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        items = super().to_internal_value(data)
+        repeated = {
+            index: [f"{item} is listed twice."]
+            for index, item in enumerate(items)
+            if item in items[:index]
+        }
+        if repeated:
+            raise serializers.ValidationError(repeated)
+        return items
+
+
+class UrlField(StrictCharField):
+    """A URL the service may call (``arena.outbound``): the schema states its form,
+    ``HTTP_URL``; a user name or password in it is refused, and so is a host whose
+    address the outbound policy forbids (``instead``: where credentials go)."""
+
+    text_pattern = HTTP_URL
+
+    def __init__(self, *, instead: str = "", **kwargs: Any) -> None:
+        super().__init__(validators=[OutboundUrlValidator(instead=instead)], **kwargs)
+
+
 class StrictChoiceField(serializers.ChoiceField):
     """One of fixed strings; the message names the choices."""
 
@@ -257,6 +285,17 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError(unknown)
         return value
+
+
+def holds_nul(value: Any) -> bool:
+    """Say whether a JSON value holds a NUL character in a string or a key."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(key) or holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(holds_nul(item) for item in value)
+    return False
 
 
 def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -344,6 +383,17 @@ class StrictIntegerFieldScheme(OpenApiSerializerFieldExtension):
         if self.target.multiple_of is not None:
             schema["multipleOf"] = self.target.multiple_of
         return schema
+
+
+class UniqueListFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare that a ``UniqueListField`` takes each item once."""
+
+    target_class = UniqueListField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        return {**schema, "uniqueItems": True}
 
 
 class StrictDecimalFieldScheme(OpenApiSerializerFieldExtension):

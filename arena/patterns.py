@@ -52,11 +52,11 @@ def _at_most(limit: Decimal, places: int) -> str:
     any_fraction = rf"(?:\.[0-9]{{1,{places}}})?"
     options = [rf"{whole}(?:\.{_digits_at_most(fraction)})?"]
     if whole != "0":
-        options.append(_integer_at_most(int(whole) - 1) + any_fraction)
+        options.append(integer_at_most(int(whole) - 1) + any_fraction)
     return "|".join(options)
 
 
-def _integer_at_most(limit: int) -> str:
+def integer_at_most(limit: int) -> str:
     """Return the pattern of the integers from 0 to ``limit``, without leading zeros."""
     digits = str(limit)
     options = ["0", digits]

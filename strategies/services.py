@@ -29,12 +29,13 @@ from arena.inputs import (
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
+    UniqueListField,
+    UrlField,
     refuse,
     requires_when,
     validate,
 )
-from arena.outbound import OutboundUrlValidator
-from arena.patterns import WHITESPACE, either_case
+from arena.patterns import WHITESPACE, either_case, trimmed
 from arena.queries import owned_or_404
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
@@ -58,26 +59,13 @@ MAX_EXCLUDED = 100
 POOL_SOURCES = (CoinSource.POOL, CoinSource.MIXED)
 
 
-class UniqueListField(serializers.ListField):
-    """A list whose items are each given once: a repeated one is refused at its index."""
-
-    def to_internal_value(self, data: Any) -> list[Any]:
-        items = super().to_internal_value(data)
-        repeated = {
-            index: [f"{item} is listed twice."]
-            for index, item in enumerate(items)
-            if item in items[:index]
-        }
-        if repeated:
-            raise serializers.ValidationError(repeated)
-        return items
-
-
-def _symbol_pattern() -> str:
+def _symbol_pattern(bases: tuple[str, ...] = ()) -> str:
     """Return the pattern (``arena.patterns``) of a symbol as ``normalize_symbol`` reads
-    it, trimmed, in ASCII letters and digits."""
+    it, trimmed, in ASCII letters and digits; ``bases``: only those base assets."""
     quote, alnum, end = either_case(QUOTE), "[A-Za-z0-9]", f"[{WHITESPACE}]*$"
     base = f"{alnum}{{1,{MAX_BASE_LENGTH}}}"
+    if bases:
+        base = "(?:" + "|".join(either_case(name) for name in bases) + ")"
     return (
         f"(?!{quote}(?:[-_/]|(?:{quote})?{end}))"  # USDT is no base asset
         f"(?:{base}(?:/{quote}(?::{quote})?|[-_]{quote}|{quote})"  # with its quote
@@ -90,6 +78,10 @@ def _symbol_pattern() -> str:
 # A coin as an input gives it: BTC, btcusdt, BTC/USDT, BTC-USDT, BTC/USDT:USDT...
 SYMBOL = _symbol_pattern()
 _SYMBOL = re.compile(SYMBOL)
+# A coin of the bundled dataset in any of those forms, as an input's schema states it.
+DATASET_COIN = trimmed(
+    _symbol_pattern(tuple(symbol.removesuffix(QUOTE) for symbol in DATASET_SYMBOLS)), blank=False
+)
 
 
 class SymbolField(StrictCharField):
@@ -154,6 +146,21 @@ class StrategyInputSerializer(StrictSerializer):
                 {"properties": {"static_coins": {"minItems": 1}}},
             ]
         },
+        # The dataset market source (the default) has no open interest and few coins.
+        {
+            "anyOf": [
+                {
+                    "required": ["market_source"],
+                    "properties": {"market_source": {"not": {"enum": [MarketSource.DATASET]}}},
+                },
+                {
+                    "properties": {
+                        "coin_source": {"not": {"enum": [CoinSource.OI_TOP]}},
+                        "static_coins": {"items": {"pattern": DATASET_COIN}},
+                    }
+                },
+            ]
+        },
     )
 
     name = StrictCharField(max_length=100)
@@ -167,11 +174,10 @@ class StrategyInputSerializer(StrictSerializer):
     excluded_coins = SymbolListField(
         limit=MAX_EXCLUDED, required=False, help_text="Coins never selected."
     )
-    pool_url = StrictCharField(
+    pool_url = UrlField(
         required=False,
         allow_blank=True,
         max_length=200,
-        validators=[OutboundUrlValidator()],
         help_text="Coin pool endpoint; required for the pool and mixed coin sources.",
     )
     max_coins = StrictIntegerField(required=False, min_value=1, max_value=MAX_CANDIDATES)

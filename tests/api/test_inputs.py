@@ -1,7 +1,8 @@
 """What the schema says of an input's values is what the API does with them: text
 without NUL characters, not blank where it must not be, no longer than its limit as
 sent; decimals written plainly in a string, in their range; symbols in a form
-``normalize_symbol`` reads."""
+``normalize_symbol`` reads; URLs; and the rules between a create's fields that the schema
+states."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
+from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
-from arena.inputs import StrictDecimalField
+from arena.inputs import StrictDecimalField, UrlField
+from arena.outbound import use_resolver
 from arena.patterns import WHITESPACE
 from debates.models import AIModel
 from strategies.models import Strategy
@@ -384,3 +387,74 @@ def test_the_schema_and_the_api_agree_on_a_debates_rules(api, seeded, component,
     # then the schema and the API both take it, or both refuse it
     assert jsonschema_rs.validator_for(schema).is_valid(body) is valid
     assert (response.status_code == 201) is valid, response.json()
+
+
+# --- URLs, lists, a strategy's market and a model's capabilities -------------------------
+
+
+def _unresolvable(host: str, port: int) -> list[str]:
+    raise OSError("no name resolves in this test")
+
+
+URL_LIKE = st.lists(
+    st.sampled_from(["http", "HTTPS", "://", "a", "b.c", "-", ":", "8080", "99999", "/", "?q"])
+    | st.sampled_from(["[", "]", "::1", "@", " ", "\x00", "1.2.3.4", "#", "\u00e9", "%"]),
+    max_size=9,
+).map("".join)
+
+
+@override_settings(OUTBOUND_ALLOWED_ADDRESSES=["0.0.0.0/0", "::/0"])
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_url_field_takes_exactly_what_its_schema_matches(data):
+    # given a URL field whose policy admits every address, and no name that resolves
+    field = UrlField(allow_blank=True, max_length=200)
+    pattern = field.schema_pattern()
+    schema = jsonschema_rs.validator_for({"pattern": pattern, "maxLength": 200})
+    value = data.draw(st.one_of(st.from_regex(pattern, fullmatch=True), URL_LIKE))
+    # when the field reads a string the pattern makes, or any other
+    with use_resolver(_unresolvable):
+        try:
+            field.run_validation(value)
+            taken = True
+        except serializers.ValidationError:
+            taken = False
+    # then it takes it exactly when the schema does ("" apart: blank is allowed)
+    assert taken == (schema.is_valid(value) or value == ""), value
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        ({"name": "S", "static_coins": ["btc", "ETH/USDT"]}, True),
+        ({"name": "S", "static_coins": ["PEPE"]}, False),
+        ({"name": "S", "static_coins": ["PEPE"], "market_source": "live"}, True),
+        ({"name": "S", "coin_source": "oi_top"}, False),
+        ({"name": "S", "coin_source": "oi_top", "market_source": "live"}, True),
+        ({"name": "S", "timeframes": ["1h", "1h"]}, False),
+    ],
+    ids=["dataset-coins", "coin-not-in-dataset", "live-coin", "oi-on-dataset", "oi-live", "twice"],
+)
+def test_the_schema_and_the_api_agree_on_a_strategys_market(api, body, valid):
+    # given a strategy's body and the schema of its create
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]
+    schema = {"$ref": "#/components/schemas/StrategyInput", "components": components}
+    # when it is posted
+    response = api.post("/api/strategies", body, format="json")
+    # then the schema and the API both take it, or both refuse it
+    assert jsonschema_rs.validator_for(schema).is_valid(body) is valid
+    assert (response.status_code == 201) is valid, response.json()
+
+
+def test_a_nul_character_in_a_models_capabilities_is_a_400_naming_them(api):
+    # given capabilities whose effort names hold a NUL character
+    capabilities = {"turn_effort": "hi\x00gh"}
+    schema = _input_components()["AIModelInput"]["properties"]["capabilities"]
+    # when a model is created with them
+    body = {"name": "M", "provider": "simulated", "capabilities": capabilities}
+    response = api.post("/api/ai-models", body, format="json")
+    # then it is refused naming the field, as the schema says, and nothing is stored
+    assert not jsonschema_rs.Draft4Validator(schema).is_valid(capabilities)
+    assert response.status_code == 400
+    assert response.json() == refusal({"capabilities": [NUL]})
+    assert AIModel.objects.count() == 0
