@@ -27,7 +27,7 @@ from rest_framework.utils import html
 
 from arena.exceptions import ValidationError
 from arena.outbound import HTTP_URL, OutboundUrlValidator
-from arena.patterns import NOT_BLANK, NOT_EMPTY, decimal_pattern, trimmed
+from arena.patterns import NOT_BLANK, NOT_EMPTY, WHITESPACE, decimal_pattern, trimmed
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1
@@ -190,6 +190,11 @@ class StrictDecimalField(serializers.DecimalField):
         self.written = re.compile(decimal_pattern(Decimal(0), highest, decimal_places))
         top = highest if max_value is None else min(highest, max_value)
         self.pattern = decimal_pattern(min_value, top, decimal_places)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        # DRF reads a blank string as null where null is allowed (a form's empty input);
+        # JSON says null for that, and "" is no decimal.
+        return serializers.Field.validate_empty_values(self, data)
 
     def to_internal_value(self, data: Any) -> Decimal:
         if not isinstance(data, str):
@@ -441,7 +446,8 @@ class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
         return schema
 
 
-_EMPTY = {"not": {"enum": ["", None, []]}}
+# Given and not empty: not null, not [], and as text something left once trimmed.
+_EMPTY = {"not": {"enum": ["", None, []]}, "pattern": f"[^{WHITESPACE}]"}
 
 
 def requires_when(

@@ -155,7 +155,7 @@ class BacktestCreateApi(JsonApi):
         operation_id="backtests_create",
         tags=TAGS,
         request=InputSerializer,
-        responses={201: BacktestDetailSerializer, **error_responses(400, 409)},
+        responses={201: BacktestDetailSerializer, **error_responses(400, 409, 429)},
     )
     def post(self, request: Request) -> Response:
         data = validate(self.InputSerializer, request.data)

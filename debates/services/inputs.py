@@ -117,6 +117,16 @@ class SeatInputSerializer(StrictSerializer):
 class ParticipantInputSerializer(SeatInputSerializer):
     """A seat of a debate started by hand: an AI model's, or the owner's."""
 
+    # A human seat has no AI model.
+    schema_rules = (
+        {
+            "anyOf": [
+                {"properties": {"kind": {"not": {"enum": [SeatKind.HUMAN]}}}},
+                {"properties": {"ai_model": {"not": {"type": "integer"}}}},
+            ]
+        },
+    )
+
     kind = StrictChoiceField(
         choices=SeatKind.choices,
         required=False,

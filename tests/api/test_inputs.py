@@ -160,8 +160,14 @@ DECIMAL_MESSAGE = 'Must be a decimal number in a string, written plainly: "2.5".
             "TraderInput",
         ),
         ("/api/traders", {"name": "P", "fee_rate": 0.0005}, "fee_rate", "TraderInput"),
+        (
+            "/api/strategies",
+            {"name": "S", "max_drawdown_pct": " "},
+            "max_drawdown_pct",
+            "StrategyInput",
+        ),
     ],
-    ids=["empty", "empty-strategy", "trailing-point", "json-number"],
+    ids=["empty", "empty-strategy", "trailing-point", "json-number", "blank-where-null-is-allowed"],
 )
 def test_a_decimal_not_written_plainly_is_a_400_naming_it_as_the_schema_says(
     api, path, body, field, component
@@ -199,6 +205,9 @@ FIELDS = {
         max_digits=5, decimal_places=2, min_value=Decimal("0.01"), max_value=Decimal("100")
     ),
     "usd": StrictDecimalField(max_digits=12, decimal_places=2, min_value=Decimal("0")),
+    "nullable": StrictDecimalField(
+        max_digits=6, decimal_places=2, min_value=Decimal("0.01"), allow_null=True
+    ),
 }
 WRITTEN = st.one_of(
     st.text(alphabet="0123456789.-e ", max_size=14),

@@ -21,6 +21,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from arena.patterns import WHITESPACE
 from arena.wsgi import application
 from tests.api.conftest import MODEL_KEY, SECRETS
 from tests.backtests.factories import BacktestFactory
@@ -37,6 +38,7 @@ from tests.strategies.factories import StrategyFactory
 from tests.traders.factories import ExecutionFactory, OrderFactory, PositionFactory, TraderFactory
 
 SEED = 20240905
+NOT_BLANK_TEXT = f"[^{WHITESPACE}]"
 MAX_EXAMPLES = 25
 CHECKS = [
     not_a_server_error,
@@ -246,8 +248,8 @@ def test_inputs_declare_that_unknown_fields_and_broken_rules_are_refused():
                 {
                     "required": ["base_url", "model_name"],
                     "properties": {
-                        "base_url": {"not": {"enum": ["", None, []]}},
-                        "model_name": {"not": {"enum": ["", None, []]}},
+                        "base_url": {"not": {"enum": ["", None, []]}, "pattern": NOT_BLANK_TEXT},
+                        "model_name": {"not": {"enum": ["", None, []]}, "pattern": NOT_BLANK_TEXT},
                     },
                 },
                 {"not": {"required": ["provider"]}},
