@@ -11,7 +11,12 @@ from typing import Any
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -81,6 +86,10 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
 # --- Token --------------------------------------------------------------------------------
 
 
+# The user of the documentation's sessions (docs/api.md).
+TOKEN_EXAMPLE = {"username": "alice", "password": "s3cret-demo-pw"}
+
+
 class InvalidCredentials(ApplicationError):
     """Credentials that do not log in: a 401 challenging for the API's token scheme,
     which a right pair obtains here."""
@@ -116,6 +125,7 @@ class TokenObtainApi(JsonApi):
     @extend_schema(
         operation_id="auth_token_create",
         request=InputSerializer,
+        examples=[OpenApiExample("Alice", value=TOKEN_EXAMPLE, request_only=True)],
         responses={
             200: OutputSerializer,
             400: OpenApiResponse(ErrorSerializer, description=_ERROR_DESCRIPTIONS[400]),

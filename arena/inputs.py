@@ -446,6 +446,13 @@ class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
         return schema
 
 
+# What the description of a change (PATCH) says of the rules the schema cannot state.
+CHANGE_RULES = (
+    "The object is checked whole after the change: the rules between its fields (a "
+    "create's, which the schema states) apply to its stored fields with the changes, so "
+    "a change the schema allows on its own may be refused (400 naming the field)."
+)
+
 # Given and not empty: not null, not [], and as text something left once trimmed.
 _EMPTY = {"not": {"enum": ["", None, []]}, "pattern": f"[^{WHITESPACE}]"}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,11 +33,17 @@ from backtests.services.lifecycle import (
     MAX_BALANCE,
     MAX_FEE_RATE,
     MAX_SLIPPAGE_BPS,
+    MAX_STEPS,
     MIN_BALANCE,
     STEP_QUANTUM_MINUTES,
 )
 from debates.models import CacheMode, DebateLevel
-from debates.services.inputs import TEMPLATE_WEIGHTINGS, SeatInputSerializer, SeatsField
+from debates.services.inputs import (
+    TEMPLATE_RULES,
+    TEMPLATE_WEIGHTINGS,
+    SeatInputSerializer,
+    SeatsField,
+)
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (
@@ -153,8 +159,30 @@ class BacktestCreateApi(JsonApi):
 
     @extend_schema(
         operation_id="backtests_create",
+        description="Create a backtest and start it; nothing is written when any field is "
+        f"bad.\n\n{TEMPLATE_RULES} The strategy reads the bundled dataset; start and end "
+        "are inside its window, end after start, with at most "
+        f"{MAX_STEPS} steps between them.",
         tags=TAGS,
         request=InputSerializer,
+        examples=[
+            OpenApiExample(
+                "A day of BTC at 4h",
+                value={
+                    "name": "BTC, a day at 4h",
+                    "strategy": 1,
+                    "symbol": "BTC",
+                    "participants": [
+                        {"ai_model": 1, "personality": "bull"},
+                        {"ai_model": 2, "personality": "bear"},
+                    ],
+                    "start": "2024-08-10T00:00:00Z",
+                    "end": "2024-08-11T00:00:00Z",
+                    "interval_minutes": 240,
+                },
+                request_only=True,
+            )
+        ],
         responses={201: BacktestDetailSerializer, **error_responses(400, 409, 429)},
     )
     def post(self, request: Request) -> Response:

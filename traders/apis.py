@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiResponse,
     extend_schema,
     extend_schema_serializer,
@@ -27,6 +28,7 @@ from arena.apis import JsonApi, error_responses, paginated_response
 from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import (
+    CHANGE_RULES,
     IdField,
     StrictChoiceField,
     StrictSerializer,
@@ -128,9 +130,12 @@ TRADERS = Resource(
     update=trader_update,
     delete=trader_delete,
     filters=status_filter(TraderStatus.choices),
+    example={"name": "Paper", "starting_balance": "1000"},
     docs={
         "create": "Create a trader account (paper, or a real exchange with its credentials).",
-        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``).",
+        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``)."
+        f"\n\n{CHANGE_RULES} The exchange, the starting balance and the market source "
+        "cannot change once the trader exists (they may be sent unchanged).",
         "destroy": "Delete a trader without executions that nothing executes on "
         "automatically (409).",
     },
@@ -260,6 +265,7 @@ class DebateExecuteApi(JsonApi):
         operation_id="debates_execute",
         tags=["debates"],
         request=InputSerializer,
+        examples=[OpenApiExample("The primary coin", value={"trader": 1}, request_only=True)],
         responses={
             202: OpenApiResponse(
                 ExecutionSerializer,

@@ -72,6 +72,19 @@ MIN_ROUNDS, MAX_ROUNDS = 2, 5
 TRADER = Debate.trader.field.related_model
 
 
+# The rules of a debate's fields that the schema cannot state (they need stored objects
+# or compare values), as the descriptions of a debate's, schedule's and backtest's
+# create say them; each refusal is a 400 naming the field.
+TEMPLATE_RULES = (
+    "Rules the schema cannot state (400 naming the field): the strategy, the trader and "
+    "each AI model named are yours, and each model may be called now (enabled, with its "
+    "key unless keyless, not retired); a model seat names its AI model unless the mode or "
+    "role_model_map seats it, and where they seat it names none (but the first seat of the "
+    "homogeneous or temperature mode when mode_models is empty); the primary coin is one "
+    "the strategy's market source has; a temperature_range is [lowest, highest]."
+)
+
+
 class NotEnoughParticipants(ValidationError):
     """Fewer than two participants were given; ``fields`` still names every bad field."""
 
