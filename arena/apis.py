@@ -11,7 +11,12 @@ from typing import Any
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -81,16 +86,27 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
 # --- Token --------------------------------------------------------------------------------
 
 
+# The user of the documentation's sessions (docs/api.md).
+TOKEN_EXAMPLE = {"username": "alice", "password": "s3cret-demo-pw"}
+
+
 class InvalidCredentials(ApplicationError):
+    """Credentials that do not log in: a 401 challenging for the API's token scheme,
+    which a right pair obtains here."""
+
     code = "invalid_credentials"
+    status_code = status.HTTP_401_UNAUTHORIZED
     default_message = "Unable to log in with the given username and password."
+    headers = {"WWW-Authenticate": "Token"}
 
 
 class TokenObtainApi(JsonApi):
     """Exchange a username and password for the user's API token and its expiry.
 
-    Failed tries are counted per user name and address (``arena.auth``): past the
-    limit, every try is a 429 with ``Retry-After`` until the cool-off has passed.
+    A user name and password that do not log in (a wrong password, an unknown or an
+    inactive user) are a 401 ``invalid_credentials``. Failed tries are counted per user
+    name and address (``arena.auth``): past the limit, every try is a 429 with
+    ``Retry-After`` until the cool-off has passed.
     """
 
     authentication_classes: list[type] = []
@@ -109,9 +125,14 @@ class TokenObtainApi(JsonApi):
     @extend_schema(
         operation_id="auth_token_create",
         request=InputSerializer,
+        examples=[OpenApiExample("Alice", value=TOKEN_EXAMPLE, request_only=True)],
         responses={
             200: OutputSerializer,
-            400: OpenApiResponse(ErrorSerializer),
+            400: OpenApiResponse(ErrorSerializer, description=_ERROR_DESCRIPTIONS[400]),
+            401: OpenApiResponse(
+                ErrorSerializer,
+                description="invalid_credentials: the user name and password do not log in.",
+            ),
             429: OpenApiResponse(ErrorSerializer, description=_ERROR_DESCRIPTIONS[429]),
         },
         auth=[],

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from django.db.models import Model, QuerySet
 from django.urls import URLPattern, path
 from django.utils.text import capfirst
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,9 +39,9 @@ class Resource:
     ``name``: the URL name of one object, whose id is the path parameter ``lookup``
     (``ai-model``: ``ai_model_id``).
     The services are called ``create(owner=, data=)``, ``update(owner=, <lookup>=,
-    changes=)`` and ``delete(owner=, <lookup>=)``; ``docs`` describes each of the three.
-    ``owned`` returns a user's objects (default: those the user owns); ``filters``, the
-    list's query parameters.
+    changes=)`` and ``delete(owner=, <lookup>=)``; ``docs`` describes each of the three;
+    ``example`` is a create's body, shown in the schema. ``owned`` returns a user's
+    objects (default: those the user owns); ``filters``, the list's query parameters.
     """
 
     model: type[Model]
@@ -53,6 +53,7 @@ class Resource:
     update: Callable[..., Model]
     delete: Callable[..., None]
     docs: Mapping[str, str]
+    example: Mapping[str, Any]
     owned: Callable[[Any], QuerySet] | None = None
     filters: type[serializers.Serializer] | None = None
     create_errors: tuple[int, ...] = (400,)
@@ -150,6 +151,13 @@ class CreateApi(OwnedApi):
         return {
             "description": resource.docs["create"],
             "request": resource.input,
+            "examples": [
+                OpenApiExample(
+                    capfirst(resource.model._meta.verbose_name),
+                    value=dict(resource.example),
+                    request_only=True,
+                )
+            ],
             "responses": {201: resource.output, **error_responses(*resource.create_errors)},
         }
 

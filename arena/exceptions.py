@@ -23,6 +23,8 @@ class ApplicationError(Exception):
     code = "error"
     status_code = status.HTTP_400_BAD_REQUEST
     default_message = "The request could not be completed."
+    # Headers the answer carries (a 401's ``WWW-Authenticate``).
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str | None = None, *, fields: dict[str, Any] | None = None):
         self.message = message or self.default_message
@@ -90,7 +92,7 @@ def _flatten_detail(detail: Any) -> Any:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Render every handled error as ``{"code", "message", "fields"}``."""
     if isinstance(exc, ApplicationError):
-        return Response(exc.as_dict(), status=exc.status_code)
+        return Response(exc.as_dict(), status=exc.status_code, headers=exc.headers)
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

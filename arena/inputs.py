@@ -12,9 +12,12 @@ now) stay in the services.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 from typing import Any
 
+from django.core.validators import StepValueValidator
 from django.db.models import Model
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
@@ -23,6 +26,8 @@ from rest_framework.settings import api_settings
 from rest_framework.utils import html
 
 from arena.exceptions import ValidationError
+from arena.outbound import HTTP_URL, OutboundUrlValidator
+from arena.patterns import NOT_BLANK, NOT_EMPTY, WHITESPACE, decimal_pattern, trimmed
 
 MAX_ID = 2**63 - 1
 MAX_INT = 2**31 - 1
@@ -32,17 +37,38 @@ MAX_INT = 2**31 - 1
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """An integer given as a JSON number; strings, floats and booleans are refused."""
+    """An integer given as a JSON number; strings, floats and booleans are refused.
 
-    def __init__(self, **kwargs: Any) -> None:
+    ``one_of``: the only values it takes; ``multiple_of``: what every value is a
+    multiple of. The schema says both (``enum``, ``multipleOf``).
+    """
+
+    def __init__(
+        self,
+        *,
+        one_of: tuple[int, ...] | None = None,
+        multiple_of: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("min_value", -MAX_INT - 1)
         kwargs.setdefault("max_value", MAX_INT)
         super().__init__(**kwargs)
+        self.one_of, self.multiple_of = one_of, multiple_of
+        if multiple_of is not None:
+            self.validators.append(StepValueValidator(multiple_of))
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
+        if self.one_of is not None and data not in self.one_of:
+            raise serializers.ValidationError(f"Must be {_either(self.one_of)}.")
         return data
+
+
+def _either(values: tuple[int, ...]) -> str:
+    """Return ``values`` in words: ``1 or 3``, ``1, 2 or 3``."""
+    *rest, last = (str(value) for value in values)
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 class IdField(StrictIntegerField):
@@ -98,14 +124,113 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class StrictCharField(serializers.CharField):
-    """A JSON string; numbers are refused rather than turned into text."""
+    """A JSON string; numbers are refused rather than turned into text.
+
+    Text is trimmed (unless ``trim_whitespace=False``); blank text is refused unless
+    ``allow_blank``; a NUL character is refused, naming the field, as for every text of
+    the API (PostgreSQL stores none); ``max_length`` counts the string as sent, before
+    trimming. The schema says each (``StrictCharFieldScheme``). ``text_pattern``: a
+    subclass's stricter rule, the pattern (``arena.patterns``, without anchors) that a
+    value matches once trimmed; the subclass enforces it.
+    """
 
     default_error_messages = {"invalid": "Must be a string."}
+    text_pattern: str | None = None
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().run_validation(data)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+    def schema_pattern(self) -> str:
+        """Return the pattern the schema gives a value, but for the empty string, which
+        the schema allows apart when the field allows blank (``minLength`` otherwise)."""
+        if self.text_pattern is not None:
+            return trimmed(self.text_pattern, blank=self.allow_blank)
+        return NOT_BLANK if self.trim_whitespace and not self.allow_blank else NOT_EMPTY
+
+
+class StrictDecimalField(serializers.DecimalField):
+    """A decimal from ``min_value`` (at least 0) to ``max_value``, given as a JSON string
+    written plainly: ``"2.5"``, ``"0.0004"``, ``"12"``. A JSON number (which parsers read
+    as a binary float), ``""``, ``"1e3"``, ``"01"``, ``".5"`` and ``"1."`` are refused.
+
+    The schema states the digits and the range as one pattern
+    (``arena.patterns.decimal_pattern``); the field refuses what it does not match.
+    """
+
+    default_error_messages = {
+        "invalid": 'Must be a decimal number in a string, written plainly: "2.5".'
+    }
+
+    def __init__(
+        self,
+        *,
+        max_digits: int,
+        decimal_places: int,
+        min_value: Decimal,
+        max_value: Decimal | None = None,
+        **kwargs: Any,
+    ) -> None:
+        assert min_value >= 0, "a decimal input's pattern has no sign"
+        super().__init__(
+            max_digits=max_digits,
+            decimal_places=decimal_places,
+            min_value=min_value,
+            max_value=max_value,
+            **kwargs,
+        )
+        step = Decimal(1).scaleb(-decimal_places)
+        highest = Decimal(10) ** (max_digits - decimal_places) - step
+        self.written = re.compile(decimal_pattern(Decimal(0), highest, decimal_places))
+        top = highest if max_value is None else min(highest, max_value)
+        self.pattern = decimal_pattern(min_value, top, decimal_places)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        # DRF reads a blank string as null where null is allowed (a form's empty input);
+        # JSON says null for that, and "" is no decimal.
+        return serializers.Field.validate_empty_values(self, data)
+
+    def to_internal_value(self, data: Any) -> Decimal:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if data.startswith("-") and self.written.fullmatch(data[1:]):
+            self.fail("min_value", min_value=self.min_value)
+        if not self.written.fullmatch(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class UniqueListField(serializers.ListField):
+    """A list whose items are each given once: a repeated one is refused at its index
+    (the schema: ``uniqueItems``)."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        items = super().to_internal_value(data)
+        repeated = {
+            index: [f"{item} is listed twice."]
+            for index, item in enumerate(items)
+            if item in items[:index]
+        }
+        if repeated:
+            raise serializers.ValidationError(repeated)
+        return items
+
+
+class UrlField(StrictCharField):
+    """A URL the service may call (``arena.outbound``): the schema states its form,
+    ``HTTP_URL``; a user name or password in it is refused, and so is a host whose
+    address the outbound policy forbids (``instead``: where credentials go)."""
+
+    text_pattern = HTTP_URL
+
+    def __init__(self, *, instead: str = "", **kwargs: Any) -> None:
+        super().__init__(validators=[OutboundUrlValidator(instead=instead)], **kwargs)
 
 
 class StrictChoiceField(serializers.ChoiceField):
@@ -165,6 +290,17 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError(unknown)
         return value
+
+
+def holds_nul(value: Any) -> bool:
+    """Say whether a JSON value holds a NUL character in a string or a key."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(holds_nul(key) or holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(holds_nul(item) for item in value)
+    return False
 
 
 def flatten_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -239,6 +375,43 @@ def refuse(errors: dict[str, list[str]], name: str, message: str) -> None:
 # --- What the schema says of inputs -----------------------------------------------------
 
 
+class StrictIntegerFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare a ``StrictIntegerField``'s values (``one_of``) and step (``multiple_of``)."""
+
+    target_class = StrictIntegerField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if self.target.one_of is not None:
+            schema["enum"] = list(self.target.one_of)
+        if self.target.multiple_of is not None:
+            schema["multipleOf"] = self.target.multiple_of
+        return schema
+
+
+class UniqueListFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare that a ``UniqueListField`` takes each item once."""
+
+    target_class = UniqueListField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        return {**schema, "uniqueItems": True}
+
+
+class StrictDecimalFieldScheme(OpenApiSerializerFieldExtension):
+    """Declare a ``StrictDecimalField``'s digits and range as its pattern."""
+
+    target_class = StrictDecimalField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        schema["pattern"] = self.target.pattern
+        return schema
+
+
 class StrictSerializerScheme(OpenApiSerializerExtension):
     """Declare that a ``StrictSerializer`` refuses unknown keys, and its rules between
     fields."""
@@ -257,19 +430,31 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
 
 
 class StrictCharFieldScheme(OpenApiSerializerFieldExtension):
-    """Declare that a ``StrictCharField`` that allows no blank refuses an empty string."""
+    """Declare what a ``StrictCharField`` refuses: an empty string unless it allows
+    blank, and by its pattern, NUL characters and (trimmed) blank text."""
 
     target_class = StrictCharField
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        if not self.target.allow_blank and not self.target.read_only:
+        if self.target.read_only:
+            return schema
+        if not self.target.allow_blank:
             schema["minLength"] = max(1, schema.get("minLength", 0))
+        schema["pattern"] = self.target.schema_pattern()
         return schema
 
 
-_EMPTY = {"not": {"enum": ["", None, []]}}
+# What the description of a change (PATCH) says of the rules the schema cannot state.
+CHANGE_RULES = (
+    "The object is checked whole after the change: the rules between its fields (a "
+    "create's, which the schema states) apply to its stored fields with the changes, so "
+    "a change the schema allows on its own may be refused (400 naming the field)."
+)
+
+# Given and not empty: not null, not [], and as text something left once trimmed.
+_EMPTY = {"not": {"enum": ["", None, []]}, "pattern": f"[^{WHITESPACE}]"}
 
 
 def requires_when(

@@ -30,6 +30,7 @@ import concurrent.futures
 import contextlib
 import functools
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +42,8 @@ import httpcore
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import URLValidator
+
+from arena.patterns import WHITESPACE, either_case, integer_at_most
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -221,24 +223,54 @@ def check_no_user_info(url: str, *, instead: str = "") -> None:
         )
 
 
-_http_url = URLValidator(schemes=["http", "https"])
+def _http_url_pattern() -> str:
+    """Return the pattern (``arena.patterns``, no anchors) of a URL a user types: http or
+    https, a host name, an IPv4 address or a bracketed IPv6 address, an optional port up
+    to 65535, and a path, query or fragment without whitespace or NUL."""
+    hexes, label = "[0-9A-Fa-f]{1,4}", "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+    ipv4 = rf"{octet}(?:\.{octet}){{3}}"
+    ipv6 = "|".join(
+        [
+            f"(?:{hexes}:){{7}}{hexes}",
+            *(
+                f"(?:{hexes}:){{1,{before}}}(?::{hexes}){{1,{7 - before}}}"
+                for before in range(1, 7)
+            ),
+            f"(?:{hexes}:){{1,7}}:",
+            f":(?::{hexes}){{1,7}}",
+            "::",
+            f"::[Ff]{{4}}:{ipv4}",
+        ]
+    )
+    port = integer_at_most(65535)
+    rest = f"[^\\u0000{WHITESPACE}]*"
+    return (
+        f"{either_case('http')}[Ss]?://(?:{label}(?:\\.{label})*|\\[(?:{ipv6})\\])"
+        f"(?::{port})?(?:[/?#]{rest})?"
+    )
+
+
+# A URL a user types (a model's base URL, a coin pool's), as the schema states it.
+HTTP_URL = _http_url_pattern()
+_HTTP_URL = re.compile(HTTP_URL)
 
 
 class OutboundUrlValidator:
-    """Refuse, at save, a URL the service may not call (a Django validator): one that is
-    not http(s), one carrying a user name or password (``instead`` says where credentials
-    go), one whose host resolves to an address the policy forbids (``check_url``)."""
+    """Refuse, at save, a URL the service may not call (a Django validator): one carrying
+    a user name or password (``instead`` says where credentials go), one not of the form
+    ``HTTP_URL``, one whose host resolves to an address the policy forbids
+    (``check_url``)."""
 
     def __init__(self, *, instead: str = "") -> None:
         self.instead = instead
 
     def __call__(self, url: str) -> None:
         try:
-            _http_url(url)
             check_no_user_info(url, instead=self.instead)
+            if not _HTTP_URL.fullmatch(url):
+                raise DjangoValidationError("Must be an http or https URL.")
             check_url(url)
-        except DjangoValidationError:
-            raise DjangoValidationError("Must be an http or https URL.") from None
         except OutboundRefused as exc:
             raise DjangoValidationError(str(exc)) from None
 

@@ -5,9 +5,10 @@ Every operation is scoped to the requesting user: another user's backtest is a 4
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +19,7 @@ from arena.inputs import (
     IdField,
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictIntegerField,
     StrictSerializer,
     validate,
@@ -27,8 +29,21 @@ from backtests.models import Backtest, BacktestStatus, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
-from debates.models import CacheMode, DebateLevel, Weighting
-from debates.services.inputs import ParticipantInputSerializer
+from backtests.services.lifecycle import (
+    MAX_BALANCE,
+    MAX_FEE_RATE,
+    MAX_SLIPPAGE_BPS,
+    MAX_STEPS,
+    MIN_BALANCE,
+    STEP_QUANTUM_MINUTES,
+)
+from debates.models import CacheMode, DebateLevel
+from debates.services.inputs import (
+    TEMPLATE_RULES,
+    TEMPLATE_WEIGHTINGS,
+    SeatInputSerializer,
+    SeatsField,
+)
 from evaluations.apis import CalibrationMixin, LedgerMixin, MonitorsMixin, ScopedApi
 from evaluations.selectors import Scope
 from evaluations.serializers import (
@@ -37,6 +52,7 @@ from evaluations.serializers import (
     MonitorsSerializer,
 )
 from strategies.models import PromptVariant
+from strategies.services import SymbolField
 
 TAGS = ["backtests"]
 
@@ -70,30 +86,48 @@ class BacktestCreateApi(JsonApi):
     class InputSerializer(StrictSerializer):
         name = StrictCharField(max_length=200)
         strategy = IdField(help_text="One of your strategies, on the dataset market source.")
-        symbol = StrictCharField(
-            required=False, allow_blank=True, max_length=40, help_text="The primary coin."
-        )
-        participants = serializers.ListField(
-            child=ParticipantInputSerializer(), help_text="2 to 6 seats, as for a debate."
+        symbol = SymbolField(required=False, allow_blank=True, help_text="The primary coin.")
+        participants = SeatsField(
+            child=SeatInputSerializer(), help_text="2 to 6 seats, as for a debate."
         )
         max_rounds = StrictIntegerField(required=False, min_value=2, max_value=5)
         prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
         start = serializers.DateTimeField(help_text="The first step's instant.")
         end = serializers.DateTimeField(help_text="The window's end; open positions close.")
         interval_minutes = StrictIntegerField(
-            min_value=1, help_text="Minutes between steps: at least 15, a multiple of 15."
+            min_value=STEP_QUANTUM_MINUTES,
+            multiple_of=STEP_QUANTUM_MINUTES,
+            help_text="Minutes between steps.",
         )
         horizon_minutes = StrictIntegerField(
-            required=False, min_value=1, help_text="Minutes a decision is scored over."
+            required=False,
+            min_value=STEP_QUANTUM_MINUTES,
+            multiple_of=STEP_QUANTUM_MINUTES,
+            help_text="Minutes a decision is scored over; default: the interval.",
         )
-        starting_balance = serializers.DecimalField(
-            max_digits=20, decimal_places=8, required=False, help_text="USDT; default 1000."
+        starting_balance = StrictDecimalField(
+            max_digits=20,
+            decimal_places=8,
+            min_value=MIN_BALANCE,
+            max_value=MAX_BALANCE,
+            required=False,
+            help_text="USDT; default 1000.",
         )
-        fee_rate = serializers.DecimalField(
-            max_digits=8, decimal_places=6, required=False, help_text="Default 0.0004."
+        fee_rate = StrictDecimalField(
+            max_digits=8,
+            decimal_places=6,
+            min_value=Decimal("0"),
+            max_value=MAX_FEE_RATE,
+            required=False,
+            help_text="Default 0.0004.",
         )
-        slippage_bps = serializers.DecimalField(
-            max_digits=8, decimal_places=2, required=False, help_text="Default 0."
+        slippage_bps = StrictDecimalField(
+            max_digits=8,
+            decimal_places=2,
+            min_value=Decimal("0"),
+            max_value=MAX_SLIPPAGE_BPS,
+            required=False,
+            help_text="Default 0.",
         )
         coins = StrictChoiceField(choices=CoinScope.choices, required=False)
         book = StrictChoiceField(
@@ -114,7 +148,7 @@ class BacktestCreateApi(JsonApi):
             help_text="The level of every step's debate: L2 (default), L1 or auto.",
         )
         weighting = StrictChoiceField(
-            choices=Weighting.choices,
+            choices=TEMPLATE_WEIGHTINGS,
             required=False,
             help_text="How votes weigh in the consensus: confidence (default) or calibrated "
             "(confidence x the voter's shrunk hit rate from the reviews of the backtest's "
@@ -125,9 +159,31 @@ class BacktestCreateApi(JsonApi):
 
     @extend_schema(
         operation_id="backtests_create",
+        description="Create a backtest and start it; nothing is written when any field is "
+        f"bad.\n\n{TEMPLATE_RULES} The strategy reads the bundled dataset; start and end "
+        "are inside its window, end after start, with at most "
+        f"{MAX_STEPS} steps between them.",
         tags=TAGS,
         request=InputSerializer,
-        responses={201: BacktestDetailSerializer, **error_responses(400, 409)},
+        examples=[
+            OpenApiExample(
+                "A day of BTC at 4h",
+                value={
+                    "name": "BTC, a day at 4h",
+                    "strategy": 1,
+                    "symbol": "BTC",
+                    "participants": [
+                        {"ai_model": 1, "personality": "bull"},
+                        {"ai_model": 2, "personality": "bear"},
+                    ],
+                    "start": "2024-08-10T00:00:00Z",
+                    "end": "2024-08-11T00:00:00Z",
+                    "interval_minutes": 240,
+                },
+                request_only=True,
+            )
+        ],
+        responses={201: BacktestDetailSerializer, **error_responses(400, 409, 429)},
     )
     def post(self, request: Request) -> Response:
         data = validate(self.InputSerializer, request.data)

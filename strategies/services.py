@@ -10,6 +10,7 @@ outbound policy (``arena.outbound``) and carry no user name or password.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -24,21 +25,24 @@ from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
+    UniqueListField,
+    UrlField,
     refuse,
     requires_when,
     validate,
 )
-from arena.outbound import OutboundUrlValidator
+from arena.patterns import WHITESPACE, either_case, trimmed
 from arena.queries import owned_or_404
 from strategies.market.coins import MAX_CANDIDATES
 from strategies.market.dataset import DATASET_SYMBOLS
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.indicators import INDICATOR_NAMES
 from strategies.market.snapshot import TIMEFRAMES
-from strategies.market.symbols import normalize_symbol
+from strategies.market.symbols import MAX_BASE_LENGTH, QUOTE, normalize_symbol
 from strategies.models import (
     CoinSource,
     ExecuteCoins,
@@ -55,32 +59,51 @@ MAX_EXCLUDED = 100
 POOL_SOURCES = (CoinSource.POOL, CoinSource.MIXED)
 
 
-class UniqueListField(serializers.ListField):
-    """A list whose items are each given once: a repeated one is refused at its index."""
+def _symbol_pattern(bases: tuple[str, ...] = ()) -> str:
+    """Return the pattern (``arena.patterns``) of a symbol as ``normalize_symbol`` reads
+    it, trimmed, in ASCII letters and digits; ``bases``: only those base assets."""
+    quote, alnum, end = either_case(QUOTE), "[A-Za-z0-9]", f"[{WHITESPACE}]*$"
+    base = f"{alnum}{{1,{MAX_BASE_LENGTH}}}"
+    if bases:
+        base = "(?:" + "|".join(either_case(name) for name in bases) + ")"
+    return (
+        f"(?!{quote}(?:[-_/]|(?:{quote})?{end}))"  # USDT is no base asset
+        f"(?:{base}(?:/{quote}(?::{quote})?|[-_]{quote}|{quote})"  # with its quote
+        f"|(?!{alnum}*{quote}{end})"  # bare: the quote is read off its end,
+        f"(?!{alnum}+{either_case('USD')}[Cc]?{end})"  # and no other quote ends it
+        f"{base})"
+    )
 
-    def to_internal_value(self, data: Any) -> list[Any]:
-        items = super().to_internal_value(data)
-        repeated = {
-            index: [f"{item} is listed twice."]
-            for index, item in enumerate(items)
-            if item in items[:index]
-        }
-        if repeated:
-            raise serializers.ValidationError(repeated)
-        return items
+
+# A coin as an input gives it: BTC, btcusdt, BTC/USDT, BTC-USDT, BTC/USDT:USDT...
+SYMBOL = _symbol_pattern()
+_SYMBOL = re.compile(SYMBOL)
+# A coin of the bundled dataset in any of those forms, as an input's schema states it.
+DATASET_COIN = trimmed(
+    _symbol_pattern(tuple(symbol.removesuffix(QUOTE) for symbol in DATASET_SYMBOLS)), blank=False
+)
 
 
 class SymbolField(StrictCharField):
-    """A coin in any notation (BTC, btcusdt, BTC/USDT), as stored: BTCUSDT."""
+    """A coin in any notation (BTC, btcusdt, BTC/USDT), as stored: BTCUSDT; an empty
+    one, where blank is allowed, stays empty. The schema states its form (``SYMBOL``),
+    which ``normalize_symbol`` reads; letters outside A-Z are refused even where they
+    upper-case into them."""
+
+    text_pattern = SYMBOL
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_length=40, **kwargs)
 
     def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
         try:
-            return normalize_symbol(super().to_internal_value(data))
+            symbol = normalize_symbol(text)
         except InvalidSymbolError as exc:
             raise serializers.ValidationError(f"{exc}.") from None
+        if not _SYMBOL.fullmatch(text):
+            raise serializers.ValidationError(f"malformed symbol {text!r}: use letters A-Z.")
+        return symbol
 
 
 class SymbolListField(UniqueListField):
@@ -96,10 +119,9 @@ class SymbolListField(UniqueListField):
         return super().to_internal_value(data)
 
 
-@extend_schema_serializer(component_name="StrategyInput")
-def _guard_pct(help_text: str) -> serializers.DecimalField:
+def _guard_pct(help_text: str) -> StrictDecimalField:
     """Return a portfolio guard's percentage field: 0.01 to 100, null for off."""
-    return serializers.DecimalField(
+    return StrictDecimalField(
         max_digits=5,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -110,6 +132,7 @@ def _guard_pct(help_text: str) -> serializers.DecimalField:
     )
 
 
+@extend_schema_serializer(component_name="StrategyInput")
 class StrategyInputSerializer(StrictSerializer):
     model = Strategy
     schema_rules = (
@@ -121,6 +144,21 @@ class StrategyInputSerializer(StrictSerializer):
                     "properties": {"coin_source": {"not": {"enum": ["static"]}}},
                 },
                 {"properties": {"static_coins": {"minItems": 1}}},
+            ]
+        },
+        # The dataset market source (the default) has no open interest and few coins.
+        {
+            "anyOf": [
+                {
+                    "required": ["market_source"],
+                    "properties": {"market_source": {"not": {"enum": [MarketSource.DATASET]}}},
+                },
+                {
+                    "properties": {
+                        "coin_source": {"not": {"enum": [CoinSource.OI_TOP]}},
+                        "static_coins": {"items": {"pattern": DATASET_COIN}},
+                    }
+                },
             ]
         },
     )
@@ -136,11 +174,10 @@ class StrategyInputSerializer(StrictSerializer):
     excluded_coins = SymbolListField(
         limit=MAX_EXCLUDED, required=False, help_text="Coins never selected."
     )
-    pool_url = StrictCharField(
+    pool_url = UrlField(
         required=False,
         allow_blank=True,
         max_length=200,
-        validators=[OutboundUrlValidator()],
         help_text="Coin pool endpoint; required for the pool and mixed coin sources.",
     )
     max_coins = StrictIntegerField(required=False, min_value=1, max_value=MAX_CANDIDATES)
@@ -163,7 +200,7 @@ class StrategyInputSerializer(StrictSerializer):
         required=False, min_value=1, max_value=20, help_text="For BTC and ETH."
     )
     max_leverage_other = StrictIntegerField(required=False, min_value=1, max_value=20)
-    max_position_multiple = serializers.DecimalField(
+    max_position_multiple = StrictDecimalField(
         max_digits=6,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -171,11 +208,11 @@ class StrategyInputSerializer(StrictSerializer):
         help_text="Maximum position value as a multiple of equity.",
     )
     min_confidence = StrictIntegerField(required=False, min_value=0, max_value=100)
-    min_risk_reward = serializers.DecimalField(
+    min_risk_reward = StrictDecimalField(
         max_digits=6, decimal_places=2, min_value=Decimal("0"), required=False
     )
     max_open_positions = StrictIntegerField(required=False, min_value=1, max_value=100)
-    min_order_usd = serializers.DecimalField(
+    min_order_usd = StrictDecimalField(
         max_digits=12, decimal_places=2, min_value=Decimal("0"), required=False
     )
     daily_loss_limit_pct = _guard_pct(
@@ -192,7 +229,7 @@ class StrategyInputSerializer(StrictSerializer):
         "null: off.",
     )
     cooldown_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
-    max_gross_exposure = serializers.DecimalField(
+    max_gross_exposure = StrictDecimalField(
         max_digits=6,
         decimal_places=2,
         min_value=Decimal("0.01"),
@@ -230,7 +267,7 @@ class StrategyInputSerializer(StrictSerializer):
         max_value=10_080,
         help_text="Minutes after a decision's instant its outcome is reviewed at.",
     )
-    review_flat_pct = serializers.DecimalField(
+    review_flat_pct = StrictDecimalField(
         max_digits=6,
         decimal_places=3,
         min_value=Decimal("0"),
@@ -239,7 +276,7 @@ class StrategyInputSerializer(StrictSerializer):
         help_text="A move under this percentage is flat.",
     )
     max_decision_age_minutes = StrictIntegerField(required=False, min_value=1, max_value=10_080)
-    max_price_drift_pct = serializers.DecimalField(
+    max_price_drift_pct = StrictDecimalField(
         max_digits=6,
         decimal_places=3,
         min_value=Decimal("0.001"),

@@ -25,6 +25,7 @@ from arena.inputs import (
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictIntegerField,
     StrictSerializer,
     requires_when,
@@ -78,7 +79,7 @@ class TraderInputSerializer(StrictSerializer):
         max_value=1440,
         help_text="How long an automatic execution waits for approval before it lapses.",
     )
-    starting_balance = serializers.DecimalField(
+    starting_balance = StrictDecimalField(
         max_digits=20,
         decimal_places=8,
         min_value=Decimal("0.00000001"),
@@ -86,7 +87,7 @@ class TraderInputSerializer(StrictSerializer):
         required=False,
         help_text="Paper: the USDT it starts with. Fixed once the trader exists.",
     )
-    fee_rate = serializers.DecimalField(
+    fee_rate = StrictDecimalField(
         max_digits=8,
         decimal_places=6,
         min_value=Decimal("0"),

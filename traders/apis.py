@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiResponse,
     extend_schema,
     extend_schema_serializer,
@@ -27,8 +28,8 @@ from arena.apis import JsonApi, error_responses, paginated_response
 from arena.crud import Resource
 from arena.fields import mask_secret
 from arena.inputs import (
+    CHANGE_RULES,
     IdField,
-    StrictCharField,
     StrictChoiceField,
     StrictSerializer,
     shown_fields,
@@ -36,6 +37,7 @@ from arena.inputs import (
 )
 from arena.queries import owned_or_404
 from debates.apis.ai_models import VenueCheckSerializer
+from strategies.services import SymbolField
 from traders.accounts import (
     TraderInputSerializer,
     trader_create,
@@ -128,9 +130,12 @@ TRADERS = Resource(
     update=trader_update,
     delete=trader_delete,
     filters=status_filter(TraderStatus.choices),
+    example={"name": "Paper", "starting_balance": "1000"},
     docs={
         "create": "Create a trader account (paper, or a real exchange with its credentials).",
-        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``).",
+        "partial_update": "Change some fields of a trader (stop it with ``status: stopped``)."
+        f"\n\n{CHANGE_RULES} The exchange, the starting balance and the market source "
+        "cannot change once the trader exists (they may be sent unchanged).",
         "destroy": "Delete a trader without executions that nothing executes on "
         "automatically (409).",
     },
@@ -254,14 +259,13 @@ class DebateExecuteApi(JsonApi):
     @extend_schema_serializer(component_name="DebateExecuteInput")
     class InputSerializer(StrictSerializer):
         trader = IdField(help_text="One of your traders, running.")
-        symbol = StrictCharField(
-            required=False, max_length=40, help_text="The coin to execute; default: primary."
-        )
+        symbol = SymbolField(required=False, help_text="The coin to execute; default: primary.")
 
     @extend_schema(
         operation_id="debates_execute",
         tags=["debates"],
         request=InputSerializer,
+        examples=[OpenApiExample("The primary coin", value={"trader": 1}, request_only=True)],
         responses={
             202: OpenApiResponse(
                 ExecutionSerializer,

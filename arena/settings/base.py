@@ -382,6 +382,10 @@ SPECTACULAR_SETTINGS = {
         "BacktestStatusEnum": "backtests.models.BacktestStatus",
         "JudgeCallKindEnum": "debates.models.JudgeCallKind",
         "SeatKindEnum": "debates.models.SeatKind",
+        "PersonalityEnum": "debates.models.Personality",
+        "ModelSeatKindEnum": "debates.services.inputs.MODEL_SEAT_KINDS",
+        "WeightingEnum": "debates.models.Weighting",
+        "TemplateWeightingEnum": "debates.services.inputs.TEMPLATE_WEIGHTINGS",
     },
 }
 

@@ -60,6 +60,7 @@ TEMPLATE_FIELDS = (
 )
 MAX_STEPS = 2000
 STEP_QUANTUM_MINUTES = 15
+MIN_BALANCE = Decimal("12")
 MAX_BALANCE = Decimal("1000000000")
 MAX_FEE_RATE = Decimal("0.1")
 MAX_SLIPPAGE_BPS = Decimal("1000")
@@ -193,7 +194,7 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
         values["horizon_minutes"] = values["interval_minutes"]
     else:
         values["horizon_minutes"] = _minutes(data, "horizon_minutes")
-    values["starting_balance"] = _decimal(data, "starting_balance", Decimal("12"), MAX_BALANCE)
+    values["starting_balance"] = _decimal(data, "starting_balance", MIN_BALANCE, MAX_BALANCE)
     values["fee_rate"] = _decimal(data, "fee_rate", Decimal("0"), MAX_FEE_RATE)
     values["slippage_bps"] = _decimal(data, "slippage_bps", Decimal("0"), MAX_SLIPPAGE_BPS)
     if data.coins not in CoinScope.values:

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from arena.apis import JsonApi, error_responses
 from arena.crud import Resource
 from arena.fields import mask_secret
-from arena.inputs import shown_fields
+from arena.inputs import CHANGE_RULES, shown_fields
 from debates.models import AIModel
 from debates.providers.catalog import PROVIDERS, lifecycle
 from debates.services.ai_models import (
@@ -83,9 +83,16 @@ AI_MODELS = Resource(
     create=ai_model_create,
     update=ai_model_update,
     delete=ai_model_delete,
+    example={"name": "Simulated", "provider": "simulated"},
     docs={
-        "create": "Create an AI model configuration.",
-        "partial_update": "Change some fields of an AI model; the others keep their values.",
+        "create": "Create an AI model configuration.\n\nRules the schema cannot state "
+        "(400 naming the field): capabilities name efforts the model takes (a turn or "
+        "brief effort among the efforts, as the catalogue and the override give them; a "
+        "reasoning default among its efforts); a json_schema output mode is one the "
+        "provider's model can decode under; a base URL's host is one the outbound policy "
+        "lets the service call (no internal address unless an operator allows it).",
+        "partial_update": "Change some fields of an AI model; the others keep their values."
+        f"\n\n{CHANGE_RULES} The create's rules the schema cannot state apply too.",
         "destroy": "Delete an AI model no debate or schedule seats (409 ``conflict`` otherwise).",
     },
 )

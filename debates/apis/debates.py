@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.cache import parse_etags
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,7 +45,7 @@ from debates.services import (
     debate_retry_step,
     debate_start,
 )
-from debates.services.inputs import DebateInputSerializer
+from debates.services.inputs import TEMPLATE_RULES, DebateInputSerializer
 
 TAGS = ["debates"]
 
@@ -72,8 +77,28 @@ class DebateCreateApi(JsonApi):
 
     @extend_schema(
         operation_id="debates_create",
+        description="Create a pending debate (SPEC 5.1); nothing is written when any field "
+        f"is bad.\n\n{TEMPLATE_RULES} At most one seat is a human seat; as_of is inside the "
+        "strategy's dataset window.",
         tags=TAGS,
         request=DebateInputSerializer,
+        examples=[
+            OpenApiExample(
+                "Two models on BTC",
+                value={
+                    "name": "BTC today",
+                    "strategy": 1,
+                    "symbol": "BTC",
+                    "max_rounds": 2,
+                    "participants": [
+                        {"ai_model": 1, "personality": "bull"},
+                        {"ai_model": 2, "personality": "bear"},
+                    ],
+                    "as_of": "2024-09-04T12:00:00Z",
+                },
+                request_only=True,
+            )
+        ],
         responses={201: DebateDetailSerializer, **error_responses(400, 429)},
     )
     def post(self, request: Request) -> Response:

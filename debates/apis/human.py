@@ -8,7 +8,12 @@ this answer) are the service's, which checks the whole answer by the contract ag
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -71,10 +76,26 @@ def _answer_serializer(component: str, *, reasoning_required: bool) -> type[Stri
     return AnswerSerializer
 
 
+# A turn or a vote on a debate of BTC and ETH.
+ANSWER_EXAMPLE = OpenApiExample(
+    "BTC long and ETH wait",
+    value={
+        "reasoning": "BTC holds above its hourly EMA20 while funding stays flat.",
+        "decisions": [
+            {"symbol": "BTCUSDT", "action": "open_long", "confidence": 70, "leverage": 3},
+            {"symbol": "ETHUSDT", "action": "wait", "confidence": 40},
+        ],
+    },
+    request_only=True,
+)
+
+
 class HumanTurnSubmitApi(JsonApi):
     """Write your turn in the human seat of your debate, for the round it waits for.
 
-    201 with the stored turn; 200 with it when the same turn was stored before.
+    201 with the stored turn; 200 with it when the same turn was stored before. Rules the
+    schema cannot state (400 naming the field): each decision's symbol is one of the
+    debate's candidate coins, each coin decided once.
     """
 
     InputSerializer = _answer_serializer("HumanTurnInput", reasoning_required=True)
@@ -83,6 +104,7 @@ class HumanTurnSubmitApi(JsonApi):
         operation_id="debates_turns_create",
         tags=TAGS,
         request=InputSerializer,
+        examples=[ANSWER_EXAMPLE],
         responses={
             201: MessageSerializer,
             200: OpenApiResponse(MessageSerializer, description="The same turn, stored before."),
@@ -100,7 +122,9 @@ class HumanVoteSubmitApi(JsonApi):
     """Cast your vote in the human seat of your debate, while it votes.
 
     201 with your votes, one per candidate coin (an abstention on a coin you left out);
-    200 with them when the same vote was stored before.
+    200 with them when the same vote was stored before. Rules the schema cannot state
+    (400 naming the field): each decision's symbol is one of the debate's candidate coins,
+    each coin decided once.
     """
 
     InputSerializer = _answer_serializer("HumanVoteInput", reasoning_required=False)
@@ -109,6 +133,7 @@ class HumanVoteSubmitApi(JsonApi):
         operation_id="debates_votes_create",
         tags=TAGS,
         request=InputSerializer,
+        examples=[ANSWER_EXAMPLE],
         responses={
             201: VoteSerializer(many=True),
             200: OpenApiResponse(

@@ -11,10 +11,10 @@ from rest_framework.response import Response
 
 from arena.apis import JsonApi, error_responses
 from arena.crud import Resource
-from arena.inputs import shown_fields
+from arena.inputs import CHANGE_RULES, shown_fields
 from debates.models import Schedule
 from debates.selectors import RUN_LEVELS, schedules_with_runs
-from debates.services.inputs import ScheduleInputSerializer
+from debates.services.inputs import TEMPLATE_RULES, ScheduleInputSerializer
 from debates.services.schedules import (
     schedule_create,
     schedule_delete,
@@ -80,9 +80,22 @@ SCHEDULES = Resource(
     owned=lambda user: schedules_with_runs(owner=user),
     create_errors=(400, 429),
     delete_errors=(404,),
+    example={
+        "name": "Hourly BTC",
+        "strategy": 1,
+        "symbol": "BTC",
+        "participants": [
+            {"ai_model": 1, "personality": "bull"},
+            {"ai_model": 2, "personality": "bear"},
+        ],
+        "interval_minutes": 60,
+    },
     docs={
-        "create": "Create a schedule.",
-        "partial_update": "Change some fields of a schedule (pause it with ``enabled: false``).",
+        "create": f"Create a schedule.\n\n{TEMPLATE_RULES} A replay_as_of is inside the "
+        "window of a strategy on the dataset, and a replay executes on a paper trader priced "
+        "from the dataset only.",
+        "partial_update": "Change some fields of a schedule (pause it with ``enabled: false``)."
+        f"\n\n{CHANGE_RULES} The create's rules the schema cannot state apply too.",
         "destroy": "Delete a schedule; the debates it created stay.",
     },
 )

@@ -182,7 +182,7 @@ def _reasoning(value: object, key: str) -> dict[str, Any]:
     ):
         raise CapabilityError(f"{key}.efforts", "must be a list of effort names")
     default = value.get("default", "")
-    if default and default not in efforts:
+    if not isinstance(default, str) or (default and default not in efforts):
         raise CapabilityError(f"{key}.default", "must be one of the efforts")
     return {"reasoning_param": param, "efforts": tuple(efforts), "default_effort": default}
 
@@ -260,6 +260,49 @@ def _usage(value: object, key: str) -> dict[str, Any]:
             raise CapabilityError(f"{key}.{name}", "unknown key or not a dotted path")
     return fields
 
+
+# Text in the catalogue's form: anything without a NUL character.
+_TEXT = {"type": "string", "pattern": r"^[^\u0000]*$"}
+
+# The catalogue's form as JSON Schema: what ``parse`` reads, but the rules between values
+# (a default among the efforts, a turn or brief effort among the model's).
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "temperature": {
+            "oneOf": [
+                {"type": "string", "enum": [TEMPERATURE_FREE, TEMPERATURE_ABSENT]},
+                {"type": "number", "minimum": 0, "maximum": 2},
+            ]
+        },
+        "temperature_max": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 2},
+        "reasoning": {
+            "type": "object",
+            "properties": {
+                "param": {"type": "string", "enum": list(REASONING_PARAMS)},
+                "efforts": {"type": "array", "minItems": 1, "items": {**_TEXT, "minLength": 1}},
+                "default": _TEXT,
+            },
+            "additionalProperties": False,
+            "anyOf": [{"maxProperties": 0}, {"required": ["param", "efforts"]}],
+        },
+        "turn_effort": _TEXT,
+        "brief_effort": _TEXT,
+        "json_schema": {"type": "boolean"},
+        "output_cap_param": {"type": "string", "enum": list(OUTPUT_CAP_PARAMS)},
+        "max_output": {"type": "integer", "minimum": 1},
+        "usage": {
+            "type": "object",
+            "properties": {
+                "cached": _TEXT,
+                "reasoning": _TEXT,
+                "reasoning_in_completion": {"type": "boolean"},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
 
 _READERS = {
     "temperature": _temperature,

@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from arena.exceptions import Conflict
@@ -28,18 +28,25 @@ from arena.inputs import (
     StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
+    UrlField,
+    holds_nul,
     refuse,
     requires_when,
     validate,
 )
-from arena.outbound import OutboundUrlValidator
 from arena.queries import owned_or_404
 from debates.models import AIModel, OutputMode, Schedule
+from debates.providers.capabilities import SCHEMA as CAPABILITIES
 from debates.providers.capabilities import CapabilityError, parse
 from debates.providers.catalog import PROVIDERS, capabilities_for, default_training_cutoff
 
 # Providers that need no base URL or model of their own: the catalog has defaults.
 NEEDS_OWN_ENDPOINT = frozenset({"openai_compatible"})
+
+
+@extend_schema_field(CAPABILITIES)
+class CapabilitiesField(serializers.JSONField):
+    """Overrides of a model's capabilities, in the catalogue's form."""
 
 
 @extend_schema_serializer(component_name="AIModelInput")
@@ -52,11 +59,11 @@ class AIModelInputSerializer(StrictSerializer):
     model_name = StrictCharField(
         required=False, allow_blank=True, max_length=100, help_text="Empty: the provider default."
     )
-    base_url = StrictCharField(
+    base_url = UrlField(
         required=False,
         allow_blank=True,
         max_length=200,
-        validators=[OutboundUrlValidator(instead="put the key in api_key")],
+        instead="put the key in api_key",
         help_text="http(s) URL; required for openai_compatible, else the provider default.",
     )
     api_key = StrictCharField(
@@ -82,7 +89,7 @@ class AIModelInputSerializer(StrictSerializer):
         help_text="The last day of the model's training data; default: the catalogue's, "
         "for the models it knows.",
     )
-    capabilities = serializers.JSONField(
+    capabilities = CapabilitiesField(
         required=False,
         help_text="Overrides of the catalogue's capabilities of the model, in the catalogue's "
         'form: {"temperature": "free" | "absent" | 1.0, "reasoning": {"param", "efforts", '
@@ -96,6 +103,8 @@ class AIModelInputSerializer(StrictSerializer):
         """Refuse an override the catalogue's rules refuse, naming the key at fault."""
         if not isinstance(value, dict):
             raise serializers.ValidationError("Must be an object.")
+        if holds_nul(value):
+            raise serializers.ValidationError("Null characters are not allowed.")
         try:
             parse(value)
         except CapabilityError as error:

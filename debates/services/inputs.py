@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from arena.exceptions import ValidationError
 from arena.inputs import (
+    MAX_ID,
     IdField,
     OwnedField,
     StrictBooleanField,
@@ -43,27 +44,45 @@ from debates.models import (
     DebateMode,
     OIDuration,
     Pace,
+    Personality,
     SeatKind,
     Weighting,
 )
 from debates.services.modes import (
+    JUDGE,
     MAX_OUTPUT_TOKENS,
+    MODEL_COUNTS,
     Refuse,
     SeatPlan,
     model_refusal,
     planned_judge,
     seat_plan,
 )
-from strategies.market.exceptions import InvalidSymbolError
-from strategies.market.symbols import normalize_symbol
 from strategies.models import MarketSource, PromptVariant, Strategy
+from strategies.services import SymbolField
 from strategies.snapshots import outside_replay_window, unservable_symbol
 
 MIN_PARTICIPANTS, MAX_PARTICIPANTS = 2, 6
+# What a schedule's or a backtest's debates take, having no judge and no person's seat.
+TEMPLATE_WEIGHTINGS = [Weighting.CONFIDENCE, Weighting.CALIBRATED]
+MODEL_SEAT_KINDS = [SeatKind.MODEL]
 MIN_ROUNDS, MAX_ROUNDS = 2, 5
 # The trader a debate executes on, as its model declares it (trading's model: this app
 # imports nothing of trading).
 TRADER = Debate.trader.field.related_model
+
+
+# The rules of a debate's fields that the schema cannot state (they need stored objects
+# or compare values), as the descriptions of a debate's, schedule's and backtest's
+# create say them; each refusal is a 400 naming the field.
+TEMPLATE_RULES = (
+    "Rules the schema cannot state (400 naming the field): the strategy, the trader and "
+    "each AI model named are yours, and each model may be called now (enabled, with its "
+    "key unless keyless, not retired); a model seat names its AI model unless the mode or "
+    "role_model_map seats it, and where they seat it names none (but the first seat of the "
+    "homogeneous or temperature mode when mode_models is empty); the primary coin is one "
+    "the strategy's market source has; a temperature_range is [lowest, highest]."
+)
 
 
 class NotEnoughParticipants(ValidationError):
@@ -91,12 +110,41 @@ class Seat:
         return {"ai_model": self.ai_model.pk, "personality": self.personality}
 
 
-class ParticipantInputSerializer(StrictSerializer):
+class SeatInputSerializer(StrictSerializer):
+    """A seat of a schedule's or a backtest's debates: an AI model's."""
+
+    kind = StrictChoiceField(
+        choices=MODEL_SEAT_KINDS,
+        required=False,
+        help_text="model (the only kind: a human seat is for a debate started by hand).",
+    )
+    ai_model = IdField(
+        required=False,
+        allow_null=True,
+        help_text="One of your AI models, enabled, with a key unless simulated; none where "
+        "the mode or role_model_map seats the models.",
+    )
+    personality = StrictChoiceField(choices=Personality.choices)
+
+
+class ParticipantInputSerializer(SeatInputSerializer):
+    """A seat of a debate started by hand: an AI model's, or the owner's."""
+
+    # A human seat has no AI model.
+    schema_rules = (
+        {
+            "anyOf": [
+                {"properties": {"kind": {"not": {"enum": [SeatKind.HUMAN]}}}},
+                {"properties": {"ai_model": {"not": {"type": "integer"}}}},
+            ]
+        },
+    )
+
     kind = StrictChoiceField(
         choices=SeatKind.choices,
         required=False,
         help_text="model (default) or human: the seat is yours, you write its turns and "
-        "its vote (at most one; a debate started by hand only, not a schedule or a backtest).",
+        "its vote (at most one).",
     )
     ai_model = IdField(
         required=False,
@@ -104,22 +152,48 @@ class ParticipantInputSerializer(StrictSerializer):
         help_text="One of your AI models, enabled, with a key unless simulated; none for a "
         "human seat, nor where the debate's mode or role_model_map seats the models.",
     )
-    personality = StrictChoiceField(choices=list(PERSONALITIES))
+
+
+class SeatsField(serializers.ListField):
+    """A debate's seats, 2 to 6 (fewer: ``not_enough_participants``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("help_text", f"{MIN_PARTICIPANTS} to {MAX_PARTICIPANTS} seats.")
+        super().__init__(min_length=MIN_PARTICIPANTS, max_length=MAX_PARTICIPANTS, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        seats = super().to_internal_value(data)
+        if not MIN_PARTICIPANTS <= len(seats) <= MAX_PARTICIPANTS:
+            few = len(seats) < MIN_PARTICIPANTS
+            raise serializers.ValidationError(
+                f"A debate needs {MIN_PARTICIPANTS} to {MAX_PARTICIPANTS} participants; "
+                f"got {len(seats)}.",
+                code=NotEnoughParticipants.code if few else "invalid",
+            )
+        return seats
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            role: {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+            for role in (*PERSONALITIES, JUDGE)
+        },
+        "additionalProperties": False,
+    }
+)
+class RoleModelMapField(serializers.DictField):
+    """``{personality or "judge": ai_model}``; another key is refused by the seat plan."""
 
 
 class JudgeInputSerializer(StrictSerializer):
     ai_model = IdField(help_text="One of your AI models; the judge never votes.")
     count = StrictIntegerField(
         required=False,
-        min_value=1,
-        max_value=3,
+        one_of=JUDGE_COUNTS,
         help_text="1 (default) or 3 scoring calls at spread temperatures, median per item.",
     )
-
-    def validate_count(self, value: int) -> int:
-        if value not in JUDGE_COUNTS:
-            raise serializers.ValidationError("Must be 1 or 3.")
-        return value
 
 
 @extend_schema_serializer(component_name="MaxOutputTokensInput")
@@ -159,7 +233,7 @@ class SeatingInputSerializer(StrictSerializer):
         help_text="[lowest, highest] temperature of the temperature mode (0.2 to 1.0); "
         "null: none given.",
     )
-    role_model_map = serializers.DictField(
+    role_model_map = RoleModelMapField(
         child=IdField(),
         required=False,
         help_text='{personality or "judge": ai_model}: that model in every such seat.',
@@ -170,26 +244,44 @@ class SeatingInputSerializer(StrictSerializer):
 SEATING_FIELDS = tuple(SeatingInputSerializer().fields)
 
 
+def _mode_rule() -> dict[str, Any]:
+    """Return the schema rule of a create: how many ``mode_models`` each mode takes, and
+    a ``temperature_range`` only in the temperature mode (``debates.services.modes``)."""
+    cases = []
+    for mode, (fewest, most) in MODEL_COUNTS.items():
+        others = [other for other in MODEL_COUNTS if other != mode]
+        models: dict[str, Any] = {"maxItems": most, **({"minItems": fewest} if fewest else {})}
+        case: dict[str, Any] = {
+            "properties": {"mode": {"not": {"enum": others}}, "mode_models": models}
+        }
+        if mode != DebateMode.TEMPERATURE:  # absent or null
+            case["properties"]["temperature_range"] = {"not": {"type": "array"}}
+        # custom, the default, is the only mode that may be left out
+        required = [*([] if mode == DebateMode.CUSTOM else ["mode"])]
+        required += ["mode_models"] if fewest else []
+        if required:
+            case["required"] = required
+        cases.append(case)
+    return {"anyOf": cases}
+
+
+MODE_RULE = _mode_rule()
+
+
 class TemplateInputSerializer(SeatingInputSerializer):
     """A debate's settings, checked against the owner's objects (``context["owner"]``);
     ``validate`` adds ``seats``, the checked seats, and the mode's stored fields."""
 
-    # Whether a seat may be the owner's own: only in a debate started by hand, which a
-    # person watches (not a schedule's, not a backtest's).
-    humans = False
-    schema_rules = (requires_when("auto_execute", [True], "trader", default=False),)
+    schema_rules = (requires_when("auto_execute", [True], "trader", default=False), MODE_RULE)
 
     name = StrictCharField(max_length=200)
     strategy = OwnedField(Strategy, help_text="One of your strategies.")
-    symbol = StrictCharField(
+    symbol = SymbolField(
         required=False,
         allow_blank=True,
-        max_length=40,
         help_text="Primary coin (BTC, BTCUSDT, BTC/USDT...); empty: from the strategy.",
     )
-    participants = serializers.ListField(
-        child=ParticipantInputSerializer(), help_text="2 to 6 seats."
-    )
+    participants = SeatsField(child=SeatInputSerializer())
     max_rounds = StrictIntegerField(required=False, min_value=MIN_ROUNDS, max_value=MAX_ROUNDS)
     interval_minutes = StrictIntegerField(required=False, min_value=1)
     prompt_variant = StrictChoiceField(choices=PromptVariant.choices, required=False)
@@ -204,10 +296,9 @@ class TemplateInputSerializer(SeatingInputSerializer):
         "from it) or refresh (call again and keep the new answers).",
     )
     weighting = StrictChoiceField(
-        choices=Weighting.choices,
+        choices=TEMPLATE_WEIGHTINGS,
         required=False,
-        help_text="How the consensus weighs a vote: confidence (default), judge "
-        "(confidence times the judge's score of the voter; needs a judge) or calibrated "
+        help_text="How the consensus weighs a vote: confidence (default) or calibrated "
         "(confidence times the voter's shrunk hit rate from earlier reviews).",
     )
     level = StrictChoiceField(
@@ -218,22 +309,6 @@ class TemplateInputSerializer(SeatingInputSerializer):
         "seat go on to L2; past the daily token budget a non-forced L2 is lowered to L1). "
         "Default: L2 for a debate, auto for a schedule's.",
     )
-
-    def validate_symbol(self, value: str) -> str:
-        try:
-            return normalize_symbol(value) if value else value
-        except InvalidSymbolError as exc:
-            raise serializers.ValidationError(str(exc)) from None
-
-    def validate_participants(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if not MIN_PARTICIPANTS <= len(value) <= MAX_PARTICIPANTS:
-            few = len(value) < MIN_PARTICIPANTS
-            raise serializers.ValidationError(
-                f"A debate needs {MIN_PARTICIPANTS} to {MAX_PARTICIPANTS} participants; "
-                f"got {len(value)}.",
-                code=NotEnoughParticipants.code if few else "invalid",
-            )
-        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Return ``attrs`` with the values to store, or refuse every bad field."""
@@ -281,12 +356,11 @@ class TemplateInputSerializer(SeatingInputSerializer):
         return seats
 
     def _check_human(self, given: list[dict[str, Any]], index: int, refuse: Refuse) -> None:
-        """Refuse a human seat where none may be, a second one, or one with a model."""
+        """Refuse a second human seat, or one with a model (only a debate started by hand
+        takes one: its seats are ``ParticipantInputSerializer``)."""
         where = f"participants[{index}]"
         first = next(i for i, seat in enumerate(given) if seat.get("kind") == SeatKind.HUMAN)
-        if not self.humans:
-            refuse(f"{where}.kind", "Only a debate started by hand has a human seat.")
-        elif first != index:
+        if first != index:
             refuse(
                 f"{where}.kind",
                 f"A debate has at most one human seat; participants[{first}] is one.",
@@ -299,7 +373,19 @@ class TemplateInputSerializer(SeatingInputSerializer):
 class DebateInputSerializer(TemplateInputSerializer):
     """A debate as a client gives it (SPEC 5.1)."""
 
-    humans = True
+    schema_rules = (
+        *TemplateInputSerializer.schema_rules,
+        requires_when("weighting", [Weighting.JUDGE], "judge", default=Weighting.CONFIDENCE),
+    )
+
+    participants = SeatsField(child=ParticipantInputSerializer())
+    weighting = StrictChoiceField(
+        choices=Weighting.choices,
+        required=False,
+        help_text="How the consensus weighs a vote: confidence (default), judge "
+        "(confidence times the judge's score of the voter; needs a judge) or calibrated "
+        "(confidence times the voter's shrunk hit rate from earlier reviews).",
+    )
 
     enable_oi_ranking = StrictBooleanField(required=False)
     oi_ranking_limit = StrictIntegerField(required=False, min_value=1, max_value=10)

@@ -32,7 +32,7 @@ MAX_OUTPUT_TOKENS = 200_000
 # Records a refusal: refuse(field, message).
 Refuse = Callable[[str, str], None]
 # How many mode models each mode takes: (fewest, most).
-_MODEL_COUNTS = {
+MODEL_COUNTS = {
     DebateMode.CUSTOM: (0, 0),
     DebateMode.HOMOGENEOUS: (0, 1),
     DebateMode.TEMPERATURE: (0, 1),
@@ -156,7 +156,7 @@ def _checked_ids(
     owner's or that may not be called now."""
     given_models = seating.get("mode_models") or []
     given_map = seating.get("role_model_map") or {}
-    fewest, most = _MODEL_COUNTS[mode]
+    fewest, most = MODEL_COUNTS[mode]
     if not fewest <= len(given_models) <= most:
         refuse("mode_models", _count_refusal(mode, len(given_models)))
     owned = AIModel.objects.filter(owner=owner, pk__in=[*given_models, *given_map.values()])
@@ -183,7 +183,7 @@ def _role_map(
 
 def _count_refusal(mode: str, count: int) -> str:
     """Return why ``count`` models are not what ``mode`` takes."""
-    fewest, most = _MODEL_COUNTS[mode]
+    fewest, most = MODEL_COUNTS[mode]
     wanted = "none" if most == 0 else f"{fewest} to {most}" if fewest != most else str(most)
     return f"The {mode} mode takes {wanted} AI model(s); got {count}."
 

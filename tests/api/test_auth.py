@@ -95,8 +95,9 @@ def test_token_endpoint_refuses_bad_credentials(anon, body, active):
     UserFactory(username="alice", is_active=active)
     # when the client gives credentials that do not log in
     response = anon.post("/api/auth/token", body, format="json")
-    # then it is refused, and no token was made
-    assert response.status_code == 400
+    # then it is refused as unauthenticated, in the error shape, and no token was made
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
     assert response.json() == {
         "code": "invalid_credentials",
         "message": "Unable to log in with the given username and password.",
@@ -181,7 +182,7 @@ def test_the_token_endpoint_locks_a_user_and_address_out_after_ten_failures(anon
         # when ten wrong passwords come from one address
         statuses = [_token_try(anon, "alice", "wrong").status_code for _ in range(LIMIT)]
         # then the tenth is refused as too many, and so is the right password after it
-        assert statuses == [400] * (LIMIT - 1) + [429]
+        assert statuses == [401] * (LIMIT - 1) + [429]
         locked = _token_try(anon, "alice", PASSWORD)
         assert locked.status_code == 429
         assert locked["Retry-After"] == str(COOL_OFF_S)
@@ -207,7 +208,7 @@ def test_failures_older_than_the_cool_off_do_not_count(anon):
         for _ in range(LIMIT - 1):
             _token_try(anon, "alice", "wrong")
         clock.shift(timedelta(seconds=COOL_OFF_S + 1))
-        assert _token_try(anon, "alice", "wrong").status_code == 400
+        assert _token_try(anon, "alice", "wrong").status_code == 401
         assert _token_try(anon, "alice", PASSWORD).status_code == 200
 
 

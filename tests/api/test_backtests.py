@@ -95,11 +95,16 @@ def other_users_model(user, other_user):
         ),
         (
             lambda t, o: {"interval_minutes": 5},
-            {"interval_minutes": ["Must be at least 15 minutes and a multiple of 15; got 5."]},
+            {
+                "interval_minutes": [
+                    "Ensure this value is greater than or equal to 15.",
+                    "Ensure this value is a multiple of step size 15.",
+                ]
+            },
         ),
         (
             lambda t, o: {"interval_minutes": 50},
-            {"interval_minutes": ["Must be at least 15 minutes and a multiple of 15; got 50."]},
+            {"interval_minutes": ["Ensure this value is a multiple of step size 15."]},
         ),
         (
             lambda t, o: {"start": "2024-06-01T00:00:00Z", "interval_minutes": 15},
@@ -111,7 +116,7 @@ def other_users_model(user, other_user):
         ),
         (
             lambda t, o: {"horizon_minutes": 20},
-            {"horizon_minutes": ["Must be at least 15 minutes and a multiple of 15; got 20."]},
+            {"horizon_minutes": ["Ensure this value is a multiple of step size 15."]},
         ),
         (
             lambda t, o: {"coins": "some", "cache": "maybe"},
@@ -123,8 +128,8 @@ def other_users_model(user, other_user):
         (
             lambda t, o: {"starting_balance": "5", "slippage_bps": "-1"},
             {
-                "starting_balance": ["Must be at least 12 and at most 1000000000; got 5."],
-                "slippage_bps": ["Must be at least 0 and at most 1000; got -1."],
+                "starting_balance": ["Ensure this value is greater than or equal to 12."],
+                "slippage_bps": ["Ensure this value is greater than or equal to 0."],
             },
         ),
         (
@@ -159,7 +164,7 @@ def other_users_model(user, other_user):
                     {"kind": "human", "personality": "bear"},
                 ]
             },
-            {"participants[1].kind": ["Only a debate started by hand has a human seat."]},
+            {"participants[1].kind": ["'human' is not one of: model."]},
         ),
         (
             lambda t, o: {"interval_minutes": "240", "start": "soon"},

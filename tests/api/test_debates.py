@@ -194,7 +194,7 @@ def test_create_returns_the_full_detail_of_a_pending_debate(api, seeded):
         (
             lambda s, o: {"symbol": "BTC/ETH"},
             "validation_error",
-            {"symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded"]},
+            {"symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded."]},
         ),
         (
             lambda s, o: {"symbol": "pepe"},
@@ -698,7 +698,7 @@ def test_execute_refuses_a_malformed_coin(api, user):
     response = api.post(f"/api/debates/{debate.pk}/execute", body, format="json")
     assert response.status_code == 400
     assert response.json()["fields"] == {
-        "symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded"]
+        "symbol": ["unsupported symbol 'BTC/ETH': only USDT pairs are traded."]
     }
 
 

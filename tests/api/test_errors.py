@@ -82,7 +82,10 @@ def test_a_form_body_is_refused_as_unsupported(api):
         (
             "/api/traders",
             {"name": "T", "sandbox": 1, "fee_rate": [1]},
-            {"sandbox": ["Must be true or false."], "fee_rate": ["A valid number is required."]},
+            {
+                "sandbox": ["Must be true or false."],
+                "fee_rate": ['Must be a decimal number in a string, written plainly: "2.5".'],
+            },
         ),
         (
             "/api/schedules",

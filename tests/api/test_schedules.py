@@ -132,7 +132,7 @@ def test_create_a_schedule(api, user, seeded):
                 ]
             },
             "validation_error",
-            {"participants[0].kind": ["Only a debate started by hand has a human seat."]},
+            {"participants[0].kind": ["'human' is not one of: model."]},
         ),
     ],
     ids=[

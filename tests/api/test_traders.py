@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_create_a_paper_trader(api, user):
-    body = {"name": "Paper", "starting_balance": "2500", "fee_rate": 0.0005}
+    body = {"name": "Paper", "starting_balance": "2500", "fee_rate": "0.0005"}
     response = api.post("/api/traders", body, format="json")
     assert response.status_code == 201
     trader = Trader.objects.get()

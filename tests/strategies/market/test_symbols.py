@@ -1,5 +1,10 @@
-import pytest
+import re
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena.patterns import trimmed
 from strategies.market.exceptions import InvalidSymbolError
 from strategies.market.symbols import (
     base_asset,
@@ -8,9 +13,12 @@ from strategies.market.symbols import (
     normalize_symbols,
     to_ccxt,
 )
+from strategies.services import SYMBOL
 
+# The symbol as an input's schema states it: trimmed, not blank.
+PATTERN = re.compile(trimmed(SYMBOL, blank=False))
 
-@pytest.mark.parametrize(
+USER_FORMS = pytest.mark.parametrize(
     ("raw", "expected"),
     [
         ("btc", "BTCUSDT"),
@@ -28,6 +36,9 @@ from strategies.market.symbols import (
         ("usdc", "USDCUSDT"),
     ],
 )
+
+
+@USER_FORMS
 def test_normalize_symbol_accepts_every_user_form(raw, expected):
     # given a symbol as a user might type it
     # when it is normalised
@@ -36,7 +47,12 @@ def test_normalize_symbol_accepts_every_user_form(raw, expected):
     assert symbol == expected
 
 
-@pytest.mark.parametrize(
+@USER_FORMS
+def test_the_pattern_matches_every_user_form(raw, expected):
+    assert PATTERN.fullmatch(raw)
+
+
+MALFORMED = pytest.mark.parametrize(
     ("raw", "message"),
     [
         ("", "symbol is empty"),
@@ -65,6 +81,9 @@ def test_normalize_symbol_accepts_every_user_form(raw, expected):
         ("A" * 17, f"malformed symbol '{'A' * 17}': base asset longer than 16 characters"),
     ],
 )
+
+
+@MALFORMED
 def test_normalize_symbol_refuses_malformed_input(raw, message):
     # given a malformed or unsupported symbol
     # when it is normalised
@@ -72,6 +91,32 @@ def test_normalize_symbol_refuses_malformed_input(raw, message):
         normalize_symbol(raw)
     # then the error says what is wrong with it
     assert str(caught.value) == message
+
+
+@MALFORMED
+def test_the_pattern_matches_no_malformed_input(raw, message):
+    assert not PATTERN.fullmatch(raw)
+
+
+# What a symbol is made of, and what can go wrong around it.
+PIECES = st.lists(
+    st.sampled_from(["BTC", "btc", "USDT", "usdt", "USD", "USDC", "BUSD", "FD", "1000", "A"])
+    | st.sampled_from(["/", ":", "-", "_", " ", "\t", "$", "\u0131", "\u017f"]),
+    max_size=7,
+).map("".join)
+
+
+@given(PIECES)
+def test_the_pattern_matches_what_normalize_symbol_accepts_in_ascii(raw):
+    # given a string of symbol pieces and separators
+    try:
+        normalize_symbol(raw)
+        accepted = True
+    except InvalidSymbolError:
+        accepted = False
+    # then the pattern matches it exactly when normalize_symbol accepts it, but for
+    # letters outside ASCII that upper-case into A-Z, which only normalize_symbol takes
+    assert bool(PATTERN.fullmatch(raw)) == (accepted and raw.strip().isascii()), raw
 
 
 def test_normalize_symbol_refuses_non_text():
