@@ -230,7 +230,7 @@ def test_a_user_name_is_locked_out_after_fifty_failures_from_any_addresses(anon)
         ]
         # then the fiftieth is refused as too many, and so is the right password from
         # an address never seen
-        assert statuses == [400] * (USER_LIMIT - 1) + [429]
+        assert statuses == [401] * (USER_LIMIT - 1) + [429]
         locked = _token_try(anon, "alice", PASSWORD, address="192.0.2.1")
         assert locked.status_code == 429
         assert locked["Retry-After"] == str(COOL_OFF_S)
