@@ -3,7 +3,8 @@
 A backtest owns one debate per step (``BacktestStep``, unique per step index, so a step
 is debated exactly once however often its run is resumed) and, once every step's debate
 has ended, a report: the metrics, equity curve and trades of the debate's decisions
-and of every baseline. Debates know nothing of backtests: the link is held here.
+and of every baseline. Each step's debate names its backtest (``Debate.backtest``, its
+``origin`` backtest), so a backtest's debates are listed apart from a person's own.
 """
 
 from __future__ import annotations
