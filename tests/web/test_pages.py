@@ -39,6 +39,7 @@ def test_the_page_is_a_shell_loading_its_own_script_and_style(user):
     assert config_of(page) == {"debateId": None}
     assert re.findall(r'<script src="([^"]+)"', page) == [
         "/static/web/common.js",
+        "/static/web/sidebar.js",
         "/static/web/arena.js",
     ]
     assert re.findall(r'<link rel="stylesheet" href="([^"]+)"', page) == ["/static/web/arena.css"]
@@ -60,6 +61,7 @@ def test_a_debate_url_opens_the_page_on_that_debate(user):
     [
         ("web/arena.js", "text/javascript"),
         ("web/common.js", "text/javascript"),
+        ("web/sidebar.js", "text/javascript"),
         ("web/arena.css", "text/css"),
         ("admin/css/base.css", "text/css"),
     ],
