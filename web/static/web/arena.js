@@ -152,11 +152,12 @@
 
   const toggleSidebar = sidebarMenu();
 
-  function navigate(debateId) {
+  /** Show debate ``debateId`` (the welcome without one), ``notice`` under its header. */
+  function navigate(debateId, notice) {
     const path = debateId ? `/debates/${debateId}/` : "/";
     if (window.location.pathname !== path) window.history.pushState({}, "", path);
     if (debateId) {
-      openDebate(debateId);
+      openDebate(debateId, notice);
     } else {
       closeDebate();
       show("welcome");
@@ -165,7 +166,7 @@
 
   // --- The open debate --------------------------------------------------------------------
 
-  async function openDebate(debateId) {
+  async function openDebate(debateId, notice) {
     const ticket = ++opening;
     closeDebate();
     let detail;
@@ -181,6 +182,7 @@
     if (ticket !== opening) return;
     setDebate(detail);
     show("debate");
+    if (notice) showDebateError(notice);
     loadTraders();
     // From the start, not after the detail's event_id: the stream's `initial` is read
     // after its id, so nothing published meanwhile can fall between the two.
@@ -961,9 +963,19 @@
     return /^-?\d+$/.test(text) ? Number(text) : text;
   }
 
+  /** Return the name of a debate left unnamed: its coin (else its strategy's name), its
+   * rounds and its market instant (else now), in UTC: "BTC, 3 rounds, 2024-09-05 00:00 UTC". */
+  function defaultName(payload) {
+    const strategy = state.strategies.find((s) => s.id === payload.strategy);
+    const coin = payload.symbol.toUpperCase() || (strategy ? strategy.name : "Debate");
+    const rounds = payload.max_rounds === undefined ? 3 : payload.max_rounds;
+    const instant = (payload.as_of || new Date().toISOString()).replace("T", " ").slice(0, 16);
+    return `${coin}, ${rounds} rounds, ${instant} UTC`;
+  }
+
   function createPayload() {
     const payload = {
-      name: $("#f-name").value,
+      name: $("#f-name").value.trim(),
       strategy: Number($("#f-strategy").value) || null,
       symbol: $("#f-symbol").value.trim(),
       max_rounds: numberValue($("#f-rounds")),
@@ -982,25 +994,33 @@
     const asOf = $("#f-as-of").value;
     if (asOf) payload.as_of = `${asOf}Z`;
     if (payload.auto_execute) payload.trader = Number($("#f-trader").value) || null;
+    if (!payload.name) payload.name = defaultName(payload);
     return payload;
   }
 
+  /** Create the debate; with "Create and start", start it too, and show it (a refused
+   * start under its header: the debate is made, pending). */
   async function submitCreate(event) {
     event.preventDefault();
     const form = $("#create-form");
+    const buttons = [$("#create-start"), $("#create-submit")];
+    const andStart = event.submitter === $("#create-start");
     clearErrors(form);
-    $("#create-submit").disabled = true;
+    for (const button of buttons) button.disabled = true;
     try {
       const detail = await api("POST", "debates", createPayload());
       form.reset();
       $("#participant-rows").replaceChildren();
       $("#f-trader").disabled = true;
       sidebar.update(detail);
-      navigate(detail.id);
+      const refusal = andStart
+        ? await api("POST", `debates/${detail.id}/start`).then(() => null, (error) => error.message)
+        : null;
+      navigate(detail.id, refusal);
     } catch (error) {
       showErrors(form, error, $("#create-errors"));
     } finally {
-      $("#create-submit").disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
   }
 
