@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-local backtest test test-fast serve bench docs lint format migrate services clean
+.PHONY: demo demo-local backtest test test-fast serve manage bench docs lint format migrate services clean
 
 # The virtualenv is made once, by $(PYTHON); a change of pyproject.toml installs into it
 # again. Made again over itself by another Python (python3.11 from PATH is not always the
@@ -63,13 +63,24 @@ services:
 migrate: $(STAMP)
 	$(PY) manage.py migrate
 
+# The full stack's environment, the same for `make serve` and `make manage`: PostgreSQL
+# and Redis at 127.0.0.1 unless DATABASE_URL and REDIS_URL name others.
+STACK_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/arena
+STACK_REDIS_URL ?= redis://127.0.0.1:6379/0
+STACK_ENV = DATABASE_URL=$${DATABASE_URL:-$(STACK_DATABASE_URL)} \
+	REDIS_URL=$${REDIS_URL:-$(STACK_REDIS_URL)}
+
 # web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis; the web
 # process listens on PORT (default 8000, the port of the documentation's sessions).
 serve: $(STAMP) services
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/arena} \
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	$(STACK_ENV) \
 		sh -c 'psql "$${DATABASE_URL%/*}/postgres" -qtc "CREATE DATABASE $${DATABASE_URL##*/}" 2>/dev/null; \
 		$(PY) manage.py migrate && $(VENV)/bin/honcho start --port $${PORT:-8000}'
+
+# manage.py on the database and Redis `make serve` runs on:
+# make manage ARGS="createsuperuser".
+manage: $(STAMP)
+	@$(STACK_ENV) $(PY) manage.py $(ARGS)
 
 bench: $(STAMP) services
 	$(PY) -m bench $(ARGS)
