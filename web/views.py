@@ -97,3 +97,10 @@ def static_file(request: HttpRequest, path: str) -> HttpResponse:
     response = HttpResponse(file.read_bytes(), content_type=content_type)
     response["Last-Modified"] = http_date(modified)
     return response
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Serve the site's icon where browsers ask for it, ``/favicon.ico``: the pages name
+    it, the admin's and the API's pages do not, and a browser then asks here."""
+    return static_file(request, "web/favicon.ico")

@@ -1,4 +1,5 @@
-"""The arena page's shell, its static files, login and logout (no browser)."""
+"""The arena page's shell, its static files and the site's icon, login and logout (no
+browser)."""
 
 from __future__ import annotations
 
@@ -126,3 +127,24 @@ def test_logging_out_ends_the_session(user):
     assert response.status_code == 302
     assert response["Location"] == "/login/"
     assert client.get("/").status_code == 302
+
+
+def test_the_sites_icon_is_served_where_browsers_ask_for_it():
+    # when a browser asks for the icon, as it does on every page naming none (the admin)
+    response = Client().get("/favicon.ico")
+    # then it is a small icon file, to anyone
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/vnd.microsoft.icon"
+    assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
+    assert len(response.content) < 1024
+
+
+@pytest.mark.parametrize(
+    ("path", "logged_in"), [("/", True), ("/backtests/", True), ("/login/", False)]
+)
+def test_the_pages_name_the_sites_icon(user, path, logged_in):
+    client = Client()
+    if logged_in:
+        client.force_login(user)
+    page = client.get(path).content.decode()
+    assert '<link rel="icon" href="/favicon.ico">' in page
