@@ -134,7 +134,10 @@ class Command(ConsoleCommand):
             "bull,bear,analyst, with --local-model bull,bear)",
         )
         parser.add_argument(
-            "--models", default="", help="your AI model ids, one per participant, comma-separated"
+            "--models",
+            default="",
+            help="your AI model ids, one per participant, comma-separated (default: simulated "
+            "models)",
         )
         parser.add_argument(
             "--local-model",
