@@ -27,14 +27,15 @@ demo: $(STAMP)
 		$(PY) manage.py run_debate $(ARGS)
 
 # A backtest on the embedded default: two weeks of BTC at 4h (84 debates of three simulated
-# participants over two rounds), before and after the 15m candles begin; ARGS adds options
-# of manage.py backtest (--json, --every 1h, --cache refresh, ...).
+# participants over two rounds), the window the command and the backtests page start from
+# (2024-08-08 to 2024-08-22); ARGS adds options of manage.py backtest (--json, --every 1h,
+# --cache refresh, ...).
 backtest: $(STAMP)
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
-		$(PY) manage.py backtest --symbol BTC --from 2024-08-01 --to 2024-08-15 --every 4h \
-		--participants bull,bear,analyst --rounds 2 $(ARGS)
+		$(PY) manage.py backtest --symbol BTC --every 4h --participants bull,bear,analyst \
+		--rounds 2 $(ARGS)
 
 # The same demo answered by a real language model on this machine (scripts/local-model:
 # llama.cpp's server and a 0.5B model, installed into the user's cache on first use).

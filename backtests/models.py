@@ -9,6 +9,7 @@ and of every baseline. Each step's debate names its backtest (``Debate.backtest`
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -27,6 +28,11 @@ class BacktestStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
 
+
+# The window `manage.py backtest` (and so `make backtest`) and the backtests page start
+# from: two weeks, 84 steps at 4h, inside every dataset strategy's window (the 15m candles
+# begin on 5 August, and a strategy reads up to 200 of them before its first step).
+DEFAULT_WINDOW = (datetime(2024, 8, 8, tzinfo=UTC), datetime(2024, 8, 22, tzinfo=UTC))
 
 ACTIVE_STATUSES = (BacktestStatus.PENDING, BacktestStatus.RUNNING)
 TERMINAL_STATUSES = (BacktestStatus.COMPLETED, BacktestStatus.FAILED, BacktestStatus.CANCELLED)

@@ -15,7 +15,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, BookMode, CoinScope
+from backtests.models import (
+    ACTIVE_STATUSES,
+    DEFAULT_WINDOW,
+    Backtest,
+    BacktestStep,
+    BookMode,
+    CoinScope,
+)
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
 from debates.engine.personalities import PERSONALITIES, VARIANTS
@@ -104,6 +111,12 @@ def number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def drawdown(value: float | None) -> str:
+    """Return a maximum drawdown as the API gives it: the fall from a peak as a positive
+    share (``0.2044``: "20.44%")."""
+    return "-" if value is None else f"{value:.2%}"
+
+
 def share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -124,10 +137,16 @@ class Command(ConsoleCommand):
             "--symbol", default="BTCUSDT", help="primary coin (default: %(default)s)"
         )
         parser.add_argument(
-            "--from", dest="start", default="2024-08-05", help="first step (default: %(default)s)"
+            "--from",
+            dest="start",
+            default=f"{DEFAULT_WINDOW[0]:%Y-%m-%d}",
+            help="first step (default: %(default)s)",
         )
         parser.add_argument(
-            "--to", dest="end", default="2024-08-12", help="window end (default: %(default)s)"
+            "--to",
+            dest="end",
+            default=f"{DEFAULT_WINDOW[1]:%Y-%m-%d}",
+            help="window end (default: %(default)s)",
         )
         parser.add_argument(
             "--every", default="4h", help="step: 15m, 1h, 4h, 1d... (default: %(default)s)"
@@ -372,7 +391,7 @@ class Command(ConsoleCommand):
                 escape(SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))),
                 number(m["final_equity"]),
                 percent(m["total_return"]),
-                percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
+                drawdown(m["max_drawdown"]),
                 number(m["sharpe"]),
                 number(m["sortino"]),
                 share(m["win_rate"]),
