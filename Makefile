@@ -38,7 +38,8 @@ backtest: $(STAMP)
 		--rounds 2 $(ARGS)
 
 # The same demo answered by a real language model on this machine (scripts/local-model:
-# llama.cpp's server and a 0.5B model, installed into the user's cache on first use).
+# llama.cpp's server and a 0.5B model, installed into the user's cache on first use). The
+# server keeps running for the next run; the demo's last line says so and how to stop it.
 demo-local: $(STAMP)
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
