@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-local backtest test test-fast serve bench docs lint format migrate services clean
+.PHONY: demo demo-local backtest test test-fast serve manage bench docs lint format migrate services clean
 
 # The virtualenv is made once, by $(PYTHON); a change of pyproject.toml installs into it
 # again. Made again over itself by another Python (python3.11 from PATH is not always the
@@ -27,17 +27,19 @@ demo: $(STAMP)
 		$(PY) manage.py run_debate $(ARGS)
 
 # A backtest on the embedded default: two weeks of BTC at 4h (84 debates of three simulated
-# participants over two rounds), before and after the 15m candles begin; ARGS adds options
-# of manage.py backtest (--json, --every 1h, --cache refresh, ...).
+# participants over two rounds), the window the command and the backtests page start from
+# (2024-08-08 to 2024-08-22); ARGS adds options of manage.py backtest (--json, --every 1h,
+# --cache refresh, ...).
 backtest: $(STAMP)
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
-		$(PY) manage.py backtest --symbol BTC --from 2024-08-01 --to 2024-08-15 --every 4h \
-		--participants bull,bear,analyst --rounds 2 $(ARGS)
+		$(PY) manage.py backtest --symbol BTC --every 4h --participants bull,bear,analyst \
+		--rounds 2 $(ARGS)
 
 # The same demo answered by a real language model on this machine (scripts/local-model:
-# llama.cpp's server and a 0.5B model, installed into the user's cache on first use).
+# llama.cpp's server and a 0.5B model, installed into the user's cache on first use). The
+# server keeps running for the next run; the demo's last line says so and how to stop it.
 demo-local: $(STAMP)
 	@env -u DATABASE_URL -u REDIS_URL DJANGO_SETTINGS_MODULE=arena.settings.local \
 		$(PY) manage.py migrate --verbosity 0
@@ -63,13 +65,24 @@ services:
 migrate: $(STAMP)
 	$(PY) manage.py migrate
 
+# The full stack's environment, the same for `make serve` and `make manage`: PostgreSQL
+# and Redis at 127.0.0.1 unless DATABASE_URL and REDIS_URL name others.
+STACK_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/arena
+STACK_REDIS_URL ?= redis://127.0.0.1:6379/0
+STACK_ENV = DATABASE_URL=$${DATABASE_URL:-$(STACK_DATABASE_URL)} \
+	REDIS_URL=$${REDIS_URL:-$(STACK_REDIS_URL)}
+
 # web (uvicorn), worker and beat from the Procfile, on PostgreSQL and Redis; the web
 # process listens on PORT (default 8000, the port of the documentation's sessions).
 serve: $(STAMP) services
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/arena} \
-	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	$(STACK_ENV) \
 		sh -c 'psql "$${DATABASE_URL%/*}/postgres" -qtc "CREATE DATABASE $${DATABASE_URL##*/}" 2>/dev/null; \
 		$(PY) manage.py migrate && $(VENV)/bin/honcho start --port $${PORT:-8000}'
+
+# manage.py on the database and Redis `make serve` runs on:
+# make manage ARGS="createsuperuser".
+manage: $(STAMP)
+	@$(STACK_ENV) $(PY) manage.py $(ARGS)
 
 bench: $(STAMP) services
 	$(PY) -m bench $(ARGS)

@@ -7,7 +7,8 @@ the serializers of ``arena.inputs``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.contrib.auth import authenticate
 from django.db.models import QuerySet
@@ -36,6 +37,25 @@ class JsonApi(APIView):
     size and depth (``arena.parsers``)."""
 
     parser_classes = [JsonBodyParser]
+
+
+View = TypeVar("View", bound=Callable[..., Any])
+
+
+def documented_by(api: type[APIView]) -> Callable[[View], View]:
+    """Return a decorator having the OpenAPI schema describe a plain Django view (one
+    served outside DRF: a live stream) as the methods of ``api`` document it.
+
+    drf-spectacular lists the routes whose view names its APIView class as ``cls``;
+    ``api`` is that class for the schema alone, and never serves a request.
+    """
+
+    def mark(view: View) -> View:
+        view.cls = api  # type: ignore[attr-defined]
+        view.initkwargs = {}  # type: ignore[attr-defined]
+        return view
+
+    return mark
 
 
 def paginated_response(

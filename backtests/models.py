@@ -3,11 +3,13 @@
 A backtest owns one debate per step (``BacktestStep``, unique per step index, so a step
 is debated exactly once however often its run is resumed) and, once every step's debate
 has ended, a report: the metrics, equity curve and trades of the debate's decisions
-and of every baseline. Debates know nothing of backtests: the link is held here.
+and of every baseline. Each step's debate names its backtest (``Debate.backtest``, its
+``origin`` backtest), so a backtest's debates are listed apart from a person's own.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -26,6 +28,11 @@ class BacktestStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
 
+
+# The window `manage.py backtest` (and so `make backtest`) and the backtests page start
+# from: two weeks, 84 steps at 4h, inside every dataset strategy's window (the 15m candles
+# begin on 5 August, and a strategy reads up to 200 of them before its first step).
+DEFAULT_WINDOW = (datetime(2024, 8, 8, tzinfo=UTC), datetime(2024, 8, 22, tzinfo=UTC))
 
 ACTIVE_STATUSES = (BacktestStatus.PENDING, BacktestStatus.RUNNING)
 TERMINAL_STATUSES = (BacktestStatus.COMPLETED, BacktestStatus.FAILED, BacktestStatus.CANCELLED)

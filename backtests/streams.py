@@ -12,12 +12,23 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from arena.apis import documented_by
 from arena.exceptions import NotFound
 from backtests.events import backtest_channel
 from backtests.models import Backtest
 from backtests.selectors import backtest_representation
-from debates.streams import Opening, request_user, serve_stream, stream_opening
+from debates.streams import (
+    Opening,
+    request_user,
+    serve_stream,
+    stream_opening,
+    stream_schema,
+)
 
 
 def _open(request: HttpRequest, backtest_id: int, resume_after: int | None) -> Opening:
@@ -33,6 +44,22 @@ def _open(request: HttpRequest, backtest_id: int, resume_after: int | None) -> O
     )
 
 
+class BacktestStreamSchema(APIView):
+    """What the schema says of ``backtest_stream``, which serves the stream."""
+
+    @extend_schema(
+        **stream_schema(
+            operation_id="backtests_stream",
+            tag="backtests",
+            description="Stream a backtest's live events as Server-Sent Events.",
+            events="initial, status, progress, report",
+        )
+    )
+    def get(self, request: Request, backtest_id: int) -> Response:
+        raise NotImplementedError("backtest_stream serves the stream")
+
+
+@documented_by(BacktestStreamSchema)
 @csrf_exempt  # it changes nothing: any other method than GET is a 405, not a CSRF refusal
 @require_GET
 async def backtest_stream(request: HttpRequest, backtest_id: int) -> HttpResponseBase:

@@ -15,6 +15,8 @@ from debates.models import (
     AIModel,
     Ballot,
     Debate,
+    DebateOrigin,
+    DebateStatus,
     Decision,
     DeletedSpend,
     JudgeCall,
@@ -23,6 +25,7 @@ from debates.models import (
     ModelPrice,
     Participant,
     Schedule,
+    SeatKind,
     TokenBudget,
     TokenLedger,
     Vote,
@@ -260,10 +263,46 @@ class WaitsForPersonFilter(admin.SimpleListFilter):
         return queryset
 
 
+def not_applying(debate: Debate | None) -> set[str]:
+    """Return the fields of ``debate`` (a new one: a manual debate) that say nothing of it:
+    the interval and schedule of a debate no schedule fired, the backtest of one no
+    backtest ran, the judge's count without a judge, the open-interest ranking's settings
+    with the ranking off, and the person's time and wait without a human seat."""
+    origin = debate.origin if debate is not None else DebateOrigin.MANUAL
+    hidden = set()
+    if origin != DebateOrigin.SCHEDULE:
+        hidden |= {"interval_minutes", "schedule"}
+    if origin != DebateOrigin.BACKTEST:
+        hidden.add("backtest")
+    if debate is None or debate.judge_model_id is None:
+        hidden.add("judge_count")
+    if debate is None or not debate.enable_oi_ranking:
+        hidden |= {"oi_ranking_limit", "oi_duration"}
+    if debate is None or not debate.participants.filter(kind=SeatKind.HUMAN).exists():
+        hidden |= {"human_turn_timeout_minutes", "human_due_at", "waits_for"}
+    return hidden
+
+
 @admin.register(Debate)
 class DebateAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "status", "waits_for", "rounds", "symbol", "created_at")
-    list_filter = ("status", WaitsForPersonFilter, "phase", "prompt_variant", "auto_execute")
+    list_display = (
+        "name",
+        "owner",
+        "status",
+        "origin",
+        "waits_for",
+        "rounds",
+        "symbol",
+        "created_at",
+    )
+    list_filter = (
+        "status",
+        "origin",
+        WaitsForPersonFilter,
+        "phase",
+        "prompt_variant",
+        "auto_execute",
+    )
     search_fields = ("name", "symbol", "owner__username")
     list_select_related = ("owner",)
     date_hierarchy = "created_at"
@@ -301,7 +340,9 @@ class DebateAdmin(admin.ModelAdmin):
         "started_at",
         "finished_at",
         "progressed_at",
+        "origin",
         "schedule",
+        "backtest",
         "judge_model",
         "judge_count",
         "weighting",
@@ -324,6 +365,18 @@ class DebateAdmin(admin.ModelAdmin):
         JudgeCallInline,
     )
     judge_inlines = (JudgeScoreInline, JudgeCallInline)
+
+    def has_change_permission(self, request: HttpRequest, obj: Debate | None = None) -> bool:
+        """Let a pending debate be changed, not one that has started: its settings are
+        what it ran with (its page then shows them all read-only)."""
+        if obj is not None and obj.status != DebateStatus.PENDING:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def get_fields(self, request: HttpRequest, obj: Debate | None = None) -> list[str]:
+        """Leave out the fields that do not apply to the debate (``not_applying``)."""
+        hidden = not_applying(obj)
+        return [name for name in super().get_fields(request, obj) if name not in hidden]
 
     def get_inlines(self, request: HttpRequest, obj: Debate | None) -> list[type]:
         """Leave the judge's scores and calls out of a debate that has no judge."""

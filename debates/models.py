@@ -131,6 +131,15 @@ def level_field(default: str, help_text: str) -> models.CharField:
     )
 
 
+class DebateOrigin(models.TextChoices):
+    """Where a debate came from: a person (the API, the page, ``run_debate``), a schedule's
+    firing or a backtest's step."""
+
+    MANUAL = "manual", "Manual"
+    SCHEDULE = "schedule", "A schedule's firing"
+    BACKTEST = "backtest", "A backtest's step"
+
+
 class DebateStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     RUNNING = "running", "Running"
@@ -284,8 +293,22 @@ class Debate(Seating, models.Model):
         help_text="When the turn or vote the person owes now is skipped; empty when the "
         "debate waits for no person.",
     )
+    origin = models.CharField(
+        max_length=8,
+        choices=DebateOrigin.choices,
+        default=DebateOrigin.MANUAL,
+        help_text="Where it came from; a schedule's or a backtest's debate names it below "
+        "(empty once that is deleted).",
+    )
     schedule = models.ForeignKey(
         "debates.Schedule",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="debates",
+    )
+    backtest = models.ForeignKey(
+        "backtests.Backtest",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -350,10 +373,21 @@ class Debate(Seating, models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["owner", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["owner", "status", "-created_at"]),
+            models.Index(fields=["owner", "origin", "-created_at"]),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(max_rounds__gte=2, max_rounds__lte=5), name="debate_max_rounds_2_5"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    origin=DebateOrigin.MANUAL, schedule__isnull=True, backtest__isnull=True
+                )
+                | Q(origin=DebateOrigin.SCHEDULE, backtest__isnull=True)
+                | Q(origin=DebateOrigin.BACKTEST, schedule__isnull=True),
+                name="debate_origin_names_its_source",
             ),
             models.CheckConstraint(
                 condition=Q(current_round__lte=5), name="debate_current_round_0_5"

@@ -97,12 +97,20 @@ def debate_state(*, debate_id: int, recorded: bool = True) -> Debate:
     return Debate.objects.only(*STATE_COLUMNS).prefetch_related(*records).get(pk=debate_id)
 
 
-def debate_list(*, owner: Any, status: str | None = None) -> QuerySet[Debate]:
-    """Return the owner's debates, newest first, optionally of one status: their ids and
-    owner (``debate_rows`` serves what a page shows of them)."""
+def debate_list(
+    *,
+    owner: Any,
+    status: str | None = None,
+    origin: str | None = None,
+    schedule: int | None = None,
+    backtest: int | None = None,
+) -> QuerySet[Debate]:
+    """Return the owner's debates, newest first, optionally only those of one status,
+    one origin, one schedule or one backtest (by id): their ids and owner
+    (``debate_rows`` serves what a page shows of them)."""
+    given = {"status": status, "origin": origin, "schedule_id": schedule, "backtest_id": backtest}
     queryset = Debate.objects.filter(owner=owner).only("id", "owner_id")
-    if status:
-        queryset = queryset.filter(status=status)
+    queryset = queryset.filter(**{name: value for name, value in given.items() if value})
     return queryset.order_by("-created_at", "-id")
 
 

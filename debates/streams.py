@@ -46,13 +46,20 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from django_eventstream.utils import add_default_headers
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from arena.apis import JsonApi, error_responses
+from arena.apis import JsonApi, documented_by, error_responses
 from arena.auth import ExpiringTokenAuthentication
 from arena.exceptions import ApplicationError, NotFound, ValidationError
 from arena.sse import (
@@ -228,6 +235,74 @@ async def serve_stream(
     return response
 
 
+# How a stream request resumes, as the schema shows it.
+RESUME_PARAMETERS = [
+    OpenApiParameter(
+        "lastEventId",
+        str,
+        description="Resume after this event id, as the Last-Event-ID header does.",
+    ),
+    OpenApiParameter(
+        "Last-Event-ID",
+        str,
+        location=OpenApiParameter.HEADER,
+        description="The id of the last event received (an EventSource sends it when it "
+        "reconnects): exactly the events after it follow.",
+    ),
+]
+
+
+def stream_schema(
+    *,
+    operation_id: str,
+    tag: str,
+    description: str,
+    events: str,
+    parameters: tuple[OpenApiParameter, ...] = (),
+) -> dict[str, Any]:
+    """Return the ``extend_schema`` arguments of a live stream: Server-Sent Events whose
+    types are ``events``, or a JSON error before any event."""
+    return {
+        "operation_id": operation_id,
+        "tags": [tag],
+        "description": description,
+        "parameters": [*parameters, *RESUME_PARAMETERS],
+        "responses": {
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description=f"Server-Sent Events ({events}), each with an id to resume "
+                "after and JSON data; `initial` first, unless resuming.",
+            ),
+            **error_responses(400, 404),
+        },
+    }
+
+
+class DebateStreamSchema(APIView):
+    """What the schema says of ``debate_stream``, which serves the stream."""
+
+    @extend_schema(
+        **stream_schema(
+            operation_id="debates_stream",
+            tag="debates",
+            description="Stream a debate's live events as Server-Sent Events.",
+            events="initial, status, round_start, round_end, message, vote, consensus, "
+            "execution, error, judge_call, judge_scores",
+            parameters=(
+                OpenApiParameter(
+                    "token",
+                    str,
+                    description="A stream token (POST .../stream-token): how a page on "
+                    "another origin authenticates, its EventSource sending no header.",
+                ),
+            ),
+        )
+    )
+    def get(self, request: Request, debate_id: int) -> Response:
+        raise NotImplementedError("debate_stream serves the stream")
+
+
+@documented_by(DebateStreamSchema)
 @csrf_exempt  # it changes nothing: any other method than GET is a 405, not a CSRF refusal
 @require_GET
 async def debate_stream(request: HttpRequest, debate_id: int) -> HttpResponseBase:

@@ -1,13 +1,12 @@
 """The console sessions of the documentation run as written and print what the pages
-show: the API session (docs/api.md), on a fresh database and after `make demo`; the judge
-session (docs/concepts/judge.md) and the selective-debate session
-(docs/concepts/levels.md), on a fresh database; and the full-stack session
-(docs/concepts/schedules.md), on `make serve` from nothing."""
+show: the judge session (docs/concepts/judge.md) and the selective-debate session
+(docs/concepts/levels.md), on a fresh embedded default; the API session (docs/api.md,
+the README's "Using the API") and the schedules' session (docs/concepts/schedules.md),
+each on `make serve` from nothing, in the environment `make serve` reads."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -84,30 +83,6 @@ def embedded_default(tmp_path) -> tuple[dict[str, str], str]:
     return env, str(free_port())
 
 
-@pytest.mark.parametrize("after_demo", [False, True], ids=["fresh-database", "after-make-demo"])
-def test_the_using_the_api_session_runs_as_written(tmp_path, after_demo):
-    # given a fresh clone's embedded default (nothing set), the web server on a free port
-    env, port = embedded_default(tmp_path)
-    page = (DOCS / "api.md").read_text()
-    steps = [
-        (command.replace("8000", port), output)
-        for command, output in console_session(page, "A session on the embedded default")
-    ]
-    if after_demo:  # the demo's objects come first in the same file
-        demo = ["make", "-s", "demo", "ARGS=--rounds 2"]
-        subprocess.run(demo, cwd=BASE, env=env, check=True, capture_output=True, timeout=300)
-    # when its commands run in order in one shell
-    outputs = run_session(steps, env)
-    # then each prints what the page shows under it (after the demo, a model's figures
-    # differ: the simulated answers depend on the debate's id)
-    assert len(outputs) == len(steps)
-    for (command, expected), output in zip(steps, outputs, strict=True):
-        if after_demo and any("confidence" in line or "price" in line for line in expected):
-            assert [shape(line) for line in output] == [shape(line) for line in expected]
-        else:
-            assert output == expected, command
-
-
 @pytest.mark.parametrize(
     ("page", "opening"),
     [
@@ -134,16 +109,8 @@ def test_a_session_on_a_fresh_embedded_default_runs_as_written(tmp_path, page, o
         assert output == expected, command
 
 
-def shape(line: str) -> tuple:
-    """Return what a JSON line shows that the models' figures do not change: its keys,
-    its coin and its status."""
-    value = json.loads(line)
-    return (list(value), value.get("symbol"), value.get("status"))
-
-
 # --- The full stack: make serve on PostgreSQL and Redis -----------------------------------
 
-FULL_STACK = "A session on PostgreSQL and Redis from nothing"
 # The database the full-stack session names, and its server.
 STACK_DATABASE = "postgres://postgres@127.0.0.1:5432/arena"
 
@@ -182,9 +149,10 @@ def processes_with(marker: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
+def make_serve(env: dict[str, str], port: int, log: Path, database_url: str) -> Iterator[None]:
     """Run ``make serve`` (migrate, then honcho: uvicorn, a Celery worker and beat) with
-    ``env`` until its web server answers; stop every process of it afterwards."""
+    ``env`` until its web server answers; stop every process of it (those whose
+    environment names ``database_url``) afterwards."""
     with log.open("w") as out:
         serve = subprocess.Popen(
             ["make", "-s", "serve"],
@@ -206,7 +174,7 @@ def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
     finally:
         # honcho stops its processes on SIGTERM; whatever outlives it is killed by id.
         stop_process(serve)
-        marker = f"DATABASE_URL={env['DATABASE_URL']}"
+        marker = f"DATABASE_URL={database_url}"
         deadline = time.monotonic() + 10
         while (left := processes_with(marker)) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -216,39 +184,47 @@ def make_serve(env: dict[str, str], port: int, log: Path) -> Iterator[None]:
         assert not left, f"processes outlived make serve: {left}"
 
 
-@pytest.mark.long
-def test_the_full_stack_session_runs_as_written(tmp_path):
-    # given `make serve` on a database of its own made from nothing, a Redis database of
-    # its own (emptied) and a free port
+@contextlib.contextmanager
+def full_stack(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Run `make serve` on a database of its own made from nothing, a Redis database of
+    its own (emptied) and a free port, and yield the environment it was started in: a
+    shell's with DATABASE_URL and REDIS_URL unset, so the stack's come from the
+    Makefile (its ``STACK_DATABASE_URL`` and ``STACK_REDIS_URL``, set here as a person
+    would leave them to their defaults), and PORT. A command of a session that reads
+    the stack's environment only through `make` (``make manage``) reaches the stack's
+    database; one that does not reaches the embedded default's (under ``tmp_path``)."""
     import redis
 
-    page = (DOCS / "concepts" / "schedules.md").read_text()
-    port = free_port()
     redis_url = stack_redis_url()
     redis.Redis.from_url(redis_url).flushdb()
+    port = free_port()
     name = f"readme_stack_{os.getpid()}_{secrets.token_hex(3)}"
-    with fresh_database(name) as database_url:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in {"DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME", "PORT"}
-        }
-        env.update(DATABASE_URL=database_url, REDIS_URL=redis_url, PORT=str(port))
-        steps = [
-            (
-                command.replace("localhost:8000", f"localhost:{port}").replace(
-                    STACK_DATABASE, database_url
-                ),
-                output,
-            )
-            for command, output in console_session(page, FULL_STACK)
-        ]
-        try:
-            with make_serve(env, port, tmp_path / "serve.log"):
-                # when the session's commands run in order in one shell
-                outputs = run_session(steps, env, timeout=600)
-        finally:
-            redis.Redis.from_url(redis_url).flushdb()
+    try:
+        with fresh_database(name) as database_url:
+            env, _ = embedded_default(tmp_path)
+            env.pop("TEST_DATABASE_NAME", None)
+            env.update(STACK_DATABASE_URL=database_url, STACK_REDIS_URL=redis_url, PORT=str(port))
+            with make_serve(env, port, tmp_path / "serve.log", database_url):
+                yield env
+    finally:
+        redis.Redis.from_url(redis_url).flushdb()
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(
+    ("page", "opening", "timeout"),
+    [
+        ("api.md", "A session on the full stack, with `make serve`", 300),
+        ("concepts/schedules.md", "A session on PostgreSQL and Redis from nothing", 600),
+    ],
+    ids=["using-the-api", "schedules"],
+)
+def test_a_session_on_make_serve_runs_as_written(tmp_path, page, opening, timeout):
+    # given `make serve` from nothing, and the session of the page
+    steps = console_session((DOCS / page).read_text(), opening)
+    with full_stack(tmp_path) as env:
+        # when its commands run in order in one shell, in the environment it reads
+        outputs = run_session(steps, env, timeout=timeout)
     # then each prints what the page shows under it
     assert len(outputs) == len(steps)
     for (command, expected), output in zip(steps, outputs, strict=True):

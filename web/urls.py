@@ -1,4 +1,4 @@
-"""Routes of the arena page, its login and logout, and its static files."""
+"""Routes of the arena page, its login and logout, its static files and the site's icon."""
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
@@ -9,6 +9,7 @@ from web import views
 
 urlpatterns = [
     path("", views.arena, name="arena"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("debates/<int:debate_id>/", views.arena, name="arena-debate"),
     path("backtests/", views.backtests, name="backtests"),
     path("backtests/<int:backtest_id>/", views.backtests, name="backtest-page"),

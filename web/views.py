@@ -20,7 +20,7 @@ from django.views.decorators.http import require_safe
 from django.views.static import was_modified_since
 
 from backtests.charts import equity_svg
-from backtests.models import Backtest
+from backtests.models import DEFAULT_WINDOW, Backtest
 from debates.models import Pace
 from evaluations.charts import reliability_svg
 from strategies.models import PromptVariant
@@ -42,8 +42,14 @@ def arena(request: HttpRequest, debate_id: int | None = None) -> HttpResponse:
 @login_required
 @ensure_csrf_cookie
 def backtests(request: HttpRequest, backtest_id: int | None = None) -> HttpResponse:
-    """Render the backtests page, opening backtest ``backtest_id`` when the URL names one."""
-    return render(request, "web/backtests.html", {"config": {"backtestId": backtest_id}})
+    """Render the backtests page, opening backtest ``backtest_id`` when the URL names one;
+    its form starts from the window `manage.py backtest` does."""
+    start, end = DEFAULT_WINDOW
+    context = {
+        "config": {"backtestId": backtest_id},
+        "window": {"start": f"{start:%Y-%m-%dT%H:%M}", "end": f"{end:%Y-%m-%dT%H:%M}"},
+    }
+    return render(request, "web/backtests.html", context)
 
 
 def _shown_backtest(request: HttpRequest, backtest_id: int) -> Backtest:
@@ -97,3 +103,10 @@ def static_file(request: HttpRequest, path: str) -> HttpResponse:
     response = HttpResponse(file.read_bytes(), content_type=content_type)
     response["Last-Modified"] = http_date(modified)
     return response
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Serve the site's icon where browsers ask for it, ``/favicon.ico``: the pages name
+    it, the admin's and the API's pages do not, and a browser then asks here."""
+    return static_file(request, "web/favicon.ico")

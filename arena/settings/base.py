@@ -430,6 +430,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"quiet_watchdogs": {"()": "arena.logfilters.QuietWatchdogs"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
@@ -438,5 +439,10 @@ LOGGING = {
         "httpcore": {"level": "WARNING"},
         # django-axes announces its settings when each process starts.
         "axes.apps": {"level": "WARNING"},
+        # The watchdogs and sweeps of CELERY_BEAT_SCHEDULE: INFO only when they act.
+        **{
+            name: {"filters": ["quiet_watchdogs"]}
+            for name in ("celery.beat", "celery.worker.strategy", "celery.app.trace")
+        },
     },
 }

@@ -273,6 +273,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
             cache=backtest.cache,
             level=backtest.level,
             weighting=backtest.weighting,
+            backtest_id=backtest.pk,
         )
         # The backtest's own quota (running backtests) admits its steps' debates, and
         # each tells the backtest it ended, or awaits its book, through the task it names.

@@ -7,6 +7,8 @@ events carry.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.cache import parse_etags
 from drf_spectacular.utils import (
@@ -21,9 +23,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from arena.apis import JsonApi, error_responses, paginated_response
-from arena.inputs import StrictChoiceField, StrictSerializer, validate
+from arena.inputs import MAX_ID, StrictChoiceField, StrictSerializer, validate
 from debates.engine.personalities import PERSONALITIES
-from debates.models import DebateStatus
+from debates.models import Debate, DebateOrigin, DebateStatus
 from debates.selectors import (
     debate_detail_rendered,
     debate_get,
@@ -50,13 +52,46 @@ from debates.services.inputs import TEMPLATE_RULES, DebateInputSerializer
 TAGS = ["debates"]
 
 
+class OwnedQueryField(serializers.IntegerField):
+    """A query parameter naming one of the user's schedules or backtests by id: the
+    related model of ``Debate.<source_field>``, owned by the serializer's
+    ``context["owner"]``; its value is the id."""
+
+    default_error_messages = {"missing": "No such {name}: {pk}."}
+
+    def __init__(self, *, source_field: str, **kwargs: Any) -> None:
+        self.related = Debate._meta.get_field(source_field).related_model
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data: Any = serializers.empty) -> int:
+        pk = super().run_validation(data)
+        if not self.related.objects.filter(owner=self.context["owner"], pk=pk).exists():
+            self.fail("missing", name=self.related._meta.verbose_name, pk=pk)
+        return pk
+
+
 class DebateListApi(JsonApi):
-    """List the user's debates, newest first."""
+    """List the user's debates, newest first: all of them, or those of one status, one
+    origin, one schedule or one backtest."""
 
     pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
 
     class FilterSerializer(serializers.Serializer):
         status = StrictChoiceField(choices=DebateStatus.choices, required=False)
+        origin = StrictChoiceField(
+            choices=DebateOrigin.choices,
+            required=False,
+            help_text="manual: a person's own; schedule: schedules' firings; backtest: "
+            "backtests' steps.",
+        )
+        schedule = OwnedQueryField(
+            source_field="schedule", required=False, help_text="One of your schedules' id."
+        )
+        backtest = OwnedQueryField(
+            source_field="backtest", required=False, help_text="One of your backtests' id."
+        )
 
     @extend_schema(
         operation_id="debates_list",
@@ -65,8 +100,10 @@ class DebateListApi(JsonApi):
         responses={200: DebateListSerializer(many=True), **error_responses(400, 404)},
     )
     def get(self, request: Request) -> Response:
-        filters = validate(self.FilterSerializer, request.query_params)
-        debates = debate_list(owner=request.user, status=filters.get("status"))
+        filters = validate(
+            self.FilterSerializer, request.query_params, context={"owner": request.user}
+        )
+        debates = debate_list(owner=request.user, **filters)
         return paginated_response(
             request=request, view=self, queryset=debates, serializer_class=DebateListSerializer
         )

@@ -34,6 +34,7 @@ from debates.models import (
     Debate,
     DebateLevel,
     DebateMode,
+    DebateOrigin,
     DebateStatus,
     DeletedSpend,
     Message,
@@ -90,6 +91,19 @@ class DebateInput:
     human_turn_timeout_minutes: Any = DEFAULT_HUMAN_TURN_TIMEOUT_MINUTES
     pace: Any = Pace.AUTO
     schedule_id: int | None = None
+    backtest_id: int | None = None
+
+
+def _origin(data: DebateInput | Mapping[str, Any]) -> dict[str, Any]:
+    """Return where a debate of ``data`` comes from: the schedule or backtest its input
+    names, else (a client's JSON, or neither named) a person."""
+    if not isinstance(data, DebateInput):
+        return {"origin": DebateOrigin.MANUAL}
+    if data.schedule_id is not None:
+        return {"origin": DebateOrigin.SCHEDULE, "schedule_id": data.schedule_id}
+    if data.backtest_id is not None:
+        return {"origin": DebateOrigin.BACKTEST, "backtest_id": data.backtest_id}
+    return {"origin": DebateOrigin.MANUAL}
 
 
 def debate_input_validate(*, owner: Any, data: DebateInput | Mapping[str, Any]) -> dict[str, Any]:
@@ -116,7 +130,8 @@ def debate_create(
 ) -> Debate:
     """Create a pending debate and its participants; refuse bad input, writing nothing.
 
-    ``data``: a ``DebateInput``, or the fields as a client's JSON gives them. ``quota``
+    ``data``: a ``DebateInput`` (whose ``schedule_id`` or ``backtest_id`` names where the
+    debate comes from), or the fields as a client's JSON gives them. ``quota``
     False: the debate is admitted by its caller's own quota instead of the owner's
     debate quotas (a backtest's step, under ``QUOTA_RUNNING_BACKTESTS``), and is not
     counted in them, at its start either. ``caller_task``: the name of a Celery task
@@ -126,13 +141,12 @@ def debate_create(
     """
     values = debate_input_validate(owner=owner, data=data)
     seats = values.pop("seats")
-    schedule_id = data.schedule_id if isinstance(data, DebateInput) else None
     with transaction.atomic():
         if quota:
             debate_create_check(owner_id=owner.pk)
         debate = Debate.objects.create(
             owner=owner,
-            schedule_id=schedule_id,
+            **_origin(data),
             quota_counted=quota,
             caller_task=caller_task,
             awaits_book=awaits_book,

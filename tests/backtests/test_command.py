@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from decimal import Decimal
 
 import pytest
 from django.conf import settings
@@ -145,3 +146,34 @@ def test_a_profit_factor_without_a_losing_trade_reads_infinite():
     # one with no trade at all has none either, and says so as any missing figure
     assert profit_factor({"profit_factor": None, "win_rate": None}) == "-"
     assert profit_factor({"profit_factor": 1.8, "win_rate": 0.5}) == "1.80"
+
+
+def test_a_drawdown_shows_as_the_api_gives_it_a_positive_share():
+    from backtests.engine.metrics import max_drawdown
+    from backtests.management.commands.backtest import drawdown
+
+    # given an equity curve falling a quarter from its peak, as the API reports it
+    fall = max_drawdown([Decimal("1000"), Decimal("1200"), Decimal("900"), Decimal("1000")])
+    assert fall == pytest.approx(0.25)
+    # then the command shows it with the same sign, as the page does
+    assert (drawdown(fall), drawdown(0.0), drawdown(None)) == ("25.00%", "0.00%", "-")
+
+
+def test_make_backtest_and_the_backtests_page_start_from_the_commands_window(client, user):
+    from django.core.management import load_command_class
+
+    # given the command's default window
+    parser = load_command_class("backtests", "backtest").create_parser("manage.py", "backtest")
+    defaults = parser.parse_args([])
+    # then make backtest names no window of its own
+    recipe = (settings.BASE_DIR / "Makefile").read_text().split("\nbacktest:")[1].split("\n\n")[0]
+    assert "manage.py backtest" in recipe
+    assert ("--from" in recipe, "--to" in recipe) == (False, False)
+    # and the backtests page's form starts from the same window
+    client.force_login(user)
+    page = client.get("/backtests/").content.decode()
+    shown = dict(
+        re.findall(r'id="b-(start|end)" name="\w+" type="datetime-local" value="([^"]+)"', page)
+    )
+    assert shown == {"start": f"{defaults.start}T00:00", "end": f"{defaults.end}T00:00"}
+    assert (defaults.start, defaults.end) == ("2024-08-08", "2024-08-22")

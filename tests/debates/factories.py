@@ -65,6 +65,14 @@ class DebateFactory(OnAStrategyFactory):
     name = factory.Sequence(lambda n: f"Debate {n}")
     symbol = "BTCUSDT"
     symbols = factory.LazyFunction(lambda: ["BTCUSDT", "ETHUSDT", "SOLUSDT"])
+    schedule = None
+    backtest = None
+    # Where it came from, as the services say it: the schedule or backtest it names.
+    origin = factory.LazyAttribute(
+        lambda debate: (
+            "schedule" if debate.schedule else "backtest" if debate.backtest else "manual"
+        )
+    )
 
 
 class ParticipantFactory(factory.django.DjangoModelFactory):

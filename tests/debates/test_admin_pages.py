@@ -1,15 +1,21 @@
 """The admin's debate pages are readable: the snapshot summarised and folded, no raw
-candles, each turn's argument folded after its opening, list columns that fit, plurals."""
+candles, each turn's argument folded after its opening, list columns that fit, plurals;
+a started debate read-only, only the fields that apply to a debate, the list filtered by
+where its debates came from."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import (
     AIModelFactory,
     DebateFactory,
     MessageFactory,
     ParticipantFactory,
+    ScheduleFactory,
 )
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +109,76 @@ def test_the_admin_refuses_a_bad_capability_override_naming_the_key(client, staf
     assert "temperature: must be" in response.content.decode()
     model.refresh_from_db()
     assert model.capabilities == {}
+
+
+# The settings a debate ran with, each a field of the change form while it is pending.
+SETTINGS = ("symbol", "max_rounds", "strategy", "as_of", "trader", "auto_execute")
+
+
+@pytest.mark.parametrize("status", ["running", "completed", "failed", "cancelled"])
+def test_a_started_debate_is_shown_read_only(operator, staff_user, status):
+    # given a debate that has started
+    debate = DebateFactory(owner=staff_user, status=status, max_rounds=3)
+    page = f"/admin/debates/debate/{debate.pk}/change/"
+    # when its page is opened
+    html = operator.get(page).content.decode()
+    # then none of its settings is a field of a form, and there is nothing to save
+    assert [name for name in SETTINGS if f'name="{name}' in html] == []
+    assert 'name="_save"' not in html
+    assert '<div class="readonly">BTCUSDT</div>' in html
+    # and a change posted anyway is refused, changing nothing
+    response = operator.post(page, {"name": debate.name, "symbol": "ETHUSDT", "max_rounds": 5})
+    assert response.status_code == 403
+    debate.refresh_from_db()
+    assert (debate.symbol, debate.max_rounds) == ("BTCUSDT", 3)
+
+
+def test_a_pending_debate_can_still_be_changed(operator, staff_user):
+    debate = DebateFactory(owner=staff_user, status="pending")
+    html = operator.get(f"/admin/debates/debate/{debate.pk}/change/").content.decode()
+    assert [name for name in SETTINGS if f'name="{name}' not in html] == []
+    assert 'name="_save"' in html
+
+
+def shown_fields(operator, debate) -> set[str]:
+    """Return the names of the fields the debate's admin page shows (editable or not)."""
+    html = operator.get(f"/admin/debates/debate/{debate.pk}/change/").content.decode()
+    return set(re.findall(r'<div class="form-row[^"]*field-(\w+)', html))
+
+
+def test_a_one_off_debate_shows_no_schedules_interval(operator, staff_user):
+    # given a manual debate, a schedule's and a backtest's
+    manual = DebateFactory(owner=staff_user)
+    fired = DebateFactory(owner=staff_user, schedule=ScheduleFactory(owner=staff_user))
+    stepped = DebateFactory(owner=staff_user, backtest=BacktestFactory(owner=staff_user))
+    # then each page shows the fields of where it came from, and only those
+    assert {"interval_minutes", "schedule", "backtest"} & shown_fields(operator, manual) == set()
+    assert {"interval_minutes", "schedule"} <= shown_fields(operator, fired)
+    assert "backtest" not in shown_fields(operator, fired)
+    assert "backtest" in shown_fields(operator, stepped)
+    assert {"interval_minutes", "schedule"} & shown_fields(operator, stepped) == set()
+
+
+def test_a_debate_without_a_judge_ranking_or_person_hides_their_settings(operator, staff_user):
+    plain = DebateFactory(owner=staff_user)
+    judged = DebateFactory(owner=staff_user, judge_model=AIModelFactory(owner=staff_user))
+    ParticipantFactory(debate=judged, kind="human", ai_model=None)
+    hidden = {"judge_count", "oi_ranking_limit", "oi_duration", "human_turn_timeout_minutes"}
+    assert hidden & shown_fields(operator, plain) == set()
+    assert {"judge_count", "human_turn_timeout_minutes"} <= shown_fields(operator, judged)
+
+
+def test_the_debate_list_filters_by_origin(operator, staff_user):
+    # given a debate of each origin
+    DebateFactory(owner=staff_user, name="By hand")
+    DebateFactory(owner=staff_user, name="Fired", schedule=ScheduleFactory(owner=staff_user))
+    DebateFactory(owner=staff_user, name="Stepped", backtest=BacktestFactory(owner=staff_user))
+    # when the list is filtered to each origin, then it shows that origin's alone
+    names = {
+        origin: re.findall(
+            r'field-name"><a href="[^"]+">([^<]+)</a>',
+            operator.get(f"/admin/debates/debate/?origin__exact={origin}").content.decode(),
+        )
+        for origin in ("manual", "schedule", "backtest")
+    }
+    assert names == {"manual": ["By hand"], "schedule": ["Fired"], "backtest": ["Stepped"]}

@@ -55,7 +55,7 @@ def test_past_the_cap_no_call_starts_and_the_debate_fails_with_the_figures(
         TokenBudget.objects.create(owner=user, daily_token_cap=0)
     else:
         Debate.objects.filter(pk=debate.pk).update(
-            schedule=ScheduleFactory(owner=user, daily_token_cap=0)
+            origin="schedule", schedule=ScheduleFactory(owner=user, daily_token_cap=0)
         )
     debate_start(debate_id=debate.pk)
     # when it runs

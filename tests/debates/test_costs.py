@@ -255,8 +255,8 @@ def test_a_schedules_spend_counts_only_its_own_debates(make_debate, user, api_cl
 
     schedule = ScheduleFactory(owner=user)
     mine, other = (make_debate(personalities=("bull", "bear")) for _ in range(2))
-    mine.schedule = schedule
-    mine.save(update_fields=["schedule"])
+    mine.origin, mine.schedule = "schedule", schedule
+    mine.save(update_fields=["origin", "schedule"])
     for debate in (mine, other):
         Message.objects.create(
             debate=debate,

@@ -161,7 +161,9 @@ def test_the_schedule_shows_its_runs_by_level(api_client, make_debate, user):
     schedule = ScheduleFactory(owner=user)
     for level in ("L1", "L1", "L2", ""):
         debate = make_debate(personalities=("bull", "bear"))
-        Debate.objects.filter(pk=debate.pk).update(schedule=schedule, level_used=level)
+        Debate.objects.filter(pk=debate.pk).update(
+            origin="schedule", schedule=schedule, level_used=level
+        )
     shown = api_client.get(f"/api/schedules/{schedule.pk}").json()
     listed = api_client.get("/api/schedules").json()["results"][0]
     assert shown["runs_by_level"] == listed["runs_by_level"] == {"L1": 2, "L2": 1}

@@ -27,12 +27,12 @@ def test_a_table_wider_than_the_console_is_printed_whole():
     table = Table(title="Backtest")
     for column in ("rule", "equity", "return", "max DD", "Sharpe", "fees"):
         table.add_column(column, no_wrap=True)
-    table.add_row("votes by confidence", "980282704.12", "-1.97%", "-20.44%", "4.15", "1467300.77")
+    table.add_row("votes by confidence", "980282704.12", "-1.97%", "20.44%", "4.15", "1467300.77")
     # when it is printed
     print_whole(console, table)
     # then every figure is there whole, none cut to "…", and the console keeps its width
     printed = out.getvalue()
     assert "…" not in printed
-    for figure in ("votes by confidence", "980282704.12", "1467300.77", "-20.44%"):
+    for figure in ("votes by confidence", "980282704.12", "1467300.77", "20.44%"):
         assert figure in printed
     assert console.width == 40

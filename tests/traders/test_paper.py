@@ -28,6 +28,7 @@ EIGHT = Decimal("0.00000001")
 # dataset's 15m candles begin on 5 August), where an order placed then fills.
 ENTRY_AS_OF = "2024-08-04T20:00Z"
 ENTRY_PRICE = Decimal("59257.67")
+ENTRY_INSTANT = datetime(2024, 8, 4, 20, tzinfo=UTC)
 
 
 def money(value: Decimal) -> Decimal:
@@ -403,3 +404,43 @@ def test_a_live_priced_paper_trader_fills_at_the_exchanges_current_price(
     # then it filled at the exchange's last price, and the clock is the wall clock
     assert (execution.status, execution.average_price) == ("filled", Decimal("57970.9"))
     assert Trader.objects.get(pk=trader.pk).replay_as_of.year >= 2025
+
+
+def test_an_account_that_never_traded_is_on_its_paper_clock_not_the_wall_clock(paper_trader):
+    from debates.engine.book import Book
+    from strategies.market.dataset import DATASET_END
+    from traders.books import debate_book
+    from traders.exchanges.paper import PaperExchange
+
+    # given a dataset paper trader whose clock was never set (it prices at the dataset's end)
+    assert paper_trader.replay_as_of is None
+    # when its book is read for a debate of no instant, then it opens and closes a long
+    book = Book.from_dict(debate_book(trader_id=paper_trader.pk, as_of=None, strategy_id=None))
+    exchange = PaperExchange(paper_trader.pk)
+    exchange.market_order("BTCUSDT", "buy", Decimal("0.01"), client_order_id="open-1")
+    exchange.market_order(
+        "BTCUSDT", "sell", Decimal("0.01"), client_order_id="close-1", reduce_only=True
+    )
+    # then the book and the position are both at the paper clock's instant
+    position = Position.objects.get(trader=paper_trader)
+    assert book.as_of == DATASET_END.isoformat()
+    assert (position.opened_at, position.closed_at) == (DATASET_END, DATASET_END)
+
+
+def test_a_resume_measures_the_guards_from_the_paper_clock(paper_trader):
+    from django.utils import timezone
+
+    from strategies.market.dataset import DATASET_END
+    from traders.services.guards import trader_resume
+
+    # given a paused dataset paper trader that never traded, and one at 2024-08-04 20:00
+    paper_trader.paused_guard = "drawdown"
+    paper_trader.save(update_fields=["paused_guard"])
+    replaying = TraderFactory(exchange="paper", market_source="dataset", replay_as_of=ENTRY_INSTANT)
+    # when their owners resume them, now
+    resumed = [
+        trader_resume(trader_id=trader.pk, now=timezone.now())
+        for trader in (paper_trader, replaying)
+    ]
+    # then their guards count what comes after their paper clocks, not after the wall clock
+    assert [trader.guards_since for trader in resumed] == [DATASET_END, ENTRY_INSTANT]

@@ -226,12 +226,13 @@ def test_the_form_shows_the_api_field_errors_next_to_the_fields(open_page, user,
     page = open_page("/", user=user)
     page.click("#new-debate")
     expect(page.locator(".participant-row")).to_have_count(3)
-    # when it is sent with no name and five rounds too many
+    # when it is sent with a name too long and five rounds too many
+    page.fill("#f-name", "N" * 201)
     page.fill("#f-rounds", "9")
     page.click("#create-submit")
     # then the API's messages stand next to those two fields, and nowhere else
     expect(page.locator('#create-form [data-error-for="name"]')).to_have_text(
-        "This field may not be blank."
+        "Ensure this field has no more than 200 characters."
     )
     expect(page.locator('#create-form [data-error-for="max_rounds"]')).to_have_text(
         "Ensure this value is less than or equal to 5."

@@ -1,4 +1,5 @@
-"""The arena page's shell, its static files, login and logout (no browser)."""
+"""The arena page's shell, its static files and the site's icon, login and logout (no
+browser)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def test_the_page_is_a_shell_loading_its_own_script_and_style(user):
     assert config_of(page) == {"debateId": None}
     assert re.findall(r'<script src="([^"]+)"', page) == [
         "/static/web/common.js",
+        "/static/web/sidebar.js",
         "/static/web/arena.js",
     ]
     assert re.findall(r'<link rel="stylesheet" href="([^"]+)"', page) == ["/static/web/arena.css"]
@@ -60,6 +62,7 @@ def test_a_debate_url_opens_the_page_on_that_debate(user):
     [
         ("web/arena.js", "text/javascript"),
         ("web/common.js", "text/javascript"),
+        ("web/sidebar.js", "text/javascript"),
         ("web/arena.css", "text/css"),
         ("admin/css/base.css", "text/css"),
     ],
@@ -124,3 +127,24 @@ def test_logging_out_ends_the_session(user):
     assert response.status_code == 302
     assert response["Location"] == "/login/"
     assert client.get("/").status_code == 302
+
+
+def test_the_sites_icon_is_served_where_browsers_ask_for_it():
+    # when a browser asks for the icon, as it does on every page naming none (the admin)
+    response = Client().get("/favicon.ico")
+    # then it is a small icon file, to anyone
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/vnd.microsoft.icon"
+    assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
+    assert len(response.content) < 1024
+
+
+@pytest.mark.parametrize(
+    ("path", "logged_in"), [("/", True), ("/backtests/", True), ("/login/", False)]
+)
+def test_the_pages_name_the_sites_icon(user, path, logged_in):
+    client = Client()
+    if logged_in:
+        client.force_login(user)
+    page = client.get(path).content.decode()
+    assert '<link rel="icon" href="/favicon.ico">' in page

@@ -16,6 +16,8 @@ from strategies.models import ExecuteCoins, Strategy
 from traders.models import Trader
 
 DEMO_TRADER = "Demo paper account"
+# The script that installs, starts and stops the local model's server.
+LOCAL_MODEL_SCRIPT = settings.BASE_DIR / "scripts" / "local-model"
 DEMO_COINS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 # The local model (scripts/local-model): a 0.5B model answering on two CPU cores reads a
 # prompt at about 47 tokens/s, so its debates keep theirs small: one coin, 1h candles, 6 rows.
@@ -40,9 +42,10 @@ def demo_trader(owner) -> Trader:
 def local_model(console: Console, owner) -> AIModel:
     """Start the local model unless it answers already; return its configuration."""
     console.print("Starting the local model (scripts/local-model start) ...")
-    script = settings.BASE_DIR / "scripts" / "local-model"
     # The project's own script, with no input from the user.
-    started = subprocess.run([script, "start"], capture_output=True, text=True)  # noqa: S603
+    started = subprocess.run(  # noqa: S603
+        [LOCAL_MODEL_SCRIPT, "start"], capture_output=True, text=True
+    )
     if started.returncode != 0:
         raise CommandError(f"the local model did not start: {started.stderr.strip()}")
     base_url = started.stdout.strip().splitlines()[-1]
@@ -56,6 +59,15 @@ def local_model(console: Console, owner) -> AIModel:
         },
     )
     return model
+
+
+def local_model_left(console: Console, model: AIModel) -> None:
+    """Say that the local model's server goes on running after the run (so the next run
+    starts at once), and how to stop it."""
+    console.print(
+        f"The local model's server is still running at {model.base_url}, for the next "
+        "run; scripts/local-model stop stops it."
+    )
 
 
 def demo_strategy(owner, single_coin: str | None) -> Strategy:

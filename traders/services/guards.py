@@ -23,6 +23,7 @@ from arena import metrics
 from arena.queries import owned_by, owned_or_404
 from strategies.models import Strategy
 from traders import events, locks
+from traders.exchanges.paper import paper_now
 from traders.guards import AccountFacts, GuardLimits, Trip, tripped
 from traders.models import Exchange, Position, PositionStatus, Trader
 from traders.risk import Funds
@@ -51,10 +52,11 @@ def guard_limits(strategy: Strategy | None) -> GuardLimits:
 
 
 def account_instant(trader: Trader, default: datetime) -> datetime:
-    """Return the instant a trader's account is at: a paper trader's clock, else
-    ``default`` (now)."""
-    if trader.exchange == Exchange.PAPER and trader.replay_as_of is not None:
-        return trader.replay_as_of
+    """Return the instant a trader's account is at: a paper trader's clock, the instant
+    its orders fill at and its positions open and close at (``paper_now``: the dataset's
+    end before it has traded), else ``default`` (now)."""
+    if trader.exchange == Exchange.PAPER:
+        return paper_now(trader)
     return default
 
 

@@ -15,11 +15,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from arena.exceptions import ApplicationError
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, BookMode, CoinScope
+from backtests.models import (
+    ACTIVE_STATUSES,
+    DEFAULT_WINDOW,
+    Backtest,
+    BacktestStep,
+    BookMode,
+    CoinScope,
+)
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.services import BacktestInput, backtest_cancel, backtest_create
+from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.models import CacheMode, DebateLevel
 from debates.quotas import QuotaExceeded
+from debates.services.inputs import MAX_ROUNDS, MIN_ROUNDS
 from strategies.models import Strategy
 from traders.management.console import (
     ConsoleCommand,
@@ -102,6 +111,12 @@ def number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def drawdown(value: float | None) -> str:
+    """Return a maximum drawdown as the API gives it: the fall from a peak as a positive
+    share (``0.2044``: "20.44%")."""
+    return "-" if value is None else f"{value:.2%}"
+
+
 def share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -118,23 +133,67 @@ class Command(ConsoleCommand):
     help = "Replay a debate template over history, step by step, and score it against baselines."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--symbol", default="BTCUSDT", help="primary coin")
-        parser.add_argument("--from", dest="start", default="2024-08-05", help="first step")
-        parser.add_argument("--to", dest="end", default="2024-08-12", help="window end")
-        parser.add_argument("--every", default="4h", help="step: 15m, 1h, 4h, 1d...")
+        parser.add_argument(
+            "--symbol", default="BTCUSDT", help="primary coin (default: %(default)s)"
+        )
+        parser.add_argument(
+            "--from",
+            dest="start",
+            default=f"{DEFAULT_WINDOW[0]:%Y-%m-%d}",
+            help="first step (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--to",
+            dest="end",
+            default=f"{DEFAULT_WINDOW[1]:%Y-%m-%d}",
+            help="window end (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--every", default="4h", help="step: 15m, 1h, 4h, 1d... (default: %(default)s)"
+        )
         parser.add_argument("--horizon", default="", help="scoring horizon (default: the step)")
         parser.add_argument(
             "--participants",
             default="bull,bear,analyst",
-            help="personalities, comma-separated (simulated models unless --models is given)",
+            help=f"personalities, comma-separated, from {', '.join(PERSONALITIES)} "
+            "(default: %(default)s)",
         )
-        parser.add_argument("--models", default="", help="AI model ids, one per participant")
-        parser.add_argument("--rounds", type=int, default=2)
-        parser.add_argument("--variant", default="balanced")
-        parser.add_argument("--balance", default="1000", help="starting balance, USDT")
-        parser.add_argument("--fee-rate", default="0.0004")
-        parser.add_argument("--slippage-bps", default="0")
-        parser.add_argument("--coins", choices=CoinScope.values, default=CoinScope.PRIMARY)
+        parser.add_argument(
+            "--models",
+            default="",
+            help="AI model ids, one per participant (default: simulated models)",
+        )
+        parser.add_argument(
+            "--rounds",
+            type=int,
+            choices=range(MIN_ROUNDS, MAX_ROUNDS + 1),
+            default=2,
+            help="rounds of each debate (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--variant",
+            choices=list(VARIANTS),
+            default="balanced",
+            help="prompt variant (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--balance", default="1000", help="starting balance, USDT (default: %(default)s)"
+        )
+        parser.add_argument(
+            "--fee-rate", default="0.0004", help="fee per fill's notional (default: %(default)s)"
+        )
+        parser.add_argument(
+            "--slippage-bps",
+            default="0",
+            help="slippage of each fill, basis points (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--coins",
+            choices=CoinScope.values,
+            default=CoinScope.PRIMARY,
+            help="primary: the primary coin's decision; all: every executable decision "
+            "(default: %(default)s)",
+        )
         parser.add_argument(
             "--book",
             choices=BookMode.values,
@@ -142,12 +201,27 @@ class Command(ConsoleCommand):
             help="aware: each step's votes see the simulated account; blind: none does "
             "(default: %(default)s)",
         )
-        parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
         parser.add_argument(
-            "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
+            "--cache",
+            choices=CacheMode.values,
+            default=CacheMode.USE,
+            help="the model-call cache (default: %(default)s)",
         )
-        parser.add_argument("--user", default="demo", help="owner of the backtest")
-        parser.add_argument("--timeout", type=seconds, default=3600.0, help="seconds to wait")
+        parser.add_argument(
+            "--level",
+            choices=DebateLevel.values,
+            default=DebateLevel.L2,
+            help="debate level (default: %(default)s)",
+        )
+        parser.add_argument(
+            "--user", default="demo", help="owner of the backtest (default: %(default)s)"
+        )
+        parser.add_argument(
+            "--timeout",
+            type=seconds,
+            default=3600.0,
+            help="seconds to wait (default: %(default)s)",
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument(
             "--cancel",
@@ -317,7 +391,7 @@ class Command(ConsoleCommand):
                 escape(SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))),
                 number(m["final_equity"]),
                 percent(m["total_return"]),
-                percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
+                drawdown(m["max_drawdown"]),
                 number(m["sharpe"]),
                 number(m["sortino"]),
                 share(m["win_rate"]),

@@ -18,7 +18,7 @@ from rich.table import Table
 from arena.exceptions import ApplicationError
 from debates.engine.personalities import PERSONALITIES, VARIANTS
 from debates.engine.types import EXECUTABLE_ACTIONS
-from debates.models import Ballot, CacheMode, Debate, Message, Participant, Vote
+from debates.models import AIModel, Ballot, CacheMode, Debate, Message, Participant, Vote
 from debates.selectors import debate_representation
 from debates.serializers import price_decimals
 from debates.services import DebateInput, debate_cancel, debate_create, debate_start
@@ -40,7 +40,13 @@ from traders.management.console import (
     seats,
     seconds,
 )
-from traders.management.demo import DEMO_COINS, demo_strategy, demo_trader, local_model
+from traders.management.demo import (
+    DEMO_COINS,
+    demo_strategy,
+    demo_trader,
+    local_model,
+    local_model_left,
+)
 from traders.models import Execution, Trader
 from traders.services import execution_request
 from traders.services.execution_state import FINAL_STATUSES
@@ -134,7 +140,10 @@ class Command(ConsoleCommand):
             "bull,bear,analyst, with --local-model bull,bear)",
         )
         parser.add_argument(
-            "--models", default="", help="your AI model ids, one per participant, comma-separated"
+            "--models",
+            default="",
+            help="your AI model ids, one per participant, comma-separated (default: simulated "
+            "models)",
         )
         parser.add_argument(
             "--local-model",
@@ -198,8 +207,18 @@ class Command(ConsoleCommand):
             for name in DEFAULTS
         }
         check_rounds(given["rounds"])
-        data = self._input(console, owner, options, given)
-        timeout = given["timeout"]
+        data, local = self._input(console, owner, options, given)
+        try:
+            self._run(console, owner, data, options, given["timeout"])
+        finally:
+            if local is not None:
+                local_model_left(console, local)
+
+    def _run(
+        self, console: Console, owner, data: DebateInput, options: dict, timeout: float
+    ) -> None:
+        """Create and start the debate, print it as it goes, execute its decisions (unless
+        told not to); refuse a debate that did not complete."""
         with StopSignals() as stop:
             try:
                 debate = debate_create(owner=owner, data=data)
@@ -217,21 +236,24 @@ class Command(ConsoleCommand):
             reason = problem(final.error, markup=False)
             raise CommandError(f"debate {final.pk} ended {final.status}: {reason}")
 
-    def _input(self, console: Console, owner, options: dict, given: dict) -> DebateInput:
+    def _input(
+        self, console: Console, owner, options: dict, given: dict
+    ) -> tuple[DebateInput, AIModel | None]:
         """Return the debate's input from the flags, ``given`` holding those whose
-        default ``--local-model`` changes; start the local model when it is asked for."""
+        default ``--local-model`` changes, and the local model when it is asked for:
+        started (once the flags are checked), seated in every seat."""
         personalities = personalities_of(given["participants"])
         try:
             as_of = parse_instant(options["as_of"])
         except ValueError as exc:
             raise CommandError(f"--as-of: {exc}") from exc
-        local = options["local_model"]
-        if local:
-            models = [local_model(console, owner)] * len(personalities)
+        strategy = demo_strategy(owner, options["symbol"] if options["local_model"] else None)
+        local = local_model(console, owner) if options["local_model"] else None
+        if local is not None:
+            models = [local] * len(personalities)
         else:
             models = seat_models(owner, personalities, options["models"])
-        strategy = demo_strategy(owner, options["symbol"] if local else None)
-        return DebateInput(
+        debate = DebateInput(
             name=f"{options['symbol']} at {as_of.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
             strategy=strategy.pk,
             symbol=options["symbol"],
@@ -241,6 +263,7 @@ class Command(ConsoleCommand):
             as_of=as_of,
             cache=options["cache"],
         )
+        return debate, local
 
     def _follow(
         self, console: Console, debate_id: int, timeout: float, stop: StopSignals

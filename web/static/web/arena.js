@@ -13,7 +13,7 @@
 
   const config = JSON.parse(document.getElementById("arena-config").textContent);
   const {  // common.js
-    $, $$, missing, h, redraw, ApiError, api, apiList, nextPage, sidebarMenu,
+    $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu,
   } = window.arenaWeb;
 
   const EVENT_TYPES = ["initial", "status", "round_start", "round_end", "message", "vote",
@@ -38,8 +38,6 @@
   const FINAL_STATUSES = new Set(["completed", "cancelled", "failed"]);
 
   const state = {
-    debates: [],          // the sidebar: list representations, newest first
-    debatesNext: null,    // the path of the list's next page the sidebar has not read
     debate: null,         // the open debate: its detail representation
     messages: new Map(),  // id -> message of the open debate
     votes: new Map(),     // id -> vote of the open debate
@@ -55,6 +53,7 @@
   };
   let stream = null;      // {source, debateId, failures, retryTimer}
   let opening = 0;        // the latest openDebate call; earlier answers are ignored
+  const sidebar = window.arenaSidebar({ open: (debateId) => navigate(debateId) });  // sidebar.js
 
   // --- Small helpers ----------------------------------------------------------------------
 
@@ -153,71 +152,21 @@
 
   const toggleSidebar = sidebarMenu();
 
-  function navigate(debateId) {
+  /** Show debate ``debateId`` (the welcome without one), ``notice`` under its header. */
+  function navigate(debateId, notice) {
     const path = debateId ? `/debates/${debateId}/` : "/";
     if (window.location.pathname !== path) window.history.pushState({}, "", path);
     if (debateId) {
-      openDebate(debateId);
+      openDebate(debateId, notice);
     } else {
       closeDebate();
       show("welcome");
     }
   }
 
-  // --- The sidebar ------------------------------------------------------------------------
-
-  function renderSidebar() {
-    const openId = state.debate && state.debate.id;
-    redraw($("#debate-list"), state.debates.map((debate) => h("li", {}, h("a", {
-      class: `debate-link${debate.id === openId ? " active" : ""}`,
-      href: `/debates/${debate.id}/`,
-      "data-debate-id": debate.id,
-      onclick: (event) => {
-        event.preventDefault();
-        navigate(debate.id);
-      },
-    },
-    h("span", { class: `status-dot status-${debate.status}`, title: debate.status }),
-    h("span", { class: "debate-link-name", text: debate.name }),
-    h("span", { class: "debate-link-meta", text: `${debate.symbol || "auto"} · ${debate.status}` }),
-    ))));
-    $("#debate-list-empty").hidden = state.debates.length > 0;
-    $("#more-debates").hidden = !state.debatesNext;
-  }
-
-  /** Add a page of the user's debates to the sidebar, newest first: the first page as the
-   * page starts, each next one when asked ("More debates"); a user may have thousands
-   * (a backtest makes one debate a step), so they are not all read at once. A debate the sidebar
-   * already lists (created since the first page was read, pushing the rest down) is kept
-   * once. */
-  async function loadDebates(path) {
-    const page = await api("GET", path);
-    const listed = new Set(state.debates.map((d) => d.id));
-    state.debates.push(...page.results.filter((d) => !listed.has(d.id)));
-    state.debatesNext = nextPage(page);
-    renderSidebar();
-  }
-
-  async function loadMoreDebates() {
-    const button = $("#more-debates");
-    button.disabled = true;
-    try {
-      await loadDebates(state.debatesNext);
-    } finally {
-      button.disabled = false;
-    }
-  }
-
-  function updateSidebarItem(debate) {
-    const item = state.debates.find((d) => d.id === debate.id);
-    if (item) Object.assign(item, { status: debate.status, symbol: debate.symbol });
-    else state.debates.unshift(debate);
-    renderSidebar();
-  }
-
   // --- The open debate --------------------------------------------------------------------
 
-  async function openDebate(debateId) {
+  async function openDebate(debateId, notice) {
     const ticket = ++opening;
     closeDebate();
     let detail;
@@ -233,6 +182,7 @@
     if (ticket !== opening) return;
     setDebate(detail);
     show("debate");
+    if (notice) showDebateError(notice);
     loadTraders();
     // From the start, not after the detail's event_id: the stream's `initial` is read
     // after its id, so nothing published meanwhile can fall between the two.
@@ -242,7 +192,7 @@
   function closeDebate() {
     closeStream();
     state.debate = null;
-    renderSidebar();
+    sidebar.setOpen(null);
   }
 
   /** Show a whole debate (the REST detail, or the stream's `initial` event). */
@@ -260,7 +210,8 @@
     renderBook();
     renderConsensus();
     renderHumanTurn();
-    updateSidebarItem(detail);
+    sidebar.setOpen(detail);
+    sidebar.update(detail);
   }
 
   /** Apply the state fields of a `status` event, or of an action's answer. */
@@ -277,7 +228,7 @@
     renderJudge();
     renderConsensus();
     renderHumanTurn();
-    updateSidebarItem(debate);
+    sidebar.update(debate);
   }
 
   function renderHeader() {
@@ -342,7 +293,7 @@
       if (action === "delete") {
         if (!window.confirm(`Delete "${debate.name}"?`)) return;
         await api("DELETE", `debates/${debate.id}`);
-        state.debates = state.debates.filter((d) => d.id !== debate.id);
+        sidebar.remove(debate.id);
         navigate(null);
         return;
       }
@@ -1012,9 +963,19 @@
     return /^-?\d+$/.test(text) ? Number(text) : text;
   }
 
+  /** Return the name of a debate left unnamed: its coin (else its strategy's name), its
+   * rounds and its market instant (else now), in UTC: "BTC, 3 rounds, 2024-09-05 00:00 UTC". */
+  function defaultName(payload) {
+    const strategy = state.strategies.find((s) => s.id === payload.strategy);
+    const coin = payload.symbol.toUpperCase() || (strategy ? strategy.name : "Debate");
+    const rounds = payload.max_rounds === undefined ? 3 : payload.max_rounds;
+    const instant = (payload.as_of || new Date().toISOString()).replace("T", " ").slice(0, 16);
+    return `${coin}, ${rounds} rounds, ${instant} UTC`;
+  }
+
   function createPayload() {
     const payload = {
-      name: $("#f-name").value,
+      name: $("#f-name").value.trim(),
       strategy: Number($("#f-strategy").value) || null,
       symbol: $("#f-symbol").value.trim(),
       max_rounds: numberValue($("#f-rounds")),
@@ -1033,25 +994,33 @@
     const asOf = $("#f-as-of").value;
     if (asOf) payload.as_of = `${asOf}Z`;
     if (payload.auto_execute) payload.trader = Number($("#f-trader").value) || null;
+    if (!payload.name) payload.name = defaultName(payload);
     return payload;
   }
 
+  /** Create the debate; with "Create and start", start it too, and show it (a refused
+   * start under its header: the debate is made, pending). */
   async function submitCreate(event) {
     event.preventDefault();
     const form = $("#create-form");
+    const buttons = [$("#create-start"), $("#create-submit")];
+    const andStart = event.submitter === $("#create-start");
     clearErrors(form);
-    $("#create-submit").disabled = true;
+    for (const button of buttons) button.disabled = true;
     try {
       const detail = await api("POST", "debates", createPayload());
       form.reset();
       $("#participant-rows").replaceChildren();
       $("#f-trader").disabled = true;
-      state.debates.unshift(detail);
-      navigate(detail.id);
+      sidebar.update(detail);
+      const refusal = andStart
+        ? await api("POST", `debates/${detail.id}/start`).then(() => null, (error) => error.message)
+        : null;
+      navigate(detail.id, refusal);
     } catch (error) {
       showErrors(form, error, $("#create-errors"));
     } finally {
-      $("#create-submit").disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
   }
 
@@ -1163,9 +1132,8 @@
       navigate(match ? Number(match[1]) : null);
     });
 
-    $("#more-debates").addEventListener("click", loadMoreDebates);
     await loadPersonalities();
-    await loadDebates("debates");
+    await sidebar.load();
     if (config.debateId) openDebate(config.debateId);
     renderMonitorWarnings(await api("GET", "evaluations/monitors"));
   }

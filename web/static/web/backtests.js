@@ -10,7 +10,9 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("backtests-config").textContent);
-  const { $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu } = window.arenaWeb;  // common.js
+  const {  // common.js
+    $, $$, missing, h, redraw, ApiError, api, apiList, sidebarMenu, debateGroup,
+  } = window.arenaWeb;
   const EVENT_TYPES = ["initial", "status", "progress", "report"];
   const DEFAULT_SEATS = ["bull", "bear", "analyst"];
   const STREAM_STATES = { idle: "", connecting: "connecting…", live: "● live" };
@@ -204,7 +206,24 @@
     show("backtest");
     render();
     renderList();
+    listStepDebates(detail);
     openStream(detail);
+  }
+
+  /** List the backtest's debates (newest first, a page at a time) under its progress,
+   * each opening on the arena page: they are not in the arena's sidebar. */
+  function listStepDebates(backtest) {
+    const list = h("ul", { class: "debate-list" });
+    const empty = h("p", { class: "muted small", text: "No debate yet.", hidden: true });
+    const more = h("button", {
+      type: "button", class: "secondary more-debates", text: "More debates", hidden: true,
+    });
+    $("#step-debate-group").replaceChildren(list, empty, more);
+    const group = debateGroup({
+      path: `debates?backtest=${backtest.id}`, list, more, empty,
+      open: (debateId) => window.location.assign(`/debates/${debateId}/`),
+    });
+    group.loadMore();
   }
 
   function render() {

@@ -1,6 +1,7 @@
-/* What the arena and backtests pages share: building and redrawing elements, and calling
- * the REST API under /api/ with the session cookie and the page's CSRF token. Loaded
- * before each page's own script, it defines window.arenaWeb and nothing else.
+/* What the arena and backtests pages share: building and redrawing elements, calling
+ * the REST API under /api/ with the session cookie and the page's CSRF token, and lists
+ * of debates read a page at a time. Loaded before each page's own script, it defines
+ * window.arenaWeb and nothing else.
  */
 (function () {
   "use strict";
@@ -117,7 +118,66 @@
     return items;
   }
 
+  /** A list of debates read from the API a page at a time: ``path`` the list's first
+   * page, ``list`` the <ul> it is drawn in, ``more`` the button that reads the next page,
+   * ``empty`` what shows while it holds none. ``open`` is called with a debate's id when
+   * its link is followed. */
+  function debateGroup({ path, list, more, empty, open }) {
+    const group = { debates: [], next: path, loaded: false, openId: null };
+
+    group.render = () => {
+      redraw(list, group.debates.map((debate) => h("li", {}, h("a", {
+        class: `debate-link${debate.id === group.openId ? " active" : ""}`,
+        href: `/debates/${debate.id}/`,
+        "data-debate-id": debate.id,
+        onclick: (event) => {
+          event.preventDefault();
+          open(debate.id);
+        },
+      },
+      h("span", { class: `status-dot status-${debate.status}`, title: debate.status }),
+      h("span", { class: "debate-link-name", text: debate.name }),
+      h("span", { class: "debate-link-meta", text: `${debate.symbol || "auto"} · ${debate.status}` }),
+      ))));
+      empty.hidden = !group.loaded || group.debates.length > 0;
+      more.hidden = !group.next || !group.loaded;
+    };
+
+    /** Add the next page; a debate already listed (created since the first page was read,
+     * pushing the rest down) is kept once. */
+    group.loadMore = async () => {
+      if (!group.next) return;
+      more.disabled = true;
+      try {
+        const page = await api("GET", group.next);
+        const listed = new Set(group.debates.map((d) => d.id));
+        group.debates.push(...page.results.filter((d) => !listed.has(d.id)));
+        group.next = nextPage(page);
+        group.loaded = true;
+      } finally {
+        more.disabled = false;
+      }
+      group.render();
+    };
+
+    /** Show ``debate``'s new state, or list it first when it is new to the group. */
+    group.upsert = (debate) => {
+      const item = group.debates.find((d) => d.id === debate.id);
+      if (item) Object.assign(item, { status: debate.status, symbol: debate.symbol });
+      else group.debates.unshift(debate);
+      group.render();
+    };
+
+    group.remove = (debateId) => {
+      group.debates = group.debates.filter((d) => d.id !== debateId);
+      group.render();
+    };
+
+    more.addEventListener("click", group.loadMore);
+    return group;
+  }
+
   window.arenaWeb = Object.freeze({
-    $, $$, missing, h, redraw, ApiError, api, apiList, nextPage, sidebarMenu,
+    $, $$, missing, h, redraw, ApiError, api, apiList, nextPage, sidebarMenu, debateGroup,
   });
 })();
