@@ -104,7 +104,7 @@ def test_the_migration_fills_each_rows_origin_from_its_links(user):
     BacktestStep.objects.create(backtest=backtest, index=0, as_of=backtest.start, debate=stepped)
     assert {origin_of(d)[0] for d in (fired, stepped, own)} == {"manual"}
     # when the migration's data step runs
-    migration = importlib.import_module("debates.migrations.0008_debate_origin")
+    migration = importlib.import_module("debates.migrations.0009_debate_origin")
     migration.fill_origins(apps, None)
     # then each row says where it came from
     assert origin_of(fired) == ("schedule", schedule.pk, None)

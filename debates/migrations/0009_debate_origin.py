@@ -24,7 +24,7 @@ def fill_origins(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("backtests", "0003_book"),
-        ("debates", "0007_catalogue_prices"),
+        ("debates", "0008_debate_start_log"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

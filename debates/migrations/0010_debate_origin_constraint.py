@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("debates", "0008_debate_origin")]
+    dependencies = [("debates", "0009_debate_origin")]
 
     operations = [
         migrations.AddIndex(
