@@ -54,6 +54,11 @@ FIXED = r"Cannot change once the trader exists; create a new trader\."
 CREDENTIAL = r"Required for the \w+ exchange\."
 
 UNSTATED: dict[str, Rules] = {
+    # The list's filters name one of the user's own schedules or backtests.
+    "GET /api/debates": {
+        "schedule": r"No such schedule: \d+\.",
+        "backtest": r"No such backtest: \d+\.",
+    },
     "POST /api/debates": {
         **TEMPLATE,
         "participants[].kind": r"A debate has at most one human seat; .+",

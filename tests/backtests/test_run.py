@@ -14,17 +14,15 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from backtests.models import BacktestStep
 from backtests.services import backtest_cancel, runs
 from debates.locks import lock_debate
-from debates.models import Debate, Decision
+from debates.models import Debate, DebateStart, Decision
 from debates.quotas import QuotaExceeded, debate_create_check, debate_start_check
 from evaluations.models import DebateReview
 from tests.backtests import reference
 from tests.backtests.conftest import published, wait_for, wait_until_done
-from tests.debates.factories import DebateFactory
 from tests.fakes.llm_server import Reply
 from tests.threads import in_thread
 
@@ -237,7 +235,7 @@ def test_the_steps_are_admitted_by_the_backtest_quota_not_the_debate_quotas(
         debate_create_check(owner_id=done.owner_id)
         debate_start_check(owner_id=done.owner_id)
     # while the ones they start themselves are counted
-    DebateFactory.create_batch(2, owner=done.owner, status="completed", started_at=timezone.now())
+    DebateStart.objects.bulk_create([DebateStart(owner=done.owner) for _ in range(2)])
     with pytest.raises(QuotaExceeded), transaction.atomic():
         debate_start_check(owner_id=done.owner_id)
 

@@ -53,7 +53,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     page.click("#create-submit")
     # then the API's refusal shows next to the field, and nothing was made
     expect(page.locator('[data-error-for="interval_minutes"]')).to_have_text(
-        "Must be at least 15 minutes and a multiple of 15; got 50."
+        "Ensure this value is a multiple of step size 15."
     )
     assert not Backtest.objects.exists()
 
