@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -45,19 +47,31 @@ def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
     return hashlib.sha256(encoded).hexdigest()
 
 
-def answer_cached(*, fingerprint: str, config: ProviderConfig) -> ModelResponse | None:
-    """Return the stored answer to the call ``fingerprint`` as a response, or None.
+@dataclass(frozen=True)
+class KeptAnswer:
+    """An answer from the cache: the response, and what the call it repeats took."""
 
-    The response is marked ``cached``: no latency, no tokens, no attempt.
+    response: ModelResponse
+    tokens: int
+    cost_usd: Decimal
+
+
+def answer_cached(*, fingerprint: str, config: ProviderConfig) -> KeptAnswer | None:
+    """Return the stored answer to the call ``fingerprint``, or None.
+
+    Its response is marked ``cached``: no latency, no tokens, no attempt; the tokens
+    (prompt plus completion) and cost the original call billed come beside it.
     """
     stored = one_or_none(
-        ModelAnswer.objects.values_list("text", "request_id", "finish_reason"),
+        ModelAnswer.objects.values_list(
+            "text", "request_id", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd"
+        ),
         fingerprint=fingerprint,
     )
     if stored is None:
         return None
-    text, request_id, finish_reason = stored
-    return ModelResponse(
+    text, request_id, finish_reason, prompt_tokens, completion_tokens, cost_usd = stored
+    response = ModelResponse(
         text=text,
         prompt_tokens=0,
         completion_tokens=0,
@@ -70,10 +84,13 @@ def answer_cached(*, fingerprint: str, config: ProviderConfig) -> ModelResponse 
         finish_reason=finish_reason,
         cached=True,
     )
+    return KeptAnswer(response, prompt_tokens + completion_tokens, cost_usd)
 
 
-def answer_store(*, fingerprint: str, response: ModelResponse, replace: bool) -> None:
-    """Keep ``response`` as the answer to the call ``fingerprint``.
+def answer_store(
+    *, fingerprint: str, response: ModelResponse, cost_usd: Decimal, replace: bool
+) -> None:
+    """Keep ``response``, which cost ``cost_usd``, as the answer to the call ``fingerprint``.
 
     ``replace`` (the ``refresh`` mode) overwrites a stored answer; otherwise the first
     answer stored stays (two copies of one call racing store one of them).
@@ -86,6 +103,7 @@ def answer_store(*, fingerprint: str, response: ModelResponse, replace: bool) ->
         "finish_reason": response.finish_reason[:40],
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
+        "cost_usd": cost_usd,
     }
     stored = ModelAnswer.objects.filter(fingerprint=fingerprint)
     if replace and stored.update(**values, updated_at=timezone.now()):
