@@ -138,7 +138,7 @@ print(AIModel.objects.create(
 
 
 def test_a_profit_factor_without_a_losing_trade_reads_infinite():
-    from backtests.management.commands.backtest import profit_factor
+    from backtests.management.tables import profit_factor
 
     # a rule whose every closed trade won has no profit factor (nothing to divide by)
     assert profit_factor({"profit_factor": None, "win_rate": 1.0}) == "∞"

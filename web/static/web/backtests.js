@@ -271,6 +271,7 @@
         return h("td", { class: tone, text: format(value, rule.metrics) });
       })));
     $("#metrics").replaceChildren(h("thead", {}, head), h("tbody", {}, rows));
+    renderSpend(report);
     const u = report.usage;
     $("#usage").textContent = `${u.model_calls} model calls, ${u.cached_calls} answered from the cache, `
       + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`;
@@ -280,6 +281,20 @@
       selected: rule.key === chosen })));
     renderTrades();
     renderEvaluation();
+  }
+
+  /** Each rule that reads model answers: its tokens and USD, in all and per unit of edge
+   * ("no edge" per point when it did not beat buy-and-hold). */
+  function renderSpend(report) {
+    const tokens = figures(digits(0));
+    const dollars = figures({ maximumSignificantDigits: 4 });
+    const usd = (v) => (missing(v) ? "–" : `$${dollars(v)}`);
+    const per = (s, unit) => `${tokens(s[`tokens_per_${unit}`])} / ${usd(s[`usd_per_${unit}`])}`;
+    table("#spend", ["Rule", "Tokens", "USD", "Per trade", "Per point over buy-and-hold", "Per correct decision"],
+      report.rules.filter((rule) => rule.spend).map((rule) => [rule.label, tokens(rule.spend.tokens),
+        usd(rule.spend.cost_usd), per(rule.spend, "trade"),
+        missing(rule.spend.tokens_per_point) ? "no edge" : per(rule.spend, "point"),
+        per(rule.spend, "correct")]));
   }
 
   function table(selector, headings, rows) {

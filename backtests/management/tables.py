@@ -1,0 +1,190 @@
+"""The tables ``manage.py backtest`` prints from a backtest's report: every rule's
+metrics, what the rules that read model answers spent per unit of edge, the usage, then
+the outcome reviews (the ledger, each voter's accuracy and calibration)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from backtests.models import Backtest
+from traders.management.console import print_whole
+
+# The rules' names in the table (participants alone keep theirs: "P1 bull").
+SHORT_LABELS = {
+    "debate": "debate",
+    "buy_and_hold": "buy & hold",
+    "flat": "flat",
+    "round1_majority": "round-1 majority",
+    "weighting:confidence": "votes by confidence",
+    "weighting:calibrated": "votes calibrated",
+}
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2%}"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def profit_factor(metrics: dict) -> str:
+    """Return a rule's profit factor; with no losing trade there is none: "∞" when a
+    trade won, "-" when none did."""
+    if metrics["profit_factor"] is None and (metrics["win_rate"] or 0) > 0:
+        return "∞"
+    return number(metrics["profit_factor"])
+
+
+def rule_name(run: dict) -> str:
+    """Return a rule's name in the tables (a participant alone keeps its own: "P1 bull")."""
+    return SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))
+
+
+def print_report(console: Console, backtest: Backtest) -> None:
+    """Print every rule's metrics in one table, what the rules that read model answers
+    spent, the run's usage, then the outcome reviews."""
+    report = backtest.report
+    print_whole(console, _metrics_table(report, f"Backtest {backtest.pk}: {backtest.name}"))
+    print_whole(console, _spend_table(report))
+    usage = report["usage"]
+    skipped = report.get("skipped", {}).get("count", 0)
+    stretches = ", ".join(f"{s['timeframe']} from {s['from'][:16]}" for s in report["stretches"])
+    console.print(
+        f"{report['completed_steps']}/{report['steps']} debates completed"
+        + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
+        + "; "
+        f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
+        f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
+        f"{usage['seconds']:.1f} s. Candles: {stretches}."
+    )
+    _print_ledger(console, report)
+
+
+METRIC_COLUMNS = (
+    "rule",
+    "equity",
+    "return",
+    "max DD",
+    "Sharpe",
+    "Sortino",
+    "win",
+    "PF",
+    "trades",
+    "exp.",
+    "fees",
+    "hit",
+)
+
+
+def _metrics_table(report: dict, title: str) -> Table:
+    """Return the table of every rule's metrics."""
+    table = Table(title=escape(title))
+    for column in METRIC_COLUMNS:
+        table.add_column(column, justify="left" if column == "rule" else "right", no_wrap=True)
+    for run in report["rules"]:
+        m = run["metrics"]
+        table.add_row(
+            escape(rule_name(run)),
+            number(m["final_equity"]),
+            percent(m["total_return"]),
+            percent(-m["max_drawdown"]) if m["max_drawdown"] else "0.00%",
+            number(m["sharpe"]),
+            number(m["sortino"]),
+            share(m["win_rate"]),
+            profit_factor(m),
+            str(m["trades"]),
+            f"{m['exposure']:.0%}",
+            number(m["fees"]),
+            share(m["hit_rate"]),
+        )
+    return table
+
+
+def tokens(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def usd(value: float | str | None) -> str:
+    """Return a cost in USD to four significant figures ("-" for none)."""
+    return "-" if value is None else f"{float(value):.4g}"
+
+
+def _spend_table(report: dict) -> Table:
+    """Return the table of what each rule that reads model answers spent: tokens and
+    USD, in all and per trade, per point of return over buy-and-hold ("no edge" when it
+    did not beat it) and per correct decision."""
+    table = Table(title="What the tokens bought (tokens / USD)")
+    for column in ("rule", "tokens", "USD", "per trade", "per point over B&H", "per correct"):
+        table.add_column(column, justify="left" if column == "rule" else "right", no_wrap=True)
+    for run in report["rules"]:
+        spend = run.get("spend")
+        if spend is None:
+            continue
+        per = {
+            unit: f"{tokens(spend[f'tokens_per_{unit}'])} / {usd(spend[f'usd_per_{unit}'])}"
+            for unit in ("trade", "point", "correct")
+        }
+        table.add_row(
+            escape(rule_name(run)),
+            tokens(spend["tokens"]),
+            usd(spend["cost_usd"]),
+            per["trade"],
+            per["point"] if spend["tokens_per_point"] is not None else "no edge",
+            per["correct"],
+        )
+    return table
+
+
+def _print_ledger(console: Console, report: dict) -> None:
+    """Print the debate-effect ledger, each voter's accuracy and calibration, the
+    monitors' warnings and the leakage flag."""
+    ledger = report.get("ledger")
+    if not ledger:
+        return
+    tokens = ledger["tokens_per_useful_flip"]
+    console.print(
+        f"Did the debate help? {ledger['decisions']} decisions reviewed, "
+        f"{ledger['flips']} flipped from the round-1 majority "
+        f"({share(ledger['flip_rate'])}), {share(ledger['flip_accuracy'])} of the flips "
+        f"right ({ledger['useful_flips']} useful, {ledger['harmful_flips']} harmful); "
+        f"accuracy {share(ledger['final_accuracy'])} after the debate against "
+        f"{share(ledger['round1_accuracy'])} for the round-1 majority; "
+        f"{'-' if tokens is None else f'{tokens:,.0f}'} tokens of rounds 2..N per "
+        "useful flip."
+    )
+    _print_voters(console, ledger["participants"], report.get("calibration", []))
+    for warning in report.get("monitors", {}).get("warnings", []):
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    leakage = report.get("leakage") or {}
+    if leakage.get("contaminated"):
+        names = ", ".join(f"{m['name']} ({m['training_cutoff']})" for m in leakage["models"])
+        console.print(
+            f"[red]contaminated:[/] the window starts before the training cutoff of {names}"
+        )
+
+
+def _print_voters(console: Console, seats: dict, calibration: list[dict]) -> None:
+    """Print each voter's accuracy alone beside its calibration."""
+    voters = Table(title="Voters")
+    for column in ("voter", "votes", "alone", "judged", "hit", "base", "Brier"):
+        voters.add_column(column, justify="left" if column == "voter" else "right")
+    calibrated = {v["voter"]: v for v in calibration}
+    for key, seat in seats.items():
+        found = calibrated.get(key, {})
+        voters.add_row(
+            escape(f"{seat['ai_model_name']} as {seat['personality']}"),
+            str(seat["votes"]),
+            share(seat["accuracy"]),
+            str(found.get("samples", 0)),
+            share(found.get("hit_rate")),
+            share(found.get("base_rate")),
+            number(found.get("brier"), 3),
+        )
+    print_whole(console, voters)
