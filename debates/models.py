@@ -495,6 +495,10 @@ class Usage(models.Model):
         **COST_FIELD,
     )
 
+    debate_call = True
+    """A call the debate made for itself; a backtest's baseline answer, kept with its
+    step's debate for the spend of its owner and its backtest, is not one."""
+
     class Meta:
         abstract = True
 

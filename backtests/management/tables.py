@@ -19,6 +19,7 @@ SHORT_LABELS = {
     "round1_majority": "round-1 majority",
     "weighting:confidence": "votes by confidence",
     "weighting:calibrated": "votes calibrated",
+    "budget_matched": "budget-matched",
 }
 
 
@@ -64,7 +65,25 @@ def print_report(console: Console, backtest: Backtest) -> None:
         f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
         f"{usage['seconds']:.1f} s. Candles: {stretches}."
     )
+    match = report.get("budget_match")
+    if match:
+        console.print(budget_match_line(match))
     _print_ledger(console, report)
+
+
+def budget_match_line(match: dict) -> str:
+    """Return in one line how the baseline's tokens matched the debate's."""
+    steps = match["steps"]
+    answers = sum(step["answers"] for step in steps)
+    short = sum(bool(step["note"]) for step in steps)
+    within = "every step" if match["within_one_answer"] else "not every step"
+    return (
+        f"Budget-matched baseline: {answers} answers over {len(steps)} steps "
+        f"({answers / len(steps) if steps else 0:.1f} a step), {match['tokens']:,} tokens "
+        f"against the debate's {match['target']:,}; {within} within one answer's tokens"
+        + (f", {short} stopped short (see the report)" if short else "")
+        + "."
+    )
 
 
 METRIC_COLUMNS = (

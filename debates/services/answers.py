@@ -6,7 +6,9 @@ effort it is asked for (its capabilities' control, for the call's kind), maximum
 tokens, output mode (whether the server decodes under the contract's schema), and the
 system and user text it is sent; the fingerprint is the SHA-256 of exactly these
 (``call_fingerprint``), so an AI model whose capabilities change is not answered by what
-it was sent before. A debate's ``cache`` mode says what its calls
+it was sent before. One prompt asked for several independent answers (a backtest's
+budget-matched baseline) has the answer's number in its fingerprint too, so each answer
+is kept apart and none is a debate turn's. A debate's ``cache`` mode says what its calls
 do with it (``debates.models.CacheMode``): ``use`` answers a call made before from the
 cache, with no model call, no slot of the cap, zero latency and zero tokens billed;
 ``refresh`` always calls and keeps the new answer; ``off`` neither reads nor writes.
@@ -42,6 +44,8 @@ def call_fingerprint(config: ProviderConfig, request: ModelRequest) -> str:
         "output_mode": config.output_mode,
         "system": request.system,
         "user": request.user,
+        # only an independent answer of a baseline is numbered; other calls keep theirs
+        **({"sample": request.sample} if request.sample else {}),
     }
     encoded = json.dumps(decisive, sort_keys=True, ensure_ascii=False).encode()
     return hashlib.sha256(encoded).hexdigest()

@@ -9,9 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from debates.models import ModelPrice
-from debates.services.costs import prices_forget
-from tests.backtests.conftest import wait_until_done
+from tests.backtests.conftest import PRICE, wait_until_done
 from tests.backtests.test_run import contract, rule
 from tests.fakes.llm_server import Reply
 
@@ -20,32 +18,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 START = datetime(2024, 8, 4, 12, tzinfo=UTC)
 END = START + timedelta(days=1)  # 6 steps at 4h
 MILLION = Decimal(1_000_000)
-# USD per million tokens of the fake server's model, input and output.
-PRICE = (Decimal("0.5"), Decimal("1.5"))
 # Each kind of call's scripted (prompt, completion) tokens, and its answer.
 OPENING, REBUTTAL, VOTE = (700, 100), (900, 100), (1100, 100)
 
 
-@pytest.fixture
-def priced(db):
-    """The fake server's model priced, the price table read afresh by every process."""
-    ModelPrice.objects.create(
-        provider="openai_compatible",
-        model_name="fake-model",
-        input_usd_per_mtok=PRICE[0],
-        cached_input_usd_per_mtok=Decimal("0.05"),
-        output_usd_per_mtok=PRICE[1],
-    )
-    prices_forget()
-    yield
-    prices_forget()
-
-
-def script(llm, calls: dict[str, tuple[tuple[int, int], str]]) -> None:
-    """Answer each prompt holding a key of ``calls`` with its (tokens, action)."""
+def script(llm, calls: dict[str | tuple[str, ...], tuple[tuple[int, int], str]]) -> None:
+    """Answer each prompt holding a key of ``calls`` (a text, or every text of a tuple)
+    with its (tokens, action)."""
     for match, ((prompt, completion), action) in calls.items():
         reply = Reply.answer(contract(action), prompt_tokens=prompt, completion_tokens=completion)
-        reply.match = match
+        reply.match = list(match) if isinstance(match, tuple) else match
         llm.add_rule(reply)
 
 

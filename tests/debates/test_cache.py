@@ -42,6 +42,7 @@ REQUEST = ModelRequest(system="You are P1, the bull.", user="BTCUSDT 1h: price 5
         (replace(CONFIG, output_mode="json_schema"), REQUEST),
         (CONFIG, replace(REQUEST, system="You are P1, the bull!")),
         (CONFIG, replace(REQUEST, user="BTCUSDT 1h: price 57,970.8.")),
+        (CONFIG, replace(REQUEST, sample=1)),
     ],
     ids=[
         "provider",
@@ -52,6 +53,7 @@ REQUEST = ModelRequest(system="You are P1, the bull.", user="BTCUSDT 1h: price 5
         "output_mode",
         "system",
         "user",
+        "sample",
     ],
 )
 def test_a_call_differing_in_anything_that_decides_its_answer_has_another_fingerprint(

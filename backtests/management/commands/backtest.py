@@ -55,6 +55,7 @@ FLAGS = {
     "coins": "--coins",
     "book": "--book",
     "level": "--level",
+    "baseline": "--baseline",
 }
 # The demo strategy shows 1h and 4h candles, so a replay may start in May (a 15m
 # timeframe would hold it to 5 August, where the 15m candles begin).
@@ -115,6 +116,13 @@ class Command(ConsoleCommand):
         parser.add_argument("--cache", choices=CacheMode.values, default=CacheMode.USE)
         parser.add_argument(
             "--level", choices=DebateLevel.values, default=DebateLevel.L2, help="debate level"
+        )
+        parser.add_argument(
+            "--baseline",
+            default="off",
+            help="the budget-matched baseline, which costs model calls: off, rotate (each "
+            "seat's model in turn) or a seat (P1, P2...), answering its round-1 prompt "
+            "again and again with the debate's tokens at each step (default: %(default)s)",
         )
         parser.add_argument("--user", default="demo", help="owner of the backtest")
         parser.add_argument("--timeout", type=seconds, default=3600.0, help="seconds to wait")
@@ -184,6 +192,7 @@ class Command(ConsoleCommand):
             book=options["book"],
             cache=options["cache"],
             level=options["level"],
+            baseline=options["baseline"],
         )
 
     def _conclude(self, console: Console, backtest: Backtest, *, printed: bool) -> None:

@@ -141,6 +141,7 @@
       starting_balance: value("starting_balance"),
       slippage_bps: value("slippage_bps"),
       book: value("book"),
+      baseline: value("baseline"),
       cache: value("cache"),
     };
   }
@@ -219,6 +220,7 @@
       `fee ${(Number(b.fee_rate) * 100).toFixed(3)}%`,
       `slippage ${Number(b.slippage_bps)} bp`,
       `book ${b.book}`,
+      `baseline ${b.baseline}`,
       `cache ${b.cache}`,
     ].join(" · ");
     renderStatus();
@@ -274,7 +276,8 @@
     renderSpend(report);
     const u = report.usage;
     $("#usage").textContent = `${u.model_calls} model calls, ${u.cached_calls} answered from the cache, `
-      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`;
+      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`
+      + budgetMatch(report.budget_match);
     const picker = $("#trade-rule");
     const chosen = picker.value || "debate";
     picker.replaceChildren(...report.rules.map((rule) => h("option", { value: rule.key, text: rule.label,
@@ -295,6 +298,17 @@
         usd(rule.spend.cost_usd), per(rule.spend, "trade"),
         missing(rule.spend.tokens_per_point) ? "no edge" : per(rule.spend, "point"),
         per(rule.spend, "correct")]));
+  }
+
+  /** How the budget-matched baseline's tokens matched the debate's, in a sentence. */
+  function budgetMatch(match) {
+    if (!match) return "";
+    const answers = match.steps.reduce((sum, step) => sum + step.answers, 0);
+    const short = match.steps.filter((step) => step.note).length;
+    return ` Budget-matched baseline: ${answers} answers over ${match.steps.length} steps, `
+      + `${match.tokens.toLocaleString("en-US")} tokens against the debate's ${match.target.toLocaleString("en-US")}; `
+      + `${match.within_one_answer ? "every" : "not every"} step within one answer's tokens`
+      + (short ? `, ${short} stopped short.` : ".");
   }
 
   function table(selector, headings, rows) {
