@@ -1,6 +1,7 @@
 """The tables ``manage.py backtest`` prints from a backtest's report: every rule's
 metrics, what the rules that read model answers spent per unit of edge, the usage, then
-the outcome reviews (the ledger, each voter's accuracy and calibration)."""
+the outcome reviews (the ledger, each voter's accuracy and calibration) and whether the
+debate earned its tokens, on the backtest and on its strategy."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from backtests.models import Backtest
+from evaluations import selectors
 from traders.management.console import print_whole
 
 # The rules' names in the table (participants alone keep theirs: "P1 bull").
@@ -69,6 +71,7 @@ def print_report(console: Console, backtest: Backtest) -> None:
     if match:
         console.print(budget_match_line(match))
     _print_ledger(console, report)
+    _print_verdict(console, backtest)
 
 
 def budget_match_line(match: dict) -> str:
@@ -207,3 +210,56 @@ def _print_voters(console: Console, seats: dict, calibration: list[dict]) -> Non
             number(found.get("brier"), 3),
         )
     print_whole(console, voters)
+
+
+def _signed(value: float | None, scale: float = 1, digits: int = 2) -> str:
+    return "-" if value is None else f"{value * scale:+.{digits}f}"
+
+
+def _both(pair: list, scale: float = 1, digits: int = 2) -> str:
+    return " / ".join("-" if v is None else f"{v * scale:.{digits}f}" for v in pair)
+
+
+def _bounds(interval: list | None, scale: float = 1, digits: int = 2) -> str:
+    if interval is None:
+        return "-"
+    return f"{_signed(interval[0], scale, digits)} to {_signed(interval[1], scale, digits)}"
+
+
+def _print_verdict(console: Console, backtest: Backtest) -> None:
+    """Print the debate against each rule it pairs with, step by step, and whether it
+    earned its tokens on this backtest, then on its strategy (its backtests and live
+    debates) when that holds more steps."""
+    verdict = (backtest.report.get("ledger") or {}).get("verdict")
+    if not verdict:
+        return
+    table = Table(title="Did the debate earn its tokens? (paired bootstrap over steps)")
+    for column in ("debate against", "steps", "hit %", "Δ hit, 95 %", "return %", "Δ, 95 %"):
+        table.add_column(column, justify="left" if column == "debate against" else "right")
+    table.add_column("ahead", justify="right")
+    compared = [verdict["comparisons"].get(key) for key in ("round1_majority", "budget_matched")]
+    compared = [c for c in compared if c]
+    for c in compared:
+        table.add_row(
+            SHORT_LABELS[c["against"]],
+            str(c["steps"]),
+            _both(c["hit_rate"], 100, 0),
+            f"{_signed(c['hit_difference'], 100, 1)} ({_bounds(c['hit_interval'], 100, 1)})",
+            _both(c["return_pct"]),
+            f"{_signed(c['return_difference'])} ({_bounds(c['return_interval'])})",
+            share(c["ahead"]),
+        )
+    if compared:
+        print_whole(console, table)
+    console.print(escape(verdict["sentence"]))
+    if backtest.strategy_id is None:
+        return
+    scope = selectors.Scope(owner_id=backtest.owner_id, strategy_id=backtest.strategy_id)
+    wider = selectors.ledger(scope).verdict
+    if _most_steps(wider) > _most_steps(verdict):
+        console.print(escape(wider["sentence"]))
+
+
+def _most_steps(verdict: dict) -> int:
+    """Return the most steps any comparison of ``verdict`` pairs."""
+    return max((c["steps"] for c in verdict["comparisons"].values() if c), default=0)

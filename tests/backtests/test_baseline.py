@@ -126,12 +126,36 @@ def test_the_baseline_decides_apart_from_the_debate_with_the_debates_tokens(
         flat = float(review.review.flat_pct)
         assert (review.action, review.baseline_action) == ("open_short", "open_long")
         assert review.baseline_verdict == scoring.verdict("open_long", review.realised_return, flat)
+    # and the ledger sets the debate against the baseline over the 6 steps: hit rates
+    # and returns a step as computed here, too few steps for a verdict
+    verdict = report["ledger"]["verdict"]
+    against = verdict["comparisons"]["budget_matched"]
+    assert against["steps"] == 6
+    assert against["hit_rate"] == [
+        hit_rate([r.verdict for r in reviews]),
+        hit_rate([r.baseline_verdict for r in reviews]),
+    ]
+    moves = [[r.realised_return for r in reviews if r.review_id == i] for i in step_reviews(first)]
+    shorted = sum(-100 * sum(step) / len(step) for step in moves) / 6
+    assert against["return_pct"] == pytest.approx([shorted, -shorted], abs=1e-6)
+    assert verdict["sentence"].startswith("No verdict yet on this backtest: 6 reviewed steps")
     # when it runs again, every answer from the cache
     again = wait_done(make_backtest(**window))
     # then no model was called, and the baseline matched and decided the same
     assert again.report["usage"]["model_calls"] == 0
     assert again.report["budget_match"] == match
     assert rule(again.report, "budget_matched") == baseline
+
+
+def hit_rate(verdicts: list[str]) -> float:
+    right, wrong = verdicts.count("right"), verdicts.count("wrong")
+    return round(right / (right + wrong), 6)
+
+
+def step_reviews(backtest) -> list[int]:
+    """Return the ids of the reviews of a backtest's debates."""
+    reviews = DecisionReview.objects.filter(review__debate__backtest_step__backtest=backtest)
+    return sorted(set(reviews.values_list("review_id", flat=True)))
 
 
 def wait_done(backtest):

@@ -40,6 +40,9 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
         assert label in shown.stdout
     # and the ledger of the outcome reviews, with each voter's accuracy and calibration
     assert "Did the debate help? " in shown.stdout and "Brier" in shown.stdout
+    # and whether it earned its tokens, against the round-1 majority (no baseline here)
+    assert "Did the debate earn its tokens?" in shown.stdout
+    assert "No verdict yet on this backtest: 9 reviewed steps" in " ".join(shown.stdout.split())
     # and the second printed the report, made with no model call at all (the cache)
     assert again.returncode == 0, again.stderr[-2000:]
     report = json.loads(again.stdout)

@@ -131,6 +131,13 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     ledger = report["ledger"]
     expect(page.locator("#ledger tbody td").first).to_have_text(str(ledger["decisions"]))
     assert ledger["flips"] == ledger["decisions"] > 0
+    # and whether the debate earned its tokens, against the round-1 majority and the
+    # budget-matched baseline (the strategy has no other steps: nothing more to say)
+    expect(page.locator("#verdict")).to_have_text(ledger["verdict"]["sentence"])
+    expect(page.locator("#verdict-table tbody tr td:first-child")).to_have_text(
+        ["Round-1 majority", "Budget-matched baseline"]
+    )
+    expect(page.locator("#strategy-verdict")).to_be_hidden()
     expect(page.locator("#calibration tbody tr")).to_have_count(len(report["calibration"]))
     assert drawn_width(page.locator("#reliability-chart")) > 0
     reliability = page.request.get(f"{server.url}/backtests/{backtest.pk}/reliability.svg")

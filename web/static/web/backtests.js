@@ -31,6 +31,9 @@
     ["hit_rate", "Hit rate", (v) => pct(v)],
   ];
 
+  const RULE_NAMES = { round1_majority: "Round-1 majority", budget_matched: "Budget-matched baseline" };
+  const count = (n) => (missing(n) ? "–" : String(n));
+
   const state = { backtests: [], backtest: null, lastNumber: -1, models: [], personalities: [] };
   let stream = null;
   let opening = 0;
@@ -335,7 +338,6 @@
     const warnings = (report.monitors && report.monitors.warnings) || [];
     $("#monitor-warnings").hidden = !warnings.length;
     $("#monitor-warnings").replaceChildren(...warnings.map((text) => h("li", { text })));
-    const count = (n) => (missing(n) ? "–" : String(n));
     table("#ledger", ["Reviewed decisions", "Flips", "Flip rate", "Flip accuracy", "Useful / harmful flips",
       "Round-1 majority accuracy", "Final consensus accuracy", "Tokens of rounds 2..N per useful flip"], [[
       count(ledger.decisions), count(ledger.flips), pct(ledger.flip_rate), pct(ledger.flip_accuracy),
@@ -343,6 +345,7 @@
       pct(ledger.final_accuracy),
       missing(ledger.tokens_per_useful_flip) ? "–" : Math.round(ledger.tokens_per_useful_flip).toLocaleString("en-US"),
     ]]);
+    renderVerdict(ledger.verdict);
     table("#voter-accuracy", ["Voter", "Votes", "Right", "Wrong", "Accuracy alone"],
       Object.values(ledger.participants).map((p) => [`${p.ai_model_name} as ${p.personality}`,
         count(p.votes), count(p.right), count(p.wrong), pct(p.accuracy)]));
@@ -351,6 +354,35 @@
         pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${tenths(v.skill * 100)} pts`,
         missing(v.brier) ? "–" : Number(v.brier).toFixed(3)]));
     $("#reliability-chart").src = `/backtests/${b.id}/reliability.svg?at=${encodeURIComponent(b.finished_at || "")}`;
+  }
+
+  /** Whether the debate earned its tokens: the sentence, the debate against each rule
+   * with the paired bootstrap's intervals, then the same on the backtest's strategy (its
+   * backtests and live debates) when that holds more steps. */
+  function renderVerdict(verdict) {
+    const b = state.backtest;
+    const points = figures({ ...digits(1), signDisplay: "exceptZero" });
+    const percent = figures({ ...digits(2), signDisplay: "exceptZero" });
+    const span = (interval, format, scale) => (interval
+      ? `${format(interval[0] * scale)} to ${format(interval[1] * scale)}` : "–");
+    const compared = verdict ? Object.keys(RULE_NAMES).map((key) => verdict.comparisons[key]).filter(Boolean) : [];
+    $("#verdict").textContent = verdict ? verdict.sentence : "";
+    table("#verdict-table", ["Debate against", "Steps", "Hit rate (debate / other)", "Difference, points",
+      "95 % interval", "Return a step, % (debate / other)", "Difference, %", "95 % interval", "Ahead in"],
+      compared.map((c) => [RULE_NAMES[c.against], count(c.steps),
+        c.hit_rate.map((v) => pct(v)).join(" / "),
+        missing(c.hit_difference) ? "–" : points(c.hit_difference * 100),
+        span(c.hit_interval, points, 100), c.return_pct.map((v) => fixed(v)).join(" / "),
+        percent(c.return_difference), span(c.return_interval, percent, 1), pct(c.ahead)]));
+    const wider = $("#strategy-verdict");
+    wider.hidden = true;
+    if (!b.strategy) return;
+    const most = (v) => Math.max(0, ...Object.values(v.comparisons).filter(Boolean).map((c) => c.steps));
+    api("GET", `strategies/${b.strategy}/ledger`).then((ledger) => {
+      if (state.backtest !== b || !verdict || most(ledger.verdict) <= most(verdict)) return;
+      wider.textContent = ledger.verdict.sentence;
+      wider.hidden = false;
+    }).catch(() => {});
   }
 
   function renderTrades() {
