@@ -14,9 +14,11 @@ sends the next task. The task that finds the tokens matched ends the baseline: i
 writes the baseline's decisions beside the step's reviewed decisions
 (``decision_reviews_baseline``) and advances the backtest, which counts the step done.
 
-A task holds the step's claim while it asks, so one copy asks at a time; a baseline
-that stops moving (its task lost) is sent again by the run's advance. Answers are
-numbered, so a copy that asked an answer another copy stored first stores nothing.
+A task holds the step's claim while it asks, so one copy asks at a time, and marks the
+baseline alive while it asks or waits for a model slot; a baseline that stops moving
+for ``STALE_AFTER_FACTOR`` times ``BACKTEST_STALE_AFTER_S`` (its task lost) is sent
+again by the run's advance. Answers are numbered, so a copy that asked an answer
+another copy stored first stores nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from backtests.engine.baseline import (
     wants_another,
 )
 from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, BaselineAnswer, BaselineState
-from debates.claims import step_held
+from debates.claims import StepDeferred, step_held
 from debates.engine.consensus import decide
 from debates.engine.plan import OPENING
 from debates.engine.types import CoinDecision
@@ -117,10 +119,15 @@ def baseline_answer_ask(*, step_id: int, holder: str) -> None:
     """Ask the next answer of a step's baseline in task ``holder``, or end the baseline
     once its tokens match (see the module docstring).
 
-    Raise ``StepDeferred`` when no model slot frees up, or another copy holds the step.
+    Raise ``StepDeferred`` when no model slot frees up, or another copy holds the step;
+    the baseline is alive all the same (its task is retried), so it is marked so.
     """
-    with step_held(step=f"baseline:{step_id}", holder=holder, on_beat=lambda: _beat(step_id)):
-        _ask_or_end(step_id)
+    try:
+        with step_held(step=f"baseline:{step_id}", holder=holder, on_beat=lambda: _beat(step_id)):
+            _ask_or_end(step_id)
+    except StepDeferred:
+        _beat(step_id)
+        raise
 
 
 def _beat(step_id: int) -> None:

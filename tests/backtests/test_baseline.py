@@ -13,6 +13,7 @@ import pytest
 
 from backtests.engine.baseline import MAX_ANSWERS, MAX_FAILURES, stop_note, wants_another
 from backtests.models import BacktestStep, BaselineAnswer
+from backtests.services import baseline
 from debates.models import Debate
 from debates.selectors import debate_spend
 from evaluations import scoring
@@ -166,3 +167,32 @@ def wait_done(backtest):
     assert not BacktestStep.objects.filter(backtest=done).exclude(baseline_state="done").exists()
     assert BaselineAnswer.objects.filter(debate__backtest_step__backtest=done).exists()
     return done
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_baseline_whose_task_was_lost_is_sent_again_and_ends(
+    celery_worker, llm, make_backtest, monkeypatch, settings
+):
+    # given the first task of every step's baseline lost on its way to the workers, and a
+    # run that finds a baseline stopped after 4 s without moving
+    settings.BACKTEST_STALE_AFTER_S = 1
+    send, lost = baseline._send, set()
+
+    def losing(step_id: int) -> None:
+        if step_id in lost:
+            send(step_id)
+        lost.add(step_id)
+
+    monkeypatch.setattr(baseline, "_send", losing)
+    # when a 3-step backtest with the baseline runs
+    done = wait_done(
+        make_backtest(
+            personalities=("bull", "bear"), end=START + timedelta(hours=12), baseline="rotate"
+        )
+    )
+    # then each step's baseline was sent again once it had stopped, and ended matched
+    assert len(lost) == 3
+    match = done.report["budget_match"]
+    assert [s["seat"] for s in match["steps"]] == ["P1", "P2", "P1"]
+    assert match["within_one_answer"] and all(s["answers"] > 0 for s in match["steps"])
