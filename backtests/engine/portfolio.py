@@ -188,13 +188,10 @@ class Portfolio:
 
     # -- time ------------------------------------------------------------------------
 
-    def advance(self, to_ms: int) -> None:
-        """Walk every candle closed by ``to_ms``: funding, then stops and targets."""
-        self._walk(to_ms, funding_by=to_ms)
-
-    def _walk(self, to_ms: int, *, funding_by: int) -> None:
-        """Walk every candle closed by ``to_ms``, paying the funding settled by
-        ``funding_by`` (at most ``to_ms``)."""
+    def advance(self, to_ms: int, *, funding_by: int | None = None) -> None:
+        """Walk every candle closed by ``to_ms``: funding (settled by ``funding_by``,
+        ``to_ms`` unless given), then stops and targets."""
+        funding_by = to_ms if funding_by is None else funding_by
         for key, position in list(self.positions.items()):
             tape = self.tapes[position.symbol]
             bars = tape.bars
@@ -217,11 +214,9 @@ class Portfolio:
                 self._settle_funding(position, tape, until_ms=funding_by)
 
     def finish(self, end_ms: int) -> None:
-        """Walk to ``end_ms`` and close every open position at the last candle's close.
-
-        A position closed there is closed by ``end_ms``: it pays no settlement due at
-        ``end_ms`` itself, only those before it."""
-        self._walk(end_ms, funding_by=end_ms - 1)
+        """Walk to ``end_ms`` and close every open position at the last candle's close,
+        by ``end_ms``: a settlement due at ``end_ms`` itself is not paid."""
+        self.advance(end_ms, funding_by=end_ms - 1)
         for key, position in list(self.positions.items()):
             closed_ms, price = self.tapes[position.symbol].last_close(end_ms)
             self._close(key, price, closed_ms, "end")
