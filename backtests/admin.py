@@ -21,7 +21,17 @@ def _metric(backtest: Backtest, rule: str, name: str) -> float | None:
 
 class StepInline(admin.TabularInline):
     model = BacktestStep
-    fields = ("index", "as_of", "level", "skip_reason", "debate")
+    fields = (
+        "index",
+        "as_of",
+        "level",
+        "skip_reason",
+        "debate",
+        "baseline_seat",
+        "baseline_target",
+        "baseline_state",
+        "baseline_note",
+    )
     readonly_fields = fields
     extra = 0
     can_delete = False

@@ -156,6 +156,14 @@ class BacktestCreateApi(JsonApi):
             "horizon of one step the debates run one at a time); the report shows both "
             "rules.",
         )
+        baseline = StrictCharField(
+            required=False,
+            max_length=6,
+            help_text="The budget-matched baseline, which costs model calls: off (default), "
+            "rotate (each seat's model in turn) or a seat (P1, P2...): at each step that "
+            "model answers its round-1 prompt, with the book, again and again until its "
+            "tokens match the debate's; its answers decide by the consensus rule.",
+        )
 
     @extend_schema(
         operation_id="backtests_create",

@@ -24,6 +24,7 @@ COLOURS = {
     "round1_majority": "#d97706",
     "weighting:confidence": "#64748b",
     "weighting:calibrated": "#db2777",
+    "budget_matched": "#0d9488",
 }
 SEAT_COLOURS = ("#22C55E", "#EF4444", "#3B82F6", "#F59E0B", "#8B5CF6", "#0EA5E9")
 

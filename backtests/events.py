@@ -2,7 +2,8 @@
 
 Only services call these, inside the transaction that made the change; an event goes
 out when it commits. ``status`` on each state change, ``progress`` ``{done, total}``
-after each debate that ends, ``report`` (the report, as the detail shows it) at the end.
+after each step that ends (its debate, and its baseline when it has one), ``report``
+(the report, as the detail shows it) at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def status_changed(backtest: Backtest) -> None:
 
 
 def progress(backtest: Backtest) -> None:
-    """Announce how many of the backtest's debates have ended."""
+    """Announce how many of the backtest's steps have ended."""
     publish_on_commit(
         backtest_channel(backtest.pk),
         "progress",

@@ -16,8 +16,17 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from backtests.engine.baseline import OFF, ROTATE, SEAT_CHOICES
 from debates.engine.gate import L0
-from debates.models import CacheMode, DebateLevel, Weighting, level_field
+from debates.models import (
+    CacheMode,
+    DebateLevel,
+    ParseStatus,
+    StepStatus,
+    Usage,
+    Weighting,
+    level_field,
+)
 from strategies.models import PromptVariant
 
 
@@ -46,6 +55,13 @@ class CoinScope(models.TextChoices):
 class BookMode(models.TextChoices):
     AWARE = "aware", "Each step's votes see the simulated book at its instant"
     BLIND = "blind", "No step sees an account; the debates run side by side"
+
+
+BASELINE_CHOICES = [
+    (OFF, "Off"),
+    (ROTATE, "Each seat's model in turn"),
+    *((seat, f"The model of seat {seat}") for seat in SEAT_CHOICES),
+]
 
 
 class Backtest(models.Model):
@@ -91,6 +107,13 @@ class Backtest(models.Model):
         default=Weighting.CONFIDENCE,
         help_text="Each step's debate's weighting; the report shows both rules either way.",
     )
+    baseline = models.CharField(
+        max_length=6,
+        choices=BASELINE_CHOICES,
+        default=OFF,
+        help_text="The budget-matched baseline (it costs model calls): at each step one "
+        "model answers its round-1 prompt again and again, with the debate's tokens.",
+    )
 
     status = models.CharField(
         max_length=10, choices=BacktestStatus.choices, default=BacktestStatus.PENDING
@@ -135,6 +158,12 @@ class StepSkip(models.TextChoices):
     QUIET_MARKET = "quiet_market", "Quiet market (L0)"
 
 
+class BaselineState(models.TextChoices):
+    NONE = "", "Not begun (or no baseline)"
+    ASKING = "asking", "Asking its answers"
+    DONE = "done", "Done"
+
+
 class BacktestStep(models.Model):
     """One step of a backtest: its instant and the debate that decided there, or, at
     ``level: auto``, why no debate was needed (L0: no debate, no model call)."""
@@ -156,6 +185,21 @@ class BacktestStep(models.Model):
         help_text="Why the step started no debate (L0); empty for a debated step.",
     )
     skip_reason = models.TextField(blank=True, help_text="The L0 rule's figures at the step.")
+    baseline_state = models.CharField(
+        max_length=6, choices=BaselineState.choices, blank=True, default=BaselineState.NONE
+    )
+    baseline_seat = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="The speak order of the seat whose model answered."
+    )
+    baseline_target = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The tokens the step's debate spent: what it matched."
+    )
+    baseline_note = models.CharField(
+        max_length=200, blank=True, help_text="Why its answers stopped short of the target."
+    )
+    baseline_moved_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the baseline last made progress."
+    )
 
     class Meta:
         ordering = ["backtest", "index"]
@@ -172,3 +216,41 @@ class BacktestStep(models.Model):
         if self.skipped:
             return L0
         return self.debate.level_used if self.debate is not None else ""
+
+
+class BaselineAnswer(Usage):
+    """One answer of a step's budget-matched baseline: the round-1 prompt of a seat, the
+    book added, answered by its model as the ``sample``-th independent answer.
+
+    It is kept with the step's debate, so its owner's budgets and spend and the
+    backtest's count it; it is not one of the debate's own calls (``debate_call``).
+    """
+
+    debate_call = False
+
+    debate = models.ForeignKey(
+        "debates.Debate", on_delete=models.CASCADE, related_name="baseline_answers"
+    )
+    participant = models.ForeignKey(
+        "debates.Participant", on_delete=models.CASCADE, related_name="+"
+    )
+    sample = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=7, choices=StepStatus.choices, default=StepStatus.OK)
+    content = models.TextField(blank=True)
+    decisions = models.JSONField(default=list, blank=True)
+    parse_status = models.CharField(
+        max_length=7, choices=ParseStatus.choices, default=ParseStatus.NONE
+    )
+    dropped = models.JSONField(default=list, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "sample"]
+        constraints = [
+            models.UniqueConstraint(fields=["debate", "sample"], name="baseline_answer_once"),
+            models.CheckConstraint(condition=Q(sample__gte=1), name="baseline_sample_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"baseline answer {self.sample} of debate {self.debate_id} ({self.status})"

@@ -104,6 +104,7 @@ class BacktestDetailSerializer(BacktestListSerializer):
             "cache",
             "level",
             "weighting",
+            "baseline",
             "report",
             "price_decimals",
             "event_id",

@@ -11,7 +11,9 @@ from django.conf import settings
 
 from arena.heartbeat import RESUME_ON_BOOT_MARGIN_S
 from backtests import services
-from debates.tasks import DATABASE_ERRORS, retry_on_fresh_connection
+from backtests.services.baseline import baseline_answer_ask
+from debates.claims import StepDeferred
+from debates.tasks import DATABASE_ERRORS, STEP_OPTIONS, retry_on_fresh_connection
 
 # A run's tasks: short, and retried only on a lost database connection. Nothing reads
 # what they return, so no result is stored (a Redis write a task).
@@ -46,6 +48,18 @@ def backtest_debate_moved_task(self, debate_id: int) -> None:
     """Advance the backtest whose step's debate ended or awaits its book: the task a
     backtest's step debates name to be sent then."""
     _on_fresh_connection(self, lambda: services.backtest_debate_moved(debate_id=debate_id))
+
+
+@shared_task(name="backtests.baseline_answer", **STEP_OPTIONS)
+def baseline_answer_task(self, step_id: int) -> None:
+    """Ask the next answer of a step's budget-matched baseline, or end it; a step that
+    cannot ask now (no free model slot, another copy asking) is retried shortly after."""
+    try:
+        baseline_answer_ask(step_id=step_id, holder=self.request.id)
+    except StepDeferred as exc:
+        raise self.retry(countdown=exc.retry_after) from exc
+    except DATABASE_ERRORS as exc:
+        raise retry_on_fresh_connection(self, exc) from exc
 
 
 @shared_task(name="backtests.resume_stale", soft_time_limit=60, time_limit=90)

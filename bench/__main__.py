@@ -25,6 +25,7 @@ BENCHMARKS = {
     "api": "REST API latency under 50 concurrent clients",
     "sse": "SSE delivery latency and loss under many clients",
     "backtest": "Backtests: the ideal at the cap, the cache, the embedded default, the simulation",
+    "baseline": "A backtest with the budget-matched baseline against the same without it",
     "contract": "How often the local language model's answers parse",
     "prefix": "The share of a 3x3 debate's input in a prefix an earlier call sent",
     "evaluation": "The ledger and calibration over 10,000 reviews",

@@ -117,13 +117,14 @@ def run_backtest(
     timeout: float,
     meter: CpuMeter,
     book: str = "aware",
+    baseline: str = "off",
 ) -> tuple:
     """Create a backtest, wait for its end; return (seconds, backtest, CPU used)."""
     from backtests.models import Backtest
     from backtests.services import BacktestInput, backtest_create
 
     data = BacktestInput(
-        name=f"bench {book} {cache}",
+        name=f"bench {book} {cache} baseline {baseline}",
         strategy=strategy.pk,
         participants=[
             {"ai_model": m.pk, "personality": p} for m, p in zip(models, SEATS, strict=True)
@@ -135,6 +136,7 @@ def run_backtest(
         interval_minutes=240,
         cache=cache,
         book=book,
+        baseline=baseline,
     )
     meter.start()
     started = time.perf_counter()

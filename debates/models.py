@@ -501,7 +501,10 @@ class Usage(models.Model):
     provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
     reported. ``completion_tokens`` counts every output token billed, and
     ``reasoning_tokens`` those of them the model spent reasoning. ``cost_usd`` is what
-    the call cost under the price table at the time.
+    the call cost under the price table at the time. An answer from the model-call cache
+    bills none of these; ``answer_tokens`` and ``answer_cost_usd`` keep what the answer
+    took when a model was called for it, so what a decision took reads the same on a
+    re-run.
     """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -516,6 +519,20 @@ class Usage(models.Model):
     cached = models.BooleanField(
         default=False, help_text="Answered from the model-call cache: no call, no tokens."
     )
+    answer_tokens = models.PositiveIntegerField(
+        default=0,
+        help_text="Prompt plus completion tokens the answer took when its model was called: "
+        "this call's, or for an answer from the model-call cache, the call it repeats'.",
+    )
+    answer_cost_usd = models.DecimalField(
+        default=0,
+        help_text="What the answer cost when its model was called (as answer_tokens).",
+        **COST_FIELD,
+    )
+
+    debate_call = True
+    """A call the debate made for itself; a backtest's baseline answer, kept with its
+    step's debate for the spend of its owner and its backtest, is not one."""
 
     class Meta:
         abstract = True
@@ -997,7 +1014,8 @@ class ModelAnswer(models.Model):
     ``fingerprint`` is the SHA-256 of everything that decides the answer: provider, base
     URL, model name, temperature, maximum output tokens, and the system and user text
     (``debates.services.answers``). Two calls differing in any of these, by one
-    character, never share an answer. The tokens are those the original call billed.
+    character, never share an answer. The tokens and cost are those the original call
+    billed.
     """
 
     fingerprint = models.CharField(max_length=64, unique=True)
@@ -1008,6 +1026,9 @@ class ModelAnswer(models.Model):
     finish_reason = models.CharField(max_length=40, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(
+        default=0, help_text="What the original call cost.", **COST_FIELD
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -348,7 +348,8 @@ def _key_etag(key: str) -> str:
 
 @dataclass(frozen=True)
 class Spend:
-    """What a set of stored model calls (turns, ballots, judge calls) used and cost.
+    """What a set of stored model calls (turns, ballots, judge calls, a backtest's
+    baseline answers) used and cost.
 
     ``calls`` went to a model; ``cached_calls`` were answered from the model-call cache
     (no tokens, no cost). ``cached_input_tokens`` is the part of ``prompt_tokens`` the
@@ -439,7 +440,9 @@ def spend_of(
 ) -> Spend:
     """Return the spend of the stored calls of a debate, a backtest, an owner or a
     schedule, made from UTC day ``since`` on. An owner's and a schedule's spend counts
-    the calls of their deleted debates too (``DeletedSpend``): they were paid for."""
+    the calls of their deleted debates too (``DeletedSpend``): they were paid for. A
+    debate's counts its own calls (``Usage.debate_call``); a backtest's and an owner's
+    count its steps' baseline answers too."""
     calls, deleted = _lookups(
         {
             "debate_id": debate_id,
@@ -452,6 +455,8 @@ def spend_of(
         calls["created_at__gte"] = _midnight(since)
     total = Spend()
     for model in call_models():
+        if debate_id is not None and not model.debate_call:
+            continue  # a debate's spend is its own calls'
         total += _spend(model.objects.filter(**calls).aggregate(**_SPEND_SUMS))
     if deleted is not None:
         kept = DeletedSpend.objects.filter(**deleted)

@@ -60,7 +60,8 @@ class Outcome(models.Model):
 
 
 class DecisionReview(Outcome):
-    """The outcome of one coin decision, beside the round-1 majority on the same coin."""
+    """The outcome of one coin decision, beside the round-1 majority on the same coin and,
+    in a backtest with one, the budget-matched baseline."""
 
     decision = models.OneToOneField(
         "debates.Decision", on_delete=models.CASCADE, related_name="review"
@@ -69,6 +70,13 @@ class DecisionReview(Outcome):
         max_length=12, help_text="The consensus rule over the round-1 openings."
     )
     round1_verdict = models.CharField(max_length=5, choices=Verdict.choices)
+    baseline_action = models.CharField(
+        max_length=12,
+        blank=True,
+        help_text="The budget-matched baseline's decision at the same step (a backtest's, "
+        "once its answers are in); empty without one.",
+    )
+    baseline_verdict = models.CharField(max_length=5, choices=Verdict.choices, blank=True)
     executed = models.BooleanField(default=False)
     realised_pnl = models.DecimalField(
         **MONEY,

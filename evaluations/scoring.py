@@ -80,7 +80,8 @@ def accuracy(verdicts: Iterable[str]) -> float | None:
 
 @dataclass(frozen=True)
 class LedgerRow:
-    """One reviewed coin decision of a debate, beside its round-1 majority."""
+    """One reviewed coin decision of a debate, beside its round-1 majority and, where its
+    step has one, the budget-matched baseline; with the move it was judged on."""
 
     debate_id: int
     symbol: str
@@ -88,6 +89,9 @@ class LedgerRow:
     verdict: str
     round1_action: str
     round1_verdict: str
+    realised_return: float = 0.0
+    baseline_action: str = ""
+    baseline_verdict: str = ""
 
     @property
     def flipped(self) -> bool:
@@ -112,7 +116,8 @@ class Ledger:
     A flip is a decision whose action differs from the round-1 majority's; it is right
     when the final action's verdict is right, and useful when it is right while the
     round-1 majority's was not. ``participants`` maps each voter's key to the accuracy
-    of its own final votes.
+    of its own final votes. ``verdict`` says whether the debate earned its tokens
+    (``evaluations.verdicts``).
     """
 
     decisions: int
@@ -128,6 +133,7 @@ class Ledger:
     round_tokens: int
     tokens_per_useful_flip: float | None
     participants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -139,8 +145,10 @@ def ledger(
     *,
     round_tokens: int,
     participants: dict[str, dict[str, Any]] | None = None,
+    verdict: dict[str, Any] | None = None,
 ) -> Ledger:
-    """Aggregate ``rows``; ``round_tokens`` are the tokens rounds 2..N spent on them."""
+    """Aggregate ``rows``; ``round_tokens`` are the tokens rounds 2..N spent on them;
+    ``verdict`` is whether the debate earned its tokens (``evaluations.verdicts``)."""
     flips = [row for row in rows if row.flipped]
     verdicts = Counter(row.verdict for row in flips)
     right, wrong = verdicts[RIGHT], verdicts[WRONG]
@@ -160,6 +168,7 @@ def ledger(
         round_tokens=round_tokens,
         tokens_per_useful_flip=share(round_tokens, useful, digits=2),
         participants=dict(participants or {}),
+        verdict=dict(verdict or {}),
     )
 
 

@@ -1,5 +1,6 @@
-"""Reads of outcome reviews: the debate-effect ledger and the calibration of voters,
-per strategy, schedule, backtest or overall, always within one owner's debates.
+"""Reads of outcome reviews: the debate-effect ledger (with the verdict on whether the
+debate earned its tokens) and the calibration of voters, per strategy, schedule,
+backtest or overall, always within one owner's debates.
 
 Each is a fixed number of queries whatever the number of reviews (three for a ledger,
 one for a calibration); the arithmetic is ``evaluations.scoring``'s. The monitors read
@@ -30,7 +31,7 @@ from debates.models import (
     SeatKind,
     Vote,
 )
-from evaluations import monitors, scoring
+from evaluations import monitors, scoring, verdicts
 from evaluations.models import DebateReview, DecisionReview, Verdict, VoteReview
 from evaluations.monitors import PARSE_FAILURE
 
@@ -44,6 +45,18 @@ class Scope:
     strategy_id: int | None = None
     schedule_id: int | None = None
     backtest_id: int | None = None
+
+    @property
+    def subject(self) -> str:
+        """Return what the scope's figures are about, as a verdict names it."""
+        for value, name in (
+            (self.backtest_id, "this backtest"),
+            (self.schedule_id, "this schedule"),
+            (self.strategy_id, "this strategy"),
+        ):
+            if value is not None:
+                return name
+        return "your debates"
 
     def debates(self, prefix: str = "debate__") -> Q:
         """Return the filter of the scope's debates, through ``prefix``."""
@@ -79,7 +92,15 @@ def ledger(scope: Scope) -> scoring.Ledger:
         for values in decision_reviews(scope)
         .order_by()
         .values_list(
-            "review__debate_id", "symbol", "action", "verdict", "round1_action", "round1_verdict"
+            "review__debate_id",
+            "symbol",
+            "action",
+            "verdict",
+            "round1_action",
+            "round1_verdict",
+            "realised_return",
+            "baseline_action",
+            "baseline_verdict",
         )
     ]
     tokens = DebateReview.objects.filter(scope.debates()).aggregate(total=Sum("round_tokens"))
@@ -104,7 +125,12 @@ def ledger(scope: Scope) -> scoring.Ledger:
             "wrong": row["wrong"],
             "accuracy": scoring.share(row["right"], row["right"] + row["wrong"]),
         }
-    return scoring.ledger(rows, round_tokens=tokens["total"] or 0, participants=participants)
+    return scoring.ledger(
+        rows,
+        round_tokens=tokens["total"] or 0,
+        participants=participants,
+        verdict=verdicts.ledger_verdict(rows, scope.subject),
+    )
 
 
 def calibration(scope: Scope) -> list[dict[str, Any]]:

@@ -15,6 +15,38 @@ class ParticipantAccuracySerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
 
 
+class ComparisonSerializer(serializers.Serializer):
+    against = serializers.CharField(help_text="round1_majority or budget_matched")
+    steps = serializers.IntegerField(help_text="Reviewed steps pairing the debate with it.")
+    hit_rate = serializers.ListField(
+        child=serializers.FloatField(allow_null=True), help_text="[debate, other]"
+    )
+    hit_difference = serializers.FloatField(allow_null=True, help_text="debate - other")
+    hit_interval = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="[low, high]"
+    )
+    return_pct = serializers.ListField(
+        child=serializers.FloatField(), help_text="Mean return of the calls a step, percent."
+    )
+    return_difference = serializers.FloatField(help_text="debate - other, percent a step")
+    return_interval = serializers.ListField(child=serializers.FloatField())
+    ahead = serializers.FloatField(help_text="Share of resamples the debate returned more.")
+    resamples = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    level = serializers.FloatField()
+
+
+class ComparisonsSerializer(serializers.Serializer):
+    round1_majority = ComparisonSerializer(allow_null=True)
+    budget_matched = ComparisonSerializer(allow_null=True)
+
+
+class VerdictSerializer(serializers.Serializer):
+    against = serializers.CharField(allow_null=True, help_text="The rule the sentence reads.")
+    sentence = serializers.CharField(help_text="Whether the debate earned its tokens.")
+    comparisons = ComparisonsSerializer()
+
+
 class LedgerSerializer(serializers.Serializer):
     decisions = serializers.IntegerField(help_text="Reviewed coin decisions.")
     flips = serializers.IntegerField(help_text="Decisions whose action differs from round 1's.")
@@ -29,6 +61,7 @@ class LedgerSerializer(serializers.Serializer):
     round_tokens = serializers.IntegerField(help_text="Tokens of rounds 2..N.")
     tokens_per_useful_flip = serializers.FloatField(allow_null=True)
     participants = serializers.DictField(child=ParticipantAccuracySerializer())
+    verdict = VerdictSerializer(help_text="Did the debate earn its tokens? (paired bootstrap)")
 
 
 class BinSerializer(serializers.Serializer):

@@ -291,6 +291,23 @@ def _vote_reviews(review: DebateReview, outcomes: _Outcomes, flat: float) -> lis
     return rows
 
 
+def decision_reviews_baseline(*, debate_id: int, actions: dict[str, str]) -> int:
+    """Put the budget-matched baseline's action on each coin (``actions``; on a coin it
+    decided nothing, ``wait``) beside the reviewed decisions of debate ``debate_id``, with
+    its verdict on the same move; return how many reviews it joined (none when the debate
+    has no review). Writing it again writes the same."""
+    rows = list(
+        DecisionReview.objects.filter(decision__debate_id=debate_id).select_related("review")
+    )
+    for row in rows:
+        row.baseline_action = actions.get(row.symbol, "wait")
+        row.baseline_verdict = scoring.verdict(
+            row.baseline_action, row.realised_return, float(row.review.flat_pct)
+        )
+    DecisionReview.objects.bulk_update(rows, ["baseline_action", "baseline_verdict"])
+    return len(rows)
+
+
 def debates_review(
     *, debate_ids: Iterable[int], settings: ReviewSettings | None = None, wait: bool = False
 ) -> list[DebateReview]:

@@ -13,7 +13,8 @@
 - ``exposure``: the share of steps after which a position was open.
 - ``hit_rate``: the share of opening decisions whose direction the price followed over
   the scoring horizon (from the fill price at the decision's instant to the fill price
-  a horizon later); ``None`` without an opening decision.
+  a horizon later); ``None`` without an opening decision. ``decisions`` counts the
+  opening decisions scored, ``correct`` those the price followed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Metrics:
     funding: float
     hit_rate: float | None
     decisions: int
+    correct: int
 
     def to_dict(self) -> dict:
         """Return the JSON form stored in the report."""
@@ -112,6 +114,7 @@ def measure(
         funding=_money(funding),
         hit_rate=_ratio(sum(hits) / len(hits)) if hits else None,
         decisions=len(hits),
+        correct=sum(hits),
     )
 
 

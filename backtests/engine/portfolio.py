@@ -26,7 +26,8 @@ targets on each candle's low and high, the stop first when a candle crosses both
 - Between steps, every candle that closed is walked, oldest first: funding is paid or
   received at each settlement while a position is open (before the candle opening at
   it), then the candle's low and high are checked against the stop and target.
-- ``finish`` walks to the end and closes what is still open at the last candle's close.
+- ``finish`` walks to the end and closes what is still open at the last candle's close,
+  paying the funding settled before the end, not a settlement due at the end itself.
 
 Everything refused is recorded with its reason; nothing is silently resized.
 """
@@ -187,8 +188,10 @@ class Portfolio:
 
     # -- time ------------------------------------------------------------------------
 
-    def advance(self, to_ms: int) -> None:
-        """Walk every candle closed by ``to_ms``: funding, then stops and targets."""
+    def advance(self, to_ms: int, *, funding_by: int | None = None) -> None:
+        """Walk every candle closed by ``to_ms``: funding (settled by ``funding_by``,
+        ``to_ms`` unless given), then stops and targets."""
+        funding_by = to_ms if funding_by is None else funding_by
         for key, position in list(self.positions.items()):
             tape = self.tapes[position.symbol]
             bars = tape.bars
@@ -208,11 +211,12 @@ class Portfolio:
                     self._close(key, price, bar.open_ms, reason)
                     break
             else:
-                self._settle_funding(position, tape, until_ms=to_ms)
+                self._settle_funding(position, tape, until_ms=funding_by)
 
     def finish(self, end_ms: int) -> None:
-        """Walk to ``end_ms`` and close every open position at the last candle's close."""
-        self.advance(end_ms)
+        """Walk to ``end_ms`` and close every open position at the last candle's close,
+        by ``end_ms``: a settlement due at ``end_ms`` itself is not paid."""
+        self.advance(end_ms, funding_by=end_ms - 1)
         for key, position in list(self.positions.items()):
             closed_ms, price = self.tapes[position.symbol].last_close(end_ms)
             self._close(key, price, closed_ms, "end")

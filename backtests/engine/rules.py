@@ -17,6 +17,10 @@ Every rule reads the same stored debates and the same candles, at no extra model
   confidence times each voter's calibrated weight at the step (``StepRecord.weights``,
   from the backtest's own reviews known by the step's instant): the two weightings side
   by side over the same ballots, whichever the debates used.
+- ``budget_matched`` (a backtest with a baseline only; it costs model calls): the
+  answers of one model asked the round-1 prompt again and again with the debate's
+  tokens at the step (``backtests.engine.baseline``), each answer a ballot of the
+  consensus rule.
 
 A step whose debate did not complete decides nothing, for every rule. ``coins``
 ``primary`` executes the primary coin's decision only; ``all`` every executable
@@ -29,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from backtests.engine.baseline import answer_ballots
 from backtests.engine.guards import GuardTrip
 from backtests.engine.metrics import Metrics, measure
 from backtests.engine.portfolio import (
@@ -53,6 +58,7 @@ from traders.risk import RiskLimits
 
 EXECUTABLE = (*OPENING_ACTIONS, *CLOSING_ACTIONS)
 DEBATE, BUY_AND_HOLD, FLAT, ROUND1 = "debate", "buy_and_hold", "flat", "round1_majority"
+BUDGET_MATCHED = "budget_matched"
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,8 @@ class StepRecord:
 
     ``openings`` and ``ballots`` map each participant's label (P1, P2, ...) to its
     round-1 per-coin positions and its final votes (abstentions left out); ``weights``
-    to its calibrated weight at the step.
+    to its calibrated weight at the step. ``samples`` are the budget-matched baseline's
+    answers at the step, each its per-coin positions (none for an unusable answer).
     """
 
     index: int
@@ -73,6 +80,7 @@ class StepRecord:
     openings: Mapping[str, tuple[CoinDecision, ...]] = field(default_factory=dict)
     ballots: Mapping[str, tuple[CoinDecision, ...]] = field(default_factory=dict)
     weights: Mapping[str, float] = field(default_factory=dict)
+    samples: tuple[tuple[CoinDecision, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,13 @@ def round1_intents(step: StepRecord, limits: ConsensusLimits) -> tuple[Intent, .
 def seat_intents(step: StepRecord, label: str, limits: ConsensusLimits) -> tuple[Intent, ...]:
     """Return the decisions of participant ``label`` alone: its ballot through the rule."""
     ballots = [Ballot(label, d) for d in step.ballots.get(label, ())]
+    return tuple(_intent(result) for result in decide(ballots, step.symbols, limits))
+
+
+def sample_intents(step: StepRecord, limits: ConsensusLimits) -> tuple[Intent, ...]:
+    """Return the consensus of the budget-matched baseline's answers of ``step``, each
+    answer a ballot (its first position on a coin)."""
+    ballots = answer_ballots(step.samples)
     return tuple(_intent(result) for result in decide(ballots, step.symbols, limits))
 
 
@@ -269,9 +284,11 @@ def run_rules(
     end_ms: int,
     step_minutes: int,
     horizon_ms: int,
+    baseline: str = "",
 ) -> list[RuleRun]:
     """Run every rule over ``steps`` (in time order, at least one with a primary coin);
-    ``seats`` are (label, personality). Buy-and-hold holds the first primary coin."""
+    ``seats`` are (label, personality); ``baseline`` labels the budget-matched baseline
+    (none without one). Buy-and-hold holds the first primary coin."""
 
     def plan(decide_step) -> list[tuple[int, tuple[Intent, ...]]]:
         return rule_plan(steps, decide_step, coins)
@@ -322,4 +339,7 @@ def run_rules(
                 **common,
             )
         )
+    if baseline:
+        decide_step = lambda s: sample_intents(s, consensus_limits)  # noqa: E731
+        runs.append(run_rule(BUDGET_MATCHED, baseline, plan(decide_step), **common))
     return runs

@@ -26,6 +26,7 @@ from arena.exceptions import InvalidState, NotFound, ValidationError
 from arena.inputs import validate
 from arena.worker import send_on_commit
 from backtests import events
+from backtests.engine.baseline import OFF, ROTATE, SEAT_CHOICES
 from backtests.models import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -88,6 +89,7 @@ class BacktestInput:
     cache: Any = CacheMode.USE
     level: Any = DebateLevel.L2
     weighting: Any = Weighting.CONFIDENCE
+    baseline: Any = OFF
     errors: dict[str, list[str]] = field(default_factory=dict)
 
     def refuse(self, name: str, message: str) -> None:
@@ -203,7 +205,18 @@ def backtest_input_clean(owner: Any, data: BacktestInput) -> dict[str, Any]:
     if data.book not in BookMode.values:
         data.refuse("book", f"One of {', '.join(BookMode.values)}.")
     values["book"] = data.book
+    values["baseline"] = _baseline(data, len(values["participants"]))
     return values
+
+
+def _baseline(data: BacktestInput, seats: int) -> str:
+    """Return the budget-matched baseline asked for: off, rotate (each seat's model in
+    turn) or one seat (``P1``...) of the debate."""
+    allowed = [OFF, ROTATE, *SEAT_CHOICES[: max(seats, 1)]]
+    if data.baseline not in allowed:
+        seat = "P1" if seats <= 1 else f"P1..P{seats}"
+        data.refuse("baseline", f"One of off, rotate or a seat of the debate ({seat}).")
+    return data.baseline
 
 
 def _check_quota(owner: Any) -> None:

@@ -1,13 +1,16 @@
 """The report of a backtest: what its stored debates decided, simulated under every rule.
 
-It reads each step's debate once (decisions, round-1 openings, final votes), builds the
+It reads each step's debate once (decisions, round-1 openings, final votes, the
+baseline's answers), builds the
 price tapes of the coins traded from the bundled dataset, runs every rule through the
 same simulated account (``backtests.engine``), and returns the JSON stored on the
 backtest: per rule its metrics, equity curve (a point per step, then the end) and
-trades; the granularity of each stretch of the window; the steps at each level, those
-skipped (L0) and why; the model calls, tokens and time the run spent. A skipped step
-decides nothing new, for every rule: an open position stays open, its stop and target
-checked on every candle.
+trades, and for a rule that reads model answers what its calls spent per unit of edge
+(``engine.spend``); how the budget-matched baseline's tokens matched the debate's at
+each step (``budget_match``, with a baseline); the granularity of each stretch of the
+window; the steps at each level, those skipped (L0) and why; the model calls, tokens and
+time the run spent. A skipped step decides nothing new, for every rule: an open
+position stays open, its stop and target checked on every candle.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from typing import Any
 
 from backtests.engine.books import iso
 from backtests.engine.portfolio import Intent, Trade
-from backtests.engine.rules import Account, RuleRun, StepRecord, run_rules
+from backtests.engine.rules import BUY_AND_HOLD, Account, RuleRun, StepRecord, run_rules
+from backtests.engine.spend import Outlay, calls_of, edge_costs
 from backtests.engine.tape import Tape
-from backtests.models import Backtest, BacktestStep
+from backtests.models import Backtest, BacktestStep, BaselineAnswer
+from backtests.services.spend import backtest_outlays, baseline_label, budget_match
 from debates.engine.consensus import calibrated_weight
 from debates.engine.digest import participant_label
 from debates.engine.gate import L0
@@ -68,6 +73,7 @@ def step_records(
     decisions = _decisions(debate_ids)
     openings = _openings(debate_ids) if votes else {}
     ballots = _ballots(debate_ids) if votes else {}
+    samples = _samples(debate_ids) if votes else {}
     return [
         StepRecord(
             index=step.index,
@@ -78,6 +84,7 @@ def step_records(
             decisions=decisions.get(step.debate_id, ()),
             openings=openings.get(step.debate_id, {}),
             ballots=ballots.get(step.debate_id, {}),
+            samples=samples.get(step.debate_id, ()),
         )
         for step in steps
     ]
@@ -120,6 +127,18 @@ def _ballots(debate_ids: list[int]) -> dict[int, dict[str, tuple[CoinDecision, .
         debate_id: {label: tuple(votes) for label, votes in seats.items()}
         for debate_id, seats in found.items()
     }
+
+
+def _samples(debate_ids: list[int]) -> dict[int, tuple[tuple[CoinDecision, ...], ...]]:
+    """Return each step's budget-matched baseline answers, in their order, by debate."""
+    found: dict[int, list[tuple[CoinDecision, ...]]] = defaultdict(list)
+    for debate_id, said in (
+        BaselineAnswer.objects.filter(debate_id__in=debate_ids)
+        .order_by("debate_id", "sample")
+        .values_list("debate_id", "decisions")
+    ):
+        found[debate_id].append(tuple(CoinDecision.from_dict(d) for d in said))
+    return {debate_id: tuple(answers) for debate_id, answers in found.items()}
 
 
 def _with_weights(backtest: Backtest, steps: list[StepRecord]) -> list[StepRecord]:
@@ -209,12 +228,23 @@ def closed_by_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason} {n}" for reason, n in counts.items() if n) or "-"
 
 
-def _rule(run: RuleRun) -> dict[str, Any]:
+def _spend(run: RuleRun, outlays: dict[str, Outlay], hold_return: float | None) -> dict | None:
+    """Return what rule ``run`` spent and what that bought (``engine.spend``), or None
+    for a rule that reads no model answer."""
+    calls = calls_of(run.key)
+    if calls is None:
+        return None
+    figures = edge_costs(outlays[calls], run.metrics, hold_return)
+    return {**figures, "cost_usd": usd_text(figures["cost_usd"])}
+
+
+def _rule(run: RuleRun, spend: dict | None) -> dict[str, Any]:
     reasons = Counter(refusal.reason for refusal in run.refusals)
     return {
         "key": run.key,
         "label": run.label,
         "metrics": run.metrics.to_dict(),
+        "spend": spend,
         "equity": [[at_ms, _money(value)] for at_ms, value in run.curve],
         "trades": [_trade(trade) for trade in run.trades],
         "closed_by": closed_by(run.trades),
@@ -242,7 +272,7 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
     skipped = {index for index, *_ in skips}
     scope = _scope(backtest)
     return {
-        "rules": [_rule(run) for run in _runs(backtest, steps)],
+        "rules": _rules(backtest, _runs(backtest, steps)),
         "stretches": [
             {"timeframe": s.timeframe, "from": iso(to_ms(s.start)), "to": iso(to_ms(s.end))}
             for s in replay_stretches(backtest.start, backtest.end)
@@ -256,6 +286,7 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
         ],
         "levels": _levels(backtest, len(skips)),
         "skipped": _skipped(skips),
+        "budget_match": budget_match(backtest),
         "usage": _usage(backtest, finished_at),
         "ledger": selectors.ledger(scope).to_dict(),
         "calibration": selectors.calibration(scope),
@@ -265,6 +296,14 @@ def backtest_report(*, backtest: Backtest, finished_at: datetime) -> dict[str, A
             ai_model_ids=[seat["ai_model"] for seat in backtest.participants],
         ),
     }
+
+
+def _rules(backtest: Backtest, runs: list[RuleRun]) -> list[dict[str, Any]]:
+    """Return each rule's part of the report, with what the rules that read model
+    answers spent, against buy-and-hold's return."""
+    outlays = backtest_outlays(backtest)
+    hold = next((run.metrics.total_return for run in runs if run.key == BUY_AND_HOLD), None)
+    return [_rule(run, _spend(run, outlays, hold)) for run in runs]
 
 
 def account_of(backtest: Backtest) -> Account:
@@ -299,6 +338,7 @@ def _runs(backtest: Backtest, steps: list[StepRecord]) -> list[RuleRun]:
         end_ms=to_ms(backtest.end),
         step_minutes=backtest.interval_minutes,
         horizon_ms=backtest.horizon_minutes * 60_000,
+        baseline=baseline_label(backtest),
     )
 
 

@@ -29,6 +29,10 @@ starts only once every step whose outcome is known by its instant has ended. Wit
 horizon one step long (the default), such a backtest debates one step at a time; run
 again, it decides the same.
 
+A backtest with a ``baseline`` begins each step's budget-matched baseline once its
+debate has ended and been reviewed (``backtests.services.baseline``); the step counts as
+done once its baseline has ended too, which advances the run as a debate's end does.
+
 At ``level: auto`` a tick first asks of each next step whether it is quiet (L0, the rule of
 a schedule's quiet firing): a quiet step is recorded skipped with its reason, starts no
 debate and makes no model call, and counts as done at once.
@@ -64,14 +68,15 @@ from backtests.models import (
     StepSkip,
 )
 from backtests.services import transitions
+from backtests.services.baseline import baselines_move
 from backtests.services.books import step_book
 from backtests.services.lifecycle import debates_cancel, step_instants
+from backtests.services.quiet import QuietSteps
 from backtests.services.reports import backtest_report
 from debates.models import TERMINAL_STATUSES as DEBATE_TERMINAL
 from debates.models import DebateLevel, DebateStatus, Weighting
 from debates.services import DebateInput, debate_create, debate_start
 from debates.services.books import debate_book_give
-from debates.services.levels import market_move, quiet_reason
 from evaluations.services import DEFAULT_FLAT_PCT, ReviewSettings, debates_review, is_due
 from strategies.models import MarketSource
 
@@ -98,9 +103,9 @@ def backtest_tick(*, backtest_id: int, token: str) -> None:
 
 def backtest_debate_moved(*, debate_id: int) -> None:
     """Advance the active backtest whose step's debate ``debate_id`` ended or awaits its
-    book, without waiting for the next tick: the next step's debate starts, or a step's
-    votes get their book, at once. The tick chain goes on as it was (it also catches a
-    task that was lost); idempotent."""
+    book, or whose baseline ended, without waiting for the next tick: the next step's
+    debate starts, a step's votes get their book, or the step counts as done, at once.
+    The tick chain goes on as it was (it also catches a task that was lost); idempotent."""
     backtest_id = one_or_none(  # a debate is the step of one backtest at most
         BacktestStep.objects.values_list("backtest_id", flat=True),
         debate_id=debate_id,
@@ -121,8 +126,10 @@ def _locked(backtest_id: int) -> Backtest | None:
 
 
 def _advance(backtest: Backtest) -> bool:
-    """Under the backtest's row lock: start a pending backtest, count the steps whose
-    debates have ended (progress) and review those, start the next steps' debates while
+    """Under the backtest's row lock: start a pending backtest, review the steps whose
+    debates have ended, begin their budget-matched baselines (``baselines_move``), count
+    the steps whose debate and baseline have ended (progress), start the next steps'
+    debates while
     fewer than ``BACKTEST_DEBATES_IN_FLIGHT`` run (at ``weighting: calibrated``, those
     whose reviews to read have all been made), give its book to the step whose votes
     await it (``book: aware``), and finish the run once every step has ended. Return
@@ -145,9 +152,10 @@ def _advance(backtest: Backtest) -> bool:
         if status is not None and status not in DEBATE_TERMINAL
     ]
     waiting = _awaiting_book(backtest, steps)
-    ended = len(steps) - len(running)
     if not _review_ended(backtest, steps, now=now):
         return False
+    reviewed = [debate for _, debate, status, _, _ in steps if status in DEBATE_TERMINAL]
+    ended = len(steps) - len(running) - baselines_move(backtest, ended=reviewed, now=now)
     if ended != backtest.steps_done:
         transitions.progressed(backtest, steps_done=ended)
     if ended == backtest.steps_total:
@@ -244,7 +252,7 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
     quiet step as skipped (L0) instead, which takes no room."""
     running = list(running)
     instants = step_instants(backtest.start, backtest.end, backtest.interval_minutes)
-    quiet = _QuietSteps(backtest, first) if backtest.level == DebateLevel.AUTO else None
+    quiet = QuietSteps(backtest, first) if backtest.level == DebateLevel.AUTO else None
     index, started = first, 0
     while started < count and index < backtest.steps_total:
         as_of = instants[index]
@@ -288,50 +296,6 @@ def _start_steps(backtest: Backtest, *, first: int, count: int, running: list[da
         debate_start(debate_id=debate.pk)
         running.append(as_of)
         index, started = index + 1, started + 1
-
-
-class _QuietSteps:
-    """Which steps of a backtest at ``level: auto`` are quiet, planned in time order.
-
-    A step is quiet by the schedule's L0 rule (``quiet_reason``): the primary coin's price
-    at the step, against its price at the backtest's last debated step before it and its
-    1h ATR14 at the step; prices only of candles closed by the step (no look-ahead).
-    The first step, and every step of a backtest without a known primary coin (no
-    symbol and a strategy that does not name its coins), is debated.
-    """
-
-    def __init__(self, backtest: Backtest, first: int) -> None:
-        strategy = backtest.strategy
-        self.strategy = strategy
-        self.primary = backtest.symbol or (
-            strategy.static_coins[0]
-            if strategy is not None and strategy.coin_source == "static" and strategy.static_coins
-            else ""
-        )
-        last = (
-            BacktestStep.objects.filter(backtest=backtest, index__lt=first, skipped="")
-            .order_by("-index")
-            .values_list("as_of", flat=True)
-            .first()
-        )
-        move = self._move(last) if last is not None else None
-        self.before: float | None = move[0] if move else None
-
-    def _move(self, as_of) -> tuple[float, float | None] | None:
-        if not self.primary:
-            return None
-        return market_move(strategy=self.strategy, primary=self.primary, as_of=as_of)
-
-    def skip(self, as_of) -> str | None:
-        """Return why the step at ``as_of`` needs no debate (L0), or None: then the step
-        is debated, and later steps compare with its price."""
-        move = self._move(as_of)
-        if move is not None and self.before is not None:
-            reason = quiet_reason(self.strategy, self.primary, self.before, *move)
-            if reason is not None:
-                return reason
-        self.before = move[0] if move else None
-        return None
 
 
 def _finish(backtest: Backtest) -> None:

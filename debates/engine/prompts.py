@@ -108,6 +108,11 @@ class TurnContext:
     ``market_summary``, instead of every earlier message and the full market data, so
     its size does not grow with the round. The full data was analysed in round 1, and
     the summary reports the figures cited. Without a summary the prompt is as before.
+
+    ``book`` is a trader's account as ``debates.engine.book.book_text`` renders it, for an
+    opening that decides a trade on its own (a backtest's budget-matched baseline, whose
+    answers see the book as a debate's votes do); a debate's turns argue the market and
+    carry none.
     """
 
     round: int
@@ -124,6 +129,7 @@ class TurnContext:
     summary: str = ""
     positions: tuple[HistoryEntry, ...] = ()
     market_summary: str = ""
+    book: str = ""
 
     def __post_init__(self) -> None:
         if not 1 <= self.round <= self.max_rounds:
@@ -169,7 +175,9 @@ def max_prompt_chars(rounds: int, participants: int, coins: int) -> int:
 
     A turn in the last round sees fewer than ``rounds * participants`` earlier messages
     and a vote sees ``participants`` of them, each digest capped at
-    MESSAGE_DIGEST_MAX_CHARS (plus its line break).
+    MESSAGE_DIGEST_MAX_CHARS (plus its line break). An opening with a book (a baseline's
+    answer) sees no message and at most BOOK_TEXT_MAX_CHARS of book, less than the four
+    digests of the smallest debate (2 rounds of 2).
     """
     return (
         PROMPT_FIXED_MAX_CHARS
@@ -232,6 +240,7 @@ def build_turn_prompt(ctx: TurnContext) -> Prompt:
     )
     parts = [
         *_debate_so_far(ctx),
+        *_book_section(ctx.book),
         f"## Your turn\nYour turn in round {ctx.round}/{ctx.max_rounds}. "
         f"{_speaker(ctx.personality, ctx.participant)} {now}",
         "## Your role\n" + get_personality(ctx.personality).role,
@@ -279,8 +288,9 @@ def build_vote_prompt(ctx: VoteContext) -> Prompt:
 
 
 def _book_section(book: str) -> list[str]:
-    """Return the vote prompt's section on the trader's account, if the debate has one:
-    what is held, and what each action would do to it."""
+    """Return the section on the trader's account, if the prompt has one (a vote of a
+    debate with a book, a baseline's answer): what is held, and what each action would
+    do to it."""
     if not book:
         return []
     return [

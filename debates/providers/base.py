@@ -80,7 +80,8 @@ class ModelRequest:
     ``snapshot`` is ``MarketSnapshot.to_dict()`` output; ``prior_actions`` maps each
     symbol to the actions the other participants took in earlier messages, oldest first
     (for a judge's summary: the actions of the round summarised). ``labels`` names the
-    participants a judge scores.
+    participants a judge scores. ``sample`` numbers the independent answers asked of one
+    prompt (a backtest's budget-matched baseline, from 1); a debate's own calls are 0.
     """
 
     system: str
@@ -94,6 +95,7 @@ class ModelRequest:
     prior_actions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0
     labels: tuple[str, ...] = ()
+    sample: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in REQUEST_KINDS:

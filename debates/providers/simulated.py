@@ -6,8 +6,8 @@ leans by personality and answers in the one output contract: a ``<reasoning>`` b
 citing the numbers it used, then a ``<decision>`` block with a JSON array holding one
 decision per candidate coin (or, in the ``json_schema`` output mode, the same as one
 JSON object).
-The same (snapshot, personality, round, seed, kind, symbols, prior actions) always give
-the same text. An artificial latency for demos comes from the Django setting
+The same (snapshot, personality, round, seed, kind, symbols, prior actions, sample)
+always give the same text. An artificial latency for demos comes from the Django setting
 ``SIMULATED_MODEL_LATENCY_S`` (default 0) when Django is configured.
 """
 
@@ -360,8 +360,10 @@ def _digest(request: ModelRequest) -> str:
             "kind": request.kind,
             "symbols": list(request.symbols),
             "prior": {symbol: list(acts) for symbol, acts in request.prior_actions.items()},
-            # only a judge's scores name participants; other requests keep their digests
+            # only a judge's scores name participants, only a baseline's answers are
+            # numbered; other requests keep their digests
             **({"labels": list(request.labels)} if request.labels else {}),
+            **({"sample": request.sample} if request.sample else {}),
         },
         sort_keys=True,
         default=str,

@@ -46,17 +46,25 @@ class NotCached(StepHandedOver):
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """A finished model call: its response and what it cost, or the error that ended it."""
+    """A finished model call: its response and what it cost, or the error that ended it.
+
+    ``kept``: for an answer from the model-call cache, the tokens (prompt plus
+    completion) and cost of the call it repeats."""
 
     response: ModelResponse | None
     error: ProviderError | None
     cost_usd: Decimal = Decimal(0)
+    kept: tuple[int, Decimal] | None = None
 
     def usage_fields(self) -> dict[str, Any]:
         """Return the ``Usage`` columns of the stored turn, ballot or judge call."""
         response = self.response
         if response is None:
             return {"attempts": self.error.attempts if self.error else 0}
+        tokens, cost = self.kept or (
+            response.prompt_tokens + response.completion_tokens,
+            self.cost_usd,
+        )
         return {
             "prompt_tokens": response.prompt_tokens,
             "completion_tokens": response.completion_tokens,
@@ -68,6 +76,8 @@ class CallOutcome:
             "request_id": response.request_id[:120],
             "attempts": response.attempts,
             "cached": response.cached,
+            "answer_tokens": tokens,
+            "answer_cost_usd": cost,
         }
 
 
@@ -154,13 +164,17 @@ def call_model(
     if cache == CacheMode.USE:
         metrics.record(metrics.CACHE_LOOKUPS.inc(result="miss" if hit is None else "hit"))
     if hit is not None:
-        return CallOutcome(response=hit, error=None)
+        return CallOutcome(response=hit.response, error=None, kept=(hit.tokens, hit.cost_usd))
     if cached_only:
         raise NotCached(request.kind)
     outcome = _in_a_slot(config, request, still_wanted, owner_id, limits, scope)
     if outcome is not None and outcome.response is not None and fingerprint:
-        replace = cache == CacheMode.REFRESH
-        answer_store(fingerprint=fingerprint, response=outcome.response, replace=replace)
+        answer_store(
+            fingerprint=fingerprint,
+            response=outcome.response,
+            cost_usd=outcome.cost_usd,
+            replace=cache == CacheMode.REFRESH,
+        )
     return outcome
 
 

@@ -66,6 +66,7 @@ def test_create_answers_201_with_the_detail_of_a_pending_backtest(api, template)
     assert (detail["fee_rate"], detail["slippage_bps"]) == ("0.000400", "0.00")
     assert detail["available_actions"] == ["cancel"]
     assert detail["report"] is None
+    assert detail["baseline"] == "off"
 
 
 def other_users_model(user, other_user):
@@ -176,6 +177,10 @@ def other_users_model(user, other_user):
                 ],
             },
         ),
+        (
+            lambda t, o: {"baseline": "P3"},
+            {"baseline": ["One of off, rotate or a seat of the debate (P1..P2)."]},
+        ),
     ],
     ids=[
         "start-outside-dataset",
@@ -192,6 +197,7 @@ def other_users_model(user, other_user):
         "other-users-model",
         "human-seat",
         "wrong-types",
+        "baseline-not-a-seat",
     ],
 )
 def test_bad_input_is_a_400_naming_each_field_and_writes_nothing(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from backtests.events import backtest_channel
 from backtests.models import Backtest
 from backtests.services import BacktestInput, backtest_create
+from debates.models import ModelPrice
+from debates.services.costs import prices_forget
 from tests.debates.conftest import llm, wait_for  # noqa: F401 (the fake model server)
 from tests.debates.events_helpers import stored_events
 from tests.debates.factories import FakeLLMModelFactory
@@ -21,6 +24,8 @@ from tests.strategies.factories import StrategyFactory
 # hourly candles have closed; the default strategy's 15m timeframe would hold it to
 # 5 August, where the 15m candles begin.
 TIMEFRAMES = ["1h", "4h"]
+# USD per million tokens of the fake server's model (``priced``), input and output.
+PRICE = (Decimal("0.5"), Decimal("1.5"))
 
 
 @pytest.fixture
@@ -85,3 +90,19 @@ def wait_until_done(backtest_id: int, timeout: float = 120.0) -> Backtest:
 def published(backtest_id: int) -> list[tuple[str, Any]]:
     """Return every stored event of a backtest's channel, oldest first, as (type, data)."""
     return stored_events(backtest_channel(backtest_id))
+
+
+@pytest.fixture
+def priced(db):
+    """The fake server's model priced, so that its calls cost USD; the price table is read
+    afresh by every process."""
+    ModelPrice.objects.create(
+        provider="openai_compatible",
+        model_name="fake-model",
+        input_usd_per_mtok=PRICE[0],
+        cached_input_usd_per_mtok=Decimal("0.05"),
+        output_usd_per_mtok=PRICE[1],
+    )
+    prices_forget()
+    yield
+    prices_forget()

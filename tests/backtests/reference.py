@@ -18,7 +18,8 @@ The rules, as applied here:
   each later candle (from the one the entry filled in) is checked on its low for the
   stop first, then on its high for the target; the exit fills at that price, with the fee;
 - funding: at each settlement while the position is open (after its entry, before the
-  candle opening at it), a long pays quantity x the price then x the rate;
+  candle opening at it, and before the window's end), a long pays quantity x the price
+  then x the rate;
 - a position still open at the end closes at the last candle's close, with the fee;
 - a second opening in the same direction while a position is open is refused (with
   ``close_when_held``, the step closes the position instead);
@@ -140,7 +141,7 @@ def always_long(
     instant's fill price, a trade closed by ``decision``), as a debate seeing its book
     and told to close what it holds decides."""
     candles = path(symbol, start, end)
-    settlements = [(t, r) for t, r in funding(symbol) if ms(start) < t <= ms(end)]
+    settlements = [(t, r) for t, r in funding(symbol) if ms(start) < t < ms(end)]
     result = Reference()
     wallet = balance
     held: dict | None = None

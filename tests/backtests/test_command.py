@@ -41,6 +41,9 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
         assert label in shown.stdout
     # and the ledger of the outcome reviews, with each voter's accuracy and calibration
     assert "Did the debate help? " in shown.stdout and "Brier" in shown.stdout
+    # and whether it earned its tokens, against the round-1 majority (no baseline here)
+    assert "Did the debate earn its tokens?" in shown.stdout
+    assert "No verdict yet on this backtest: 9 reviewed steps" in " ".join(shown.stdout.split())
     # and the second printed the report, made with no model call at all (the cache)
     assert again.returncode == 0, again.stderr[-2000:]
     report = json.loads(again.stdout)
@@ -139,7 +142,7 @@ print(AIModel.objects.create(
 
 
 def test_a_profit_factor_without_a_losing_trade_reads_infinite():
-    from backtests.management.commands.backtest import profit_factor
+    from backtests.management.tables import profit_factor
 
     # a rule whose every closed trade won has no profit factor (nothing to divide by)
     assert profit_factor({"profit_factor": None, "win_rate": 1.0}) == "∞"

@@ -271,6 +271,31 @@ def test_funding_is_paid_by_a_long_at_each_settlement_it_is_open(rate):
     )
 
 
+def test_a_position_closed_at_the_window_s_end_pays_no_funding_due_at_that_instant():
+    # given a long over a settlement at 04:00 and the window ending at 08:00, on a
+    # settlement, with the tape reaching past it (the scoring horizon) to a candle opening
+    # far higher
+    four, eight = 4 * 3_600_000, 8 * 3_600_000
+    bars = [
+        candle(four - QUARTER, 100, 100, 100, 100),
+        candle(four, 100, 100, 100, 100),
+        candle(eight - QUARTER, 100, 100, 100, 100),
+        candle(eight, 200, 200, 200, 200),
+    ]
+    tape = Tape("XUSDT", bars, funding=[(four, 0.001), (eight, 0.001)])
+    portfolio = Portfolio(balance=Decimal("1000"), fee_rate=Decimal("0"), tapes={"XUSDT": tape})
+    portfolio.execute([replace_symbol(LONG, "XUSDT")], four - QUARTER)
+    quantity = portfolio.positions[("XUSDT", "long")].quantity
+    # when the window ends at 08:00
+    portfolio.finish(eight)
+    # then the long closed at the last candle's close and paid the 04:00 settlement only
+    paid = -(quantity * Decimal("100") * Decimal("0.001")).quantize(Decimal("0.00000001"))
+    (trade,) = portfolio.trades
+    assert (trade.exit_ms, trade.exit_price, trade.reason) == (eight, Decimal("100"), "end")
+    assert (portfolio.funding, trade.funding) == (paid, paid)
+    assert portfolio.wallet == Decimal("1000") + paid
+
+
 def test_importing_the_engine_loads_no_django_module():
     # given a fresh interpreter
     code = (

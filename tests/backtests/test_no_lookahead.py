@@ -6,7 +6,9 @@ Each example takes a step instant, then changes one candle that had not closed b
 after it, and rebuilds the step through the debate's own code: the market snapshot
 (``strategies.snapshots.debate_snapshot``), its prompt rendering, every participant's
 turn and vote prompts, the simulated model's answers and their parsed decisions, and
-the consensus of those votes. Everything must be identical to the unchanged run.
+the consensus of those votes, and a budget-matched baseline's answers to the round-1
+prompts (two of each seat's) with their consensus. Everything must be identical to the
+unchanged run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from backtests.engine.baseline import answer_ballots
 from debates.engine.consensus import Ballot, decide
 from debates.engine.parsing import parse_output
 from debates.engine.prompts import TurnContext, VoteContext, build_turn_prompt, build_vote_prompt
@@ -41,7 +44,7 @@ def step(as_of: datetime) -> dict:
     stored = snapshot.to_dict()
     text, summary = market_text(stored), market_summary(stored)
     symbols = tuple(snapshot.symbols)
-    prompts, answers, ballots = [], [], []
+    prompts, answers, ballots, samples = [], [], [], []
     for seat, personality in enumerate(PERSONALITIES):
         turn = build_turn_prompt(
             TurnContext(
@@ -81,8 +84,29 @@ def step(as_of: datetime) -> dict:
             if kind == "vote":
                 for decision in parse_output(answer, symbols).decisions:
                     ballots.append(Ballot(f"P{seat + 1}", decision))
+        for number in (1, 2):
+            answer, _ = render_answer(
+                ModelRequest(
+                    system=turn.system,
+                    user=turn.user,
+                    personality=personality,
+                    symbols=symbols,
+                    snapshot=stored,
+                    seed=seat,
+                    sample=number,
+                )
+            )
+            answers.append(answer)
+            samples.append(parse_output(answer, symbols).decisions)
     consensus = [result.to_dict() for result in decide(ballots, symbols)]
-    return {"snapshot": stored, "prompts": prompts, "answers": answers, "consensus": consensus}
+    baseline = [result.to_dict() for result in decide(answer_ballots(samples), symbols)]
+    return {
+        "snapshot": stored,
+        "prompts": prompts,
+        "answers": answers,
+        "consensus": consensus,
+        "baseline": baseline,
+    }
 
 
 @st.composite

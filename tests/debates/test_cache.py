@@ -4,6 +4,7 @@ model call, zero latency and zero tokens; a call differing in any character is n
 from __future__ import annotations
 
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 
@@ -41,6 +42,7 @@ REQUEST = ModelRequest(system="You are P1, the bull.", user="BTCUSDT 1h: price 5
         (replace(CONFIG, output_mode="json_schema"), REQUEST),
         (CONFIG, replace(REQUEST, system="You are P1, the bull!")),
         (CONFIG, replace(REQUEST, user="BTCUSDT 1h: price 57,970.8.")),
+        (CONFIG, replace(REQUEST, sample=1)),
     ],
     ids=[
         "provider",
@@ -51,6 +53,7 @@ REQUEST = ModelRequest(system="You are P1, the bull.", user="BTCUSDT 1h: price 5
         "output_mode",
         "system",
         "user",
+        "sample",
     ],
 )
 def test_a_call_differing_in_anything_that_decides_its_answer_has_another_fingerprint(
@@ -122,6 +125,22 @@ def test_use_answers_a_repeated_call_from_the_cache_without_calling(llm):
     stored = ModelAnswer.objects.get()
     assert stored.fingerprint == call_fingerprint(config, REQUEST)
     assert stored.prompt_tokens == first.response.prompt_tokens
+
+
+@pytest.mark.django_db
+def test_an_answer_from_the_cache_keeps_what_the_call_it_repeats_took(llm):
+    # given a priced model's call of 1,000 input and 200 output tokens, kept in the cache
+    config = replace(fake_config(llm), provider="deepseek", model_name="deepseek-v4-flash")
+    llm.enqueue(Reply(prompt_tokens=1000, completion_tokens=200))
+    first = call_model(config, REQUEST, still_wanted=lambda: True, cache="use")
+    # when the same call is answered from the cache
+    again = call_model(config, REQUEST, still_wanted=lambda: True, cache="use")
+    # then it bills nothing, and keeps the tokens and cost of the call it repeats
+    cost = Decimal("0.0001960000")  # 1,000 x 0.14 + 200 x 0.28 per million
+    billed = ("prompt_tokens", "completion_tokens", "cost_usd", "answer_tokens", "answer_cost_usd")
+    assert [first.usage_fields()[name] for name in billed] == [1000, 200, cost, 1200, cost]
+    assert [again.usage_fields()[name] for name in billed] == [0, 0, Decimal(0), 1200, cost]
+    assert ModelAnswer.objects.get().cost_usd == cost
 
 
 @pytest.mark.django_db

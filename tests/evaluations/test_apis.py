@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from evaluations.services import debate_review
+from backtests.models import BacktestStep
+from evaluations.models import DecisionReview
+from evaluations.services import debate_review, decision_reviews_baseline
 from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import AIModelFactory, ScheduleFactory
 from tests.evaluations.builders import completed_debate
@@ -84,3 +86,46 @@ def test_another_users_backtest_ledger_is_a_404(api_client, other_user):
     )
     for figure in ("ledger", "calibration"):
         assert api_client.get(f"/api/backtests/{backtest.pk}/{figure}").status_code == 404
+
+
+def test_a_strategys_verdict_covers_its_backtests_and_live_debates(api_client, user):
+    # given 12 reviewed debates of one strategy, round 1 short and the debate long, the
+    # last 10 of them a backtest's steps whose budget-matched baseline went short too
+    strategy = StrategyFactory(owner=user)
+    model = AIModelFactory(owner=user)
+    backtest = BacktestFactory(owner=user, strategy=strategy, steps_total=10)
+    debates = [
+        reviewed(user, strategy, AT + timedelta(hours=4 * n), model, flip=True) for n in range(12)
+    ]
+    for index, debate in enumerate(debates[2:]):
+        BacktestStep.objects.create(
+            backtest=backtest, index=index, as_of=debate.as_of, debate=debate
+        )
+        decision_reviews_baseline(debate_id=debate.pk, actions={"BTCUSDT": "open_short"})
+    # when the strategy's ledger is read, and the backtest's
+    body = api_client.get(f"/api/strategies/{strategy.pk}/ledger").json()
+    by_backtest = api_client.get(f"/api/backtests/{backtest.pk}/ledger").json()
+    # then the strategy's pairs every debate with its round-1 majority and the backtest's
+    # steps with the baseline, reads the verdict against the baseline, and gives each
+    # difference as the reviews make it: long against short, twice the move a step
+    verdict = body["verdict"]
+    against = verdict["comparisons"]
+    assert (against["round1_majority"]["steps"], against["budget_matched"]["steps"]) == (12, 10)
+    assert verdict["against"] == "budget_matched"
+    moves = [
+        DecisionReview.objects.get(decision__debate=debate).realised_return * 100
+        for debate in debates[2:]
+    ]
+    assert against["budget_matched"]["return_difference"] == pytest.approx(
+        2 * sum(moves) / 10, abs=1e-5
+    )
+    assert verdict["sentence"].split(":")[0] in {
+        "The debate earned its tokens on this strategy",
+        "The debate did not earn its tokens on this strategy",
+        "Whether the debate earned its tokens on this strategy cannot be told yet",
+    }
+    assert "over 10 steps against the budget-matched baseline" in verdict["sentence"]
+    # and the backtest's covers its own steps alone, the same way every time it is read
+    assert by_backtest["verdict"]["comparisons"]["round1_majority"]["steps"] == 10
+    assert "on this backtest" in by_backtest["verdict"]["sentence"]
+    assert api_client.get(f"/api/strategies/{strategy.pk}/ledger").json()["verdict"] == verdict

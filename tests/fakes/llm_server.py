@@ -5,7 +5,8 @@ benchmarks and multi-process tests (``python -m tests.fakes.llm_server --port N`
 
 Model requests go to any path ending in ``/chat/completions`` (OpenAI format) or
 ``/messages`` (Anthropic format), so any base URL prefix works. Each request gets the
-first matching *rule* (a reply whose ``match`` text occurs in the prompt), else the next
+first matching *rule* (a reply whose ``match`` text, or every one of its texts, occurs in
+the prompt), else the next
 reply of the *queue*, else the default reply: a valid contract answer for the candidate
 coins (``...USDT`` symbols) found in the prompt. A reply can carry a fault: HTTP
 errors (429 with ``Retry-After``, 500, 401 echoing the key, ...), ``hang``, ``reset``,
@@ -90,7 +91,8 @@ class Reply:
     ``status`` other than 200 answers with an error body in the request's format
     (``retry_after`` sets the ``Retry-After`` header; ``echo_auth`` copies the received
     credential into the error message, as some providers do). ``fault`` is one of
-    ``FAULTS``; ``delay_s`` adds latency; ``match`` and ``times`` apply to rules.
+    ``FAULTS``; ``delay_s`` adds latency; ``match`` and ``times`` apply to rules (``match``
+    a text, or a list of texts that must all occur in the prompt).
     """
 
     text: str | None = None
@@ -100,7 +102,7 @@ class Reply:
     delay_s: float = 0.0
     error_message: str = ""
     echo_auth: bool = False
-    match: str | None = None
+    match: str | list[str] | None = None
     times: int | None = None
     hang_s: float = 60.0
     trickle_interval_s: float = 0.2
@@ -399,7 +401,8 @@ class FakeLLMServer:
     def _pick(self, prompt: str) -> Reply:
         state = self._state
         for rule in state.rules:
-            if rule.match and rule.match in prompt:
+            texts = [rule.match] if isinstance(rule.match, str) else rule.match or []
+            if texts and all(text in prompt for text in texts):
                 if rule.times is not None:
                     rule.times -= 1
                     if rule.times <= 0:

@@ -57,8 +57,9 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     )
     assert not Backtest.objects.exists()
 
-    # when it is sent again at 4h
+    # when it is sent again at 4h, with P1's model as the budget-matched baseline
     page.fill("#b-every", "240")
+    page.select_option("#b-baseline", "P1")
     page.evaluate(
         """() => {
           window.progressSeen = [];
@@ -81,7 +82,7 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     chart = page.locator("#equity-chart")
     expect(chart).to_be_visible()
     assert drawn_width(chart) > 0
-    expect(page.locator("#metrics tbody tr")).to_have_count(9)
+    expect(page.locator("#metrics tbody tr")).to_have_count(10)
     expect(page.locator("#metrics tbody tr td:first-child")).to_have_text(
         [
             "Debate consensus",
@@ -93,8 +94,17 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
             "P1 bull alone",
             "P2 bear alone",
             "P3 analyst alone",
+            "Budget-matched: P1 bull",
         ]
     )
+    # and what the tokens of every rule that reads model answers bought, and how the
+    # baseline's tokens matched the debate's
+    expect(page.locator("#spend tbody tr")).to_have_count(8)
+    expect(page.locator("#spend tbody tr").last.locator("td").first).to_have_text(
+        "Budget-matched: P1 bull"
+    )
+    expect(page.locator("#usage")).to_contain_text("Budget-matched baseline: ")
+    expect(page.locator("#backtest-settings")).to_contain_text("baseline P1")
     report = Backtest.objects.get().report
     trades = len(report["rules"][0]["trades"])
     sides = {r["key"]: {t["side"] for t in r["trades"]} for r in report["rules"]}
@@ -115,12 +125,19 @@ def test_a_backtest_from_the_form_to_its_report(open_page, server, worker, user,
     expect(page.locator("#backtest-actions [data-action=delete]")).to_be_visible()
     # and the chart, drawn by the server, holds a line per rule
     svg = page.request.get(f"{server.url}/backtests/{backtest.pk}/equity.svg").text()
-    assert svg.count("<polyline") == 9
+    assert svg.count("<polyline") == 10
     # and the outcome reviews: the ledger (every decision a flip from the round-1 short),
     # each voter's calibration and its reliability chart, drawn by the server
     ledger = report["ledger"]
     expect(page.locator("#ledger tbody td").first).to_have_text(str(ledger["decisions"]))
     assert ledger["flips"] == ledger["decisions"] > 0
+    # and whether the debate earned its tokens, against the round-1 majority and the
+    # budget-matched baseline (the strategy has no other steps: nothing more to say)
+    expect(page.locator("#verdict")).to_have_text(ledger["verdict"]["sentence"])
+    expect(page.locator("#verdict-table tbody tr td:first-child")).to_have_text(
+        ["Round-1 majority", "Budget-matched baseline"]
+    )
+    expect(page.locator("#strategy-verdict")).to_be_hidden()
     expect(page.locator("#calibration tbody tr")).to_have_count(len(report["calibration"]))
     assert drawn_width(page.locator("#reliability-chart")) > 0
     reliability = page.request.get(f"{server.url}/backtests/{backtest.pk}/reliability.svg")
@@ -176,6 +193,8 @@ def test_every_label_of_the_charts_legend_fits_in_the_chart(browser):
         "Round-1 majority (no debate)",
         "Votes weighed by calibrated confidence",
         "P6 risk_manager alone",
+        "Budget-matched: each seat in turn",
+        "Budget-matched: P6 risk_manager",
     )
     report = {
         "rules": [

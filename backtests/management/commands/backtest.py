@@ -12,9 +12,9 @@ from django.core.management.base import CommandError, CommandParser
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from arena.exceptions import ApplicationError
+from backtests.management.tables import print_report
 from backtests.models import (
     ACTIVE_STATUSES,
     DEFAULT_WINDOW,
@@ -37,7 +37,6 @@ from traders.management.console import (
     command_owner,
     personalities_of,
     poll,
-    print_whole,
     problem,
     refusal_line,
     seat_models,
@@ -45,15 +44,6 @@ from traders.management.console import (
     seconds,
 )
 
-# The rules' names in the table (participants alone keep theirs: "P1 bull").
-SHORT_LABELS = {
-    "debate": "debate",
-    "buy_and_hold": "buy & hold",
-    "flat": "flat",
-    "round1_majority": "round-1 majority",
-    "weighting:confidence": "votes by confidence",
-    "weighting:calibrated": "votes calibrated",
-}
 DURATION = re.compile(r"^(\d+)\s*(m|h|d)$")
 UNIT_MINUTES = {"m": 1, "h": 60, "d": 1440}
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -74,6 +64,7 @@ FLAGS = {
     "coins": "--coins",
     "book": "--book",
     "level": "--level",
+    "baseline": "--baseline",
 }
 # The demo strategy shows 1h and 4h candles, so a replay may start in May (a 15m
 # timeframe would hold it to 5 August, where the 15m candles begin).
@@ -101,32 +92,6 @@ def _parsed(parse, value: str, flag: str):
         return parse(value)
     except ValueError as exc:
         raise CommandError(f"{flag}: {exc}") from exc
-
-
-def percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2%}"
-
-
-def number(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def drawdown(value: float | None) -> str:
-    """Return a maximum drawdown as the API gives it: the fall from a peak as a positive
-    share (``0.2044``: "20.44%")."""
-    return "-" if value is None else f"{value:.2%}"
-
-
-def share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def profit_factor(metrics: dict) -> str:
-    """Return a rule's profit factor; with no losing trade there is none: "∞" when a
-    trade won, "-" when none did."""
-    if metrics["profit_factor"] is None and (metrics["win_rate"] or 0) > 0:
-        return "∞"
-    return number(metrics["profit_factor"])
 
 
 class Command(ConsoleCommand):
@@ -222,6 +187,13 @@ class Command(ConsoleCommand):
             default=3600.0,
             help="seconds to wait (default: %(default)s)",
         )
+        parser.add_argument(
+            "--baseline",
+            default="off",
+            help="the budget-matched baseline, which costs model calls: off, rotate (each "
+            "seat's model in turn) or a seat (P1, P2...), answering its round-1 prompt "
+            "again and again with the debate's tokens at each step (default: %(default)s)",
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument(
             "--cancel",
@@ -288,6 +260,7 @@ class Command(ConsoleCommand):
             book=options["book"],
             cache=options["cache"],
             level=options["level"],
+            baseline=options["baseline"],
         )
 
     def _conclude(self, console: Console, backtest: Backtest, *, printed: bool) -> None:
@@ -296,7 +269,7 @@ class Command(ConsoleCommand):
         if backtest.status != "completed":
             raise CommandError(f"backtest {backtest.pk} ended {backtest.status}: {backtest.error}")
         if printed and backtest.report["completed_steps"]:
-            self._print_report(console, backtest)
+            print_report(console, backtest)
         unfinished = self._unfinished(backtest)
         if unfinished:
             console.print(f"[yellow]{escape(unfinished)}[/]")
@@ -363,99 +336,3 @@ class Command(ConsoleCommand):
                 return backtest.status in TERMINAL
 
             poll(stop, timeout, ended)
-
-    def _print_report(self, console: Console, backtest: Backtest) -> None:
-        report = backtest.report
-        stretches = ", ".join(
-            f"{s['timeframe']} from {s['from'][:16]}" for s in report["stretches"]
-        )
-        table = Table(title=f"Backtest {backtest.pk}: {escape(backtest.name)}")
-        for column in (
-            "rule",
-            "equity",
-            "return",
-            "max DD",
-            "Sharpe",
-            "Sortino",
-            "win",
-            "PF",
-            "trades",
-            "exp.",
-            "fees",
-            "hit",
-        ):
-            table.add_column(column, justify="left" if column == "rule" else "right", no_wrap=True)
-        for run in report["rules"]:
-            m = run["metrics"]
-            table.add_row(
-                escape(SHORT_LABELS.get(run["key"], run["label"].removesuffix(" alone"))),
-                number(m["final_equity"]),
-                percent(m["total_return"]),
-                drawdown(m["max_drawdown"]),
-                number(m["sharpe"]),
-                number(m["sortino"]),
-                share(m["win_rate"]),
-                profit_factor(m),
-                str(m["trades"]),
-                f"{m['exposure']:.0%}",
-                number(m["fees"]),
-                share(m["hit_rate"]),
-            )
-        print_whole(console, table)
-        usage = report["usage"]
-        skipped = report.get("skipped", {}).get("count", 0)
-        console.print(
-            f"{report['completed_steps']}/{report['steps']} debates completed"
-            + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
-            + "; "
-            f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
-            f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
-            f"{usage['seconds']:.1f} s. Candles: {stretches}."
-        )
-        self._print_ledger(console, report)
-
-    def _print_ledger(self, console: Console, report: dict) -> None:
-        """Print the debate-effect ledger, each voter's accuracy and calibration, the
-        monitors' warnings and the leakage flag."""
-        ledger = report.get("ledger")
-        if not ledger:
-            return
-        tokens = ledger["tokens_per_useful_flip"]
-        console.print(
-            f"Did the debate help? {ledger['decisions']} decisions reviewed, "
-            f"{ledger['flips']} flipped from the round-1 majority "
-            f"({share(ledger['flip_rate'])}), {share(ledger['flip_accuracy'])} of the flips "
-            f"right ({ledger['useful_flips']} useful, {ledger['harmful_flips']} harmful); "
-            f"accuracy {share(ledger['final_accuracy'])} after the debate against "
-            f"{share(ledger['round1_accuracy'])} for the round-1 majority; "
-            f"{'-' if tokens is None else f'{tokens:,.0f}'} tokens of rounds 2..N per "
-            "useful flip."
-        )
-        self._print_voters(console, ledger["participants"], report.get("calibration", []))
-        for warning in report.get("monitors", {}).get("warnings", []):
-            console.print(f"[yellow]warning:[/] {escape(warning)}")
-        leakage = report.get("leakage") or {}
-        if leakage.get("contaminated"):
-            names = ", ".join(f"{m['name']} ({m['training_cutoff']})" for m in leakage["models"])
-            console.print(
-                f"[red]contaminated:[/] the window starts before the training cutoff of {names}"
-            )
-
-    def _print_voters(self, console: Console, seats: dict, calibration: list[dict]) -> None:
-        """Print each voter's accuracy alone beside its calibration."""
-        voters = Table(title="Voters")
-        for column in ("voter", "votes", "alone", "judged", "hit", "base", "Brier"):
-            voters.add_column(column, justify="left" if column == "voter" else "right")
-        calibrated = {v["voter"]: v for v in calibration}
-        for key, seat in seats.items():
-            found = calibrated.get(key, {})
-            voters.add_row(
-                escape(f"{seat['ai_model_name']} as {seat['personality']}"),
-                str(seat["votes"]),
-                share(seat["accuracy"]),
-                str(found.get("samples", 0)),
-                share(found.get("hit_rate")),
-                share(found.get("base_rate")),
-                number(found.get("brier"), 3),
-            )
-        print_whole(console, voters)

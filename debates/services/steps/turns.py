@@ -43,7 +43,7 @@ def turn_ask(
     )
     if now is None or now.has_said(round_number):
         return None  # the debate stopped, or the turn is stored: never asked twice
-    outcome = now.ask(_turn_request(now, round_number), cached_only=cached_only)
+    outcome = now.ask(turn_request(now, round_number), cached_only=cached_only)
     if outcome is None:
         return None
     fields, parsed = context.answer_fields(outcome, now.cast.symbols)
@@ -59,7 +59,14 @@ def turn_ask(
         )
 
 
-def _turn_request(now: context.StepContext, round_number: int) -> ModelRequest:
+def turn_request(
+    now: context.StepContext, round_number: int, *, book: str = "", sample: int = 0
+) -> ModelRequest:
+    """Return the request of a participant's turn in a round, as ``now`` reads it.
+
+    ``book`` and ``sample`` are a backtest baseline's: its answers are openings that see
+    the trader's book, numbered from 1 (``ModelRequest.sample``); a debate's turns have
+    neither."""
     cast, participant = now.cast, now.participant
     said = context.history(now.spoken, (round_number, participant.speak_order))
     summary = ""
@@ -80,6 +87,7 @@ def _turn_request(now: context.StepContext, round_number: int) -> ModelRequest:
         summary=summary,
         positions=tuple(context.latest(said).values()) if summary else (),
         market_summary=cast.market_summary if summary else "",
+        book=book,
     )
     prompt = build_turn_prompt(prompt_input)
     return ModelRequest(
@@ -93,6 +101,7 @@ def _turn_request(now: context.StepContext, round_number: int) -> ModelRequest:
         snapshot=cast.snapshot,
         prior_actions=context.prior_actions(said, participant),
         seed=cast.debate_id * 100 + participant.speak_order,
+        sample=sample,
     )
 
 

@@ -66,6 +66,34 @@ def test_round_one_has_no_history():
     assert "Write your opening analysis for round 1 now" in prompt.user
 
 
+def test_an_opening_with_a_book_shows_the_account_before_the_turn_and_a_debates_none():
+    # given an opening of a baseline's answer, with the trader's book, and a debate's own
+    book = "BTCUSDT: long 0.01 at 97000; open_long would do nothing."
+    with_book = build_turn_prompt(turn(1, book=book))
+    plain = build_turn_prompt(turn(1))
+    # then the book is shown as a vote shows it, right before the speaker's own part
+    assert "## Your trader's account\nThe decision trades this account." in with_book.user
+    assert with_book.user.index(book) < with_book.user.index("## Your turn")
+    assert with_book.system == plain.system
+    # and a debate's opening carries no account
+    assert "account" not in plain.user
+
+
+def test_an_opening_with_the_largest_book_stays_under_the_smallest_debates_bound():
+    # given an opening of the smallest debate (2 rounds of 2) with every input over its cap
+    context = turn(
+        1,
+        max_rounds=2,
+        market_text="行情 " * 100_000,
+        strategy_role="角色" * 10_000,
+        custom_prompt="custom " * 10_000,
+        book="账户 " * 100_000,
+        symbols=tuple(f"COIN{n:02d}".ljust(SYMBOL_MAX_CHARS, "X") for n in range(10)),
+    )
+    # when / then
+    assert len(build_turn_prompt(context)) <= max_prompt_chars(2, 2, 10)
+
+
 def test_round_three_shows_every_earlier_message_as_positions_and_summary():
     # given two rounds of three participants, one of whose turns failed
     btc = CoinDecision("BTCUSDT", Action.OPEN_LONG, 80, 10, 0.3, 0.03, 0.06, "EMA20 above EMA50")

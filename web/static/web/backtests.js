@@ -33,6 +33,9 @@
     ["hit_rate", "Hit rate", (v) => pct(v)],
   ];
 
+  const RULE_NAMES = { round1_majority: "Round-1 majority", budget_matched: "Budget-matched baseline" };
+  const count = (n) => (missing(n) ? "–" : String(n));
+
   const state = { backtests: [], backtest: null, lastNumber: -1, models: [], personalities: [] };
   let stream = null;
   let opening = 0;
@@ -143,6 +146,7 @@
       starting_balance: value("starting_balance"),
       slippage_bps: value("slippage_bps"),
       book: value("book"),
+      baseline: value("baseline"),
       cache: value("cache"),
     };
   }
@@ -238,6 +242,7 @@
       `fee ${(Number(b.fee_rate) * 100).toFixed(3)}%`,
       `slippage ${Number(b.slippage_bps)} bp`,
       `book ${b.book}`,
+      `baseline ${b.baseline}`,
       `cache ${b.cache}`,
     ].join(" · ");
     renderStatus();
@@ -290,15 +295,42 @@
         return h("td", { class: tone, text: format(value, rule.metrics) });
       })));
     $("#metrics").replaceChildren(h("thead", {}, head), h("tbody", {}, rows));
+    renderSpend(report);
     const u = report.usage;
     $("#usage").textContent = `${u.model_calls} model calls, ${u.cached_calls} answered from the cache, `
-      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`;
+      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`
+      + budgetMatch(report.budget_match);
     const picker = $("#trade-rule");
     const chosen = picker.value || "debate";
     picker.replaceChildren(...report.rules.map((rule) => h("option", { value: rule.key, text: rule.label,
       selected: rule.key === chosen })));
     renderTrades();
     renderEvaluation();
+  }
+
+  /** Each rule that reads model answers: its tokens and USD, in all and per unit of edge
+   * ("no edge" per point when it did not beat buy-and-hold). */
+  function renderSpend(report) {
+    const tokens = figures(digits(0));
+    const dollars = figures({ maximumSignificantDigits: 4 });
+    const usd = (v) => (missing(v) ? "–" : `$${dollars(v)}`);
+    const per = (s, unit) => `${tokens(s[`tokens_per_${unit}`])} / ${usd(s[`usd_per_${unit}`])}`;
+    table("#spend", ["Rule", "Tokens", "USD", "Per trade", "Per point over buy-and-hold", "Per correct decision"],
+      report.rules.filter((rule) => rule.spend).map((rule) => [rule.label, tokens(rule.spend.tokens),
+        usd(rule.spend.cost_usd), per(rule.spend, "trade"),
+        missing(rule.spend.tokens_per_point) ? "no edge" : per(rule.spend, "point"),
+        per(rule.spend, "correct")]));
+  }
+
+  /** How the budget-matched baseline's tokens matched the debate's, in a sentence. */
+  function budgetMatch(match) {
+    if (!match) return "";
+    const answers = match.steps.reduce((sum, step) => sum + step.answers, 0);
+    const short = match.steps.filter((step) => step.note).length;
+    return ` Budget-matched baseline: ${answers} answers over ${match.steps.length} steps, `
+      + `${match.tokens.toLocaleString("en-US")} tokens against the debate's ${match.target.toLocaleString("en-US")}; `
+      + `${match.within_one_answer ? "every" : "not every"} step within one answer's tokens`
+      + (short ? `, ${short} stopped short.` : ".");
   }
 
   function table(selector, headings, rows) {
@@ -325,7 +357,6 @@
     const warnings = (report.monitors && report.monitors.warnings) || [];
     $("#monitor-warnings").hidden = !warnings.length;
     $("#monitor-warnings").replaceChildren(...warnings.map((text) => h("li", { text })));
-    const count = (n) => (missing(n) ? "–" : String(n));
     table("#ledger", ["Reviewed decisions", "Flips", "Flip rate", "Flip accuracy", "Useful / harmful flips",
       "Round-1 majority accuracy", "Final consensus accuracy", "Tokens of rounds 2..N per useful flip"], [[
       count(ledger.decisions), count(ledger.flips), pct(ledger.flip_rate), pct(ledger.flip_accuracy),
@@ -333,6 +364,7 @@
       pct(ledger.final_accuracy),
       missing(ledger.tokens_per_useful_flip) ? "–" : Math.round(ledger.tokens_per_useful_flip).toLocaleString("en-US"),
     ]]);
+    renderVerdict(ledger.verdict);
     table("#voter-accuracy", ["Voter", "Votes", "Right", "Wrong", "Accuracy alone"],
       Object.values(ledger.participants).map((p) => [`${p.ai_model_name} as ${p.personality}`,
         count(p.votes), count(p.right), count(p.wrong), pct(p.accuracy)]));
@@ -341,6 +373,35 @@
         pct(v.hit_rate), pct(v.base_rate), missing(v.skill) ? "–" : `${tenths(v.skill * 100)} pts`,
         missing(v.brier) ? "–" : Number(v.brier).toFixed(3)]));
     $("#reliability-chart").src = `/backtests/${b.id}/reliability.svg?at=${encodeURIComponent(b.finished_at || "")}`;
+  }
+
+  /** Whether the debate earned its tokens: the sentence, the debate against each rule
+   * with the paired bootstrap's intervals, then the same on the backtest's strategy (its
+   * backtests and live debates) when that holds more steps. */
+  function renderVerdict(verdict) {
+    const b = state.backtest;
+    const points = figures({ ...digits(1), signDisplay: "exceptZero" });
+    const percent = figures({ ...digits(2), signDisplay: "exceptZero" });
+    const span = (interval, format, scale) => (interval
+      ? `${format(interval[0] * scale)} to ${format(interval[1] * scale)}` : "–");
+    const compared = verdict ? Object.keys(RULE_NAMES).map((key) => verdict.comparisons[key]).filter(Boolean) : [];
+    $("#verdict").textContent = verdict ? verdict.sentence : "";
+    table("#verdict-table", ["Debate against", "Steps", "Hit rate (debate / other)", "Difference, points",
+      "95 % interval", "Return a step, % (debate / other)", "Difference, %", "95 % interval", "Ahead in"],
+      compared.map((c) => [RULE_NAMES[c.against], count(c.steps),
+        c.hit_rate.map((v) => pct(v)).join(" / "),
+        missing(c.hit_difference) ? "–" : points(c.hit_difference * 100),
+        span(c.hit_interval, points, 100), c.return_pct.map((v) => fixed(v)).join(" / "),
+        percent(c.return_difference), span(c.return_interval, percent, 1), pct(c.ahead)]));
+    const wider = $("#strategy-verdict");
+    wider.hidden = true;
+    if (!b.strategy) return;
+    const most = (v) => Math.max(0, ...Object.values(v.comparisons).filter(Boolean).map((c) => c.steps));
+    api("GET", `strategies/${b.strategy}/ledger`).then((ledger) => {
+      if (state.backtest !== b || !verdict || most(ledger.verdict) <= most(verdict)) return;
+      wider.textContent = ledger.verdict.sentence;
+      wider.hidden = false;
+    }).catch(() => {});
   }
 
   function renderTrades() {
