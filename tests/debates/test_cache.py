@@ -130,13 +130,13 @@ def test_use_answers_a_repeated_call_from_the_cache_without_calling(llm):
 @pytest.mark.django_db
 def test_an_answer_from_the_cache_keeps_what_the_call_it_repeats_took(llm):
     # given a priced model's call of 1,000 input and 200 output tokens, kept in the cache
-    config = replace(fake_config(llm), provider="deepseek", model_name="deepseek-v4-flash")
+    config = replace(fake_config(llm), provider="openai", model_name="gpt-5-mini")
     llm.enqueue(Reply(prompt_tokens=1000, completion_tokens=200))
     first = call_model(config, REQUEST, still_wanted=lambda: True, cache="use")
     # when the same call is answered from the cache
     again = call_model(config, REQUEST, still_wanted=lambda: True, cache="use")
     # then it bills nothing, and keeps the tokens and cost of the call it repeats
-    cost = Decimal("0.0001960000")  # 1,000 x 0.14 + 200 x 0.28 per million
+    cost = Decimal("0.0006500000")  # 1,000 x 0.25 + 200 x 2.00 per million, at any hour
     billed = ("prompt_tokens", "completion_tokens", "cost_usd", "answer_tokens", "answer_cost_usd")
     assert [first.usage_fields()[name] for name in billed] == [1000, 200, cost, 1200, cost]
     assert [again.usage_fields()[name] for name in billed] == [0, 0, Decimal(0), 1200, cost]
