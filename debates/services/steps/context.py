@@ -16,7 +16,7 @@ from debates.engine.parsing import ParseResult, parse_output
 from debates.engine.plan import VOTING, StepKey
 from debates.engine.types import CoinDecision
 from debates.models import Ballot, Debate, Message, ParseStatus, Participant, StepStatus
-from debates.providers.base import ModelRequest, ProviderConfig
+from debates.providers.base import ModelRequest, Position, ProviderConfig
 from debates.providers.registry import reads_snapshot
 from debates.selectors import debate_still
 from debates.services.budgets import PARTICIPANTS, CallLimits, CallScope, limits_of
@@ -285,6 +285,16 @@ def prior_actions(entries: list[HistoryEntry], participant: Participant) -> dict
             for decision in entry.decisions:
                 actions[decision.symbol].append(decision.action.value)
     return {symbol: tuple(found) for symbol, found in actions.items()}
+
+
+def positions(entries: list[HistoryEntry]) -> dict[str, tuple[Position, ...]]:
+    """Return each participant's latest answered position on each coin in ``entries``."""
+    found: dict[str, list[Position]] = defaultdict(list)
+    for speaker, entry in latest(entries).items():
+        for decision in entry.decisions:
+            position = Position(speaker, decision.action.value, decision.confidence)
+            found[decision.symbol].append(position)
+    return {symbol: tuple(held) for symbol, held in found.items()}
 
 
 def answer_fields(

@@ -92,6 +92,8 @@ def _turn_request(now: context.StepContext, round_number: int) -> ModelRequest:
         symbols=cast.symbols,
         snapshot=cast.snapshot,
         prior_actions=context.prior_actions(said, participant),
+        participant=context.label(participant),
+        positions=context.positions(said),
         seed=cast.debate_id * 100 + participant.speak_order,
     )
 

@@ -86,6 +86,8 @@ def _vote_request(now: context.StepContext) -> ModelRequest:
         symbols=cast.symbols,
         snapshot=cast.snapshot,
         prior_actions=context.prior_actions(said, participant),
+        participant=context.label(participant),
+        positions=context.positions(said),
         seed=cast.debate_id * 100 + 50 + participant.speak_order,
     )
 
