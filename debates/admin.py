@@ -400,6 +400,7 @@ class MessageAdmin(admin.ModelAdmin):
         "latency_ms",
         "prompt_tokens",
         "completion_tokens",
+        "tokens_estimated",
         "cost_usd",
         "created_at",
     )

@@ -466,7 +466,9 @@ class Usage(models.Model):
     provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
     reported. ``completion_tokens`` counts every output token billed, and
     ``reasoning_tokens`` those of them the model spent reasoning. ``cost_usd`` is what
-    the call cost under the price table at the time.
+    the call cost under the price table at the time. ``tokens_estimated``: the tokens
+    are the simulated model's estimate (four characters a token), not a provider's
+    count.
     """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -480,6 +482,10 @@ class Usage(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     cached = models.BooleanField(
         default=False, help_text="Answered from the model-call cache: no call, no tokens."
+    )
+    tokens_estimated = models.BooleanField(
+        default=False,
+        help_text="The simulated model's estimate of its tokens, not a provider's count.",
     )
 
     class Meta:
@@ -871,6 +877,9 @@ class DeletedSpend(models.Model):
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     cached_input_tokens = models.PositiveBigIntegerField(default=0)
+    estimated_tokens = models.PositiveBigIntegerField(
+        default=0, help_text="Tokens the simulated model estimated rather than a provider counted."
+    )
     cost_usd = models.DecimalField(default=0, **COST_FIELD)
     deleted_at = models.DateTimeField(auto_now_add=True)
 

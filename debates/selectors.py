@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from django.apps import apps
 from django.core.cache import cache
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django_eventstream import get_current_event_id
@@ -344,7 +344,8 @@ class Spend:
 
     ``calls`` went to a model; ``cached_calls`` were answered from the model-call cache
     (no tokens, no cost). ``cached_input_tokens`` is the part of ``prompt_tokens`` the
-    providers' prompt caches served.
+    providers' prompt caches served; ``estimated_tokens`` the part of the tokens the
+    simulated model estimated rather than a provider counted.
     """
 
     calls: int = 0
@@ -353,6 +354,7 @@ class Spend:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_input_tokens: int = 0
+    estimated_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
 
     @property
@@ -370,6 +372,10 @@ class Spend:
 
 
 _SPEND_SUMS = {
+    # First: once the sums named after the columns are added, F() would name the sums.
+    "estimated_tokens": Sum(
+        F("prompt_tokens") + F("completion_tokens"), filter=Q(tokens_estimated=True)
+    ),
     # A row that asked no model (a light level's ballot copied from its opening, a
     # person's turn) made no attempt.
     "calls": Count("pk", filter=Q(cached=False, attempts__gt=0)),

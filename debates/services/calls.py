@@ -66,6 +66,7 @@ class CallOutcome:
             "request_id": response.request_id[:120],
             "attempts": response.attempts,
             "cached": response.cached,
+            "tokens_estimated": response.simulated,
         }
 
 

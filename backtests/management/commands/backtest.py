@@ -114,6 +114,15 @@ def profit_factor(metrics: dict) -> str:
     return number(metrics["profit_factor"])
 
 
+def _tokens(usage: dict) -> str:
+    """Return a run's tokens, saying which the simulated model estimated."""
+    tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+    estimated = usage.get("estimated_tokens", 0)
+    if not estimated:
+        return f"{tokens} tokens"
+    return f"{tokens} tokens ({'estimated' if estimated == tokens else f'{estimated} estimated'})"
+
+
 class Command(ConsoleCommand):
     help = "Replay a debate template over history, step by step, and score it against baselines."
 
@@ -335,8 +344,7 @@ class Command(ConsoleCommand):
             + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
             + "; "
             f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
-            f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
-            f"{usage['seconds']:.1f} s. Candles: {stretches}."
+            f"cache, {_tokens(usage)}, {usage['seconds']:.1f} s. Candles: {stretches}."
         )
         self._print_ledger(console, report)
 
