@@ -17,6 +17,7 @@ from debates.models import (
     Debate,
     Decision,
     DeletedSpend,
+    DroppedCall,
     JudgeCall,
     JudgeScore,
     Message,
@@ -425,6 +426,32 @@ class BallotAdmin(admin.ModelAdmin):
     search_fields = ("debate__name",)
     list_select_related = ("debate", "participant")
     readonly_fields = [f.name for f in Ballot._meta.fields]
+
+
+@admin.register(DroppedCall)
+class DroppedCallAdmin(admin.ModelAdmin):
+    """Calls answered after their debate had left their step: counted in the spend,
+    their answers not used; written by the steps only."""
+
+    list_display = (
+        "debate",
+        "kind",
+        "round",
+        "participant",
+        "reason",
+        "debate_status",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "created_at",
+    )
+    list_filter = ("reason", "kind")
+    search_fields = ("debate__name",)
+    list_select_related = ("debate", "participant")
+    readonly_fields = [f.name for f in DroppedCall._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(TokenBudget)

@@ -551,6 +551,39 @@ class Ballot(Usage):
         return f"ballot of {self.participant_id} ({self.status})"
 
 
+class DropReason(models.TextChoices):
+    STOPPED = "stopped", "The debate had left the call's step"
+    DUPLICATE = "duplicate", "Another copy of the step stored its answer first"
+
+
+class DroppedCall(Usage):
+    """A model call whose answer was not used, kept for what it used and cost.
+
+    The provider answered the call, and billed it, but by then its debate had left the
+    call's step (cancelled, failed, past its budget: ``debate_status`` says where it
+    was) or another copy of the step had stored its answer first. Its usage and cost
+    count in the debate's and its owner's spend as a stored turn's do, and the spend
+    counts it among its ``dropped_calls``. ``kind`` is the request's (``turn``,
+    ``vote``, ``judge_summary``, ``judge_scores``); a judge's call has no participant.
+    """
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="dropped_calls")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=13)
+    round = models.PositiveSmallIntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=9, choices=DropReason.choices)
+    debate_status = models.CharField(max_length=10, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of debate {self.debate_id} dropped ({self.reason})"
+
+
 class JudgeCallKind(models.TextChoices):
     ROUND_SUMMARY = "round_summary", "Round summary"
     SCORES = "scores", "Scores"
@@ -860,10 +893,11 @@ class TokenLedger(models.Model):
 class DeletedSpend(models.Model):
     """What the model calls of deleted debates used and cost: per owner, schedule and UTC day.
 
-    A debate's turns, ballots and judge calls go with it, and with them the usage and
-    cost stored on each; the providers were paid for those calls all the same. So before
-    debates are deleted (``debates_delete``) their calls' sums are added here, where the
-    spend (``spend_of``, ``spend_by_day``) and the daily token budgets still count them.
+    A debate's turns, ballots, judge calls and dropped calls go with it, and with them
+    the usage and cost stored on each; the providers were paid for those calls all the
+    same. So before debates are deleted (``debates_delete``) their calls' sums are added
+    here, where the spend (``spend_of``, ``spend_by_day``) and the daily token budgets
+    still count them; so is a call answered after its debate was deleted.
     """
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
@@ -881,6 +915,10 @@ class DeletedSpend(models.Model):
         default=0, help_text="Tokens the simulated model estimated rather than a provider counted."
     )
     cost_usd = models.DecimalField(default=0, **COST_FIELD)
+    dropped_calls = models.PositiveIntegerField(
+        default=0, help_text="Calls answered after their debate had left their step."
+    )
+    dropped_cost_usd = models.DecimalField(default=0, **COST_FIELD)
     deleted_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -32,6 +32,7 @@ from debates.models import (
     DebateStatus,
     Decision,
     DeletedSpend,
+    DroppedCall,
     JudgeCall,
     JudgeScore,
     Message,
@@ -345,7 +346,9 @@ class Spend:
     ``calls`` went to a model; ``cached_calls`` were answered from the model-call cache
     (no tokens, no cost). ``cached_input_tokens`` is the part of ``prompt_tokens`` the
     providers' prompt caches served; ``estimated_tokens`` the part of the tokens the
-    simulated model estimated rather than a provider counted.
+    simulated model estimated rather than a provider counted. ``dropped_calls`` of the
+    calls were answered after their debate had left their step (``DroppedCall``), for
+    ``dropped_cost_usd`` of the cost.
     """
 
     calls: int = 0
@@ -356,6 +359,8 @@ class Spend:
     cached_input_tokens: int = 0
     estimated_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    dropped_calls: int = 0
+    dropped_cost_usd: Decimal = Decimal(0)
 
     @property
     def tokens(self) -> int:
@@ -368,7 +373,8 @@ class Spend:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form: every figure, ``tokens``, and the cost as a string."""
         data = {f.name: getattr(self, f.name) for f in fields(Spend)}
-        return {**data, "tokens": self.tokens, "cost_usd": usd_text(self.cost_usd)}
+        money = {name: usd_text(data[name]) for name in ("cost_usd", "dropped_cost_usd")}
+        return {**data, "tokens": self.tokens, **money}
 
 
 _SPEND_SUMS = {
@@ -384,6 +390,11 @@ _SPEND_SUMS = {
     "cached_input_tokens": Sum("cached_input_tokens"),
     "cost_usd": Sum("cost_usd"),
 }
+# What the calls whose answers were dropped add to them.
+_DROPPED_SUMS = {
+    "dropped_calls": _SPEND_SUMS["calls"],
+    "dropped_cost_usd": Sum("cost_usd"),
+}
 
 
 def call_models() -> list[type[Usage]]:
@@ -391,11 +402,14 @@ def call_models() -> list[type[Usage]]:
     return [m for m in apps.get_models() if issubclass(m, Usage)]
 
 
+def _sums(model: type[Usage]) -> dict[str, Any]:
+    """Return the sums of a spend over the rows of ``model`` (those of dropped calls
+    first, as ``_SPEND_SUMS`` puts its own: they name columns that it sums)."""
+    return {**(_DROPPED_SUMS if model is DroppedCall else {}), **_SPEND_SUMS}
+
+
 def _spend(found: dict[str, Any]) -> Spend:
-    return Spend(
-        **{name: found[name] or 0 for name in _SPEND_SUMS if name != "cost_usd"},
-        cost_usd=found["cost_usd"] or Decimal(0),
-    )
+    return Spend(**{f.name: found.get(f.name) or f.default for f in fields(Spend)})
 
 
 # Each scope of a spend: how a stored call reaches it, and how the spend of deleted
@@ -407,7 +421,7 @@ _SCOPES = {
     "schedule_id": ("debate__schedule_id", "schedule_id"),
 }
 # Named apart from the columns they add up: an aggregate may not take a column's name.
-_DELETED_SUMS = {f"sum_{name}": Sum(name) for name in _SPEND_SUMS}
+_DELETED_SUMS = {f"sum_{name}": Sum(name) for name in (*_SPEND_SUMS, *_DROPPED_SUMS)}
 
 
 def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -420,7 +434,7 @@ def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, An
 
 
 def _deleted_spend(found: dict[str, Any]) -> Spend:
-    return _spend({name: found[f"sum_{name}"] for name in _SPEND_SUMS})
+    return _spend({name: found[f"sum_{name}"] for name in (*_SPEND_SUMS, *_DROPPED_SUMS)})
 
 
 def _midnight(day: date) -> datetime:
@@ -450,7 +464,7 @@ def spend_of(
         calls["created_at__gte"] = _midnight(since)
     total = Spend()
     for model in call_models():
-        total += _spend(model.objects.filter(**calls).aggregate(**_SPEND_SUMS))
+        total += _spend(model.objects.filter(**calls).aggregate(**_sums(model)))
     if deleted is not None:
         kept = DeletedSpend.objects.filter(**deleted)
         if since is not None:
@@ -478,7 +492,7 @@ def spend_by_day(
             model.objects.filter(created_at__gte=_midnight(first), **calls)
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
             .values("day")
-            .annotate(**_SPEND_SUMS)
+            .annotate(**_sums(model))
         )
         for row in rows:
             if row["day"] in per_day:
@@ -506,7 +520,7 @@ def spend_to_keep(debates: QuerySet[Debate]) -> dict[tuple[int, int | None, date
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
             .order_by()
             .values("debate__owner_id", "debate__schedule_id", "day")
-            .annotate(**_SPEND_SUMS)
+            .annotate(**_sums(model))
         )
         for row in rows:
             kept[row["debate__owner_id"], row["debate__schedule_id"], row["day"]] += _spend(row)

@@ -134,6 +134,12 @@ class SpendSerializer(serializers.Serializer):
     )
     tokens = serializers.IntegerField(help_text="Prompt plus completion tokens.")
     cost_usd = serializers.DecimalField(max_digits=16, decimal_places=10)
+    dropped_calls = serializers.IntegerField(
+        help_text="Calls answered after their debate had left their step: counted, not used."
+    )
+    dropped_cost_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=10, help_text="What the dropped calls cost."
+    )
 
 
 class DaySpendSerializer(SpendSerializer):

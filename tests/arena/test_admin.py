@@ -5,7 +5,7 @@ from datetime import date
 import pytest
 from django.contrib import admin
 
-from debates.models import DeletedSpend, TokenBudget, TokenLedger
+from debates.models import DeletedSpend, DroppedCall, TokenBudget, TokenLedger
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -45,6 +45,9 @@ def one_of_each(db):
     ExecutionFactory(decision=DecisionFactory(debate=participant.debate, symbol="ETHUSDT"))
     JudgeCallFactory(debate=participant.debate)
     JudgeScoreFactory(participant=participant)
+    DroppedCall.objects.create(
+        debate=participant.debate, participant=participant, kind="turn", round=1, attempts=1
+    )
     PositionFactory()
     OrderFactory()
     HistoryEntryFactory()
@@ -65,6 +68,7 @@ def test_every_project_model_is_registered():
         "debates.Debate",
         "debates.Decision",
         "debates.DeletedSpend",
+        "debates.DroppedCall",
         "debates.JudgeCall",
         "debates.JudgeScore",
         "debates.Message",
