@@ -456,10 +456,10 @@ class DroppedCallAdmin(admin.ModelAdmin):
 
 @admin.register(TokenBudget)
 class TokenBudgetAdmin(admin.ModelAdmin):
-    """A user's daily token budget and hard cap."""
+    """A user's daily token budget and hard caps, on tokens and in USD."""
 
-    list_display = ("owner", "daily_token_budget", "daily_token_cap", "updated_at")
-    list_editable = ("daily_token_budget", "daily_token_cap")
+    list_display = ("owner", "daily_token_budget", "daily_token_cap", "daily_usd_cap", "updated_at")
+    list_editable = ("daily_token_budget", "daily_token_cap", "daily_usd_cap")
     search_fields = ("owner__username",)
 
 

@@ -9,6 +9,7 @@ the services in ``debates.services``.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -847,7 +848,8 @@ class Schedule(Seating, models.Model):
 
 
 class TokenBudget(models.Model):
-    """A user's daily token budget and hard cap (prompt plus completion, per UTC day)."""
+    """A user's daily token budget and hard caps: on tokens (prompt plus completion) and
+    in USD, per UTC day."""
 
     owner = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_budget"
@@ -858,7 +860,24 @@ class TokenBudget(models.Model):
     daily_token_cap = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
     )
+    daily_usd_cap = models.DecimalField(
+        "daily USD cap",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="USD a UTC day past which no model call starts.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(daily_usd_cap__isnull=True) | Q(daily_usd_cap__gte=0),
+                name="tokenbudget_usd_cap_not_negative",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"budget of {self.owner_id}"
@@ -870,16 +889,19 @@ class TokenScope(models.TextChoices):
 
 
 class TokenLedger(models.Model):
-    """Tokens reserved and used on one UTC day by a user's or a schedule's model calls.
+    """Tokens and USD reserved and used on one UTC day by a user's or a schedule's model
+    calls.
 
-    A call reserves its most tokens (``debates.services.budgets``) by one conditional
-    update that succeeds only under the cap, and settles to what it used once answered.
+    A call reserves its most tokens and cost (``debates.services.budgets``) by one
+    conditional update that succeeds only under the caps, and settles to what it used
+    and cost once answered.
     """
 
     scope = models.CharField(max_length=8, choices=TokenScope.choices)
     scope_id = models.PositiveBigIntegerField()
     day = models.DateField()
     used_tokens = models.BigIntegerField(default=0)
+    used_usd = models.DecimalField(default=0, **COST_FIELD)
 
     class Meta:
         constraints = [

@@ -361,7 +361,7 @@ def test_deleting_a_backtest_leaves_what_its_debates_calls_cost_in_the_spend(
 def test_the_daily_token_cap_still_counts_the_calls_of_a_deleted_debate(user) -> None:
     # given a user capped at 400 tokens a day whose deleted debate used 240 of them today
     from debates.services import debate_delete
-    from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve
+    from debates.services.budgets import BudgetExhausted, CallLimits, Cap, budget_reserve
 
     debate_delete(debate_id=_paid_debate(user).pk)
     limits = CallLimits(
@@ -369,7 +369,7 @@ def test_the_daily_token_cap_still_counts_the_calls_of_a_deleted_debate(user) ->
         schedule_id=None,
         temperature=None,
         max_output_tokens=None,
-        caps=(("user", user.pk, 400),),
+        caps=(Cap("user", user.pk, tokens=400),),
     )
     # when the day's first call asks for 200 tokens, then / it is refused: 240 were used
     with pytest.raises(BudgetExhausted, match="240 of 400"):
