@@ -36,8 +36,10 @@ from debates.models import (
     JudgeCall,
     JudgeScore,
     Message,
+    ModelPrice,
     Participant,
     Schedule,
+    TokenBudget,
     Usage,
     Vote,
 )
@@ -525,6 +527,20 @@ def spend_to_keep(debates: QuerySet[Debate]) -> dict[tuple[int, int | None, date
         for row in rows:
             kept[row["debate__owner_id"], row["debate__schedule_id"], row["day"]] += _spend(row)
     return dict(kept)
+
+
+def token_budget_of(*, owner: Any) -> TokenBudget:
+    """Return the user's budget; an unsaved one, with no budget and no cap, when the user
+    has never set one."""
+    return TokenBudget.objects.filter(owner=owner).first() or TokenBudget(owner=owner)
+
+
+def model_price_get(*, price_id: int) -> ModelPrice:
+    """Return a row of the price table."""
+    price = ModelPrice.objects.filter(pk=price_id).first()
+    if price is None:
+        raise NotFound("Price not found.")
+    return price
 
 
 def debate_spend(*, debate_id: int) -> Spend:

@@ -361,6 +361,7 @@ SPECTACULAR_SETTINGS = {
         "BacktestStatusEnum": "backtests.models.BacktestStatus",
         "JudgeCallKindEnum": "debates.models.JudgeCallKind",
         "SeatKindEnum": "debates.models.SeatKind",
+        "PricedProviderEnum": "debates.services.spend_settings.PRICED_PROVIDERS",
     },
 }
 

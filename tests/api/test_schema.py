@@ -22,6 +22,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from arena.wsgi import application
+from debates.models import ModelPrice
 from tests.api.conftest import MODEL_KEY, SECRETS
 from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import (
@@ -183,6 +184,12 @@ def world(user) -> dict[str, int]:
         "schedule_id": schedule.pk,
         "backtest_id": BacktestFactory(
             owner=user, name="Done", strategy=strategy, steps_done=6, status="completed"
+        ).pk,
+        "price_id": ModelPrice.objects.create(
+            provider="deepseek",
+            input_usd_per_mtok=1,
+            cached_input_usd_per_mtok=0,
+            output_usd_per_mtok=2,
         ).pk,
     }
 
