@@ -88,6 +88,7 @@ class ErrorSerializer(serializers.Serializer):
 _ERROR_DESCRIPTIONS = {
     400: "Bad input: validation_error (fields name each bad field), parse_error, ...",
     401: "not_authenticated or authentication_failed (an unknown or expired token).",
+    403: "permission_denied: the operation is staff's.",
     404: "not_found: no such object, or it belongs to another user.",
     409: "The state or stored data forbids it: invalid_state, conflict, ...",
     429: "A limit was reached: quota_exceeded (fields name the limit), too_many_attempts.",

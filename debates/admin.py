@@ -19,6 +19,7 @@ from debates.models import (
     DebateStatus,
     Decision,
     DeletedSpend,
+    DroppedCall,
     JudgeCall,
     JudgeScore,
     Message,
@@ -453,6 +454,7 @@ class MessageAdmin(admin.ModelAdmin):
         "latency_ms",
         "prompt_tokens",
         "completion_tokens",
+        "tokens_estimated",
         "cost_usd",
         "created_at",
     )
@@ -479,12 +481,38 @@ class BallotAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Ballot._meta.fields]
 
 
+@admin.register(DroppedCall)
+class DroppedCallAdmin(admin.ModelAdmin):
+    """Calls answered after their debate had left their step: counted in the spend,
+    their answers not used; written by the steps only."""
+
+    list_display = (
+        "debate",
+        "kind",
+        "round",
+        "participant",
+        "reason",
+        "debate_status",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "created_at",
+    )
+    list_filter = ("reason", "kind")
+    search_fields = ("debate__name",)
+    list_select_related = ("debate", "participant")
+    readonly_fields = [f.name for f in DroppedCall._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
 @admin.register(TokenBudget)
 class TokenBudgetAdmin(admin.ModelAdmin):
-    """A user's daily token budget and hard cap."""
+    """A user's daily token budget and hard caps, on tokens and in USD."""
 
-    list_display = ("owner", "daily_token_budget", "daily_token_cap", "updated_at")
-    list_editable = ("daily_token_budget", "daily_token_cap")
+    list_display = ("owner", "daily_token_budget", "daily_token_cap", "daily_usd_cap", "updated_at")
+    list_editable = ("daily_token_budget", "daily_token_cap", "daily_usd_cap")
     search_fields = ("owner__username",)
 
 

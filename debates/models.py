@@ -9,6 +9,7 @@ the services in ``debates.services``.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -501,10 +502,11 @@ class Usage(models.Model):
     provider's prompt cache and ``cache_write_tokens`` written to it, as the provider
     reported. ``completion_tokens`` counts every output token billed, and
     ``reasoning_tokens`` those of them the model spent reasoning. ``cost_usd`` is what
-    the call cost under the price table at the time. An answer from the model-call cache
-    bills none of these; ``answer_tokens`` and ``answer_cost_usd`` keep what the answer
-    took when a model was called for it, so what a decision took reads the same on a
-    re-run.
+    the call cost under the price table at the time. ``tokens_estimated``: the tokens
+    are the simulated model's estimate (four characters a token), not a provider's
+    count. An answer from the model-call cache bills none of these; ``answer_tokens``
+    and ``answer_cost_usd`` keep what the answer took when a model was called for it, so
+    what a decision took reads the same on a re-run.
     """
 
     prompt_tokens = models.PositiveIntegerField(default=0)
@@ -528,6 +530,10 @@ class Usage(models.Model):
         default=0,
         help_text="What the answer cost when its model was called (as answer_tokens).",
         **COST_FIELD,
+    )
+    tokens_estimated = models.BooleanField(
+        default=False,
+        help_text="The simulated model's estimate of its tokens, not a provider's count.",
     )
 
     debate_call = True
@@ -595,6 +601,39 @@ class Ballot(Usage):
 
     def __str__(self) -> str:
         return f"ballot of {self.participant_id} ({self.status})"
+
+
+class DropReason(models.TextChoices):
+    STOPPED = "stopped", "The debate had left the call's step"
+    DUPLICATE = "duplicate", "Another copy of the step stored its answer first"
+
+
+class DroppedCall(Usage):
+    """A model call whose answer was not used, kept for what it used and cost.
+
+    The provider answered the call, and billed it, but by then its debate had left the
+    call's step (cancelled, failed, past its budget: ``debate_status`` says where it
+    was) or another copy of the step had stored its answer first. Its usage and cost
+    count in the debate's and its owner's spend as a stored turn's do, and the spend
+    counts it among its ``dropped_calls``. ``kind`` is the request's (``turn``,
+    ``vote``, ``judge_summary``, ``judge_scores``); a judge's call has no participant.
+    """
+
+    debate = models.ForeignKey(Debate, on_delete=models.CASCADE, related_name="dropped_calls")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=13)
+    round = models.PositiveSmallIntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=9, choices=DropReason.choices)
+    debate_status = models.CharField(max_length=10, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["debate_id", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of debate {self.debate_id} dropped ({self.reason})"
 
 
 class JudgeCallKind(models.TextChoices):
@@ -860,7 +899,8 @@ class Schedule(Seating, models.Model):
 
 
 class TokenBudget(models.Model):
-    """A user's daily token budget and hard cap (prompt plus completion, per UTC day)."""
+    """A user's daily token budget and hard caps: on tokens (prompt plus completion) and
+    in USD, per UTC day."""
 
     owner = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_budget"
@@ -871,7 +911,24 @@ class TokenBudget(models.Model):
     daily_token_cap = models.PositiveIntegerField(
         null=True, blank=True, help_text="Tokens a UTC day past which no model call starts."
     )
+    daily_usd_cap = models.DecimalField(
+        "daily USD cap",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="USD a UTC day past which no model call starts.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(daily_usd_cap__isnull=True) | Q(daily_usd_cap__gte=0),
+                name="tokenbudget_usd_cap_not_negative",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"budget of {self.owner_id}"
@@ -883,16 +940,19 @@ class TokenScope(models.TextChoices):
 
 
 class TokenLedger(models.Model):
-    """Tokens reserved and used on one UTC day by a user's or a schedule's model calls.
+    """Tokens and USD reserved and used on one UTC day by a user's or a schedule's model
+    calls.
 
-    A call reserves its most tokens (``debates.services.budgets``) by one conditional
-    update that succeeds only under the cap, and settles to what it used once answered.
+    A call reserves its most tokens and cost (``debates.services.budgets``) by one
+    conditional update that succeeds only under the caps, and settles to what it used
+    and cost once answered.
     """
 
     scope = models.CharField(max_length=8, choices=TokenScope.choices)
     scope_id = models.PositiveBigIntegerField()
     day = models.DateField()
     used_tokens = models.BigIntegerField(default=0)
+    used_usd = models.DecimalField(default=0, **COST_FIELD)
 
     class Meta:
         constraints = [
@@ -906,10 +966,11 @@ class TokenLedger(models.Model):
 class DeletedSpend(models.Model):
     """What the model calls of deleted debates used and cost: per owner, schedule and UTC day.
 
-    A debate's turns, ballots and judge calls go with it, and with them the usage and
-    cost stored on each; the providers were paid for those calls all the same. So before
-    debates are deleted (``debates_delete``) their calls' sums are added here, where the
-    spend (``spend_of``, ``spend_by_day``) and the daily token budgets still count them.
+    A debate's turns, ballots, judge calls and dropped calls go with it, and with them
+    the usage and cost stored on each; the providers were paid for those calls all the
+    same. So before debates are deleted (``debates_delete``) their calls' sums are added
+    here, where the spend (``spend_of``, ``spend_by_day``) and the daily token budgets
+    still count them; so is a call answered after its debate was deleted.
     """
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
@@ -923,7 +984,14 @@ class DeletedSpend(models.Model):
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
     cached_input_tokens = models.PositiveBigIntegerField(default=0)
+    estimated_tokens = models.PositiveBigIntegerField(
+        default=0, help_text="Tokens the simulated model estimated rather than a provider counted."
+    )
     cost_usd = models.DecimalField(default=0, **COST_FIELD)
+    dropped_calls = models.PositiveIntegerField(
+        default=0, help_text="Calls answered after their debate had left their step."
+    )
+    dropped_cost_usd = models.DecimalField(default=0, **COST_FIELD)
     deleted_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from django.apps import apps
 from django.core.cache import cache
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django_eventstream import get_current_event_id
@@ -32,11 +32,14 @@ from debates.models import (
     DebateStatus,
     Decision,
     DeletedSpend,
+    DroppedCall,
     JudgeCall,
     JudgeScore,
     Message,
+    ModelPrice,
     Participant,
     Schedule,
+    TokenBudget,
     Usage,
     Vote,
 )
@@ -353,7 +356,10 @@ class Spend:
 
     ``calls`` went to a model; ``cached_calls`` were answered from the model-call cache
     (no tokens, no cost). ``cached_input_tokens`` is the part of ``prompt_tokens`` the
-    providers' prompt caches served.
+    providers' prompt caches served; ``estimated_tokens`` the part of the tokens the
+    simulated model estimated rather than a provider counted. ``dropped_calls`` of the
+    calls were answered after their debate had left their step (``DroppedCall``), for
+    ``dropped_cost_usd`` of the cost.
     """
 
     calls: int = 0
@@ -362,7 +368,10 @@ class Spend:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_input_tokens: int = 0
+    estimated_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    dropped_calls: int = 0
+    dropped_cost_usd: Decimal = Decimal(0)
 
     @property
     def tokens(self) -> int:
@@ -375,10 +384,15 @@ class Spend:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form: every figure, ``tokens``, and the cost as a string."""
         data = {f.name: getattr(self, f.name) for f in fields(Spend)}
-        return {**data, "tokens": self.tokens, "cost_usd": usd_text(self.cost_usd)}
+        money = {name: usd_text(data[name]) for name in ("cost_usd", "dropped_cost_usd")}
+        return {**data, "tokens": self.tokens, **money}
 
 
 _SPEND_SUMS = {
+    # First: once the sums named after the columns are added, F() would name the sums.
+    "estimated_tokens": Sum(
+        F("prompt_tokens") + F("completion_tokens"), filter=Q(tokens_estimated=True)
+    ),
     # A row that asked no model (a light level's ballot copied from its opening, a
     # person's turn) made no attempt.
     "calls": Count("pk", filter=Q(cached=False, attempts__gt=0)),
@@ -387,6 +401,11 @@ _SPEND_SUMS = {
     "cached_input_tokens": Sum("cached_input_tokens"),
     "cost_usd": Sum("cost_usd"),
 }
+# What the calls whose answers were dropped add to them.
+_DROPPED_SUMS = {
+    "dropped_calls": _SPEND_SUMS["calls"],
+    "dropped_cost_usd": Sum("cost_usd"),
+}
 
 
 def call_models() -> list[type[Usage]]:
@@ -394,11 +413,14 @@ def call_models() -> list[type[Usage]]:
     return [m for m in apps.get_models() if issubclass(m, Usage)]
 
 
+def _sums(model: type[Usage]) -> dict[str, Any]:
+    """Return the sums of a spend over the rows of ``model`` (those of dropped calls
+    first, as ``_SPEND_SUMS`` puts its own: they name columns that it sums)."""
+    return {**(_DROPPED_SUMS if model is DroppedCall else {}), **_SPEND_SUMS}
+
+
 def _spend(found: dict[str, Any]) -> Spend:
-    return Spend(
-        **{name: found[name] or 0 for name in _SPEND_SUMS if name != "cost_usd"},
-        cost_usd=found["cost_usd"] or Decimal(0),
-    )
+    return Spend(**{f.name: found.get(f.name) or f.default for f in fields(Spend)})
 
 
 # Each scope of a spend: how a stored call reaches it, and how the spend of deleted
@@ -410,7 +432,7 @@ _SCOPES = {
     "schedule_id": ("debate__schedule_id", "schedule_id"),
 }
 # Named apart from the columns they add up: an aggregate may not take a column's name.
-_DELETED_SUMS = {f"sum_{name}": Sum(name) for name in _SPEND_SUMS}
+_DELETED_SUMS = {f"sum_{name}": Sum(name) for name in (*_SPEND_SUMS, *_DROPPED_SUMS)}
 
 
 def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -423,7 +445,7 @@ def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, An
 
 
 def _deleted_spend(found: dict[str, Any]) -> Spend:
-    return _spend({name: found[f"sum_{name}"] for name in _SPEND_SUMS})
+    return _spend({name: found[f"sum_{name}"] for name in (*_SPEND_SUMS, *_DROPPED_SUMS)})
 
 
 def _midnight(day: date) -> datetime:
@@ -457,7 +479,7 @@ def spend_of(
     for model in call_models():
         if debate_id is not None and not model.debate_call:
             continue  # a debate's spend is its own calls'
-        total += _spend(model.objects.filter(**calls).aggregate(**_SPEND_SUMS))
+        total += _spend(model.objects.filter(**calls).aggregate(**_sums(model)))
     if deleted is not None:
         kept = DeletedSpend.objects.filter(**deleted)
         if since is not None:
@@ -485,7 +507,7 @@ def spend_by_day(
             model.objects.filter(created_at__gte=_midnight(first), **calls)
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
             .values("day")
-            .annotate(**_SPEND_SUMS)
+            .annotate(**_sums(model))
         )
         for row in rows:
             if row["day"] in per_day:
@@ -513,11 +535,25 @@ def spend_to_keep(debates: QuerySet[Debate]) -> dict[tuple[int, int | None, date
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
             .order_by()
             .values("debate__owner_id", "debate__schedule_id", "day")
-            .annotate(**_SPEND_SUMS)
+            .annotate(**_sums(model))
         )
         for row in rows:
             kept[row["debate__owner_id"], row["debate__schedule_id"], row["day"]] += _spend(row)
     return dict(kept)
+
+
+def token_budget_of(*, owner: Any) -> TokenBudget:
+    """Return the user's budget; an unsaved one, with no budget and no cap, when the user
+    has never set one."""
+    return TokenBudget.objects.filter(owner=owner).first() or TokenBudget(owner=owner)
+
+
+def model_price_get(*, price_id: int) -> ModelPrice:
+    """Return a row of the price table."""
+    price = ModelPrice.objects.filter(pk=price_id).first()
+    if price is None:
+        raise NotFound("Price not found.")
+    return price
 
 
 def debate_spend(*, debate_id: int) -> Spend:

@@ -85,6 +85,10 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "reasoning_tokens": {"type": "integer"},
             "cached_input_tokens": {"type": "integer"},
             "cost_usd": {"type": "string", "format": "decimal"},
+            "estimated": {
+                "type": "boolean",
+                "description": "The tokens are the simulated model's estimate.",
+            },
         },
         "required": [
             "prompt_tokens",
@@ -92,12 +96,13 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "reasoning_tokens",
             "cached_input_tokens",
             "cost_usd",
+            "estimated",
         ],
     }
 )
 class UsageField(serializers.Field):
     """Token usage of a stored model call: the completion tokens count the reasoning
-    tokens among them."""
+    tokens among them; ``estimated``: the simulated model estimated them."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
@@ -109,6 +114,7 @@ class UsageField(serializers.Field):
             "reasoning_tokens": value.reasoning_tokens,
             "cached_input_tokens": value.cached_input_tokens,
             "cost_usd": usd_text(value.cost_usd),
+            "estimated": value.tokens_estimated,
         }
 
 
@@ -123,8 +129,17 @@ class SpendSerializer(serializers.Serializer):
     cached_input_tokens = serializers.IntegerField(
         help_text="Input tokens served from the providers' prompt caches."
     )
+    estimated_tokens = serializers.IntegerField(
+        help_text="Tokens the simulated model estimated rather than a provider counted."
+    )
     tokens = serializers.IntegerField(help_text="Prompt plus completion tokens.")
     cost_usd = serializers.DecimalField(max_digits=16, decimal_places=10)
+    dropped_calls = serializers.IntegerField(
+        help_text="Calls answered after their debate had left their step: counted, not used."
+    )
+    dropped_cost_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=10, help_text="What the dropped calls cost."
+    )
 
 
 class DaySpendSerializer(SpendSerializer):

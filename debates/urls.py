@@ -1,10 +1,10 @@
-"""Routes of debates, AI models and schedules, under ``/api/``."""
+"""Routes of debates, AI models, schedules, spend, budgets and prices, under ``/api/``."""
 
 from django.urls import path
 
 from arena.apis import combine
 from debates import streams
-from debates.apis import ai_models, debates, human, schedules, spend
+from debates.apis import ai_models, budgets, debates, human, schedules, spend
 
 urlpatterns = [
     path("debates", combine(debates.DebateListApi, debates.DebateCreateApi), name="debates"),
@@ -70,6 +70,9 @@ urlpatterns = [
         name="schedule-spend",
     ),
     path("spend", spend.UserSpendApi.as_view(), name="spend"),
+    path("budget", budgets.BUDGET, name="budget"),
+    path("prices", budgets.PRICES, name="prices"),
+    path("prices/<int:price_id>", budgets.PRICE, name="price"),
     path(
         "schedules/<int:schedule_id>/pause",
         schedules.SchedulePauseApi.as_view(),

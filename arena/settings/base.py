@@ -386,6 +386,7 @@ SPECTACULAR_SETTINGS = {
         "ModelSeatKindEnum": "debates.services.inputs.MODEL_SEAT_KINDS",
         "WeightingEnum": "debates.models.Weighting",
         "TemplateWeightingEnum": "debates.services.inputs.TEMPLATE_WEIGHTINGS",
+        "PricedProviderEnum": "debates.services.spend_settings.PRICED_PROVIDERS",
     },
 }
 

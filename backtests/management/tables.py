@@ -70,7 +70,7 @@ def print_report(console: Console, backtest: Backtest) -> None:
         + (f" ({skipped} steps skipped at L0: no debate needed)" if skipped else "")
         + "; "
         f"{usage['model_calls']} model calls, {usage['cached_calls']} answered from the "
-        f"cache, {usage['prompt_tokens'] + usage['completion_tokens']} tokens, "
+        f"cache, {_tokens(usage)}, "
         f"{usage['seconds']:.1f} s. Candles: {stretches}."
     )
     match = report.get("budget_match")
@@ -78,6 +78,15 @@ def print_report(console: Console, backtest: Backtest) -> None:
         console.print(budget_match_line(match))
     _print_ledger(console, report)
     _print_verdict(console, backtest)
+
+
+def _tokens(usage: dict) -> str:
+    """Return a run's tokens, saying which the simulated model estimated."""
+    tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+    estimated = usage.get("estimated_tokens", 0)
+    if not estimated:
+        return f"{tokens} tokens"
+    return f"{tokens} tokens ({'estimated' if estimated == tokens else f'{estimated} estimated'})"
 
 
 def budget_match_line(match: dict) -> str:

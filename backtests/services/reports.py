@@ -191,6 +191,7 @@ def _usage(backtest: Backtest, finished_at: datetime) -> dict[str, Any]:
         "prompt_tokens": spend.prompt_tokens,
         "completion_tokens": spend.completion_tokens,
         "cached_input_tokens": spend.cached_input_tokens,
+        "estimated_tokens": spend.estimated_tokens,
         "cost_usd": usd_text(spend.cost_usd),
         "seconds": round((finished_at - started).total_seconds(), 3),
     }

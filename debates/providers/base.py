@@ -74,14 +74,26 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True)
+class Position:
+    """A participant's latest position on one coin, as the debate so far shows it."""
+
+    participant: str
+    action: str
+    confidence: float
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     """One model call: the prompt plus the structured context the simulated model reads.
 
     ``snapshot`` is ``MarketSnapshot.to_dict()`` output; ``prior_actions`` maps each
     symbol to the actions the other participants took in earlier messages, oldest first
-    (for a judge's summary: the actions of the round summarised). ``labels`` names the
-    participants a judge scores. ``sample`` numbers the independent answers asked of one
-    prompt (a backtest's budget-matched baseline, from 1); a debate's own calls are 0.
+    (for a judge's summary: the actions of the round summarised). ``participant`` is the
+    speaker's label (``P1``) and ``positions`` maps each symbol to every participant's
+    latest answered position on it, the speaker's own included, as its prompt shows
+    them. ``labels`` names the participants a judge scores. ``sample`` numbers the
+    independent answers asked of one prompt (a backtest's budget-matched baseline, from
+    1); a debate's own calls are 0.
     """
 
     system: str
@@ -94,6 +106,8 @@ class ModelRequest:
     snapshot: dict[str, Any] | None = None
     prior_actions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0
+    participant: str = ""
+    positions: Mapping[str, tuple[Position, ...]] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
     sample: int = 0
 

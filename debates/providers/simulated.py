@@ -5,9 +5,9 @@ price, EMA20 and EMA50, RSI, MACD histogram, funding, the higher timeframe's tre
 leans by personality and answers in the one output contract: a ``<reasoning>`` block
 citing the numbers it used, then a ``<decision>`` block with a JSON array holding one
 decision per candidate coin (or, in the ``json_schema`` output mode, the same as one
-JSON object).
-The same (snapshot, personality, round, seed, kind, symbols, prior actions, sample)
-always give the same text. An artificial latency for demos comes from the Django setting
+JSON object). From round 2 on, and in its vote, it may give way to a confident majority
+of the others (``simulated_moves``). The same request (its sample number included)
+always gives the same text. An artificial latency for demos comes from the Django setting
 ``SIMULATED_MODEL_LATENCY_S`` (default 0) when Django is configured.
 """
 
@@ -30,6 +30,7 @@ from debates.providers.base import (
     ProviderConfig,
     TerminalProviderError,
 )
+from debates.providers.simulated_moves import Leaning, give_way
 from debates.providers.simulated_reading import Reading, read_coin
 from strategies.market.snapshot import MarketSnapshot
 
@@ -156,10 +157,24 @@ def _debate(request: ModelRequest, rng: random.Random) -> tuple[str, list[dict[s
     arguments: list[str] = []
     readings = [_introduction(request, profile, snapshot)]
     decisions = []
+    leaning = Leaning(
+        request.personality,
+        profile.may_long,
+        profile.may_short,
+        profile.leverage,
+        profile.position[0],
+    )
     for symbol in symbols:
         reading = _reading(snapshot, symbol)
         prior = tuple(request.prior_actions.get(symbol, ()))
         decision, comment = _decide(request.personality, profile, symbol, reading, prior, rng)
+        moved = give_way(request, leaning, decision)
+        if moved is not None:
+            decision, why = moved
+            comment = (
+                f"{why} Decision: {decision['action']} at confidence {decision['confidence']}."
+            )
+            decision["reasoning"] = why
         decisions.append(decision)
         if reading is None:
             arguments.append(f"{symbol}: no market data in the snapshot; {comment}")

@@ -21,10 +21,12 @@ from debates.services.budgets import (
     BudgetExhausted,
     CallLimits,
     CallScope,
+    Reservation,
     budget_reserve,
     budget_settle,
     call_limits,
     limited_config,
+    most_cost,
     most_tokens,
 )
 from debates.services.costs import response_cost
@@ -78,6 +80,7 @@ class CallOutcome:
             "cached": response.cached,
             "answer_tokens": tokens,
             "answer_cost_usd": cost,
+            "tokens_estimated": response.simulated,
         }
 
 
@@ -193,7 +196,7 @@ def _in_a_slot(
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
-            reservation = budget_reserve(limits, most_tokens(config, request)) if limits else None
+            reservation = _reserve(limits, config, request)
             began = time.perf_counter()
             try:
                 response = complete(config, request)
@@ -202,14 +205,15 @@ def _in_a_slot(
                 _counted(config, time.perf_counter() - began, CallOutcome(None, exc))
                 return CallOutcome(response=None, error=exc)
             seconds = time.perf_counter() - began
-            budget_settle(reservation, response.prompt_tokens + response.completion_tokens)
+            cost = response_cost(response)
+            budget_settle(reservation, response.prompt_tokens + response.completion_tokens, cost)
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
     except BudgetExhausted as exc:
         if scope is not None:  # always: only a debate's call has a budget
             _fail_for_budget(scope, request, str(exc))
         return None
-    outcome = CallOutcome(response=response, error=None, cost_usd=response_cost(response))
+    outcome = CallOutcome(response=response, error=None, cost_usd=cost)
     _counted(config, seconds, outcome)
     return outcome
 
@@ -232,6 +236,15 @@ def _counted(config: ProviderConfig, seconds: float, outcome: CallOutcome) -> No
     elif error is not None:
         updates.append(metrics.ERRORS.inc(source="model_call", code=error.code))
     metrics.record(*updates)
+
+
+def _reserve(
+    limits: CallLimits | None, config: ProviderConfig, request: ModelRequest
+) -> Reservation | None:
+    """Reserve the most the call can use and cost under the daily caps of ``limits``."""
+    if limits is None or not limits.caps:
+        return None
+    return budget_reserve(limits, most_tokens(config, request), most_cost(config, request))
 
 
 def _fail_for_budget(scope: CallScope, request: ModelRequest, message: str) -> None:

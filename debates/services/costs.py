@@ -20,6 +20,7 @@ from debates.models import ModelPrice
 from debates.providers.base import ModelResponse
 from debates.providers.catalog import catalogue_price
 from debates.providers.pricing import FREE, Price, call_cost
+from debates.providers.simulated import PROVIDER as SIMULATED
 
 PRICE_TABLE_TTL_S = 60.0
 
@@ -68,3 +69,17 @@ def response_cost(response: ModelResponse) -> Decimal:
         cached_input_tokens=response.cached_input_tokens,
         cache_write_tokens=response.cache_write_tokens,
     )
+
+
+def cost_at_most(
+    *, provider: str, model: str, prompt_tokens: int, completion_tokens: int
+) -> Decimal:
+    """Return the most a call of ``model`` with ``prompt_tokens`` in and
+    ``completion_tokens`` out can cost now: every input token at the dearer of the input
+    and cache-write prices; nothing for the simulated model."""
+    if provider == SIMULATED:
+        return Decimal(0)
+    price = price_for(provider=provider, model=model)
+    writes = price.cache_write if price.cache_write is not None else price.input
+    dearest = price._replace(input=max(price.input, writes))
+    return call_cost(dearest, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)

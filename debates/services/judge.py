@@ -39,6 +39,7 @@ from debates.models import (
     ACTIVE_STATUSES,
     Debate,
     DebateStatus,
+    DropReason,
     JudgeCall,
     JudgeCallKind,
     JudgeScore,
@@ -58,6 +59,7 @@ from debates.services.calls import (
     call_model,
     provider_config,
 )
+from debates.services.dropped import dropped_call_record
 from debates.services.modes import model_refusal
 from debates.state import step_released
 from strategies.snapshots import market_summary
@@ -66,6 +68,7 @@ logger = logging.getLogger(__name__)
 
 _DEBATE_FIELDS = (
     "owner_id",
+    "schedule_id",
     "status",
     "max_rounds",
     "symbols",
@@ -139,16 +142,19 @@ def _call_fields(outcome: CallOutcome) -> dict:
 
 
 def _store_call(
-    debate_id: int, statuses: tuple[str, ...], step: StepKey | None, **fields: object
+    debate: Debate, statuses: tuple[str, ...], step: StepKey | None, **fields: object
 ) -> JudgeCall | None:
     """Store a judge call while the debate is in ``statuses``, with the outcome of its
     plan ``step`` when the call is the whole step; once (a second copy is refused by the
-    unique constraint, and the stored one is returned)."""
+    unique constraint, and the stored one is returned). The call of an answer dropped
+    is kept for what it used and cost (``dropped_call_record``)."""
+    debate_id = debate.pk
     key = {name: fields[name] for name in ("kind", "round", "judge")}
     try:
         with transaction.atomic():
             if not Debate.objects.filter(pk=debate_id, status__in=statuses).exists():
                 logger.info("debate %s is no longer active: judge call dropped", debate_id)
+                _dropped(debate, fields, DropReason.STOPPED)
                 return None
             call = JudgeCall.objects.create(debate_id=debate_id, **fields)
             with events.together(debate_id):
@@ -162,7 +168,16 @@ def _store_call(
         stored = JudgeCall.objects.filter(debate_id=debate_id, **key).first()
         if stored is None:
             raise
+        _dropped(debate, fields, DropReason.DUPLICATE)
         return stored
+
+
+def _dropped(debate: Debate, fields: dict, reason: str) -> None:
+    """Keep what a judge call whose answer is not stored used and cost."""
+    kind = "judge_scores" if fields["kind"] == JudgeCallKind.SCORES else "judge_summary"
+    dropped_call_record(
+        fields=fields, kind=kind, reason=reason, debate=debate, round_number=fields["round"]
+    )
 
 
 def _record(debate_id: int, step: StepKey, *, failed: bool) -> None:
@@ -253,7 +268,7 @@ def judge_summary_ask(*, debate_id: int, round_number: int, cached_only: bool) -
         summary = parse_summary(outcome.response.text, context)
         fields.update(result=summary.to_dict(), parse_status=_parse_status(summary.status))
     _store_call(
-        debate_id,
+        debate,
         ACTIVE_STATUSES,
         (JUDGE_ROUND, round_number, None),
         kind=JudgeCallKind.ROUND_SUMMARY,
@@ -377,7 +392,7 @@ def _ask_scores(
             ),
         )
     return _store_call(
-        debate.pk,
+        debate,
         statuses,
         None,
         kind=JudgeCallKind.SCORES,

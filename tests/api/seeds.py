@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from backtests.models import Backtest
-from debates.models import AIModel, Debate, Decision, Participant, Schedule
+from debates.models import AIModel, Debate, Decision, ModelPrice, Participant, Schedule
 from strategies.models import Strategy
 from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import (
@@ -82,6 +82,16 @@ class Seeds:
     @cached_property
     def running_backtest(self) -> Backtest:
         return BacktestFactory(owner=self.user, strategy=self.strategy, status="running")
+
+    @cached_property
+    def price(self) -> ModelPrice:
+        """A row of the price table (staff's: the run sends its operations as staff)."""
+        return ModelPrice.objects.create(
+            provider="deepseek",
+            input_usd_per_mtok=1,
+            cached_input_usd_per_mtok=0,
+            output_usd_per_mtok=2,
+        )
 
     @cached_property
     def execution(self) -> Execution:
@@ -223,6 +233,7 @@ PATH_OBJECTS: dict[Any, Callable[[Seeds], Any]] = {
     "schedule_id": lambda s: s.schedule,
     "backtest_id": lambda s: s.backtest,
     "execution_id": lambda s: s.execution,
+    "price_id": lambda s: s.price,
     **{
         ("POST", f"/api/debates/{{debate_id}}/{action}", "debate_id"): chosen
         for action, chosen in (

@@ -345,6 +345,7 @@ def test_detail_shows_participants_messages_votes_and_decisions(api, user):
         "reasoning_tokens": 0,
         "cached_input_tokens": 0,
         "cost_usd": "0",
+        "estimated": False,
     }
     assert set(detail["votes"][0]) >= VOTE_KEYS
     assert set(detail["decisions"][0]) >= DECISION_KEYS

@@ -72,7 +72,7 @@ def _debate_with_children(user: Any, trader: Any, rows: int) -> int:
 # debate detail is the debate's status with the stream's latest event id, then (when no
 # stored rendering serves) the debate with its strategy and judge model, participants,
 # messages, votes, ballots, decisions, judge calls and judge scores, and its spend (one
-# sum for each kind of stored call: turns, ballots, judge calls).
+# sum for each kind of stored call: turns, ballots, judge calls, dropped calls).
 LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     "debates": (_debates, 7),
     "ai-models": (
@@ -101,7 +101,7 @@ LISTS: dict[str, tuple[Callable[[Any, Any, int], str], int]] = {
     ),
     "executions": (_executions, 3),
     # The debate's children, its ballots among them (its plan of steps reads them).
-    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 12),
+    "debate detail": (lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}", 13),
     "debate messages": (
         lambda u, t, n: f"/api/debates/{_debate_with_children(u, t, n)}/messages",
         8,

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.contrib import admin
 
-from debates.models import DeletedSpend, ModelPrice, TokenBudget, TokenLedger
+from debates.models import DeletedSpend, DroppedCall, ModelPrice, TokenBudget, TokenLedger
 from tests.debates.factories import (
     AIModelFactory,
     BallotFactory,
@@ -46,6 +46,9 @@ def one_of_each(db):
     ExecutionFactory(decision=DecisionFactory(debate=participant.debate, symbol="ETHUSDT"))
     JudgeCallFactory(debate=participant.debate)
     JudgeScoreFactory(participant=participant)
+    DroppedCall.objects.create(
+        debate=participant.debate, participant=participant, kind="turn", round=1, attempts=1
+    )
     PositionFactory()
     OrderFactory()
     HistoryEntryFactory()
@@ -75,6 +78,7 @@ def test_every_project_model_is_registered():
         "debates.Debate",
         "debates.Decision",
         "debates.DeletedSpend",
+        "debates.DroppedCall",
         "debates.JudgeCall",
         "debates.JudgeScore",
         "debates.Message",

@@ -35,7 +35,10 @@ def test_the_backtest_command_runs_on_the_embedded_default_and_prints_the_report
     assert "9/9 debates" in shown.stdout
     # with none of the in-process worker's INFO lines (54 step-log lines) around them
     assert " INFO " not in shown.stderr, shown.stderr[:2000]
-    summary = r"9/9 debates completed; \d+ model calls, 0 answered from the cache, \d+ tokens, "
+    summary = (
+        r"9/9 debates completed; \d+ model calls, 0 answered from the cache, "
+        r"\d+ tokens \(estimated\), "
+    )
     assert re.search(summary, " ".join(shown.stdout.split())), shown.stdout[-3000:]
     for label in ("debate", "buy & hold", "round-1 majority", "P2 bear", "votes calibrated"):
         assert label in shown.stdout

@@ -55,6 +55,16 @@ def judge_model(user, llm):
     return FakeLLMModelFactory(owner=user, llm=llm, model_name="fake-judge", temperature=0.4)
 
 
+def number_debates_from(first: int) -> None:
+    """Have the next debate created take the id ``first``, the one after it ``first + 1``:
+    the simulated model seeds its draws by the debate's id, so a test of what simulated
+    seats say fixes their debates' ids."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('debates_debate', 'id'), %s, false)", [first]
+        )
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, every: float = 0.05) -> None:
     """Wait until ``predicate()`` is true; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

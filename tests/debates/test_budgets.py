@@ -1,18 +1,28 @@
-"""Daily token caps: past a user's or a schedule's hard cap no model call starts and the
-debate fails with ``budget_exhausted`` and the figures, however many debates race for
-the last tokens of the day."""
+"""Daily caps: past a user's or a schedule's hard cap on tokens, or a user's in USD, no
+model call starts and the debate fails with ``budget_exhausted`` and the figures, however
+many debates race for the last tokens or cents of the day."""
 
 from __future__ import annotations
 
 import itertools
 import threading
+from decimal import Decimal
 
 import pytest
 
-from debates.models import Debate, TokenBudget, TokenLedger
+from debates.models import Debate, ModelPrice, TokenBudget, TokenLedger
 from debates.providers.base import ModelRequest, ProviderConfig
+from debates.selectors import spend_of
 from debates.services import debate_start
-from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve, most_tokens
+from debates.services.budgets import (
+    BudgetExhausted,
+    CallLimits,
+    Cap,
+    budget_reserve,
+    most_cost,
+    most_tokens,
+)
+from debates.services.costs import prices_forget
 from tests.api.conftest import run_steps
 from tests.debates.conftest import wait_until_finished
 from tests.debates.factories import ScheduleFactory
@@ -21,6 +31,22 @@ from tests.threads import run_at_once
 
 # Every call at the fake server reports this many tokens, prompt plus completion.
 CALL_TOKENS = 1000 + 100
+# USD per million tokens: the fake model's price, and cache writes dearer than its input.
+PRICE = {
+    "input_usd_per_mtok": Decimal("0.5"),
+    "cached_input_usd_per_mtok": Decimal("0.05"),
+    "output_usd_per_mtok": Decimal("1.5"),
+}
+WRITES = {"cache_write_usd_per_mtok": Decimal("0.75")}
+
+
+@pytest.fixture
+def priced(db):
+    """Price the fake model (0.5 USD a million input tokens, 1.5 output), read afresh."""
+    prices_forget()
+    ModelPrice.objects.create(provider="openai_compatible", model_name="fake-model", **PRICE)
+    yield
+    prices_forget()
 
 
 def every_call_reports_fixed_usage(llm) -> None:
@@ -42,6 +68,21 @@ def test_a_call_reserves_its_prompt_and_the_output_cap_it_is_sent(model, kind, o
     request = ModelRequest(system="s" * 12, user="u" * 18, kind=kind)
     # when / then: ten tokens of prompt (three characters a token) and the cap sent
     assert most_tokens(config, request) == 10 + output
+
+
+@pytest.mark.django_db
+def test_a_call_may_cost_at_most_its_reserved_tokens_at_the_dearest_input_price(priced):
+    # given a 30-character prompt (10 tokens) and a 2,000-token answer cap
+    request = ModelRequest(system="s" * 12, user="u" * 18)
+    fake = ProviderConfig("openai_compatible", "fake-model", max_tokens=2000)
+    # and a model whose cache writes cost more than its input, as Anthropic's do
+    ModelPrice.objects.create(provider="claude", model_name="dear", **PRICE, **WRITES)
+    dear = ProviderConfig("claude", "dear", max_tokens=2000)
+    # when / then: 10 x 0.5 + 2,000 x 1.5 per million; the input at the cache-write 0.75
+    assert most_cost(fake, request) == Decimal("0.003005")
+    assert most_cost(dear, request) == Decimal("0.0030075")
+    # and the simulated model costs nothing
+    assert most_cost(ProviderConfig("simulated", ""), request) == 0
 
 
 @pytest.mark.django_db
@@ -73,6 +114,69 @@ def test_past_the_cap_no_call_starts_and_the_debate_fails_with_the_figures(
 
 
 @pytest.mark.django_db
+def test_past_the_usd_cap_no_call_starts_and_the_debate_fails_with_the_figures(
+    llm, make_debate, user, priced
+):
+    # given a debate of priced models whose user may spend nothing today
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    TokenBudget.objects.create(owner=user, daily_usd_cap=Decimal(0))
+    debate_start(debate_id=debate.pk)
+    # when it runs
+    run_steps(debate.pk)
+    # then not one call reached the model server, and the debate failed saying why
+    debate.refresh_from_db()
+    assert llm.requests == []
+    assert (debate.status, debate.error["code"]) == ("failed", "budget_exhausted")
+    assert debate.error["message"].startswith(
+        "The daily USD cap of this user is reached: 0 of 0 USD spent today (UTC), "
+        "and the next call may cost up to 0.00"
+    )
+
+
+@pytest.mark.django_db
+def test_a_usd_cap_stops_a_debate_once_its_calls_have_spent_it(llm, make_debate, user, priced):
+    # given calls of 0.0035 USD each (1,000 tokens in, 2,000 out), each reserving about
+    # 0.005 before it goes out, under a cap of 0.009 USD a day
+    llm.add_rule(Reply(match="## Your ", prompt_tokens=1000, completion_tokens=2000))
+    TokenBudget.objects.create(owner=user, daily_usd_cap=Decimal("0.009"))
+    debate = make_debate(personalities=("bull", "bear"), rounds=2)
+    debate_start(debate_id=debate.pk)
+    # when it runs
+    run_steps(debate.pk)
+    # then the two openings went out, and the first rebuttal could not: it might have
+    # cost more than the 0.002 USD left
+    debate.refresh_from_db()
+    assert len(llm.requests) == 2
+    assert (debate.status, debate.error["step"]) == ("failed", "round 2 turn")
+    assert debate.error["message"].startswith(
+        "The daily USD cap of this user is reached: 0.007 of 0.009 USD spent today (UTC), "
+        "and the next call may cost up to 0.00"
+    )
+    # and the day's ledger holds exactly what the calls cost, as the spend does
+    ledger = TokenLedger.objects.get(scope="user", scope_id=user.pk)
+    assert ledger.used_usd == spend_of(owner_id=user.pk).cost_usd == Decimal("0.007")
+
+
+@pytest.mark.django_db
+def test_simulated_models_run_under_a_usd_cap_of_nothing(user):
+    # given a user who may spend nothing, and a debate of simulated seats
+    from debates.services import DebateInput, debate_create
+    from tests.debates.factories import AIModelFactory
+    from tests.strategies.factories import StrategyFactory
+
+    TokenBudget.objects.create(owner=user, daily_usd_cap=Decimal(0))
+    seats = [
+        {"ai_model": AIModelFactory(owner=user).pk, "personality": p} for p in ("bull", "bear")
+    ]
+    strategy = StrategyFactory(owner=user).pk
+    data = DebateInput(name="Free", strategy=strategy, max_rounds=2, participants=seats)
+    debate = debate_create(owner=user, data=data)
+    debate_start(debate_id=debate.pk)
+    # when it runs / then it completes: the simulated model costs nothing
+    assert run_steps(debate.pk).status == "completed"
+
+
+@pytest.mark.django_db
 def test_a_debate_under_its_cap_runs_and_the_ledger_counts_what_each_call_used(
     llm, make_debate, user
 ):
@@ -97,7 +201,7 @@ def test_concurrent_reservations_never_pass_the_cap(user):
         schedule_id=None,
         temperature=None,
         max_output_tokens=None,
-        caps=(("user", user.pk, 10 * 777),),
+        caps=(Cap("user", user.pk, tokens=10 * 777),),
     )
     granted, refused = [], []
     lock = threading.Lock()
@@ -116,6 +220,36 @@ def test_concurrent_reservations_never_pass_the_cap(user):
     # then exactly ten were granted
     assert (len(granted), len(refused)) == (10, 40)
     assert TokenLedger.objects.get(scope="user", scope_id=user.pk).used_tokens == 7770
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_usd_reservations_never_pass_the_cap(user):
+    # given a cap of ten reservations of a cent and fifty calls wanting one each
+    limits = CallLimits(
+        owner_id=user.pk,
+        schedule_id=None,
+        temperature=None,
+        max_output_tokens=None,
+        caps=(Cap("user", user.pk, usd=Decimal("0.10")),),
+    )
+    granted, refused = [], []
+    lock = threading.Lock()
+
+    def reserve() -> None:
+        try:
+            budget_reserve(limits, 100, Decimal("0.01"))
+            outcome = granted
+        except BudgetExhausted:
+            outcome = refused
+        with lock:
+            outcome.append(1)
+
+    # when they race
+    run_at_once(reserve, 50)
+    # then exactly ten were granted, and the ledger counts their cents and tokens
+    assert (len(granted), len(refused)) == (10, 40)
+    ledger = TokenLedger.objects.get(scope="user", scope_id=user.pk)
+    assert (ledger.used_usd, ledger.used_tokens) == (Decimal("0.10"), 1000)
 
 
 def test_twenty_debates_started_at_once_against_one_cap_never_pass_it(

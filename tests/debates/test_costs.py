@@ -361,7 +361,7 @@ def test_deleting_a_backtest_leaves_what_its_debates_calls_cost_in_the_spend(
 def test_the_daily_token_cap_still_counts_the_calls_of_a_deleted_debate(user) -> None:
     # given a user capped at 400 tokens a day whose deleted debate used 240 of them today
     from debates.services import debate_delete
-    from debates.services.budgets import BudgetExhausted, CallLimits, budget_reserve
+    from debates.services.budgets import BudgetExhausted, CallLimits, Cap, budget_reserve
 
     debate_delete(debate_id=_paid_debate(user).pk)
     limits = CallLimits(
@@ -369,7 +369,7 @@ def test_the_daily_token_cap_still_counts_the_calls_of_a_deleted_debate(user) ->
         schedule_id=None,
         temperature=None,
         max_output_tokens=None,
-        caps=(("user", user.pk, 400),),
+        caps=(Cap("user", user.pk, tokens=400),),
     )
     # when the day's first call asks for 200 tokens, then / it is refused: 240 were used
     with pytest.raises(BudgetExhausted, match="240 of 400"):
@@ -395,3 +395,37 @@ def test_deleting_debates_in_the_admin_leaves_what_their_calls_cost_in_the_spend
     assert not Debate.objects.exists()
     assert spend_by_day(days=2, owner_id=user.pk) == before
     assert [(d["calls"], d["cost_usd"]) for d in before] == [(2, "0.02"), (4, "0.12")]
+
+
+def test_the_simulated_models_tokens_are_labelled_estimates_in_each_call_and_the_spend(
+    llm, make_debate, user, api_client
+) -> None:
+    # given a 2x2 debate of simulated seats and one of seats on the fake model server
+    from debates.services import DebateInput, debate_create
+    from tests.debates.factories import AIModelFactory
+    from tests.strategies.factories import StrategyFactory
+
+    model = AIModelFactory(owner=user)
+    seats = [{"ai_model": model.pk, "personality": p} for p in ("bull", "bear")]
+    data = DebateInput(
+        name="Simulated", strategy=StrategyFactory(owner=user).pk, max_rounds=2, participants=seats
+    )
+    simulated = debate_create(owner=user, data=data)
+    served = make_debate(personalities=("bull", "bear"), rounds=2)
+    # when both run
+    for debate in (simulated, served):
+        debate_start(debate_id=debate.pk)
+        run_steps(debate.pk)
+    # then every call of the simulated seats says its tokens are estimates, and so does
+    # the debate's spend for all of them; the provider's counts are not estimates
+    shown = api_client.get(f"/api/debates/{simulated.pk}").json()
+    assert [m["usage"]["estimated"] for m in shown["messages"]] == [True] * 4
+    assert shown["spend"]["estimated_tokens"] == shown["tokens"] > 0
+    other = api_client.get(f"/api/debates/{served.pk}").json()
+    assert [m["usage"]["estimated"] for m in other["messages"]] == [False] * 4
+    assert other["spend"]["estimated_tokens"] == 0
+    # and the user's spend keeps them apart once the simulated debate is deleted
+    assert api_client.delete(f"/api/debates/{simulated.pk}").status_code == 204
+    today = api_client.get("/api/spend?days=1").json()["days"][0]
+    assert today["estimated_tokens"] == shown["tokens"]
+    assert today["tokens"] == shown["tokens"] + other["tokens"]

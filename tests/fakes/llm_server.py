@@ -40,7 +40,9 @@ Control over HTTP, for other processes:
   where a reply is ``Reply.to_dict()`` (``{"fault": "rate_limit", "retry_after": "1"}``,
   ``{"status": 500}``, ``{"text": "...", "match": "round 2", "times": 1}``, ...);
 - ``GET /_stats``: ``{"requests", "in_flight", "max_in_flight", "by_status",
-  "queued_replies", "rules", "latency_s"}``;
+  "queued_replies", "rules", "latency_s", "connections", "billed_calls",
+  "billed_tokens"}``: ``billed_*`` count the answers sent whole and their tokens,
+  prompt plus completion, as a provider bills them;
 - ``GET /_requests``: every recorded model request; ``POST /_reset``: back to the start.
 ``LLMServerClient`` wraps these calls.
 """
@@ -202,6 +204,9 @@ class _State:
     max_in_flight: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     connections: int = 0
+    # Answers sent whole, and their tokens: what a provider would bill.
+    billed_calls: int = 0
+    billed_tokens: int = 0
     # The connection of each model request counted in flight, by the record's id.
     open: dict[int, socket.socket] = field(default_factory=dict)
 
@@ -325,6 +330,7 @@ class FakeLLMServer:
             self._state.by_status.clear()
             self._state.max_in_flight = self._state.in_flight
             self._state.connections = 0
+            self._state.billed_calls = self._state.billed_tokens = 0
 
     def reset(self) -> None:
         """Return to the freshly started state (no script, no latency, no records)."""
@@ -361,8 +367,8 @@ class FakeLLMServer:
             return list(self._state.requests)
 
     def stats(self) -> dict[str, Any]:
-        """Return counts: requests, in_flight, max_in_flight, by_status, queue, rules and
-        the TCP connections accepted."""
+        """Return counts: requests, in_flight, max_in_flight, by_status, queue, rules, the
+        TCP connections accepted, and the answers billed with their tokens."""
         with self._lock:
             state = self._state
             return {
@@ -374,6 +380,8 @@ class FakeLLMServer:
                 "rules": len(state.rules),
                 "latency_s": state.latency_s,
                 "connections": state.connections,
+                "billed_calls": state.billed_calls,
+                "billed_tokens": state.billed_tokens,
             }
 
     # --- used by the handler ---------------------------------------------------------
@@ -411,6 +419,12 @@ class FakeLLMServer:
         if state.queue:
             return state.queue.popleft()
         return Reply()
+
+    def _bill(self, tokens: int) -> None:
+        """Count an answer sent whole and its tokens, prompt plus completion."""
+        with self._lock:
+            self._state.billed_calls += 1
+            self._state.billed_tokens += tokens
 
     def _leave(self, record: RecordedRequest, status: int | None, fault: str | None) -> None:
         with self._lock:
@@ -602,6 +616,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         leave(200, fault)
+        self.server.fake._bill(answer.tokens)
         self._send_raw(200, data, headers)
 
     def _pause(self, seconds: float) -> bool:
@@ -649,10 +664,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 @dataclass(frozen=True)
 class _Answer:
-    """The bytes and headers of a successful answer to one request."""
+    """The bytes and headers of a successful answer to one request, and the tokens it
+    bills (prompt plus completion, reasoning included)."""
 
     data: bytes
     headers: dict[str, str]
+    tokens: int
 
     @classmethod
     def make(
@@ -670,9 +687,11 @@ class _Answer:
             text = ""
         elif _spends_the_cap(reply, record.body):
             text, finish = "", "length"
+        prompt_tokens, completion_tokens = _usage(record, reply, text)
         payload = _success_body(wire, record, reply, text, finish, number)
         id_header = "x-request-id" if wire == "openai" else "request-id"
-        return cls(json.dumps(payload).encode(), {id_header: f"req-fake-{number}"})
+        headers = {id_header: f"req-fake-{number}"}
+        return cls(json.dumps(payload).encode(), headers, prompt_tokens + completion_tokens)
 
 
 def _prompt_text(body: Any) -> str:
@@ -688,21 +707,33 @@ def _prompt_text(body: Any) -> str:
     return "\n".join(parts)
 
 
-def _success_body(
-    wire: str, record: RecordedRequest, reply: Reply, text: str, finish: str, number: int
-) -> dict[str, Any]:
-    model = record.body.get("model", "") if isinstance(record.body, dict) else ""
-    prompt_tokens = (
-        reply.prompt_tokens if reply.prompt_tokens is not None else len(record.prompt) // 4
-    )
+def _reasoning(record: RecordedRequest, reply: Reply) -> int:
+    """Return the reasoning tokens an answer reports: the reply's, within the output cap
+    when it spends the cap."""
     reasoning = reply.reasoning_tokens
     if _spends_the_cap(reply, record.body):
         cap = _output_cap(record.body)
         reasoning = min(reasoning or cap, cap) if cap else (reasoning or 1000)
+    return reasoning
+
+
+def _usage(record: RecordedRequest, reply: Reply, text: str) -> tuple[int, int]:
+    """Return the prompt and completion tokens of an answer (reasoning included)."""
+    prompt_tokens = (
+        reply.prompt_tokens if reply.prompt_tokens is not None else len(record.prompt) // 4
+    )
     completion_tokens = (
         reply.completion_tokens if reply.completion_tokens is not None else len(text) // 4
     )
-    completion_tokens = max(completion_tokens, reasoning)
+    return prompt_tokens, max(completion_tokens, _reasoning(record, reply))
+
+
+def _success_body(
+    wire: str, record: RecordedRequest, reply: Reply, text: str, finish: str, number: int
+) -> dict[str, Any]:
+    model = record.body.get("model", "") if isinstance(record.body, dict) else ""
+    prompt_tokens, completion_tokens = _usage(record, reply, text)
+    reasoning = _reasoning(record, reply)
     if wire == "openai":
         usage = llm_catalogue.openai_usage(
             str(model),

@@ -406,3 +406,22 @@ def test_a_rule_that_never_lost_shows_an_infinite_profit_factor(open_page, user)
     cell = 'tr[data-rule="{}"] td:nth-child({})'
     expect(page.locator("#metrics " + cell.format("debate", column))).to_have_text("∞")
     expect(page.locator("#metrics " + cell.format("flat", column))).to_have_text("–")
+
+
+def test_the_simulated_models_tokens_show_as_estimates(open_page, user):
+    from playwright.sync_api import expect
+
+    # given a finished backtest of simulated models, whose tokens are their estimates
+    equity = [[1723262400000, 1000.0], [1723276800000, 1000.0]]
+    metrics = {"final_equity": 1000.0, "trades": 0}
+    debate = {"key": "debate", "label": "Debate", "trades": [], "metrics": metrics}
+    done = finished_backtest(user, [{**debate, "equity": equity}])
+    usage = {"model_calls": 54, "prompt_tokens": 120_000, "completion_tokens": 30_000}
+    done.report["usage"].update(**usage, estimated_tokens=150_000)
+    done.save(update_fields=["report"])
+    # when it is opened
+    page = open_page(f"/backtests/{done.pk}/", user=user)
+    # then its usage says the tokens are estimates
+    expect(page.locator("#usage")).to_contain_text(
+        "54 model calls, 0 answered from the cache, 150,000 tokens (estimated), 1.0 s."
+    )

@@ -36,7 +36,8 @@ SNAPSHOT = {
 
 
 def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(open_page, user):
-    # given a finished debate of a simulated model whose SOLUSDT long filled on paper
+    # given a finished debate of a simulated model, its turn's tokens estimated, whose
+    # SOLUSDT long filled on paper
     debate = DebateFactory(
         owner=user,
         status="completed",
@@ -46,7 +47,9 @@ def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(op
         as_of=datetime(2024, 8, 5, 12, tzinfo=UTC),
         market_snapshot=SNAPSHOT,
     )
-    ParticipantFactory(debate=debate, speak_order=0)
+    seat = ParticipantFactory(debate=debate, speak_order=0)
+    usage = {"attempts": 1, "prompt_tokens": 1200, "completion_tokens": 300}
+    MessageFactory(participant=seat, round=1, tokens_estimated=True, **usage)
     decision = DecisionFactory(debate=debate, symbol="SOLUSDT", action="open_long")
     ExecutionFactory(
         decision=decision,
@@ -66,6 +69,11 @@ def test_a_finished_debate_shows_its_badges_market_instant_and_rounded_prices(op
     assert "market at 2024-08-05 12:00 UTC" in page.inner_text("#debate-meta")
     execution = page.inner_text(".execution-filled")
     assert "@ 133.64 · SL 131.63 · TP 138.65" in execution
+    # and its tokens are labelled the simulated model's estimates, the turn's and the
+    # debate's
+    assert "1,500 tokens (estimated) · $0" in page.inner_text("#debate-meta")
+    page.click("[data-message-id] summary")
+    assert "1200 + 300 tokens (estimated)" in page.inner_text("[data-message-id]")
 
 
 def test_a_refused_automatic_execution_shows_its_reason_under_the_primary_decision(open_page, user):

@@ -16,7 +16,7 @@ from debates.engine.parsing import ParseResult, parse_output
 from debates.engine.plan import VOTING, StepKey
 from debates.engine.types import CoinDecision
 from debates.models import Ballot, Debate, Message, ParseStatus, Participant, StepStatus
-from debates.providers.base import ModelRequest, ProviderConfig
+from debates.providers.base import ModelRequest, Position, ProviderConfig
 from debates.providers.registry import reads_snapshot
 from debates.selectors import debate_still
 from debates.services.budgets import PARTICIPANTS, CallLimits, CallScope, limits_of
@@ -183,6 +183,7 @@ def step_context(
             schedule_id=debate.schedule_id,
             max_output_tokens=debate.max_output_tokens,
             owner_cap=participant.owner_daily_token_cap,
+            owner_usd_cap=participant.owner_daily_usd_cap,
             schedule_cap=participant.schedule_daily_token_cap,
             role=PARTICIPANTS,
             temperature=participant.temperature,
@@ -216,7 +217,7 @@ def _asked(participant: Participant, status: str, key: StepKey, seats: list[Part
 
 def _seats(debate_id: int, participant_id: int, *, voter: bool) -> list[Participant]:
     """Return a debate's seats in speaking order with their models, their debate and its
-    strategy's texts, and the daily token caps of its owner and schedule; for a vote,
+    strategy's texts, and the daily caps of its owner and schedule; for a vote,
     whether the ballot of ``participant_id`` is stored."""
     seats = (
         Participant.objects.filter(debate_id=debate_id)
@@ -224,6 +225,7 @@ def _seats(debate_id: int, participant_id: int, *, voter: bool) -> list[Particip
         .only(*_SEAT_FIELDS, *(f"debate__{name}" for name in _DEBATE_FIELDS))
         .annotate(
             owner_daily_token_cap=F("debate__owner__token_budget__daily_token_cap"),
+            owner_daily_usd_cap=F("debate__owner__token_budget__daily_usd_cap"),
             schedule_daily_token_cap=F("debate__schedule__daily_token_cap"),
         )
         .order_by("speak_order")
@@ -285,6 +287,16 @@ def prior_actions(entries: list[HistoryEntry], participant: Participant) -> dict
             for decision in entry.decisions:
                 actions[decision.symbol].append(decision.action.value)
     return {symbol: tuple(found) for symbol, found in actions.items()}
+
+
+def positions(entries: list[HistoryEntry]) -> dict[str, tuple[Position, ...]]:
+    """Return each participant's latest answered position on each coin in ``entries``."""
+    found: dict[str, list[Position]] = defaultdict(list)
+    for speaker, entry in latest(entries).items():
+        for decision in entry.decisions:
+            position = Position(speaker, decision.action.value, decision.confidence)
+            found[decision.symbol].append(position)
+    return {symbol: tuple(held) for symbol, held in found.items()}
 
 
 def answer_fields(

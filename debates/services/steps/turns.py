@@ -18,9 +18,17 @@ from debates.engine import machine
 from debates.engine.plan import OPENING, REBUTTAL
 from debates.engine.prompts import TurnContext, build_turn_prompt
 from debates.locks import lock_debate
-from debates.models import DebateStatus, Message, MessageType, Participant, StepStatus
+from debates.models import (
+    DebateStatus,
+    DropReason,
+    Message,
+    MessageType,
+    Participant,
+    StepStatus,
+)
 from debates.providers.base import ModelRequest
 from debates.services import transitions
+from debates.services.dropped import dropped_call_record
 from debates.services.judge import round_summary_text
 from debates.services.levels import RoundClose, round_close
 from debates.services.runs import run_enqueue
@@ -57,6 +65,19 @@ def turn_ask(
             fields=fields,
             seats=now.cast.seats,
         )
+
+
+def _dropped(
+    participant: Participant, round_number: int, fields: dict[str, Any], reason: str
+) -> None:
+    """Keep what the call of a turn that is not stored used and cost."""
+    dropped_call_record(
+        fields=fields,
+        kind="turn",
+        reason=reason,
+        participant=participant,
+        round_number=round_number,
+    )
 
 
 def turn_request(
@@ -100,6 +121,8 @@ def turn_request(
         symbols=cast.symbols,
         snapshot=cast.snapshot,
         prior_actions=context.prior_actions(said, participant),
+        participant=context.label(participant),
+        positions=context.positions(said),
         seed=cast.debate_id * 100 + participant.speak_order,
         sample=sample,
     )
@@ -126,9 +149,11 @@ def turn_record(
     if locked is None or locked.status != DebateStatus.RUNNING:
         state = "gone" if locked is None else locked.status
         logger.info("debate %s is %s: turn result dropped", debate_id, state)
+        _dropped(participant, round_number, fields, DropReason.STOPPED)
         return None
     stored = _stored_turns(locked.pk)
     if (round_number, participant.pk) in {(r, p) for r, p, _, _ in stored}:
+        _dropped(participant, round_number, fields, DropReason.DUPLICATE)
         return None  # another copy stored this turn first
     message = Message.objects.create(
         debate_id=locked.pk,

@@ -17,9 +17,18 @@ from debates.engine.plan import VOTING
 from debates.engine.prompts import VoteContext, build_vote_prompt
 from debates.engine.types import CoinDecision
 from debates.locks import lock_debate
-from debates.models import Ballot, DebateStatus, Message, Participant, StepStatus, Vote
+from debates.models import (
+    Ballot,
+    DebateStatus,
+    DropReason,
+    Message,
+    Participant,
+    StepStatus,
+    Vote,
+)
 from debates.providers.base import ModelRequest
 from debates.services import transitions
+from debates.services.dropped import dropped_call_record
 from debates.services.runs import run_enqueue
 from debates.services.steps import context
 from debates.state import plan_of
@@ -86,6 +95,8 @@ def _vote_request(now: context.StepContext) -> ModelRequest:
         symbols=cast.symbols,
         snapshot=cast.snapshot,
         prior_actions=context.prior_actions(said, participant),
+        participant=context.label(participant),
+        positions=context.positions(said),
         seed=cast.debate_id * 100 + 50 + participant.speak_order,
     )
 
@@ -113,6 +124,7 @@ def ballot_record(
             locked = lock_debate(debate_id=debate_id, status=DebateStatus.VOTING)
             if locked is None:
                 logger.info("debate %s is no longer voting: ballot dropped", debate_id)
+                _dropped(participant, fields, DropReason.STOPPED)
                 return None
             ballot = Ballot.objects.create(debate_id=debate_id, participant=participant, **fields)
             votes = Vote.objects.bulk_create(
@@ -133,7 +145,13 @@ def ballot_record(
         if not Ballot.objects.filter(debate_id=debate_id, participant=participant).exists():
             raise
         logger.info("debate %s: another copy stored the ballot of %s", debate_id, participant.pk)
+        _dropped(participant, fields, DropReason.DUPLICATE)
         return None
+
+
+def _dropped(participant: Participant, fields: dict[str, Any], reason: str) -> None:
+    """Keep what the call of a ballot that is not stored used and cost."""
+    dropped_call_record(fields=fields, kind="vote", reason=reason, participant=participant)
 
 
 def _announce(ballot: Ballot, votes: list[Vote]) -> None:

@@ -105,6 +105,8 @@ def test_control_endpoint_scripts_a_server_in_another_process() -> None:
         "queued_replies": 0,
         "rules": 0,
         "latency_s": 0.05,
+        "billed_calls": 0,
+        "billed_tokens": 0,
     }
     assert [r["path"] for r in seen] == ["/v1/chat/completions"] * 3
     assert seen[0]["body"]["model"] == "deepseek-flash"
@@ -158,3 +160,23 @@ def test_the_fake_serves_its_own_models_as_a_local_server_and_refuses_other_unkn
     # and once the server serves it too, it is answered
     llm_server.local_models.add("llama3")
     assert httpx.post(url, json={**body, "model": "llama3"}).status_code == 200
+
+
+def test_the_server_counts_the_answers_it_billed_and_their_tokens(
+    llm_server: FakeLLMServer,
+) -> None:
+    # given two answers of scripted usage around a server error
+    llm_server.enqueue(
+        Reply(prompt_tokens=1000, completion_tokens=100),
+        Reply.server_error(),
+        Reply(prompt_tokens=2000, completion_tokens=50),
+    )
+    config = make_config(llm_server)
+
+    # when three calls are made, the second retried after its error
+    answers = [complete(config, make_request(), policy=FAST_RETRIES) for _ in range(2)]
+
+    # then the server billed the two answers, the error not, as the client counted them
+    stats = llm_server.stats()
+    assert (stats["requests"], stats["billed_calls"], stats["billed_tokens"]) == (3, 2, 3150)
+    assert sum(a.prompt_tokens + a.completion_tokens for a in answers) == 3150

@@ -18,6 +18,7 @@ from debates.providers import (
     TerminalProviderError,
     complete,
 )
+from debates.providers.base import Position
 from strategies.market.builder import SnapshotSpec, build_snapshot
 from strategies.market.dataset import DATASET_SYMBOLS, DatasetSource
 from strategies.market.snapshot import (
@@ -354,3 +355,20 @@ def test_the_simulated_judge_scores_every_label_and_varies_with_temperature() ->
 
 def _summary_context() -> SummaryContext:
     return SummaryContext(round=1, max_rounds=3, symbols=SYMBOLS, messages=())
+
+
+def test_the_simulated_answer_says_it_moved_and_its_decision_is_the_moved_one():
+    # given an uptrend the analyst reads long, and two confident shorts among the others
+    shorts = (Position("P1", "open_short", 85), Position("P2", "open_short", 80))
+    # (seed 2 draws 0.27 for BTCUSDT in a round-2 turn: under its chance of giving way)
+    request = _request("analyst", round=2, seed=2, participant="P3", positions={"BTCUSDT": shorts})
+    # when it answers twice
+    first, second = complete(SIMULATED, request), complete(SIMULATED, request)
+    # then it moved short on BTC, said why, and held its long on ETH where nobody spoke
+    decisions = parse_output(first.text, SYMBOLS).decisions
+    assert [(d.symbol, d.action.value) for d in decisions] == [
+        ("BTCUSDT", "open_short"),
+        ("ETHUSDT", "open_long"),
+    ]
+    assert "they convince me: I move to open_short. Decision: open_short" in first.text
+    assert first.text == second.text

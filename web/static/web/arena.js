@@ -80,6 +80,13 @@
     return `${personality ? personality.name : participant.personality} · ${who}`;
   }
 
+  /** How much of a debate's tokens the simulated model estimated: all, some or none. */
+  function estimated(debate) {
+    const part = debate.spend ? debate.spend.estimated_tokens : 0;
+    if (!part) return "";
+    return part === debate.tokens ? " (estimated)" : ` (${part.toLocaleString("en-US")} estimated)`;
+  }
+
   /** The label every simulated model carries wherever it appears. */
   function simulatedBadge(participant) {
     return participant.simulated
@@ -242,7 +249,7 @@
     const strategy = debate.strategy ? debate.strategy.name : "no strategy";
     const level = debate.level_used ? ` · ${debate.level_used}` : "";
     const spend = debate.tokens === undefined ? ""
-      : ` · ${debate.tokens.toLocaleString("en-US")} tokens · $${debate.cost_usd}`;
+      : ` · ${debate.tokens.toLocaleString("en-US")} tokens${estimated(debate)} · $${debate.cost_usd}`;
     $("#debate-meta").textContent = `${strategy} · ${debate.phase} · ${rounds} · `
       + `${debate.prompt_variant} · ${marketInstant(debate)}${level}${spend}`;
     const coins = debate.symbols.length ? debate.symbols : [debate.symbol || "coins at start"];
@@ -350,6 +357,7 @@
     if (failed) positions = h("span", { class: "badge badge-failed", text: "FAILED" });
     if (skipped) positions = h("span", { class: "badge badge-skipped", text: "SKIPPED" });
     let usage = `${message.usage.prompt_tokens} + ${message.usage.completion_tokens} tokens`
+      + (message.usage.estimated ? " (estimated)" : "")
       + ` · $${message.usage.cost_usd}`
       + ` · ${message.latency_ms} ms · parse ${message.parse_status}`;
     if (human) usage = skipped ? "Not written in time: skipped." : "Written by you.";
@@ -812,7 +820,7 @@
     const read = ++state.detailReads;
     const detail = await api("GET", `debates/${debate.id}`).catch(() => null);
     if (!detail || state.debate !== debate || read !== state.detailReads) return;
-    for (const key of ["symbol", "symbols", "market_snapshot", "book", "tokens", "cost_usd"]) {
+    for (const key of ["symbol", "symbols", "market_snapshot", "book", "tokens", "cost_usd", "spend"]) {
       debate[key] = detail[key];
     }
     renderHeader();

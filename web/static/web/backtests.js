@@ -250,6 +250,14 @@
     renderReport();
   }
 
+  /** How much of a run's tokens the simulated model estimated: all, some or none. */
+  function estimatedPart(usage) {
+    const part = usage.estimated_tokens || 0;
+    if (!part) return "";
+    const tokens = usage.prompt_tokens + usage.completion_tokens;
+    return part === tokens ? " (estimated)" : ` (${part.toLocaleString("en-US")} estimated)`;
+  }
+
   function renderStatus() {
     const b = state.backtest;
     const badge = $("#backtest-status");
@@ -298,7 +306,8 @@
     renderSpend(report);
     const u = report.usage;
     $("#usage").textContent = `${u.model_calls} model calls, ${u.cached_calls} answered from the cache, `
-      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens, ${u.seconds.toFixed(1)} s.`
+      + `${(u.prompt_tokens + u.completion_tokens).toLocaleString("en-US")} tokens${estimatedPart(u)}, `
+      + `${u.seconds.toFixed(1)} s.`
       + budgetMatch(report.budget_match);
     const picker = $("#trade-rule");
     const chosen = picker.value || "debate";
