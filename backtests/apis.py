@@ -25,6 +25,7 @@ from arena.inputs import (
     validate,
 )
 from arena.queries import owned_or_404
+from backtests.engine.baseline import OFF, ROTATE, SEAT_CHOICES
 from backtests.models import Backtest, BacktestStatus, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
@@ -55,6 +56,8 @@ from strategies.models import PromptVariant
 from strategies.services import SymbolField
 
 TAGS = ["backtests"]
+# The budget-matched baseline's settings; a seat must be one of the debate's.
+BASELINES = (OFF, ROTATE, *SEAT_CHOICES)
 
 
 class BacktestListApi(JsonApi):
@@ -156,13 +159,13 @@ class BacktestCreateApi(JsonApi):
             "horizon of one step the debates run one at a time); the report shows both "
             "rules.",
         )
-        baseline = StrictCharField(
+        baseline = StrictChoiceField(
+            choices=BASELINES,
             required=False,
-            max_length=6,
             help_text="The budget-matched baseline, which costs model calls: off (default), "
-            "rotate (each seat's model in turn) or a seat (P1, P2...): at each step that "
-            "model answers its round-1 prompt, with the book, again and again until its "
-            "tokens match the debate's; its answers decide by the consensus rule.",
+            "rotate (each seat's model in turn) or a seat of the debate (P1, P2...): at each "
+            "step that model answers its round-1 prompt, with the book, again and again "
+            "until its tokens match the debate's; its answers decide by the consensus rule.",
         )
 
     @extend_schema(

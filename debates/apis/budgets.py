@@ -94,7 +94,7 @@ class PriceListApi(StaffApi):
     @extend_schema(
         operation_id="prices_list",
         tags=["prices"],
-        responses={200: ModelPriceSerializer(many=True), **error_responses(403)},
+        responses={200: ModelPriceSerializer(many=True), **error_responses(403, 404)},
     )
     def get(self, request: Request) -> Response:
         return paginated_response(
@@ -106,7 +106,8 @@ class PriceListApi(StaffApi):
 
 
 class PriceCreateApi(StaffApi):
-    """Add a row to the price table: its model's calls cost it from then on."""
+    """Add a row to the price table: its model's calls cost it from then on. The table
+    holds one row per provider and model: a second is refused, naming model_name."""
 
     @extend_schema(
         operation_id="prices_create",
@@ -132,7 +133,8 @@ class PriceDetailApi(StaffApi):
 
 
 class PriceUpdateApi(StaffApi):
-    """Change some prices of a row of the price table."""
+    """Change some prices of a row of the price table. The table holds one row per
+    provider and model: a change onto another row's is refused, naming model_name."""
 
     @extend_schema(
         operation_id="prices_partial_update",

@@ -11,16 +11,17 @@ once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from drf_spectacular.utils import extend_schema_serializer
-from rest_framework import serializers
 
 from arena.exceptions import ValidationError
 from arena.inputs import (
     StrictCharField,
     StrictChoiceField,
+    StrictDecimalField,
     StrictIntegerField,
     StrictSerializer,
     validate,
@@ -31,20 +32,9 @@ from debates.providers.simulated import PROVIDER as SIMULATED
 from debates.selectors import model_price_get
 from debates.services.costs import prices_forget
 
-USD = {"max_digits": 12, "decimal_places": 4, "min_value": 0}
-"""A USD amount as the budget and the price table store it: at least 0, 4 decimals."""
-
-
-class UsdField(serializers.DecimalField):
-    """An amount in USD given as a JSON string ("2.50"), as the API answers amounts; a
-    JSON number is refused, as a float would round it."""
-
-    default_error_messages = {"invalid": 'Must be a string holding a number, e.g. "2.50".'}
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
+USD = {"max_digits": 12, "decimal_places": 4, "min_value": Decimal(0)}
+"""A USD amount as the budget and the price table store it: at least 0, 4 decimals, given
+as a JSON string ("2.50"), as the API answers amounts."""
 
 
 MODEL_TAKEN = "The price table has a row for this provider and model already."
@@ -68,7 +58,7 @@ class BudgetInputSerializer(StrictSerializer):
         min_value=0,
         help_text="Tokens a UTC day past which no model call starts.",
     )
-    daily_usd_cap = UsdField(
+    daily_usd_cap = StrictDecimalField(
         required=False,
         allow_null=True,
         help_text="USD a UTC day past which no model call starts.",
@@ -103,12 +93,12 @@ class ModelPriceInputSerializer(StrictSerializer):
         max_length=100,
         help_text="Empty: any model of the provider without a row of its own.",
     )
-    input_usd_per_mtok = UsdField(**USD)
-    cached_input_usd_per_mtok = UsdField(
+    input_usd_per_mtok = StrictDecimalField(**USD)
+    cached_input_usd_per_mtok = StrictDecimalField(
         help_text="Input served from the provider's prompt cache.", **USD
     )
-    output_usd_per_mtok = UsdField(**USD)
-    cache_write_usd_per_mtok = UsdField(
+    output_usd_per_mtok = StrictDecimalField(**USD)
+    cache_write_usd_per_mtok = StrictDecimalField(
         required=False,
         allow_null=True,
         help_text="Writing to the prompt cache; null: the input price.",

@@ -112,7 +112,7 @@ def test_the_owner_sets_and_changes_their_own_caps(api, client_for, user, other_
         (
             {"daily_usd_cap": "0.00001"},
             "daily_usd_cap",
-            "Ensure that there are no more than 4 decimal places.",
+            'Must be a decimal number in a string, written plainly: "2.5".',
         ),
         (
             {"daily_token_cap": -5},
@@ -123,7 +123,7 @@ def test_the_owner_sets_and_changes_their_own_caps(api, client_for, user, other_
         (
             {"daily_usd_cap": 2.5},
             "daily_usd_cap",
-            'Must be a string holding a number, e.g. "2.50".',
+            'Must be a decimal number in a string, written plainly: "2.5".',
         ),
         ({"daily_tokens": 5}, "daily_tokens", "Unknown field."),
     ],

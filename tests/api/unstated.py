@@ -80,6 +80,7 @@ UNSTATED: dict[str, Rules] = {
         "start": DATASET_WINDOW,
         "end": rf"{DATASET_WINDOW}|Must be after start\.|"
         r"The window holds \d+ steps of \d+ minutes; at most \d+\.",
+        "baseline": r"One of off, rotate or a seat of the debate \(P1(\.\.P\d)?\)\.",
     },
     "POST /api/strategies": STRATEGY,
     "PATCH /api/strategies/{strategy_id}": {
@@ -99,6 +100,11 @@ UNSTATED: dict[str, Rules] = {
         **dict.fromkeys(("exchange", "starting_balance", "market_source"), FIXED),
         **dict.fromkeys(("api_key", "api_secret", "api_passphrase"), CREDENTIAL),
     },
+    # The price table holds one row per provider and model.
+    **dict.fromkeys(
+        ("POST /api/prices", "PATCH /api/prices/{price_id}"),
+        {"model_name": r"The price table has a row for this provider and model already\."},
+    ),
     "POST /api/debates/{debate_id}/turns": ANSWER,
     "POST /api/debates/{debate_id}/votes": ANSWER,
 }

@@ -156,7 +156,7 @@ def test_a_profit_factor_without_a_losing_trade_reads_infinite():
 
 def test_a_drawdown_shows_as_the_api_gives_it_a_positive_share():
     from backtests.engine.metrics import max_drawdown
-    from backtests.management.commands.backtest import drawdown
+    from backtests.management.tables import drawdown
 
     # given an equity curve falling a quarter from its peak, as the API reports it
     fall = max_drawdown([Decimal("1000"), Decimal("1200"), Decimal("900"), Decimal("1000")])
