@@ -279,7 +279,11 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 CONSENSUS_VOTER_WEIGHTS = {"calibrated": "evaluations.selectors.calibrated_voter_weights"}
 
 # --- Model calls --------------------------------------------------------------------------
+# Model calls in flight at once across every worker, and the most of them one user's
+# debates may have (the others keep the rest, whatever that user's models do); as many
+# more of a user's calls may wait for a slot (debates.providers.slots).
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
+MODEL_CALLS_PER_USER = env_int("MODEL_CALLS_PER_USER", 3)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 # Seconds a debate step's claim and model slot outlive their holder (both renewed every
 # third of it while the step runs, which marks its debate alive): how long a step killed

@@ -23,6 +23,7 @@ from debates.providers.slots import (
     RedisSlots,
     Slots,
     SlotUnavailable,
+    TooManyWaiting,
     fair_share,
     hold,
     model_slots,
@@ -44,10 +45,12 @@ def slot_key() -> Iterator[str]:
 def make_slots(request: pytest.FixtureRequest, slot_key: str) -> Callable[..., Slots]:
     """Build either implementation, so both are held to the same contract."""
 
-    def build(cap: int, *, poll_s: float = 0.1) -> Slots:
+    def build(cap: int, *, poll_s: float = 0.1, per_owner: int | None = None) -> Slots:
         if request.param == "local":
-            return LocalSlots(cap)
-        return RedisSlots(settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s)
+            return LocalSlots(cap, per_owner=per_owner)
+        return RedisSlots(
+            settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s, per_owner=per_owner
+        )
 
     return build
 
@@ -221,21 +224,22 @@ def test_model_slots_is_in_process_without_redis(settings) -> None:
 
     # then
     assert isinstance(slots, LocalSlots)
-    assert slots.cap == 4
+    assert (slots.cap, slots.per_owner) == (4, settings.MODEL_CALLS_PER_USER)
     assert model_slots() is slots
 
 
 def test_model_slots_uses_redis_when_configured(settings, slot_key: str) -> None:
     # given
     settings.MODEL_CALL_CAP = 3
+    settings.MODEL_CALLS_PER_USER = 5
     settings.MODEL_SLOT_KEY = slot_key
 
     # when
     slots = model_slots()
 
-    # then
+    # then (a user's limit is never above the cap)
     assert isinstance(slots, RedisSlots)
-    assert (slots.cap, slots.key) == (3, slot_key)
+    assert (slots.cap, slots.per_owner, slots.key) == (3, 3, slot_key)
 
 
 def test_threads_sharing_local_slots_never_exceed_the_cap() -> None:
@@ -433,3 +437,59 @@ def test_a_waiter_that_gave_up_no_longer_holds_anyone_back(make_slots) -> None:
     # when a slot frees, user 1 takes it again
     slots.release(held[0])
     assert slots.acquire(0, owner="user:1") is not None
+
+
+def test_an_owner_holds_at_most_per_owner_slots_and_the_others_keep_the_rest(
+    make_slots,
+) -> None:
+    # given a cap of 4, an owner holding the 2 it may, with nobody else around
+    slots = make_slots(4, per_owner=2)
+    held = [slots.acquire(0, owner="user:1") for _ in range(2)]
+    # when it asks for a third, and another owner for two
+    third = slots.acquire(0.05, owner="user:1")
+    others = [slots.acquire(0, owner="user:2") for _ in range(2)]
+    # then the owner got no third slot, and the other owner the two left
+    assert all(held) and third is None and all(others)
+    assert slots.holders() == {"user:1": 2, "user:2": 2}
+
+
+def test_an_owners_acquire_beyond_its_waiting_room_is_refused_without_waiting(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, and one more of its calls waiting
+    slots = make_slots(2, poll_s=0.02, per_owner=1)
+    held = slots.acquire(0, owner="user:1")
+    waiter: dict[str, Lease | None] = {}
+    thread = threading.Thread(target=lambda: waiter.update(got=slots.acquire(30, owner="user:1")))
+    thread.start()
+    _wait_until(lambda: slots.waiting() == {"user:1": 1})
+    # when a third call of the owner asks for a slot
+    with pytest.raises(TooManyWaiting):
+        slots.acquire(30, owner="user:1")
+    # then it was never recorded as waiting, and another owner still takes the free slot
+    assert slots.waiting() == {"user:1": 1}
+    other = slots.acquire(0, owner="user:2")
+    assert other is not None
+    assert slots.holders() == {"user:1": 1, "user:2": 1}
+    # (the waiter gets the owner's slot once it is given back)
+    slots.release(held)
+    thread.join(timeout=30)
+    assert waiter["got"] is not None
+    assert slots.holders() == {"user:1": 1, "user:2": 1}
+    for lease in (waiter["got"], other):
+        slots.release(lease)
+
+
+def test_hold_lets_a_refused_acquire_through_as_a_slot_unavailable(make_slots) -> None:
+    # given an owner whose one slot is held and whose waiting room of one is full
+    slots = make_slots(3, poll_s=0.02, per_owner=1)
+    held = slots.acquire(0, owner="user:1")
+    thread = threading.Thread(target=lambda: slots.acquire(0.5, owner="user:1"))
+    thread.start()
+    _wait_until(lambda: slots.waiting() == {"user:1": 1})
+    # when a step holds a slot for that owner, then the refusal reaches it
+    with pytest.raises(TooManyWaiting) as refused, hold(slots, 30, owner="user:1"):
+        pass
+    assert isinstance(refused.value, SlotUnavailable)
+    thread.join(timeout=30)
+    slots.release(held)

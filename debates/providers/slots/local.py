@@ -1,0 +1,119 @@
+"""The model-call cap inside one process (threads), for the embedded default."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import Counter
+
+from debates.providers.slots.leases import (
+    ANONYMOUS,
+    DEFAULT_CAP,
+    DEFAULT_LEASE_S,
+    Lease,
+    TooManyWaiting,
+    checked_per_owner,
+    fair_share,
+)
+
+
+class LocalSlots:
+    """An in-process semaphore with expiring leases (threads of one process)."""
+
+    def __init__(
+        self,
+        cap: int = DEFAULT_CAP,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        per_owner: int | None = None,
+    ) -> None:
+        if cap < 1:
+            raise ValueError("cap must be at least 1")
+        self.cap = cap
+        self.lease_s = lease_s
+        self.per_owner = checked_per_owner(cap, per_owner)
+        self._leases: dict[str, tuple[str, float]] = {}  # token -> (owner, expiry)
+        self._waiting: dict[str, str] = {}  # token of a waiting acquire -> its owner
+        self._changed = threading.Condition()
+
+    def acquire(
+        self, wait_s: float, *, lease_s: float | None = None, owner: str = ANONYMOUS
+    ) -> Lease | None:
+        """Take a slot for ``owner``, waiting up to ``wait_s`` seconds; return None when
+        none came free for it; raise ``TooManyWaiting`` when its waiting room is full."""
+        give_up = time.monotonic() + max(0.0, wait_s)
+        token = secrets.token_hex(16)
+        waited = False
+        with self._changed:
+            try:
+                while True:
+                    now = time.monotonic()
+                    self._drop_expired(now)
+                    if self._may_take(owner):
+                        expires_at = now + (lease_s or self.lease_s)
+                        self._leases[token] = (owner, expires_at)
+                        return Lease(token, expires_at, waited=waited, owner=owner)
+                    if token not in self._waiting and self._room_full(owner):
+                        raise TooManyWaiting(f"{owner} has {self.per_owner} calls waiting")
+                    if now >= give_up:
+                        return None
+                    self._waiting[token] = owner
+                    soonest = min(expiry for _, expiry in self._leases.values())
+                    self._changed.wait(timeout=max(0.0, min(give_up, soonest) - now))
+                    waited = True
+            finally:
+                self._waiting.pop(token, None)
+
+    def _may_take(self, owner: str) -> bool:
+        held = [who for who, _ in self._leases.values()]
+        most = self.cap if self.per_owner is None else self.per_owner
+        if len(held) >= self.cap or held.count(owner) >= most:
+            return False
+        others = {who for who in self._waiting.values() if who != owner}
+        if not others:
+            return True
+        share = fair_share(self.cap, len(others | set(held) | {owner}))
+        return held.count(owner) < min(most, share)
+
+    def _room_full(self, owner: str) -> bool:
+        waiting = sum(1 for who in self._waiting.values() if who == owner)
+        return self.per_owner is not None and waiting >= self.per_owner
+
+    def renew(self, lease: Lease, lease_s: float) -> bool:
+        """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""
+        with self._changed:
+            now = time.monotonic()
+            self._drop_expired(now)
+            if lease.token not in self._leases:
+                return False
+            self._leases[lease.token] = (lease.owner, now + lease_s)
+            return True
+
+    def release(self, lease: Lease) -> None:
+        """Give the slot back and wake the waiters (the freed slot may be one owner's
+        share only)."""
+        with self._changed:
+            if self._leases.pop(lease.token, None) is not None:
+                self._changed.notify_all()
+
+    def in_use(self) -> int:
+        """Return the number of unexpired leases now."""
+        with self._changed:
+            self._drop_expired(time.monotonic())
+            return len(self._leases)
+
+    def holders(self) -> dict[str, int]:
+        """Return how many unexpired leases each owner holds now."""
+        with self._changed:
+            self._drop_expired(time.monotonic())
+            return dict(Counter(owner for owner, _ in self._leases.values()))
+
+    def waiting(self) -> dict[str, int]:
+        """Return how many acquires of each owner are waiting for a slot now."""
+        with self._changed:
+            return dict(Counter(self._waiting.values()))
+
+    def _drop_expired(self, now: float) -> None:
+        for token in [t for t, (_, expiry) in self._leases.items() if expiry <= now]:
+            del self._leases[token]
