@@ -291,8 +291,8 @@ CONSENSUS_VOTER_WEIGHTS = {"calibrated": "evaluations.selectors.calibrated_voter
 
 # --- Model calls --------------------------------------------------------------------------
 # Model calls in flight at once across every worker, and the most of them one user's
-# debates may have (the others keep the rest, whatever that user's models do); as many
-# more of a user's calls may wait for a slot (debates.providers.slots).
+# debates may have (the others keep the rest, whatever that user's models do); while a
+# user's calls hang, only as many more of them wait for a slot (debates.providers.slots).
 MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 6)
 MODEL_CALLS_PER_USER = env_int("MODEL_CALLS_PER_USER", 3)
 # Threads of a call worker (the Procfile's `calls`, MODEL_CALL_QUEUE), and of the

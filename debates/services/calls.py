@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ MODEL_UNAVAILABLE = "model_unavailable"
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
-# a busy worker is never parked for long. A step whose owner has as many calls waiting
-# as it may make goes back to the queue at once, and comes again this much later.
+# a busy worker is never parked for long. A step whose owner's calls are still (they
+# hang) while as many others of its wait as it may make goes back to the queue, and comes
+# again one to two times this later (at random, so that a user's many such steps do not
+# all come back together).
 SLOT_WAIT_S = 5.0
 
 
@@ -153,11 +156,11 @@ def call_model(
     does not answer raises ``NotCached`` before anything is taken or written (no slot,
     no budget): the step asking it stores nothing and can be sent to a worker as it is.
 
-    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S, or at once when the
-    owner's calls fill their waiting room too (``TooManyWaiting``). The caller read what
-    it asks right before; a step that had to wait for its slot asks ``still_wanted()``
-    again before the call goes out, and False (the debate was cancelled meanwhile, say)
-    abandons the call and gives ``None`` back. The slot outlives a worker killed during
+    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S, or sooner when the
+    owner's calls are still and its waiting room full (``TooManyWaiting``). The caller
+    read what it asks right before; a step that had to wait for its slot asks
+    ``still_wanted()`` again before the call goes out, and False (the debate was
+    cancelled meanwhile, say) abandons the call and gives ``None`` back. The slot outlives a worker killed during
     the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
     deadline.
 
@@ -220,7 +223,7 @@ def _in_a_slot(
             cost = response_cost(response)
             budget_settle(reservation, response.prompt_tokens + response.completion_tokens, cost)
     except TooManyWaiting as exc:
-        raise StepDeferred("the owner's calls fill its slots", retry_after=SLOT_WAIT_S) from exc
+        raise _owner_full() from exc
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
     except BudgetExhausted as exc:
@@ -259,6 +262,13 @@ def _reserve(
     if limits is None or not limits.caps:
         return None
     return budget_reserve(limits, most_tokens(config, request), most_cost(config, request))
+
+
+def _owner_full() -> StepDeferred:
+    """Return the deferral of a step whose owner's calls are still and fill its slots and
+    its waiting room: back to the queue for SLOT_WAIT_S to twice that."""
+    again_s = SLOT_WAIT_S * (1 + random.random())
+    return StepDeferred("the owner's calls fill its model slots", retry_after=again_s)
 
 
 def _connection_given_back() -> None:

@@ -27,10 +27,13 @@ each try, so a waiter that gave up or died stops counting within it.
 Shares only hand out the slots that free up; a call that hangs frees none until its
 deadline. So an owner may also be limited to ``per_owner`` slots whoever waits (the
 Django settings make it ``MODEL_CALLS_PER_USER``, below the cap): whatever its calls do,
-the other owners keep ``cap - per_owner``. The same number bounds the owner's acquires
-waiting at once, each of which holds its caller's thread: a further one is refused at
-once with ``TooManyWaiting`` rather than recorded as waiting, so one owner's steps hold
-at most ``2 * per_owner`` threads of the workers that make the calls.
+the other owners keep ``cap - per_owner``. Each waiting acquire holds its caller's
+thread, and while an owner's calls move (one started or ended within
+``STILL_AFTER_S``), its waiters get slots soon and may be as many as its steps. Once
+its calls are still (a model that hangs), the same number bounds the owner's acquires
+waiting: a further one, or a waiting one beyond it at its next try, is refused with
+``TooManyWaiting``, so one owner with hanging calls holds at most ``2 * per_owner``
+threads of the workers that make the calls.
 """
 
 import threading
@@ -40,6 +43,7 @@ from debates.providers.slots.leases import (
     DEFAULT_CAP,
     DEFAULT_KEY,
     DEFAULT_LEASE_S,
+    STILL_AFTER_S,
     WAITER_TTL_S,
     Lease,
     Slots,
@@ -56,6 +60,7 @@ __all__ = [
     "DEFAULT_CAP",
     "DEFAULT_KEY",
     "DEFAULT_LEASE_S",
+    "STILL_AFTER_S",
     "WAITER_TTL_S",
     "Lease",
     "LocalSlots",

@@ -20,6 +20,9 @@ DEFAULT_KEY = "arena:model-slots"
 WAITER_TTL_S = 1.0
 # The owner of leases taken without one (tools, benchmarks of the cap alone).
 ANONYMOUS = "-"
+# How long an owner's calls must neither start nor end before its waiting room applies:
+# its calls are still (hanging, or slow), and a slot will not free up for it soon.
+STILL_AFTER_S = 1.0
 
 
 def fair_share(cap: int, owners: int) -> int:
@@ -32,7 +35,8 @@ class SlotUnavailable(Exception):
 
 
 class TooManyWaiting(SlotUnavailable):
-    """The owner already has ``per_owner`` acquires waiting: this one did not wait."""
+    """The owner's calls are still and it has ``per_owner`` other acquires waiting: this
+    one waits no more."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,8 @@ class Slots(Protocol):
     ) -> Lease | None:
         """Take a slot for ``owner``, waiting up to ``wait_s``; return None when none came
         free (or every free one belongs to another owner's share); raise
-        ``TooManyWaiting``, without waiting, when ``owner`` has as many acquires waiting
-        as it may hold slots."""
+        ``TooManyWaiting`` when ``owner``'s calls are still and it has as many other
+        acquires waiting as it may hold slots."""
 
     def renew(self, lease: Lease, lease_s: float) -> bool:
         """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""

@@ -11,6 +11,7 @@ from debates.providers.slots.leases import (
     ANONYMOUS,
     DEFAULT_CAP,
     DEFAULT_LEASE_S,
+    STILL_AFTER_S,
     Lease,
     TooManyWaiting,
     checked_per_owner,
@@ -27,21 +28,25 @@ class LocalSlots:
         *,
         lease_s: float = DEFAULT_LEASE_S,
         per_owner: int | None = None,
+        still_after_s: float = STILL_AFTER_S,
     ) -> None:
         if cap < 1:
             raise ValueError("cap must be at least 1")
         self.cap = cap
         self.lease_s = lease_s
         self.per_owner = checked_per_owner(cap, per_owner)
+        self.still_after_s = still_after_s
         self._leases: dict[str, tuple[str, float]] = {}  # token -> (owner, expiry)
         self._waiting: dict[str, str] = {}  # token of a waiting acquire -> its owner
+        self._moved: dict[str, float] = {}  # owner -> when a call of its last began or ended
         self._changed = threading.Condition()
 
     def acquire(
         self, wait_s: float, *, lease_s: float | None = None, owner: str = ANONYMOUS
     ) -> Lease | None:
         """Take a slot for ``owner``, waiting up to ``wait_s`` seconds; return None when
-        none came free for it; raise ``TooManyWaiting`` when its waiting room is full."""
+        none came free for it; raise ``TooManyWaiting`` when its calls are still and its
+        waiting room is full."""
         give_up = time.monotonic() + max(0.0, wait_s)
         token = secrets.token_hex(16)
         waited = False
@@ -53,14 +58,15 @@ class LocalSlots:
                     if self._may_take(owner):
                         expires_at = now + (lease_s or self.lease_s)
                         self._leases[token] = (owner, expires_at)
+                        self._moved[owner] = now
                         return Lease(token, expires_at, waited=waited, owner=owner)
-                    if token not in self._waiting and self._room_full(owner):
+                    self._waiting.pop(token, None)
+                    if self._room_full(owner, now):
                         raise TooManyWaiting(f"{owner} has {self.per_owner} calls waiting")
                     if now >= give_up:
                         return None
                     self._waiting[token] = owner
-                    soonest = min(expiry for _, expiry in self._leases.values())
-                    self._changed.wait(timeout=max(0.0, min(give_up, soonest) - now))
+                    self._changed.wait(timeout=self._wake_after(owner, now, give_up))
                     waited = True
             finally:
                 self._waiting.pop(token, None)
@@ -76,9 +82,19 @@ class LocalSlots:
         share = fair_share(self.cap, len(others | set(held) | {owner}))
         return held.count(owner) < min(most, share)
 
-    def _room_full(self, owner: str) -> bool:
-        waiting = sum(1 for who in self._waiting.values() if who == owner)
-        return self.per_owner is not None and waiting >= self.per_owner
+    def _room_full(self, owner: str, now: float) -> bool:
+        # Whether the owner's calls are still and as many others of its wait as it may hold.
+        if self.per_owner is None or now - self._moved.get(owner, 0.0) < self.still_after_s:
+            return False
+        return sum(1 for who in self._waiting.values() if who == owner) >= self.per_owner
+
+    def _wake_after(self, owner: str, now: float, give_up: float) -> float:
+        # Look again at the first expiry, at the give-up, and when the owner's calls
+        # become still (a release or another take wakes the waiters sooner).
+        soonest = min(expiry for _, expiry in self._leases.values())
+        still = self._moved.get(owner, 0.0) + self.still_after_s
+        due = min(give_up, soonest, still if still > now else give_up)
+        return max(0.0, due - now)
 
     def renew(self, lease: Lease, lease_s: float) -> bool:
         """Make ``lease`` last ``lease_s`` from now; False when it had expired already."""
@@ -95,6 +111,7 @@ class LocalSlots:
         share only)."""
         with self._changed:
             if self._leases.pop(lease.token, None) is not None:
+                self._moved[lease.owner] = time.monotonic()
                 self._changed.notify_all()
 
     def in_use(self) -> int:

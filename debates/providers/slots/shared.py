@@ -12,17 +12,19 @@ from debates.providers.slots.leases import (
     DEFAULT_CAP,
     DEFAULT_KEY,
     DEFAULT_LEASE_S,
+    STILL_AFTER_S,
     WAITER_TTL_S,
     Lease,
     TooManyWaiting,
     checked_per_owner,
 )
 
-# KEYS[1] leases zset, KEYS[2] waiters zset; ARGV: cap, member, lease_ms, owner,
-# waiter_ttl_ms, per_owner (0: no limit but the cap). Members are "<owner>|<token>" in
-# both sets, scored by their expiry. Returns 1 when the slot was taken; -1 when it was
-# not and the owner has per_owner other acquires waiting; otherwise 0, the caller
-# recorded as waiting.
+# KEYS[1] leases zset, KEYS[2] waiters zset, KEYS[3] hash: owner -> when a call of its
+# last began or ended; ARGV: cap, member, lease_ms, owner, waiter_ttl_ms, per_owner (0:
+# no limit but the cap), still_ms. Members are "<owner>|<token>" in both sets, scored by
+# their expiry. Returns 1 when the slot was taken; -1 when it was not, the owner's calls
+# are still (none began or ended within still_ms) and it has per_owner other acquires
+# waiting (the caller waits no more); otherwise 0, the caller recorded as waiting.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -58,24 +60,34 @@ end
 if take then
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), member)
   redis.call('ZREM', KEYS[2], member)
+  redis.call('HSET', KEYS[3], owner, now)
+  redis.call('PEXPIRE', KEYS[3], 86400000)
   return 1
 end
-if limited and not redis.call('ZSCORE', KEYS[2], member) then
+local moved = tonumber(redis.call('HGET', KEYS[3], owner) or '0')
+if limited and now - moved >= tonumber(ARGV[7]) then
   local waiting = 0
   for _, m in ipairs(waiters) do
-    if owner_of(m) == owner then waiting = waiting + 1 end
+    if m ~= member and owner_of(m) == owner then waiting = waiting + 1 end
   end
-  if waiting >= most then return -1 end
+  if waiting >= most then
+    redis.call('ZREM', KEYS[2], member)
+    return -1
+  end
 end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[5]), member)
 return 0
 """
 
-# KEYS[1] leases zset, KEYS[2] wake-up list, ARGV: cap. Wakes one waiter per freed slot;
-# the list is trimmed and expires, so wake-ups nobody waited for do not pile up.
+# KEYS[1] leases zset, KEYS[2] wake-up list, KEYS[3] the owners' last moves; ARGV: cap,
+# member. Wakes one waiter per freed slot; the list is trimmed and expires, so wake-ups
+# nobody waited for do not pile up.
 _RELEASE = """
 local removed = redis.call('ZREM', KEYS[1], ARGV[2])
 if removed == 1 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HSET', KEYS[3], string.match(ARGV[2], '^(.*)|[^|]*$'), now)
   redis.call('LPUSH', KEYS[2], '1')
   redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[1]) - 1)
   redis.call('PEXPIRE', KEYS[2], 60000)
@@ -115,6 +127,7 @@ class RedisSlots:
         lease_s: float = DEFAULT_LEASE_S,
         poll_s: float = 0.1,
         per_owner: int | None = None,
+        still_after_s: float = STILL_AFTER_S,
     ) -> None:
         import redis
 
@@ -122,12 +135,14 @@ class RedisSlots:
             raise ValueError("cap must be at least 1")
         self.cap = cap
         self.per_owner = checked_per_owner(cap, per_owner)
+        self.still_after_s = still_after_s
         self.key = key
         self.lease_s = lease_s
         self.poll_s = poll_s
         self._leases_key = f"{key}:leases"
         self._waiters_key = f"{key}:waiters"
         self._wake_key = f"{key}:wake"
+        self._moved_key = f"{key}:moved"
         self._redis = redis.Redis.from_url(redis_url)
         self._acquire = self._redis.register_script(_ACQUIRE)
         self._release = self._redis.register_script(_RELEASE)
@@ -138,7 +153,8 @@ class RedisSlots:
         self, wait_s: float, *, lease_s: float | None = None, owner: str = ANONYMOUS
     ) -> Lease | None:
         """Take a slot for ``owner``, waiting up to ``wait_s`` seconds; return None when
-        none came free for it; raise ``TooManyWaiting`` when its waiting room is full."""
+        none came free for it; raise ``TooManyWaiting`` when its calls are still and its
+        waiting room is full."""
         lease_s = lease_s or self.lease_s
         give_up = time.monotonic() + max(0.0, wait_s)
         # The token names its owner: the scripts count leases and waiters per owner.
@@ -146,9 +162,11 @@ class RedisSlots:
         waited = False
         args = [self.cap, token, max(1, round(lease_s * 1000)), token.rpartition("|")[0]]
         args += [max(1, round(WAITER_TTL_S * 1000)), self.per_owner or 0]
+        args.append(round(self.still_after_s * 1000))
+        keys = [self._leases_key, self._waiters_key, self._moved_key]
         while True:
             started = time.monotonic()
-            taken = self._acquire(keys=[self._leases_key, self._waiters_key], args=args)
+            taken = self._acquire(keys=keys, args=args)
             if taken == 1:
                 return Lease(token, started + lease_s, waited=waited, owner=owner)
             if taken == -1:
@@ -168,7 +186,8 @@ class RedisSlots:
 
     def release(self, lease: Lease) -> None:
         """Give the slot back and wake one waiter (nothing happens if it already expired)."""
-        self._release(keys=[self._leases_key, self._wake_key], args=[self.cap, lease.token])
+        keys = [self._leases_key, self._wake_key, self._moved_key]
+        self._release(keys=keys, args=[self.cap, lease.token])
 
     def in_use(self) -> int:
         """Return the number of unexpired leases now."""
@@ -190,5 +209,5 @@ class RedisSlots:
         return dict(Counter(m.decode().rpartition("|")[0] for m in members))
 
     def clear(self) -> None:
-        """Drop every lease, waiter and wake-up (tests and operators' reset only)."""
-        self._redis.delete(self._leases_key, self._waiters_key, self._wake_key)
+        """Drop every lease, waiter, wake-up and move (tests and operators' reset only)."""
+        self._redis.delete(self._leases_key, self._waiters_key, self._wake_key, self._moved_key)

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -45,12 +46,10 @@ def slot_key() -> Iterator[str]:
 def make_slots(request: pytest.FixtureRequest, slot_key: str) -> Callable[..., Slots]:
     """Build either implementation, so both are held to the same contract."""
 
-    def build(cap: int, *, poll_s: float = 0.1, per_owner: int | None = None) -> Slots:
+    def build(cap: int, *, poll_s: float = 0.1, **limits: Any) -> Slots:
         if request.param == "local":
-            return LocalSlots(cap, per_owner=per_owner)
-        return RedisSlots(
-            settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s, per_owner=per_owner
-        )
+            return LocalSlots(cap, **limits)
+        return RedisSlots(settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s, **limits)
 
     return build
 
@@ -453,43 +452,87 @@ def test_an_owner_holds_at_most_per_owner_slots_and_the_others_keep_the_rest(
     assert slots.holders() == {"user:1": 2, "user:2": 2}
 
 
-def test_an_owners_acquire_beyond_its_waiting_room_is_refused_without_waiting(
+def _one_held_and_one_waiting(slots: Slots, owner: str) -> tuple[Lease, threading.Thread]:
+    """Take the one slot ``owner`` may hold, and start one more acquire of its, waiting."""
+    held = slots.acquire(0, owner=owner)
+    waiter = threading.Thread(target=lambda: slots.acquire(1.0, owner=owner))
+    waiter.start()
+    _wait_until(lambda: slots.waiting() == {owner: 1})
+    return held, waiter
+
+
+def test_while_an_owners_calls_move_its_acquires_wait_beyond_its_waiting_room(
     make_slots,
 ) -> None:
-    # given an owner holding the one slot it may, and one more of its calls waiting
-    slots = make_slots(2, poll_s=0.02, per_owner=1)
-    held = slots.acquire(0, owner="user:1")
-    waiter: dict[str, Lease | None] = {}
-    thread = threading.Thread(target=lambda: waiter.update(got=slots.acquire(30, owner="user:1")))
-    thread.start()
-    _wait_until(lambda: slots.waiting() == {"user:1": 1})
-    # when a third call of the owner asks for a slot
+    # given an owner holding the one slot it may, one more of its calls waiting, and its
+    # calls still for less than a minute
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=60)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    # when a third call of the owner asks for a slot, then it waits its time, as the first
+    assert slots.acquire(0.1, owner="user:1") is None
+    waiter.join(timeout=30)
+    slots.release(held)
+
+
+def test_an_owner_with_still_calls_has_its_acquires_beyond_its_waiting_room_refused(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, one more of its calls waiting, and none
+    # of its calls begun or ended for longer than 50 ms
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=0.05)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    time.sleep(0.1)
+    # when a third call of the owner asks for a slot, then it is refused
     with pytest.raises(TooManyWaiting):
         slots.acquire(30, owner="user:1")
-    # then it was never recorded as waiting, and another owner still takes the free slot
+    # and it was never recorded as waiting, and another owner still takes the free slot
     assert slots.waiting() == {"user:1": 1}
     other = slots.acquire(0, owner="user:2")
     assert other is not None
     assert slots.holders() == {"user:1": 1, "user:2": 1}
-    # (the waiter gets the owner's slot once it is given back)
-    slots.release(held)
-    thread.join(timeout=30)
-    assert waiter["got"] is not None
-    assert slots.holders() == {"user:1": 1, "user:2": 1}
-    for lease in (waiter["got"], other):
+    waiter.join(timeout=30)
+    for lease in (held, other):
         slots.release(lease)
 
 
-def test_hold_lets_a_refused_acquire_through_as_a_slot_unavailable(make_slots) -> None:
-    # given an owner whose one slot is held and whose waiting room of one is full
-    slots = make_slots(3, poll_s=0.02, per_owner=1)
+def test_waiters_beyond_the_room_of_an_owner_whose_calls_became_still_give_up(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, and three more of its calls waiting
+    # while its calls moved
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=0.5)
     held = slots.acquire(0, owner="user:1")
-    thread = threading.Thread(target=lambda: slots.acquire(0.5, owner="user:1"))
-    thread.start()
-    _wait_until(lambda: slots.waiting() == {"user:1": 1})
+    refused: list[str] = []
+
+    def wait_for_slot() -> None:
+        try:
+            slots.acquire(30, owner="user:1")
+        except TooManyWaiting:
+            refused.append("refused")
+
+    waiters = [threading.Thread(target=wait_for_slot) for _ in range(3)]
+    for thread in waiters:
+        thread.start()
+    _wait_until(lambda: slots.waiting() == {"user:1": 3})
+    # when its calls stay still past 0.5 s, then all but one of the waiters give up
+    _wait_until(lambda: len(refused) == 2)
+    assert slots.waiting() == {"user:1": 1}
+    # (the one left gets the owner's slot once it is given back)
+    slots.release(held)
+    for thread in waiters:
+        thread.join(timeout=30)
+    assert refused == ["refused", "refused"]
+    assert slots.holders() == {"user:1": 1}
+
+
+def test_hold_lets_a_refused_acquire_through_as_a_slot_unavailable(make_slots) -> None:
+    # given an owner with still calls whose one slot is held and waiting room of one full
+    slots = make_slots(3, poll_s=0.02, per_owner=1, still_after_s=0.05)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    time.sleep(0.1)
     # when a step holds a slot for that owner, then the refusal reaches it
     with pytest.raises(TooManyWaiting) as refused, hold(slots, 30, owner="user:1"):
         pass
     assert isinstance(refused.value, SlotUnavailable)
-    thread.join(timeout=30)
+    waiter.join(timeout=30)
     slots.release(held)
