@@ -160,9 +160,9 @@ def call_model(
     owner's calls are still and its waiting room full (``TooManyWaiting``). The caller
     read what it asks right before; a step that had to wait for its slot asks
     ``still_wanted()`` again before the call goes out, and False (the debate was
-    cancelled meanwhile, say) abandons the call and gives ``None`` back. The slot outlives a worker killed during
-    the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
-    deadline.
+    cancelled meanwhile, say) abandons the call and gives ``None`` back. The slot
+    outlives a worker killed during the call as long as the step's claim does
+    (``claim_ttl_s()``), whatever the call's deadline.
 
     A call whose model can no longer be called (``refusal`` says why: ``model_refusal``,
     the model disabled or its key removed since the debate started) is not made, nor

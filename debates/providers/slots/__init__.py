@@ -13,6 +13,11 @@ holding a slot stops renewing it, and the slot is free again within one lease.
 ``LocalSlots`` is the same contract inside one process (threads), for the embedded
 default without Redis. ``model_slots()`` picks one from the Django settings.
 
+Waiters are served in the order they came: Redis hands each release's wake-up to the
+client that has blocked longest, and ``LocalSlots`` lets an acquire take a slot only
+while no waiter ahead of it may take one. So a step that waited is not overtaken by the
+steps that came after it.
+
 A waiter never holds a slot while waiting, and waits at most ``wait_s``: when
 ``acquire`` returns None the caller (a Celery task) retries later instead of blocking.
 

@@ -46,7 +46,7 @@ class LocalSlots:
     ) -> Lease | None:
         """Take a slot for ``owner``, waiting up to ``wait_s`` seconds; return None when
         none came free for it; raise ``TooManyWaiting`` when its calls are still and its
-        waiting room is full."""
+        waiting room is full. Waiters take the slots they may hold in the order they came."""
         give_up = time.monotonic() + max(0.0, wait_s)
         token = secrets.token_hex(16)
         waited = False
@@ -55,21 +55,22 @@ class LocalSlots:
                 while True:
                     now = time.monotonic()
                     self._drop_expired(now)
-                    if self._may_take(owner):
+                    if self._may_take(owner) and not self._taker_ahead_of(token):
                         expires_at = now + (lease_s or self.lease_s)
                         self._leases[token] = (owner, expires_at)
                         self._moved[owner] = now
                         return Lease(token, expires_at, waited=waited, owner=owner)
-                    self._waiting.pop(token, None)
-                    if self._room_full(owner, now):
+                    if self._room_full(token, owner, now):
                         raise TooManyWaiting(f"{owner} has {self.per_owner} calls waiting")
                     if now >= give_up:
                         return None
-                    self._waiting[token] = owner
+                    self._waiting.setdefault(token, owner)  # keeps its place in the line
                     self._changed.wait(timeout=self._wake_after(owner, now, give_up))
                     waited = True
             finally:
-                self._waiting.pop(token, None)
+                if self._waiting.pop(token, None) is not None:
+                    # Whoever waited behind it looks again: it took a slot, or left the line.
+                    self._changed.notify_all()
 
     def _may_take(self, owner: str) -> bool:
         held = [who for who, _ in self._leases.values()]
@@ -82,16 +83,27 @@ class LocalSlots:
         share = fair_share(self.cap, len(others | set(held) | {owner}))
         return held.count(owner) < min(most, share)
 
-    def _room_full(self, owner: str, now: float) -> bool:
+    def _taker_ahead_of(self, token: str) -> bool:
+        # Whether a waiter that came before ``token`` (every waiter, for a newcomer) may
+        # take a slot now: it takes it first.
+        for ahead, who in self._waiting.items():
+            if ahead == token:
+                return False
+            if self._may_take(who):
+                return True
+        return False
+
+    def _room_full(self, token: str, owner: str, now: float) -> bool:
         # Whether the owner's calls are still and as many others of its wait as it may hold.
         if self.per_owner is None or now - self._moved.get(owner, 0.0) < self.still_after_s:
             return False
-        return sum(1 for who in self._waiting.values() if who == owner) >= self.per_owner
+        others = sum(1 for t, who in self._waiting.items() if who == owner and t != token)
+        return others >= self.per_owner
 
     def _wake_after(self, owner: str, now: float, give_up: float) -> float:
         # Look again at the first expiry, at the give-up, and when the owner's calls
-        # become still (a release or another take wakes the waiters sooner).
-        soonest = min(expiry for _, expiry in self._leases.values())
+        # become still (a release, a take or a waiter leaving wakes the waiters sooner).
+        soonest = min((expiry for _, expiry in self._leases.values()), default=give_up)
         still = self._moved.get(owner, 0.0) + self.still_after_s
         due = min(give_up, soonest, still if still > now else give_up)
         return max(0.0, due - now)

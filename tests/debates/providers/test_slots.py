@@ -438,6 +438,34 @@ def test_a_waiter_that_gave_up_no_longer_holds_anyone_back(make_slots) -> None:
     assert slots.acquire(0, owner="user:1") is not None
 
 
+def test_local_waiters_take_a_freed_slot_in_the_order_they_came() -> None:
+    # given the one slot held, and three acquires waiting for it, one after another
+    slots = LocalSlots(1)
+    held = slots.acquire(0)
+    order: list[int] = []
+
+    def wait_then_pass_on(n: int) -> None:
+        lease = slots.acquire(30)
+        order.append(n)
+        slots.release(lease)
+
+    threads = [threading.Thread(target=wait_then_pass_on, args=(n,)) for n in range(3)]
+    for n, thread in enumerate(threads):
+        thread.start()
+        _wait_until(lambda n=n: slots.waiting() == {"-": n + 1})
+    # when the slot is released and a newcomer asks for it before any waiter runs again
+    # (the waiters need the slots' lock to run, which this thread holds meanwhile)
+    with slots._changed:
+        slots.release(held)
+        newcomer = slots.acquire(0)
+    for thread in threads:
+        thread.join(timeout=30)
+    # then the newcomer got none, and the waiters took the slot in the order they came
+    assert newcomer is None
+    assert order == [0, 1, 2]
+    assert slots.in_use() == 0
+
+
 def test_an_owner_holds_at_most_per_owner_slots_and_the_others_keep_the_rest(
     make_slots,
 ) -> None:
