@@ -2,8 +2,9 @@
 
 With ``REDIS_URL`` unset, Celery's broker is in memory, so a worker must live in the
 process that enqueues the work. The first enqueue starts one worker thread with a
-thread pool of ``MODEL_CALL_CAP`` threads; it consumes the same canvas as a real
-worker does.
+thread pool of ``MODEL_CALL_THREADS`` threads, which serves both queues the full stack
+gives workers of their own (the steps' and the model calls'); it consumes the same
+canvas as a real worker does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def ensure_in_process_worker(timeout_s: float = 30.0) -> celery_worker.WorkContr
             app.set_current()
             worker = _InProcessWorker(
                 app=app,
-                concurrency=max(settings.MODEL_CALL_CAP, 2),
+                concurrency=settings.MODEL_CALL_THREADS,
                 pool="threads",
                 loglevel="WARNING",
                 hostname="in-process@arena",

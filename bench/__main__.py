@@ -21,7 +21,7 @@ BENCHMARKS = {
     "orchestration": "Orchestration overhead against the ideal critical path",
     "prompts": "Prompt characters per debate",
     "slots": "Model-slot utilisation under 30 concurrent debates",
-    "fairness": "A second user's debate behind another user's 100 queued debates",
+    "fairness": "A second user's debate beside another's 100 debates or hanging model",
     "api": "REST API latency under 50 concurrent clients",
     "sse": "SSE delivery latency and loss under many clients",
     "backtest": "Backtests: the ideal at the cap, the cache, the embedded default, the simulation",

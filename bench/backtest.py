@@ -1,15 +1,15 @@
 """Backtests: wall time against the ideal at the model-call cap, the cache, the embedded
 default, and the portfolio simulation alone.
 
-1. A 30-day window at 4h (180 debates of 3 participants over 2 rounds: 9 calls each)
-   at ``book: aware`` against the fake model server, every call taking L (200 ms), on 2
-   Celery worker processes of 3: wall time from creation to completion, against the
-   ideal for its dependency chain: the rounds side by side at the cap of 3 calls in
-   flight, the votes one step after another, so the larger of calls x L / 3 and the
-   first step's rounds (an opening, then 3 turns) plus a vote per step. Run with
-   ``cache: refresh``, so every call is made whatever an earlier run stored. Beside it,
-   the same window at ``book: blind`` (every step independent), against its ideal at
-   the cap (calls x L / 3).
+1. A 30-day window at 4h (180 debates of 3 participants over 2 rounds: 9 calls each) at
+   ``book: aware`` against the fake model server, every call taking L (200 ms), on 2
+   step worker processes of 3 and a call worker of threads: wall time from creation to
+   completion, against the ideal for its dependency chain: the rounds side by side at
+   one user's 3 calls in flight (``MODEL_CALLS_PER_USER``), the votes one step after
+   another, so the larger of calls x L / 3 and the first step's rounds (an opening, then
+   3 turns) plus a vote per step. Run with ``cache: refresh``, so every call is made
+   whatever an earlier run stored. Beside it, the same window at ``book: blind`` (every
+   step independent), against its ideal at the cap (calls x L / 3).
 2. The aware backtest again with ``cache: use``: model calls (0) and wall time, against
    the first run's; beside it, what Celery alone takes for as many canvases of a
    cached debate's shape (a prepare step, 3 openings, 3 turns, 3 votes and the
@@ -44,6 +44,7 @@ from bench.common import (
     embedded_backtest,
     machine,
     setup_django,
+    user_calls,
     wait_until,
     worker_processes,
 )
@@ -200,14 +201,14 @@ def full_stack(latency: float, days: int) -> dict:
         "pk", flat=True
     ):
         backtest_cancel(backtest_id=backtest_id)
-    cap = settings.MODEL_CALL_CAP
+    cap = user_calls()
     owner, _ = get_user_model().objects.get_or_create(username="bench-backtest")
     # 1h and 4h candles shown, so a replay may start at 2024-08-05 00:00 (with 15m ones, 12
     # candles of them close at 03:00); the fills use the 15m candles all the same.
     strategy = Strategy.objects.create(owner=owner, name="bench backtest", timeframes=["1h", "4h"])
     with FakeLLMServer(latency_s=latency) as llm:
         models = fake_models(owner, llm, SEATS)
-        with worker_processes(count=2, concurrency=cap, include=("bench.floor_tasks",)) as workers:
+        with worker_processes(count=2, include=("bench.floor_tasks",)) as workers:
             meter = CpuMeter(workers)
             first_s, first, first_cpu = run_backtest(
                 owner, strategy, models, days=days, cache="refresh", timeout=3600, meter=meter
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict:
     stack = full_stack(args.latency, args.days)
     print(
         f"Backtest, {stack['debates']} debates of 3 participants x 2 rounds, "
-        f"latency {args.latency * 1000:.0f} ms, 2 worker processes x 3, cap 3"
+        f"latency {args.latency * 1000:.0f} ms, 2 step workers x 3 and a call worker, cap 3"
     )
     print(
         f"  first run, book aware: {stack['first_run_s']:.1f} s for {stack['model_calls']} "

@@ -73,20 +73,36 @@ def setup_django() -> None:
 def worker_processes(
     count: int = 1, concurrency: int = 3, include: tuple[str, ...] = ()
 ) -> Iterator[list[subprocess.Popen]]:
-    """Run ``count`` Celery worker processes (prefork) for the duration of the block,
-    with the tasks of the modules ``include`` besides the project's."""
-    from tests.processes import start_celery_worker
+    """Run, for the duration of the block, the workers of the Procfile: ``count`` step
+    workers of ``concurrency`` processes (prefork) and one call worker of
+    ``MODEL_CALL_THREADS`` threads, with the tasks of the modules ``include`` besides the
+    project's. Yield the step workers, then the call worker."""
+    from django.conf import settings
+
+    from tests.processes import start_calls_worker, start_celery_worker
 
     processes = [
-        start_celery_worker(f"bench{i}", bench_env(), concurrency=concurrency, include=include)
+        start_celery_worker(
+            f"bench{i}", bench_env(), concurrency=concurrency, include=include, steps_only=True
+        )
         for i in range(count)
     ]
+    threads = settings.MODEL_CALL_THREADS
+    processes.append(start_calls_worker("bench-calls", bench_env(), threads=threads))
     try:
-        wait_for_workers(count)
+        wait_for_workers(count + 1)
         yield processes
     finally:
         for process in processes:
             stop_process(process)
+
+
+def user_calls() -> int:
+    """Return how many model calls one user's debates may have in flight at once (the
+    cap of a benchmark whose debates are all one user's)."""
+    from django.conf import settings
+
+    return min(settings.MODEL_CALL_CAP, settings.MODEL_CALLS_PER_USER)
 
 
 def wait_for_workers(count: int, timeout: float = 60.0) -> None:

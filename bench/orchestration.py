@@ -1,13 +1,15 @@
 """Orchestration overhead: a debate's wall time against the ideal critical path.
 
-A 3-participant, 3-round debate runs against the fake model server, every call taking
-a fixed latency L, on one Celery worker process (prefork, 3 processes; the model-call
-cap is 3). The ideal critical path of the canvas is: the round-1 openings in parallel
-within the cap, rounds 2..N one turn after another, the votes in parallel within the
-cap. The same debate run fully sequentially, one call after another (as the original
-service did), is measured too, by calling the same step services in order in one
-thread. So is Celery's own share: the same canvas, sent to the same worker, of tasks
-that only wait L (``bench.floor_tasks``), run in turn with the debates.
+A 3-participant, 3-round debate runs against the fake model server, every call taking a
+fixed latency L, on the Procfile's workers (a step worker of 3 processes, a call worker
+of threads); one user's debate has at most 3 model calls in flight
+(``MODEL_CALLS_PER_USER``), its cap here. The ideal critical path of the canvas is: the
+round-1 openings in parallel within the cap, rounds 2..N one turn after another, the
+votes in parallel within the cap. The same debate run fully sequentially, one call after
+another (as the original service did), is measured too, by calling the same step
+services in order in one thread. So is Celery's own share: the same canvas, sent to the
+same worker, of tasks that only wait L (``bench.floor_tasks``), run in turn with the
+debates.
 
     python -m bench.orchestration [--latency 0.2] [--runs 5] [--participants 3] [--rounds 3]
 """
@@ -23,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
-from bench.common import machine, setup_django, worker_processes
+from bench.common import machine, setup_django, user_calls, worker_processes
 
 
 def ideal_critical_path(participants: int, rounds: int, cap: int, latency: float) -> float:
@@ -219,7 +221,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     setup_django()
-    from django.conf import settings
     from django.contrib.auth import get_user_model
 
     from tests.fakes.llm_server import FakeLLMServer
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict:
     personalities = ["bull", "bear", "analyst", "contrarian", "risk_manager", "analyst"][
         : args.participants
     ]
-    cap = settings.MODEL_CALL_CAP
+    cap = user_calls()
     with FakeLLMServer(latency_s=args.latency) as llm:
         # Staff, so the per-user quotas (debates.quotas) do not cap the load measured.
         owner, _ = get_user_model().objects.update_or_create(
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict:
         sequential = [
             run_sequentially(owner, models, personalities, args.rounds) for _ in range(args.runs)
         ]
-        with worker_processes(count=1, concurrency=cap, include=("bench.floor_tasks",)):
+        with worker_processes(count=1, include=("bench.floor_tasks",)):
             run_on_workers(owner, models, personalities, args.rounds)  # warm-up
             run_floor(args.participants, args.rounds, args.latency)
             canvas, floor = [], []
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": machine(),
     }
     print(f"Orchestration, {result['debate']}, latency {args.latency * 1000:.0f} ms")
-    print(f"  canvas, 1 worker x {cap}: median {measured:.3f} s {result['canvas_runs_s']}")
+    print(f"  canvas, cap {cap}: median {measured:.3f} s {result['canvas_runs_s']}")
     print(f"  ideal critical path: {ideal:.3f} s, ratio {measured / ideal:.3f}")
     print(
         f"  Celery alone (the same canvas, steps that only wait): median {celery:.3f} s"

@@ -1,10 +1,12 @@
 """Model-slot utilisation: how full the cap of model calls in flight is kept.
 
-Thirty 3x3 debates start at once on two worker processes (3 pool processes each)
-against the fake model server (fixed latency). The server's count of requests in
-flight is sampled every 10 ms; utilisation is the mean of in-flight / cap over the
-busy period (from the first model request to the end of the last one). The target is
-at least 0.9. The highest count seen must never pass the cap.
+Thirty 3x3 debates start at once on the Procfile's workers (two step workers of 3
+processes, a call worker of threads) against the fake model server (fixed latency),
+shared among as many users as it takes to reach the cap (one user's debates have at most
+``MODEL_CALLS_PER_USER`` calls in flight). The server's count of requests in flight is
+sampled every 10 ms; utilisation is the mean of in-flight / cap over the busy period
+(from the first model request to the end of the last one). The target is at least 0.9.
+The highest count seen must never pass the cap.
 
     python -m bench.slots [--debates 30] [--latency 0.5]
 """
@@ -12,6 +14,7 @@ at least 0.9. The highest count seen must never pass the cap.
 from __future__ import annotations
 
 import argparse
+import math
 import threading
 import time
 
@@ -38,20 +41,27 @@ def main(argv: list[str] | None = None) -> dict:
     personalities = ["bull", "bear", "analyst"]
     samples: list[tuple[float, int]] = []
     stop = threading.Event()
+    users = math.ceil(cap / settings.MODEL_CALLS_PER_USER)
     with FakeLLMServer(latency_s=args.latency) as llm:
         # Staff, so the per-user quotas (debates.quotas) do not cap the load measured.
-        owner, _ = get_user_model().objects.update_or_create(
-            username="bench", defaults={"is_staff": True}
-        )
-        models = fake_models(owner, llm, 3)
-        debates = [make_debate(owner, models, personalities, 3) for _ in range(args.debates)]
+        owners = [
+            get_user_model().objects.update_or_create(
+                username="bench" if n == 0 else f"bench-{n}", defaults={"is_staff": True}
+            )[0]
+            for n in range(users)
+        ]
+        models = [fake_models(owner, llm, 3) for owner in owners]
+        debates = [
+            make_debate(owners[n % users], models[n % users], personalities, 3)
+            for n in range(args.debates)
+        ]
 
         def sample() -> None:
             while not stop.is_set():
                 samples.append((time.monotonic(), llm.stats()["in_flight"]))
                 time.sleep(0.01)
 
-        with worker_processes(count=args.workers, concurrency=cap):
+        with worker_processes(count=args.workers):
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
             started = time.monotonic()
@@ -83,7 +93,8 @@ def main(argv: list[str] | None = None) -> dict:
         "debates": args.debates,
         "completed": statuses.count("completed"),
         "latency_s": args.latency,
-        "workers": f"{args.workers} x {cap} processes",
+        "workers": f"{args.workers} x 3 processes and {settings.MODEL_CALL_THREADS} threads",
+        "users": users,
         "model_calls": calls,
         "wall_time_s": round(elapsed, 2),
         "lower_bound_s": round(calls * args.latency / cap, 2),
@@ -93,7 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": machine(),
     }
     print(
-        f"Model-slot utilisation, {args.debates} concurrent 3x3 debates, latency {args.latency} s"
+        f"Model-slot utilisation, {args.debates} concurrent 3x3 debates of {users} users, "
+        f"latency {args.latency} s"
     )
     print(
         f"  {result['completed']}/{args.debates} completed, {calls} calls in {elapsed:.1f} s "

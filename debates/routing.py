@@ -8,6 +8,11 @@ of the owner's debates running or voting: one debate is priority 0, the first se
 then 3, 6 and 9 (Redis serves its priority lists lowest number first). A user's own
 steps stay in order among themselves; users with the same load share the queue in turn.
 
+The steps that call a model (``runs.CALL_STEPS``) also go to a queue of their own,
+``MODEL_CALL_QUEUE``, which the call workers serve with a pool of threads: a call
+waiting on its provider, or for a model slot, holds a thread there, never one of the
+step workers' processes, which take the other steps from Celery's default queue.
+
 This is Celery's router (``CELERY_TASK_ROUTES``), so every step sent, by a service, a
 chord's callback or a retry, is routed the same way. A debate's steps follow one another
 a few hundred milliseconds apart, and each would count its owner's debates again: the
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 
 from debates.models import ACTIVE_STATUSES, Debate
@@ -54,13 +60,24 @@ def step_task_names() -> frozenset[str]:
     return frozenset(name for name, _ in STEP_TASKS.values())
 
 
+def call_task_names() -> frozenset[str]:
+    """Return the names of the tasks that run the steps calling a model."""
+    from debates.services.runs import CALL_STEPS, STEP_TASKS
+
+    return frozenset(STEP_TASKS[kind][0] for kind in CALL_STEPS)
+
+
 def route_step(
     name: str, args: Any, kwargs: Any, options: dict[str, Any], task: Any = None, **kw: Any
 ) -> dict[str, Any] | None:
-    """Return the routing options of a task message: a priority for a debate's steps."""
+    """Return the routing options of a task message: a priority for a debate's steps,
+    and the call workers' queue for those calling a model."""
     if name not in step_task_names():
         return None
+    route: dict[str, Any] = {}
+    if name in call_task_names():
+        route["queue"] = settings.MODEL_CALL_QUEUE
     debate_id = (kwargs or {}).get("debate_id", args[0] if args else None)
-    if not isinstance(debate_id, int):
-        return None
-    return {"priority": load_priority(owner_load(debate_id))}
+    if isinstance(debate_id, int):
+        route["priority"] = load_priority(owner_load(debate_id))
+    return route or None

@@ -19,24 +19,54 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_celery_worker(
-    name: str, env: Mapping[str, str], *, concurrency: int = 3, include: Iterable[str] = ()
+    name: str,
+    env: Mapping[str, str],
+    *,
+    concurrency: int = 3,
+    include: Iterable[str] = (),
+    steps_only: bool = False,
 ) -> subprocess.Popen:
     """Start a prefork Celery worker named ``name`` with the environment ``env``, with the
     tasks of the modules ``include`` besides the project's; return the Popen.
 
-    As the Procfile's worker, it prefetches one task per process and keeps its database
-    connection; it neither gossips nor mingles, so it is ready sooner.
+    It serves every queue (the steps' and the model calls'), or with ``steps_only`` the
+    steps' alone, as the Procfile's step worker does; as that worker, it prefetches one
+    task per process and keeps its database connection. It neither gossips nor mingles,
+    so it is ready sooner.
     """
+    pool = ("--pool", "prefork", "--concurrency", str(concurrency))
+    if steps_only:
+        from arena.celery import app
+
+        pool += ("--queues", app.conf.task_default_queue)
+    return _start_worker(name, {**env, "DB_CONN_MAX_AGE": "60"}, pool, include)
+
+
+def start_calls_worker(
+    name: str, env: Mapping[str, str], *, threads: int, include: Iterable[str] = ()
+) -> subprocess.Popen:
+    """Start a Celery worker named ``name`` as the Procfile's call worker: a pool of
+    ``threads`` threads serving the model calls' queue alone, its database connections
+    taken from a pool; return the Popen."""
+    from django.conf import settings
+
+    pool = ("--pool", "threads", "--concurrency", str(threads))
+    pool += ("--queues", settings.MODEL_CALL_QUEUE)
+    return _start_worker(name, {**env, "DB_CONN_MAX_AGE": "0"}, pool, include)
+
+
+def _start_worker(
+    name: str, env: Mapping[str, str], pool: tuple[str, ...], include: Iterable[str]
+) -> subprocess.Popen:
     return subprocess.Popen(
         [
-            *(sys.executable, "-m", "celery", "-A", "arena", "worker", "--pool", "prefork"),
-            *("--concurrency", str(concurrency), "--prefetch-multiplier", "1"),
-            *("--hostname", f"{name}@%h", "--loglevel", "WARNING"),
-            *("--without-gossip", "--without-mingle"),
+            *(sys.executable, "-m", "celery", "-A", "arena", "worker", *pool),
+            *("--prefetch-multiplier", "1", "--hostname", f"{name}@%h"),
+            *("--loglevel", "WARNING", "--without-gossip", "--without-mingle"),
             *(f"--include={module}" for module in include),
         ],
         cwd=ROOT,
-        env={**env, "DB_CONN_MAX_AGE": "60"},
+        env=dict(env),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -91,6 +121,33 @@ def start_procfile_web(port: int, env: Mapping[str, str], *, ready_path: str) ->
         stderr=subprocess.DEVNULL,
     )
     return _answering(process, port, ready_path)
+
+
+def procfile_commands(kind: str) -> dict[str, str]:
+    """Return the Procfile's processes whose command runs ``kind`` (``"celery -A arena
+    worker"``, say): their commands by process name."""
+    commands = {}
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        name, _, command = line.partition(":")
+        if kind in command:
+            commands[name.strip()] = command.strip()
+    return commands
+
+
+def start_procfile_workers(env: Mapping[str, str]) -> dict[str, subprocess.Popen]:
+    """Run each Celery worker process of the Procfile as honcho runs it (``sh -c``) with
+    the environment ``env``; return the Popen of each, by process name."""
+    return {
+        name: subprocess.Popen(
+            ["sh", "-c", command],
+            cwd=ROOT,
+            env=dict(env),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, command in procfile_commands("celery -A arena worker").items()
+    }
 
 
 def _answering(process: subprocess.Popen, port: int, ready_path: str) -> subprocess.Popen:

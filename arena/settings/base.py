@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("ARENA_VAR_DIR", BASE_DIR / "var"))
@@ -271,6 +272,16 @@ CELERY_BEAT_SCHEDULE = {
 # A debate's steps go out with a priority from their owner's load, so a light user's are
 # taken off the queue before a heavy user's backlog (debates.routing).
 CELERY_TASK_ROUTES = ("debates.routing.route_step",)
+# The steps that call a model go to a queue of their own (debates.routing), served by the
+# call workers, each a pool of MODEL_CALL_THREADS threads: waiting on a provider costs a
+# thread there, not one of the step workers' processes. A worker started without
+# `--queues` serves both, as the in-process worker of the embedded default does.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+MODEL_CALL_QUEUE = "calls"
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, MODEL_CALL_QUEUE)
+]
 # Embedded default: run a worker thread inside the process that enqueues the work.
 CELERY_IN_PROCESS_WORKER = not REDIS_URL
 
@@ -279,7 +290,14 @@ CELERY_IN_PROCESS_WORKER = not REDIS_URL
 CONSENSUS_VOTER_WEIGHTS = {"calibrated": "evaluations.selectors.calibrated_voter_weights"}
 
 # --- Model calls --------------------------------------------------------------------------
-MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 3)
+# Model calls in flight at once across every worker, and the most of them one user's
+# debates may have (the others keep the rest, whatever that user's models do); while a
+# user's calls hang, only as many more of them wait for a slot (debates.providers.slots).
+MODEL_CALL_CAP = env_int("MODEL_CALL_CAP", 6)
+MODEL_CALLS_PER_USER = env_int("MODEL_CALLS_PER_USER", 3)
+# Threads of a call worker (the Procfile's `calls`, MODEL_CALL_QUEUE), and of the
+# in-process worker of the embedded default.
+MODEL_CALL_THREADS = env_int("MODEL_CALL_THREADS", 12)
 MODEL_SLOT_KEY = os.environ.get("MODEL_SLOT_KEY", "arena:model-slots")
 # Seconds a debate step's claim and model slot outlive their holder (both renewed every
 # third of it while the step runs, which marks its debate alive): how long a step killed

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from django.db import close_old_connections, connection
 
 from arena import metrics
 from debates.claims import StepDeferred, StepHandedOver, claim_ttl_s
@@ -14,7 +17,13 @@ from debates.models import CacheMode
 from debates.providers.base import ModelRequest, ModelResponse, ProviderConfig, ProviderError
 from debates.providers.catalog import capabilities_for
 from debates.providers.registry import complete
-from debates.providers.slots import ANONYMOUS, SlotUnavailable, hold, model_slots
+from debates.providers.slots import (
+    ANONYMOUS,
+    SlotUnavailable,
+    TooManyWaiting,
+    hold,
+    model_slots,
+)
 from debates.services.answers import answer_cached, answer_store, call_fingerprint
 from debates.services.budgets import (
     JUDGE,
@@ -36,7 +45,10 @@ MODEL_UNAVAILABLE = "model_unavailable"
 
 # How long a step waits for a free model slot before handing its worker back (the task
 # is retried shortly after): long enough to catch the next free slot, short enough that
-# a busy worker is never parked for long.
+# a busy worker is never parked for long. A step whose owner's calls are still (they
+# hang) while as many others of its wait as it may make goes back to the queue, and comes
+# again one to two times this later (at random, so that a user's many such steps do not
+# all come back together).
 SLOT_WAIT_S = 5.0
 
 
@@ -144,12 +156,13 @@ def call_model(
     does not answer raises ``NotCached`` before anything is taken or written (no slot,
     no budget): the step asking it stores nothing and can be sent to a worker as it is.
 
-    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S. The caller read what
-    it asks right before; a step that had to wait for its slot asks ``still_wanted()``
-    again before the call goes out, and False (the debate was cancelled meanwhile, say)
-    abandons the call and gives ``None`` back. The slot outlives a worker killed during
-    the call as long as the step's claim does (``claim_ttl_s()``), whatever the call's
-    deadline.
+    Raise ``StepDeferred`` when no slot frees up within SLOT_WAIT_S, or sooner when the
+    owner's calls are still and its waiting room full (``TooManyWaiting``). The caller
+    read what it asks right before; a step that had to wait for its slot asks
+    ``still_wanted()`` again before the call goes out, and False (the debate was
+    cancelled meanwhile, say) abandons the call and gives ``None`` back. The slot
+    outlives a worker killed during the call as long as the step's claim does
+    (``claim_ttl_s()``), whatever the call's deadline.
 
     A call whose model can no longer be called (``refusal`` says why: ``model_refusal``,
     the model disabled or its key removed since the debate started) is not made, nor
@@ -193,10 +206,12 @@ def _in_a_slot(
     ``limits`` (see ``call_model``)."""
     owner = ANONYMOUS if owner_id is None else f"user:{owner_id}"
     try:
+        _connection_given_back()
         with hold(model_slots(), SLOT_WAIT_S, lease_s=claim_ttl_s(), owner=owner) as lease:
             if lease.waited and not still_wanted():
                 return None
             reservation = _reserve(limits, config, request)
+            _connection_given_back()
             began = time.perf_counter()
             try:
                 response = complete(config, request)
@@ -207,6 +222,8 @@ def _in_a_slot(
             seconds = time.perf_counter() - began
             cost = response_cost(response)
             budget_settle(reservation, response.prompt_tokens + response.completion_tokens, cost)
+    except TooManyWaiting as exc:
+        raise _owner_full() from exc
     except SlotUnavailable as exc:
         raise StepDeferred("no free model slot", retry_after=0.05) from exc
     except BudgetExhausted as exc:
@@ -245,6 +262,23 @@ def _reserve(
     if limits is None or not limits.caps:
         return None
     return budget_reserve(limits, most_tokens(config, request), most_cost(config, request))
+
+
+def _owner_full() -> StepDeferred:
+    """Return the deferral of a step whose owner's calls are still and fill its slots and
+    its waiting room: back to the queue for SLOT_WAIT_S to twice that."""
+    again_s = SLOT_WAIT_S * (1 + random.random())
+    return StepDeferred("the owner's calls fill its model slots", retry_after=again_s)
+
+
+def _connection_given_back() -> None:
+    """Let the thread's database connection go before a wait that may last minutes (a
+    slot, the model), as Django does between two requests: back to the pool, or closed,
+    unless connections are kept (``CONN_MAX_AGE``). So a call worker's threads hold
+    connections only while they read or write. Inside a transaction nothing is done.
+    """
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 def _fail_for_budget(scope: CallScope, request: ModelRequest, message: str) -> None:

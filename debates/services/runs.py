@@ -59,6 +59,9 @@ STEP_TASKS: dict[str, tuple[str, StepArgs]] = {
     CONSENSUS: ("debates.consensus_finalize", lambda debate_id, step: (debate_id,)),
     EXECUTION: ("traders.debate_execute", lambda debate_id, step: (debate_id,)),
 }
+# The kinds of step whose task calls a model: sent to the call workers' queue
+# (debates.routing), where waiting on a provider costs a thread, not a process.
+CALL_STEPS = frozenset({OPENING, REBUTTAL, VOTING, JUDGE_ROUND, JUDGE_FINAL})
 # How late a completed debate's execution step is still resumed: a decision is not
 # traded on hours after its debate (nor are debates completed before the step existed).
 EXECUTION_RESUME_WITHIN = timedelta(hours=1)

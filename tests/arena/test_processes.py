@@ -23,6 +23,7 @@ from django.conf import settings
 
 from tests.embedded import embedded_env
 from tests.ports import free_port
+from tests.processes import procfile_commands
 
 BASE = settings.BASE_DIR
 
@@ -77,14 +78,31 @@ def test_compose_starts_web_worker_and_beat_after_the_migrations():
     # given the compose file
     services = yaml.safe_load((BASE / "docker-compose.yml").read_text())["services"]
     # then each process that reads the schema waits for `migrate` to have succeeded
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "calls", "beat"):
         assert services[name]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"
         }
     assert "migrate" not in services["migrate"]["depends_on"]
-    # and the worker and beat log at LOG_LEVEL
-    for name in ("worker", "beat"):
+    # and the workers and beat log at LOG_LEVEL
+    for name in ("worker", "calls", "beat"):
         assert "--loglevel ${LOG_LEVEL:-INFO}" in services[name]["command"]
+
+
+def test_the_procfile_and_compose_run_the_model_calls_on_a_thread_pool_of_their_own():
+    # given the worker processes of the Procfile and of compose
+    procfile = procfile_commands("celery -A arena worker")
+    services = yaml.safe_load((BASE / "docker-compose.yml").read_text())["services"]
+    composed = {name: services[name]["command"] for name in ("worker", "calls")}
+    # then each runs the steps on the default queue in processes, and the model calls on
+    # their own queue in MODEL_CALL_THREADS threads, taking database connections from a pool
+    threads = f"--pool threads --concurrency ${{MODEL_CALL_THREADS:-{settings.MODEL_CALL_THREADS}}}"
+    for commands in (procfile, composed):
+        assert set(commands) == {"worker", "calls"}
+        assert "--pool" not in commands["worker"] and "-Q celery " in commands["worker"]
+        assert threads in commands["calls"]
+        assert f"-Q {settings.MODEL_CALL_QUEUE} " in commands["calls"]
+    assert procfile["calls"].startswith("DB_CONN_MAX_AGE=0 ")
+    assert services["calls"]["environment"]["DB_CONN_MAX_AGE"] == "0"
 
 
 def _local_apps() -> list[str]:

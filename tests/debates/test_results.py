@@ -29,13 +29,13 @@ def test_sending_debate_runs_leaves_no_subscription_or_result_behind(make_debate
     Debate.objects.filter(pk=debate.pk).update(
         status=DebateStatus.RUNNING, current_round=1, step_outcomes={"prepare": {"status": "done"}}
     )
-    # when this process, which is not a worker, sends its run three times (onto a queue
-    # that other tests' starts may have left messages on)
+    # when this process, which is not a worker, sends its run three times (onto the call
+    # workers' queue, which other tests' starts may have left messages on)
     app.control.purge()
     for _ in range(3):
         with transaction.atomic():
             run_enqueue(debate_id=debate.pk)
-    sent = [headers["id"] for headers, _ in queued()]
+    sent = [headers["id"] for headers, _ in queued(settings.MODEL_CALL_QUEUE)]
     app.control.purge()
     gc.collect()
     # then nothing here listens for their results, nor keeps them

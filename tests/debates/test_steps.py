@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -19,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django_eventstream.models import EventCounter
 
 from arena.sse import debate_channel
+from debates.claims import StepDeferred
 from debates.locks import lock_debate
 from debates.models import (
     AIModel,
@@ -29,7 +31,7 @@ from debates.models import (
     JudgeCall,
     Message,
 )
-from debates.providers.slots import ANONYMOUS
+from debates.providers.slots import ANONYMOUS, STILL_AFTER_S
 from debates.selectors import debate_state
 from debates.serializers import DecisionSerializer
 from debates.services import (
@@ -390,6 +392,52 @@ def test_a_turn_leases_its_model_slot_for_the_claim_ttl_and_renews_it_during_the
     assert len(renewed) >= 2 and set(renewed) == {1.0}  # every third of a second
     assert Message.objects.get(debate=debate).status == "ok"
     assert slots.in_use() == 0
+
+
+def test_a_model_call_holds_no_database_connection_while_it_waits(make_debate, llm, monkeypatch):
+    # given a running debate, and the model call watched
+    debate = make_debate()
+    seats = running(debate)
+    complete, connected = calls.complete, []
+
+    def watched(config, request, **kwargs):
+        connected.append(connection.connection is not None)
+        return complete(config, request, **kwargs)
+
+    monkeypatch.setattr(calls, "complete", watched)
+    # when a turn asks its model
+    turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="test")
+    # then the thread had given its connection back while the model answered
+    assert connected == [False]
+    assert Message.objects.get(debate=debate).status == "ok"
+
+
+def test_a_turn_whose_owner_has_still_calls_filling_its_slots_and_room_goes_back(
+    make_debate, llm, settings
+):
+    # given an owner who may make one call, making it, with one more call waiting, and
+    # none of its calls begun or ended for longer than STILL_AFTER_S (a hanging model)
+    settings.MODEL_CALL_CAP, settings.MODEL_CALLS_PER_USER = 2, 1
+    debate = make_debate()
+    seats = running(debate)
+    slots, owner = calls.model_slots(), f"user:{debate.owner_id}"
+    held = slots.acquire(0, owner=owner)
+    waiting = threading.Thread(target=lambda: slots.acquire(STILL_AFTER_S + 1, owner=owner))
+    waiting.start()
+    try:
+        time.sleep(STILL_AFTER_S + 0.1)
+        assert slots.waiting() == {owner: 1}
+        # when one of its turns is asked
+        with pytest.raises(StepDeferred) as deferred:
+            turn_run(debate_id=debate.pk, round_number=1, participant_id=seats[0], holder="t")
+    finally:
+        waiting.join(timeout=10)
+        slots.release(held)
+    # then it goes back to the queue for SLOT_WAIT_S to twice that, its model not called,
+    # nothing stored
+    assert calls.SLOT_WAIT_S <= deferred.value.retry_after <= 2 * calls.SLOT_WAIT_S
+    assert llm.requests == []
+    assert not Message.objects.filter(debate=debate).exists()
 
 
 def test_a_turn_of_a_debate_deleted_during_its_call_is_dropped(

@@ -57,8 +57,9 @@ def test_today_spend_counts_the_calls_of_the_current_utc_day(scrape):
     assert sample(found, "arena_spend_today_tokens") == 132
 
 
-def test_slot_use_is_measured_against_the_cap(scrape):
-    # given one model slot held of the cap of three
+def test_slot_use_is_measured_against_the_cap(scrape, settings):
+    # given one model slot held of a cap of four
+    settings.MODEL_CALL_CAP = 4
     slots = model_slots()
     lease = slots.acquire(0)
     try:
@@ -68,7 +69,7 @@ def test_slot_use_is_measured_against_the_cap(scrape):
         slots.release(lease)
     # then one is in use, none waited for
     assert sample(found, "arena_model_slots_in_use") == 1
-    assert sample(found, "arena_model_slots_cap") == 3
+    assert sample(found, "arena_model_slots_cap") == 4
     assert sample(found, "arena_model_slots_waiting") == 0
 
 

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -23,6 +24,7 @@ from debates.providers.slots import (
     RedisSlots,
     Slots,
     SlotUnavailable,
+    TooManyWaiting,
     fair_share,
     hold,
     model_slots,
@@ -44,10 +46,10 @@ def slot_key() -> Iterator[str]:
 def make_slots(request: pytest.FixtureRequest, slot_key: str) -> Callable[..., Slots]:
     """Build either implementation, so both are held to the same contract."""
 
-    def build(cap: int, *, poll_s: float = 0.1) -> Slots:
+    def build(cap: int, *, poll_s: float = 0.1, **limits: Any) -> Slots:
         if request.param == "local":
-            return LocalSlots(cap)
-        return RedisSlots(settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s)
+            return LocalSlots(cap, **limits)
+        return RedisSlots(settings.REDIS_URL, cap=cap, key=slot_key, poll_s=poll_s, **limits)
 
     return build
 
@@ -221,21 +223,22 @@ def test_model_slots_is_in_process_without_redis(settings) -> None:
 
     # then
     assert isinstance(slots, LocalSlots)
-    assert slots.cap == 4
+    assert (slots.cap, slots.per_owner) == (4, settings.MODEL_CALLS_PER_USER)
     assert model_slots() is slots
 
 
 def test_model_slots_uses_redis_when_configured(settings, slot_key: str) -> None:
     # given
     settings.MODEL_CALL_CAP = 3
+    settings.MODEL_CALLS_PER_USER = 5
     settings.MODEL_SLOT_KEY = slot_key
 
     # when
     slots = model_slots()
 
-    # then
+    # then (a user's limit is never above the cap)
     assert isinstance(slots, RedisSlots)
-    assert (slots.cap, slots.key) == (3, slot_key)
+    assert (slots.cap, slots.per_owner, slots.key) == (3, 3, slot_key)
 
 
 def test_threads_sharing_local_slots_never_exceed_the_cap() -> None:
@@ -433,3 +436,131 @@ def test_a_waiter_that_gave_up_no_longer_holds_anyone_back(make_slots) -> None:
     # when a slot frees, user 1 takes it again
     slots.release(held[0])
     assert slots.acquire(0, owner="user:1") is not None
+
+
+def test_local_waiters_take_a_freed_slot_in_the_order_they_came() -> None:
+    # given the one slot held, and three acquires waiting for it, one after another
+    slots = LocalSlots(1)
+    held = slots.acquire(0)
+    order: list[int] = []
+
+    def wait_then_pass_on(n: int) -> None:
+        lease = slots.acquire(30)
+        order.append(n)
+        slots.release(lease)
+
+    threads = [threading.Thread(target=wait_then_pass_on, args=(n,)) for n in range(3)]
+    for n, thread in enumerate(threads):
+        thread.start()
+        _wait_until(lambda n=n: slots.waiting() == {"-": n + 1})
+    # when the slot is released and a newcomer asks for it before any waiter runs again
+    # (the waiters need the slots' lock to run, which this thread holds meanwhile)
+    with slots._changed:
+        slots.release(held)
+        newcomer = slots.acquire(0)
+    for thread in threads:
+        thread.join(timeout=30)
+    # then the newcomer got none, and the waiters took the slot in the order they came
+    assert newcomer is None
+    assert order == [0, 1, 2]
+    assert slots.in_use() == 0
+
+
+def test_an_owner_holds_at_most_per_owner_slots_and_the_others_keep_the_rest(
+    make_slots,
+) -> None:
+    # given a cap of 4, an owner holding the 2 it may, with nobody else around
+    slots = make_slots(4, per_owner=2)
+    held = [slots.acquire(0, owner="user:1") for _ in range(2)]
+    # when it asks for a third, and another owner for two
+    third = slots.acquire(0.05, owner="user:1")
+    others = [slots.acquire(0, owner="user:2") for _ in range(2)]
+    # then the owner got no third slot, and the other owner the two left
+    assert all(held) and third is None and all(others)
+    assert slots.holders() == {"user:1": 2, "user:2": 2}
+
+
+def _one_held_and_one_waiting(slots: Slots, owner: str) -> tuple[Lease, threading.Thread]:
+    """Take the one slot ``owner`` may hold, and start one more acquire of its, waiting."""
+    held = slots.acquire(0, owner=owner)
+    waiter = threading.Thread(target=lambda: slots.acquire(1.0, owner=owner))
+    waiter.start()
+    _wait_until(lambda: slots.waiting() == {owner: 1})
+    return held, waiter
+
+
+def test_while_an_owners_calls_move_its_acquires_wait_beyond_its_waiting_room(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, one more of its calls waiting, and its
+    # calls still for less than a minute
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=60)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    # when a third call of the owner asks for a slot, then it waits its time, as the first
+    assert slots.acquire(0.1, owner="user:1") is None
+    waiter.join(timeout=30)
+    slots.release(held)
+
+
+def test_an_owner_with_still_calls_has_its_acquires_beyond_its_waiting_room_refused(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, one more of its calls waiting, and none
+    # of its calls begun or ended for longer than 50 ms
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=0.05)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    time.sleep(0.1)
+    # when a third call of the owner asks for a slot, then it is refused
+    with pytest.raises(TooManyWaiting):
+        slots.acquire(30, owner="user:1")
+    # and it was never recorded as waiting, and another owner still takes the free slot
+    assert slots.waiting() == {"user:1": 1}
+    other = slots.acquire(0, owner="user:2")
+    assert other is not None
+    assert slots.holders() == {"user:1": 1, "user:2": 1}
+    waiter.join(timeout=30)
+    for lease in (held, other):
+        slots.release(lease)
+
+
+def test_waiters_beyond_the_room_of_an_owner_whose_calls_became_still_give_up(
+    make_slots,
+) -> None:
+    # given an owner holding the one slot it may, and three more of its calls waiting
+    # while its calls moved
+    slots = make_slots(2, poll_s=0.02, per_owner=1, still_after_s=0.5)
+    held = slots.acquire(0, owner="user:1")
+    refused: list[str] = []
+
+    def wait_for_slot() -> None:
+        try:
+            slots.acquire(30, owner="user:1")
+        except TooManyWaiting:
+            refused.append("refused")
+
+    waiters = [threading.Thread(target=wait_for_slot) for _ in range(3)]
+    for thread in waiters:
+        thread.start()
+    _wait_until(lambda: slots.waiting() == {"user:1": 3})
+    # when its calls stay still past 0.5 s, then all but one of the waiters give up
+    _wait_until(lambda: len(refused) == 2)
+    assert slots.waiting() == {"user:1": 1}
+    # (the one left gets the owner's slot once it is given back)
+    slots.release(held)
+    for thread in waiters:
+        thread.join(timeout=30)
+    assert refused == ["refused", "refused"]
+    assert slots.holders() == {"user:1": 1}
+
+
+def test_hold_lets_a_refused_acquire_through_as_a_slot_unavailable(make_slots) -> None:
+    # given an owner with still calls whose one slot is held and waiting room of one full
+    slots = make_slots(3, poll_s=0.02, per_owner=1, still_after_s=0.05)
+    held, waiter = _one_held_and_one_waiting(slots, "user:1")
+    time.sleep(0.1)
+    # when a step holds a slot for that owner, then the refusal reaches it
+    with pytest.raises(TooManyWaiting) as refused, hold(slots, 30, owner="user:1"):
+        pass
+    assert isinstance(refused.value, SlotUnavailable)
+    waiter.join(timeout=30)
+    slots.release(held)
