@@ -50,10 +50,12 @@ def backtest_debate_moved_task(self, debate_id: int) -> None:
     _on_fresh_connection(self, lambda: services.backtest_debate_moved(debate_id=debate_id))
 
 
-@shared_task(name="backtests.baseline_answer", **STEP_OPTIONS)
+@shared_task(name="backtests.baseline_answer", queue=settings.MODEL_CALL_QUEUE, **STEP_OPTIONS)
 def baseline_answer_task(self, step_id: int) -> None:
     """Ask the next answer of a step's budget-matched baseline, or end it; a step that
-    cannot ask now (no free model slot, another copy asking) is retried shortly after."""
+    cannot ask now (no free model slot, another copy asking) is retried shortly after.
+    It calls a model, so it runs on the call workers' queue, as a debate's calling steps
+    do (``debates.routing``)."""
     try:
         baseline_answer_ask(step_id=step_id, holder=self.request.id)
     except StepDeferred as exc:

@@ -52,6 +52,7 @@ ANSWER: Rules = {
 }
 FIXED = r"Cannot change once the trader exists; create a new trader\."
 CREDENTIAL = r"Required for the \w+ exchange\."
+PRICE_TAKEN = {"model_name": r"The price table has a row for this provider and model already\."}
 
 UNSTATED: dict[str, Rules] = {
     # The list's filters name one of the user's own schedules or backtests.
@@ -101,10 +102,8 @@ UNSTATED: dict[str, Rules] = {
         **dict.fromkeys(("api_key", "api_secret", "api_passphrase"), CREDENTIAL),
     },
     # The price table holds one row per provider and model.
-    **dict.fromkeys(
-        ("POST /api/prices", "PATCH /api/prices/{price_id}"),
-        {"model_name": r"The price table has a row for this provider and model already\."},
-    ),
+    "POST /api/prices": PRICE_TAKEN,
+    "PATCH /api/prices/{price_id}": PRICE_TAKEN,
     "POST /api/debates/{debate_id}/turns": ANSWER,
     "POST /api/debates/{debate_id}/votes": ANSWER,
 }

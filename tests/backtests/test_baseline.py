@@ -10,10 +10,14 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+import redis
+from django.conf import settings
 
+from arena.celery import app
 from backtests.engine.baseline import MAX_ANSWERS, MAX_FAILURES, stop_note, wants_another
 from backtests.models import BacktestStep, BaselineAnswer
 from backtests.services import baseline
+from backtests.tasks import baseline_answer_task
 from debates.models import Debate
 from debates.selectors import debate_spend
 from evaluations import scoring
@@ -196,3 +200,18 @@ def test_a_baseline_whose_task_was_lost_is_sent_again_and_ends(
     match = done.report["budget_match"]
     assert [s["seat"] for s in match["steps"]] == ["P1", "P2", "P1"]
     assert match["within_one_answer"] and all(s["answers"] > 0 for s in match["steps"])
+
+
+@pytest.mark.django_db
+def test_a_baseline_answer_waits_for_a_call_worker_not_a_step_worker():
+    # given no message queued
+    app.control.purge()
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        # when a baseline's next answer is sent
+        baseline_answer_task.delay(1)
+        # then it waits on the call workers' queue, where its model call holds a thread,
+        # not a step worker's process
+        assert (client.llen(settings.MODEL_CALL_QUEUE), client.llen("celery")) == (1, 0)
+    finally:
+        app.control.purge()
