@@ -158,3 +158,15 @@ def test_the_package_holds_every_app():
     assert {
         app for app in _local_apps() if not any(fnmatch.fnmatch(app, p) for p in patterns)
     } == set()
+
+
+def test_every_compose_process_of_the_app_has_the_shared_environment():
+    # given the compose file, read as compose reads it (YAML merge keys included)
+    compose = yaml.safe_load((BASE / "docker-compose.yml").read_text())
+    shared = compose["x-app"]["environment"]
+    # then each process of the app has every shared variable, a worker's own added to
+    # them (its connection age), none left out by the worker's own block
+    for name in ("migrate", "web", "worker", "calls", "beat"):
+        environment = compose["services"][name]["environment"]
+        assert shared.items() - environment.items() == set(), name
+    assert compose["services"]["worker"]["environment"]["DB_CONN_MAX_AGE"] == "60"
