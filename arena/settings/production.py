@@ -14,7 +14,9 @@ if not FIELD_ENCRYPTION_KEYS:
     )
 
 DEBUG = False
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The scheme is the one uvicorn gives: X-Forwarded-Proto counts only from the proxies
+# named in FORWARDED_ALLOW_IPS (the Procfile's web command), so Django reads no header
+# of its own (SECURE_PROXY_SSL_HEADER would believe it from anyone).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # Probes and Prometheus call the web process directly, over plain HTTP inside the
 # deployment's network, with no proxy to say the scheme: not redirected.

@@ -1,6 +1,7 @@
-"""Whom the web process believes about the client's address: X-Forwarded-For only from
-the proxies named in ``FORWARDED_ALLOW_IPS`` (none by default), so that no header resets
-the login lockout of an address."""
+"""Whom the web process believes about the client's address and scheme: X-Forwarded-For
+and X-Forwarded-Proto only from the proxies named in ``FORWARDED_ALLOW_IPS`` (none by
+default), so that no header resets the login lockout of an address, nor passes plain HTTP
+for HTTPS."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 import yaml
 from axes.models import AccessAttempt
+from cryptography.fernet import Fernet
 from django.conf import settings
 
 from tests.debates.conftest import worker_env
@@ -44,7 +46,7 @@ def procfile_web(**env: str) -> Iterator[str]:
     base = {k: v for k, v in worker_env().items() if k != "FORWARDED_ALLOW_IPS"}
     port = free_port()
     process = start_procfile_web(
-        port, {**base, "LOG_LEVEL": "WARNING", **env}, ready_path="/api/schema/"
+        port, {**base, "LOG_LEVEL": "WARNING", **env}, ready_path="/healthz"
     )
     try:
         yield f"http://127.0.0.1:{port}"
@@ -91,3 +93,39 @@ def test_behind_a_proxy_named_in_forwarded_allow_ips_each_client_is_counted():
     # who is who is believed
     assert (other, first) == (200, 429)
     assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"203.0.113.9"}
+
+
+# The production settings' required secrets, and the host the tests call.
+PRODUCTION = {
+    "DJANGO_SETTINGS_MODULE": "arena.settings.production",
+    "SECRET_KEY": "k8#Qz!" * 12,
+    "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
+    "ALLOWED_HOSTS": "127.0.0.1",
+}
+
+
+def _scheme_claimed(url: str) -> httpx.Response:
+    """Ask for the schema over plain HTTP, claiming through X-Forwarded-Proto that the
+    client used HTTPS."""
+    headers = {"X-Forwarded-Proto": "https"}
+    return httpx.get(f"{url}/api/schema/", headers=headers, follow_redirects=False, timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_scheme_a_client_claims_is_believed_only_from_a_named_proxy():
+    # given the web process on the production settings, first with no proxy named, then
+    # behind a proxy on loopback
+    with procfile_web(**PRODUCTION) as url:
+        # when a client over plain HTTP claims HTTPS itself
+        claimed = _scheme_claimed(url)
+        secure = url.replace("http://", "https://", 1)
+    with procfile_web(**PRODUCTION, FORWARDED_ALLOW_IPS="127.0.0.1") as url:
+        # and when the named proxy says so
+        forwarded = _scheme_claimed(url)
+    # then the client is sent to HTTPS, its claim not believed; the proxy is believed
+    assert (claimed.status_code, claimed.headers.get("location")) == (
+        301,
+        f"{secure}/api/schema/",
+    )
+    assert forwarded.status_code == 200
