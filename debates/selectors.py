@@ -413,6 +413,12 @@ def call_models() -> list[type[Usage]]:
     return [m for m in apps.get_models() if issubclass(m, Usage)]
 
 
+def debate_call_models() -> list[type[Usage]]:
+    """Return the models of the calls a debate made for itself (``Usage.debate_call``):
+    its turns, ballots and judge calls, and those whose answers were dropped."""
+    return [m for m in call_models() if m.debate_call]
+
+
 def _sums(model: type[Usage]) -> dict[str, Any]:
     """Return the sums of a spend over the rows of ``model`` (those of dropped calls
     first, as ``_SPEND_SUMS`` puts its own: they name columns that it sums)."""

@@ -43,7 +43,8 @@ from debates.claims import StepDeferred, step_held
 from debates.engine.consensus import decide
 from debates.engine.plan import OPENING
 from debates.engine.types import CoinDecision
-from debates.models import Ballot, DebateStatus, JudgeCall, Message, Participant, StepStatus
+from debates.models import DebateStatus, Participant, StepStatus
+from debates.selectors import debate_call_models
 from debates.services.calls import CallOutcome, call_model
 from debates.services.steps import context
 from debates.services.steps.turns import turn_request
@@ -108,10 +109,11 @@ def _begin(backtest: Backtest, step: BacktestStep, now: datetime) -> None:
 
 
 def debate_tokens(debate_id: int) -> int:
-    """Return the tokens every call of a debate took (``Usage.answer_tokens``)."""
+    """Return the tokens every call of a debate took (``Usage.answer_tokens``), its
+    dropped answers' included."""
     return sum(
         model.objects.filter(debate_id=debate_id).aggregate(t=Sum("answer_tokens"))["t"] or 0
-        for model in (Message, Ballot, JudgeCall)
+        for model in debate_call_models()
     )
 
 

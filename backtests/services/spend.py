@@ -18,7 +18,8 @@ from backtests.engine.books import iso
 from backtests.engine.spend import DEBATE_CALLS, OPENINGS, SAMPLES, Outlay
 from backtests.models import Backtest, BacktestStep, BaselineAnswer
 from debates.engine.digest import participant_label
-from debates.models import Ballot, JudgeCall, Message, StepStatus
+from debates.models import Message, StepStatus
+from debates.selectors import debate_call_models
 from strategies.market.sources import to_ms
 
 _SUMS = {"tokens": Sum("answer_tokens"), "cost": Sum("answer_cost_usd")}
@@ -31,8 +32,9 @@ def _outlay(found: dict, suffix: str = "") -> Outlay:
 
 def backtest_outlays(backtest: Backtest) -> dict[str, Outlay]:
     """Return the outlay of each kind of calls of ``backtest``'s steps: ``DEBATE_CALLS``
-    (turns, ballots, judge calls), ``OPENINGS`` (round-1 turns) and ``SAMPLES`` (the
-    budget-matched baseline's answers). One query a kind of stored call."""
+    (turns, ballots, judge calls, dropped answers), ``OPENINGS`` (round-1 turns) and
+    ``SAMPLES`` (the budget-matched baseline's answers). One query a kind of stored
+    call."""
     of_backtest = Q(debate__backtest_step__backtest=backtest)
     turns = Message.objects.filter(of_backtest).aggregate(
         **_SUMS,
@@ -40,8 +42,9 @@ def backtest_outlays(backtest: Backtest) -> dict[str, Outlay]:
         cost_1=Sum("answer_cost_usd", filter=_OPENING),
     )
     debate = _outlay(turns)
-    for model in (Ballot, JudgeCall):
-        debate += _outlay(model.objects.filter(of_backtest).aggregate(**_SUMS))
+    for model in debate_call_models():
+        if model is not Message:  # counted above, with its openings apart
+            debate += _outlay(model.objects.filter(of_backtest).aggregate(**_SUMS))
     samples = _outlay(BaselineAnswer.objects.filter(of_backtest).aggregate(**_SUMS))
     return {DEBATE_CALLS: debate, OPENINGS: _outlay(turns, "_1"), SAMPLES: samples}
 

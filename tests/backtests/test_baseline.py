@@ -18,13 +18,14 @@ from backtests.engine.baseline import MAX_ANSWERS, MAX_FAILURES, stop_note, want
 from backtests.models import BacktestStep, BaselineAnswer
 from backtests.services import baseline
 from backtests.tasks import baseline_answer_task
-from debates.models import Debate
+from debates.models import Debate, DroppedCall
 from debates.selectors import debate_spend
 from evaluations import scoring
 from evaluations.models import DecisionReview
 from tests.backtests import reference
 from tests.backtests.test_run import rule
 from tests.backtests.test_spend import END, START, cost, expected_spend, script
+from tests.debates.factories import MessageFactory
 
 # Each kind of call's scripted (prompt, completion) tokens: a debate step spends
 # 2 x (800 + 1000 + 1200) = 6,000 tokens; a baseline answer 1,300.
@@ -215,3 +216,14 @@ def test_a_baseline_answer_waits_for_a_call_worker_not_a_step_worker():
         assert (client.llen(settings.MODEL_CALL_QUEUE), client.llen("celery")) == (1, 0)
     finally:
         app.control.purge()
+
+
+@pytest.mark.django_db
+def test_the_baselines_target_counts_the_debates_dropped_answers():
+    # given a debate with a turn of 1,000 tokens and an answer dropped after a cancel of
+    # 400 (billed all the same)
+    turn = MessageFactory(answer_tokens=1000)
+    DroppedCall.objects.create(debate=turn.debate, kind="turn", reason="stopped", answer_tokens=400)
+    # when the baseline reads the tokens its answers are to match
+    # then it counts both, as the debate's spend does
+    assert baseline.debate_tokens(turn.debate_id) == 1400
