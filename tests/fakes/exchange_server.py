@@ -266,7 +266,7 @@ class FakeExchange(FakeVenue):
             request,
             lambda symbol: {
                 "symbol": symbol,
-                "price": self.last_close(symbol),
+                "price": str(self.price(symbol)),
                 "time": self.now_ms,
             },
         )
@@ -317,7 +317,7 @@ class FakeExchange(FakeVenue):
         end = min(int(request.params.get("endTime", self.now_ms)), self.now_ms)
         last = end // step * step
         symbol = request.params["symbol"]
-        price = float(self.last_close(symbol))
+        price = float(self.price(symbol))
         points = []
         for index in range(limit - 1, -1, -1):
             timestamp = last - index * step
@@ -859,7 +859,7 @@ class FakeExchange(FakeVenue):
             "priceChange": f"{change:.8f}",
             "priceChangePercent": f"{(change / first_open * 100) if first_open else 0:.3f}",
             "weightedAvgPrice": f"{quote_volume / volume if volume else 0:.8f}",
-            "lastPrice": rows[-1][4],
+            "lastPrice": str(self.price(symbol)),
             "lastQty": "0",
             "openPrice": rows[0][1],
             "highPrice": repr(max(float(row[2]) for row in rows)),
@@ -877,7 +877,7 @@ class FakeExchange(FakeVenue):
         market = self.dataset[symbol]
         settled = bisect_right(market.funding_times, self.now_ms)
         rate = market.funding_rates[settled - 1] if settled else "0"
-        price = self.last_close(symbol)
+        price = str(self.price(symbol))
         return {
             "symbol": symbol,
             "markPrice": price,

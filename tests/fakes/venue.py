@@ -32,7 +32,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from http.server import BaseHTTPRequestHandler
@@ -40,19 +40,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from strategies.market.dataset import DATA_DIR, DATASET_END, DATASET_SYMBOLS
 from tests.fakes.background import BackgroundServer
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "strategies" / "data" / "market"
-DEFAULT_NOW = datetime(2024, 9, 5, tzinfo=UTC)
-SYMBOLS: tuple[str, ...] = (
-    "BTCUSDT",
-    "ETHUSDT",
-    "SOLUSDT",
-    "XRPUSDT",
-    "DOGEUSDT",
-    "AVAXUSDT",
-    "LINKUSDT",
-)
+# The bundled dataset the venues answer from, and its last instant (their clock's start).
+DEFAULT_NOW = DATASET_END
+SYMBOLS = DATASET_SYMBOLS
 INTERVAL_MS: dict[str, int] = {
     "5m": 5 * 60_000,
     "15m": 15 * 60_000,
@@ -189,7 +182,7 @@ class FakeVenue(BackgroundServer):
         """Return the price of ``symbol`` at ``now``."""
         if symbol in self.prices:
             return self.prices[symbol]
-        return Decimal(self.last_close(symbol))
+        return Decimal(self._last_close(symbol))
 
     def closed(self, symbol: str, interval: str, at_ms: int) -> list[Row]:
         """Return the candles of ``symbol`` closed at ``at_ms``."""
@@ -197,8 +190,9 @@ class FakeVenue(BackgroundServer):
         stop = bisect_right(market.open_times[interval], at_ms - INTERVAL_MS[interval])
         return market.klines[interval][:stop]
 
-    def last_close(self, symbol: str) -> str:
-        """Return the dataset's close of the last candle of ``symbol`` closed at ``now``."""
+    def _last_close(self, symbol: str) -> str:
+        """Return the dataset's close of the last candle of ``symbol`` closed at ``now``
+        (``price`` answers, unless a test set one)."""
         for interval in ("15m", "1h", "4h"):
             closed = self.closed(symbol, interval, self.now_ms)
             if closed:
@@ -317,14 +311,6 @@ def same_signature(expected: bytes, given: str, *, encoding: str) -> bool:
     """Say whether ``given`` is ``expected`` in ``encoding`` (``hex`` or ``base64``)."""
     text = expected.hex() if encoding == "hex" else base64.b64encode(expected).decode()
     return hmac.compare_digest(text, given)
-
-
-def decimal_or_zero(raw: Any) -> Decimal:
-    """Return ``raw`` as a Decimal, or zero when it is not a number."""
-    try:
-        return Decimal(str(raw))
-    except ArithmeticError:
-        return Decimal("0")
 
 
 @cache

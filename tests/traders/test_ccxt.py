@@ -439,3 +439,15 @@ def test_a_stop_loss_the_exchange_never_answers_leaves_a_plain_warning(
         "The entry filled, then the exchange could not be reached to protect it: the "
         "position may be OPEN WITHOUT A STOP, check the exchange."
     )
+
+
+def test_a_price_set_on_the_fake_exchange_is_the_one_its_tickers_give(fake_exchange):
+    # given the fake exchange's BTCUSDT moved off the dataset's close
+    adapter = CcxtExchange(
+        "binanceusdm", api_key=API_KEY, secret=API_SECRET, api_url=fake_exchange.url
+    )
+    fake_exchange.set_price("BTCUSDT", "61234.5")
+    # when the adapter reads the price, and the mark price is asked
+    mark = adapter.client.fapiPublicGetPremiumIndex({"symbol": "BTCUSDT"})["markPrice"]
+    # then both are the price its fills would take
+    assert (adapter.price("BTCUSDT"), Decimal(mark)) == (Decimal("61234.5"), Decimal("61234.5"))
