@@ -2,11 +2,12 @@
 who sends them, in the state each operation acts on, so that a request the schema calls
 valid gets past 404 and 409 to the operation's real work.
 
-Each object is made when a request first names it, so a test of one operation makes
-only what that operation needs; the test's requests share them (a delete gets past 404
-once). ``place`` puts their ids into a generated request: its path parameters, and every
-id its body gives (a strategy, a trader, an AI model: wherever the schema allows an id,
-the seeded one goes; a value the schema forbids stays, so a negative case stays one).
+Each object is made when a request first names it (the stored secrets at once), so a
+test of one operation makes only what that operation needs; the test's requests share
+them (a delete gets past 404 once). ``place`` puts their ids into a generated request:
+its path parameters, and every id its body gives (a strategy, a trader, an AI model:
+wherever the schema allows an id, the seeded one goes; a value the schema forbids stays,
+so a negative case stays one).
 It works on each case as the test receives it, not in schemathesis's ``map_*`` hooks:
 the cases of its examples and coverage phases are made when the tests are collected,
 before any object exists.
@@ -22,6 +23,7 @@ from typing import Any
 from backtests.models import Backtest
 from debates.models import AIModel, Debate, Decision, ModelPrice, Participant, Schedule
 from strategies.models import Strategy
+from tests.api.conftest import EXCHANGE_KEY, EXCHANGE_PASSPHRASE, EXCHANGE_SECRET, MODEL_KEY
 from tests.backtests.factories import BacktestFactory
 from tests.debates.factories import (
     AIModelFactory,
@@ -49,6 +51,16 @@ class Seeds:
 
     def __init__(self, user: Any) -> None:
         self.user = user
+        # Stored secrets, made at once so that any answer, a list's too, could leak them:
+        # a model's API key and an exchange account's credentials.
+        AIModelFactory(owner=user, provider="openai", model_name="gpt-6.1-terra", api_key=MODEL_KEY)
+        TraderFactory(
+            owner=user,
+            exchange="okx",
+            api_key=EXCHANGE_KEY,
+            api_secret=EXCHANGE_SECRET,
+            api_passphrase=EXCHANGE_PASSPHRASE,
+        )
 
     # --- One of each kind -----------------------------------------------------------------
 

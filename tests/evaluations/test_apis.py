@@ -119,11 +119,10 @@ def test_a_strategys_verdict_covers_its_backtests_and_live_debates(api_client, u
     assert against["budget_matched"]["return_difference"] == pytest.approx(
         2 * sum(moves) / 10, abs=1e-5
     )
-    assert verdict["sentence"].split(":")[0] in {
-        "The debate earned its tokens on this strategy",
-        "The debate did not earn its tokens on this strategy",
-        "Whether the debate earned its tokens on this strategy cannot be told yet",
-    }
+    # (the moves go both ways, so the interval holds zero)
+    assert verdict["sentence"].startswith(
+        "Whether the debate earned its tokens on this strategy cannot be told yet: "
+    )
     assert "over 10 steps against the budget-matched baseline" in verdict["sentence"]
     # and the backtest's covers its own steps alone, the same way every time it is read
     assert by_backtest["verdict"]["comparisons"]["round1_majority"]["steps"] == 10
