@@ -25,8 +25,7 @@ from arena.inputs import (
     validate,
 )
 from arena.queries import owned_or_404
-from backtests.engine.baseline import OFF, ROTATE, SEAT_CHOICES
-from backtests.models import Backtest, BacktestStatus, BookMode, CoinScope
+from backtests.models import BASELINE_CHOICES, Backtest, BacktestStatus, BookMode, CoinScope
 from backtests.selectors import backtest_list, backtest_representation
 from backtests.serializers import BacktestDetailSerializer, BacktestListSerializer
 from backtests.services import BacktestInput, backtest_cancel, backtest_create, backtest_delete
@@ -56,8 +55,6 @@ from strategies.models import PromptVariant
 from strategies.services import SymbolField
 
 TAGS = ["backtests"]
-# The budget-matched baseline's settings; a seat must be one of the debate's.
-BASELINES = (OFF, ROTATE, *SEAT_CHOICES)
 
 
 class BacktestListApi(JsonApi):
@@ -160,7 +157,7 @@ class BacktestCreateApi(JsonApi):
             "rules.",
         )
         baseline = StrictChoiceField(
-            choices=BASELINES,
+            choices=BASELINE_CHOICES,
             required=False,
             help_text="The budget-matched baseline, which costs model calls: off (default), "
             "rotate (each seat's model in turn) or a seat of the debate (P1, P2...): at each "

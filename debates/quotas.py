@@ -52,11 +52,6 @@ def owner_lock(*, owner_id: int) -> bool:
     return bool(users.values_list("is_staff", flat=True).first())
 
 
-def _exempt(owner_id: int) -> bool:
-    """Lock the user's row for the transaction; return whether the user is staff."""
-    return owner_lock(owner_id=owner_id)
-
-
 def _refuse_at(limit: str, allowed: int, used: int, message: str) -> None:
     if used >= allowed:
         raise QuotaExceeded(
@@ -67,7 +62,7 @@ def _refuse_at(limit: str, allowed: int, used: int, message: str) -> None:
 
 def debate_create_check(*, owner_id: int) -> None:
     """Raise ``QuotaExceeded`` if the user may not create another debate now."""
-    if _exempt(owner_id):
+    if owner_lock(owner_id=owner_id):
         return
     undone = (DebateStatus.PENDING, *ACTIVE_STATUSES)
     used = Debate.objects.filter(owner_id=owner_id, status__in=undone, quota_counted=True).count()
@@ -81,7 +76,7 @@ def debate_create_check(*, owner_id: int) -> None:
 
 def debate_start_check(*, owner_id: int) -> None:
     """Raise ``QuotaExceeded`` if the user may not start another debate now."""
-    if _exempt(owner_id):
+    if owner_lock(owner_id=owner_id):
         return
     since = timezone.now() - timedelta(hours=1)
     used = DebateStart.objects.filter(owner_id=owner_id, started_at__gte=since).count()
@@ -108,7 +103,7 @@ def debate_start_take(*, owner_id: int, activates: bool = False) -> None:
 
 def schedule_create_check(*, owner_id: int) -> None:
     """Raise ``QuotaExceeded`` if the user may not create another schedule."""
-    if _exempt(owner_id):
+    if owner_lock(owner_id=owner_id):
         return
     used = Schedule.objects.filter(owner_id=owner_id).count()
     _refuse_at(
@@ -118,7 +113,7 @@ def schedule_create_check(*, owner_id: int) -> None:
 
 def backtest_start_check(*, owner_id: int, running: int) -> None:
     """Raise ``QuotaExceeded`` if a user running ``running`` backtests may not start one."""
-    if _exempt(owner_id):
+    if owner_lock(owner_id=owner_id):
         return
     _refuse_at(
         "running_backtests",

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluations.scoring import FALLING, RIGHT, RISING, WRONG, LedgerRow
+from evaluations.scoring import FALLING, RIGHT, RISING, WRONG, LedgerRow, share
 
 RESAMPLES = 2000
 SEED = 50
@@ -133,10 +133,6 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float] | None:
     return round(float(low), 6), round(float(high), 6)
 
 
-def _share(part: float, whole: float) -> float | None:
-    return round(part / whole, 6) if whole else None
-
-
 def compare(
     pairs: Sequence[StepPair],
     against: str,
@@ -151,7 +147,7 @@ def compare(
         return None
     data = np.array([[*p.right, *p.judged, *p.returned] for p in pairs], dtype=float)
     right_d, right_o, judged_d, judged_o, returned_d, returned_o = data.sum(axis=0)
-    hits = (_share(right_d, judged_d), _share(right_o, judged_o))
+    hits = (share(right_d, judged_d), share(right_o, judged_o))
     sums = _resampled_sums(data, resamples, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         hit_draws = sums[:, 0] / sums[:, 2] - sums[:, 1] / sums[:, 3]

@@ -185,7 +185,6 @@ def _print_ledger(console: Console, report: dict) -> None:
     ledger = report.get("ledger")
     if not ledger:
         return
-    tokens = ledger["tokens_per_useful_flip"]
     console.print(
         f"Did the debate help? {ledger['decisions']} decisions reviewed, "
         f"{ledger['flips']} flipped from the round-1 majority "
@@ -193,7 +192,7 @@ def _print_ledger(console: Console, report: dict) -> None:
         f"right ({ledger['useful_flips']} useful, {ledger['harmful_flips']} harmful); "
         f"accuracy {share(ledger['final_accuracy'])} after the debate against "
         f"{share(ledger['round1_accuracy'])} for the round-1 majority; "
-        f"{'-' if tokens is None else f'{tokens:,.0f}'} tokens of rounds 2..N per "
+        f"{tokens(ledger['tokens_per_useful_flip'])} tokens of rounds 2..N per "
         "useful flip."
     )
     _print_voters(console, ledger["participants"], report.get("calibration", []))

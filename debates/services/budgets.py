@@ -127,10 +127,10 @@ def limits_of(
     schedule_id: int | None,
     max_output_tokens: dict | None,
     owner_cap: int | None,
+    owner_usd_cap: Decimal | None,
     schedule_cap: int | None,
     role: str,
     temperature: float | None,
-    owner_usd_cap: Decimal | None = None,
 ) -> CallLimits:
     """Return the limits of a call of ``role`` at the seat's ``temperature`` in a debate
     of ``owner_id`` (and ``schedule_id``), whose per-role output caps are

@@ -72,8 +72,7 @@ def token_budget_update(*, owner: Any, changes: Mapping[str, Any]) -> TokenBudge
     reserving its tokens next reads the new caps."""
     data = validate(BudgetInputSerializer, changes, partial=True)
     with transaction.atomic():
-        TokenBudget.objects.get_or_create(owner=owner)
-        budget = TokenBudget.objects.select_for_update().get(owner=owner)
+        budget, _ = TokenBudget.objects.select_for_update().get_or_create(owner=owner)
         for name, value in data.items():
             setattr(budget, name, value)
         budget.save()

@@ -8,16 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.backtests.conftest import wait_until_done
+from tests.backtests.test_run import rule
 from tests.debates.conftest import number_debates_from
 from tests.debates.factories import AIModelFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 START = datetime(2024, 8, 5, 12, tzinfo=UTC)
-
-
-def rule(report: dict, key: str) -> dict:
-    return next(run for run in report["rules"] if run["key"] == key)
 
 
 def test_the_debate_and_the_round1_majority_of_simulated_models_decide_apart(

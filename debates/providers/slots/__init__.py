@@ -47,9 +47,7 @@ from debates.providers.slots.leases import (
     ANONYMOUS,
     DEFAULT_CAP,
     DEFAULT_KEY,
-    DEFAULT_LEASE_S,
     STILL_AFTER_S,
-    WAITER_TTL_S,
     Lease,
     Slots,
     SlotUnavailable,
@@ -62,11 +60,7 @@ from debates.providers.slots.shared import RedisSlots
 
 __all__ = [
     "ANONYMOUS",
-    "DEFAULT_CAP",
-    "DEFAULT_KEY",
-    "DEFAULT_LEASE_S",
     "STILL_AFTER_S",
-    "WAITER_TTL_S",
     "Lease",
     "LocalSlots",
     "RedisSlots",

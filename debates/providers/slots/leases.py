@@ -109,7 +109,10 @@ def hold(
 
 
 def checked_per_owner(cap: int, per_owner: int | None) -> int | None:
-    """Return ``per_owner`` (None: no limit but the cap) once checked to be within the cap."""
+    """Return ``per_owner`` (None: no limit but the cap) once the cap is checked to be at
+    least 1 and ``per_owner`` within it."""
+    if cap < 1:
+        raise ValueError("cap must be at least 1")
     if per_owner is not None and not 1 <= per_owner <= cap:
         raise ValueError("per_owner must be between 1 and the cap")
     return per_owner

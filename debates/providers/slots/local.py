@@ -30,8 +30,6 @@ class LocalSlots:
         per_owner: int | None = None,
         still_after_s: float = STILL_AFTER_S,
     ) -> None:
-        if cap < 1:
-            raise ValueError("cap must be at least 1")
         self.cap = cap
         self.lease_s = lease_s
         self.per_owner = checked_per_owner(cap, per_owner)

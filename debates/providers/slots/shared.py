@@ -131,8 +131,6 @@ class RedisSlots:
     ) -> None:
         import redis
 
-        if cap < 1:
-            raise ValueError("cap must be at least 1")
         self.cap = cap
         self.per_owner = checked_per_owner(cap, per_owner)
         self.still_after_s = still_after_s
