@@ -78,9 +78,10 @@ CONDITIONAL_ID_PARAMS: dict[str, str] = {"okx": "algoClOrdId"}
 # What lists the conditional orders resting in a market: ccxt's ``trigger``; on OKX, the
 # algo order type its stops and targets are placed as.
 RESTING_PARAMS: dict[str, dict[str, Any]] = {"okx": {"trigger": True, "ordType": "conditional"}}
-# Answers that say "try again" which ccxt 4.5 maps to a plain refusal: Bybit's 10016
-# ("System error. Please try again later.").
-RETRY_LATER: dict[str, re.Pattern[str]] = {"bybit": re.compile(r'"retCode":\s*10016\b')}
+# Error codes that say "try again" which ccxt 4.5 maps to a plain refusal: Bybit's 10016
+# ("System error. Please try again later."). Each client maps them to ccxt's
+# ExchangeNotAvailable, as it does the exchange's other "try again" codes.
+RETRY_LATER_CODES: dict[str, tuple[str, ...]] = {"bybit": ("10016",)}
 SETTLE = "USDT"
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ERROR_CHARS = 500
@@ -199,6 +200,8 @@ class CcxtExchange:
         config["logger"] = _ScrubbingLogger(self._scrub)
         config["session"] = ccxt_session()
         self.client: ccxt.Exchange = getattr(ccxt, exchange_id)(config)
+        for code in RETRY_LATER_CODES.get(exchange_id, ()):
+            self.client.exceptions["exact"][code] = ccxt.ExchangeNotAvailable
         if sandbox:
             self._use_practice_account()
         if api_url:
@@ -530,11 +533,7 @@ class CcxtExchange:
         except ccxt.AuthenticationError as exc:
             raise AccessRefused(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
         except ccxt.BaseError as exc:
-            message = self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")
-            retry_later = RETRY_LATER.get(self.name)
-            if retry_later is not None and retry_later.search(str(exc)):
-                raise ExchangeUnavailable(message) from None
-            raise OrderRejected(message) from None
+            raise OrderRejected(self._scrub_error(f"{what}: {type(exc).__name__}: {exc}")) from None
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
