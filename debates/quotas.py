@@ -62,8 +62,32 @@ def _refuse_at(limit: str, allowed: int, used: int, message: str) -> None:
 
 def debate_create_check(*, owner_id: int) -> None:
     """Raise ``QuotaExceeded`` if the user may not create another debate now."""
-    if owner_lock(owner_id=owner_id):
-        return
+    if not owner_lock(owner_id=owner_id):
+        _active_check(owner_id)
+
+
+def debate_start_check(*, owner_id: int) -> None:
+    """Raise ``QuotaExceeded`` if the user may not start another debate now."""
+    if not owner_lock(owner_id=owner_id):
+        _starts_check(owner_id)
+
+
+def debate_start_take(*, owner_id: int, activates: bool = False) -> None:
+    """Count a start in the user's quotas, inside the transaction that makes it: raise
+    ``QuotaExceeded`` past a limit, else log the start (and delete the user's starts
+    older than ``STARTS_KEPT``). ``activates``: the start makes one more debate active
+    (a retry of a failed one; a pending debate is counted already)."""
+    if not owner_lock(owner_id=owner_id):
+        if activates:
+            _active_check(owner_id)
+        _starts_check(owner_id)
+    now = timezone.now()
+    DebateStart.objects.filter(owner_id=owner_id, started_at__lt=now - STARTS_KEPT).delete()
+    DebateStart.objects.create(owner_id=owner_id, started_at=now)
+
+
+def _active_check(owner_id: int) -> None:
+    """Refuse one more active debate past the limit (the user's row locked already)."""
     undone = (DebateStatus.PENDING, *ACTIVE_STATUSES)
     used = Debate.objects.filter(owner_id=owner_id, status__in=undone, quota_counted=True).count()
     _refuse_at(
@@ -74,10 +98,8 @@ def debate_create_check(*, owner_id: int) -> None:
     )
 
 
-def debate_start_check(*, owner_id: int) -> None:
-    """Raise ``QuotaExceeded`` if the user may not start another debate now."""
-    if owner_lock(owner_id=owner_id):
-        return
+def _starts_check(owner_id: int) -> None:
+    """Refuse one more start in the hour past the limit (the user's row locked already)."""
     since = timezone.now() - timedelta(hours=1)
     used = DebateStart.objects.filter(owner_id=owner_id, started_at__gte=since).count()
     _refuse_at(
@@ -86,19 +108,6 @@ def debate_start_check(*, owner_id: int) -> None:
         used,
         "You have started as many debates in the last hour as one user may",
     )
-
-
-def debate_start_take(*, owner_id: int, activates: bool = False) -> None:
-    """Count a start in the user's quotas, inside the transaction that makes it: raise
-    ``QuotaExceeded`` past a limit, else log the start (and delete the user's starts
-    older than ``STARTS_KEPT``). ``activates``: the start makes one more debate active
-    (a retry of a failed one; a pending debate is counted already)."""
-    if activates:
-        debate_create_check(owner_id=owner_id)
-    debate_start_check(owner_id=owner_id)
-    now = timezone.now()
-    DebateStart.objects.filter(owner_id=owner_id, started_at__lt=now - STARTS_KEPT).delete()
-    DebateStart.objects.create(owner_id=owner_id, started_at=now)
 
 
 def schedule_create_check(*, owner_id: int) -> None:
@@ -126,8 +135,9 @@ def backtest_start_check(*, owner_id: int, running: int) -> None:
 def schedule_fire_refusal(*, owner_id: int) -> QuotaExceeded | None:
     """Return why a schedule's firing may not create and start a debate, or None."""
     try:
-        debate_create_check(owner_id=owner_id)
-        debate_start_check(owner_id=owner_id)
+        if not owner_lock(owner_id=owner_id):
+            _active_check(owner_id)
+            _starts_check(owner_id)
     except QuotaExceeded as exc:
         return exc
     return None
