@@ -3,14 +3,15 @@ without it, at a fixed fake latency, in one run.
 
 A window of 7 days at 4h (42 debates of 3 participants over 2 rounds: 9 calls each) at
 ``book: aware`` against the fake model server, every call taking L (200 ms), on 2
-Celery worker processes of 3, the cap of 3 calls in flight; ``cache: refresh``, so
+step workers of 3 processes and the call worker, one user's calls in flight at once
+(``MODEL_CALLS_PER_USER``, 3) the cap; ``cache: refresh``, so
 every call is made whatever an earlier run stored. First without the baseline (the
 baseline of the comparison), then with ``baseline: rotate``: each step's seat model in
 turn answers its round-1 prompt again and again until its tokens match the debate's.
 The fake server bills a quarter of the characters as tokens, in and out.
 
 Printed for each run: wall time, model calls and tokens, and its ideal: the larger of
-calls x L / 3 (the cap) and its dependency chain (the first step's rounds, a vote a
+calls x L / the cap and its dependency chain (the first step's rounds, a vote a
 step after another, then the last step's answers one after another); then the ratios
 with / without of wall time, calls and tokens, and how the baseline's tokens matched the
 debates'.
@@ -24,7 +25,7 @@ import argparse
 import os
 
 from bench.backtest import SEATS, CpuMeter, run_backtest
-from bench.common import machine, setup_django, worker_processes
+from bench.common import machine, setup_django, user_calls, worker_processes
 
 
 def _ideal(calls: int, steps: int, tail: int, latency: float, cap: int) -> float:
@@ -64,7 +65,6 @@ def _run(owner, strategy, models, llm, meter, days: int, baseline: str) -> dict:
 def measure(latency: float, days: int) -> dict:
     """Run the backtest without the baseline, then with it; return both runs' figures."""
     setup_django()
-    from django.conf import settings
     from django.contrib.auth import get_user_model
 
     from backtests.models import ACTIVE_STATUSES, Backtest
@@ -77,14 +77,14 @@ def measure(latency: float, days: int) -> dict:
         "pk", flat=True
     ):
         backtest_cancel(backtest_id=backtest_id)
-    cap = settings.MODEL_CALL_CAP
+    cap = user_calls()
     owner, _ = get_user_model().objects.get_or_create(username="bench-baseline")
     strategy, _ = Strategy.objects.get_or_create(
         owner=owner, name="bench baseline", defaults={"timeframes": ["1h", "4h"]}
     )
     with FakeLLMServer(latency_s=latency) as llm:
         models = fake_models(owner, llm, SEATS)
-        with worker_processes(count=2, concurrency=cap) as workers:
+        with worker_processes(count=2) as workers:
             meter = CpuMeter(workers)
             runs = {
                 name: _run(owner, strategy, models, llm, meter, days, name)
@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> dict:
     off, on = result["runs"]["off"], result["runs"]["rotate"]
     print(
         f"Budget-matched baseline, {off['steps']} debates of 3 participants x 2 rounds, "
-        f"latency {args.latency * 1000:.0f} ms, 2 worker processes x 3, cap 3"
+        f"latency {args.latency * 1000:.0f} ms, 2 step workers x 3 and a call worker, "
+        f"cap {user_calls()}"
     )
     for label, found in (("without the baseline", off), ("with baseline: rotate", on)):
         cpu = found["cpu"]
