@@ -4,6 +4,7 @@ many debates race for the last tokens or cents of the day."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from decimal import Decimal
@@ -194,21 +195,30 @@ def test_a_debate_under_its_cap_runs_and_the_ledger_counts_what_each_call_used(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_reservations_never_pass_the_cap(user):
-    # given a cap of ten reservations and fifty calls wanting one each
+@pytest.mark.parametrize(
+    ("cap", "tokens", "usd", "ledger"),
+    [
+        (Cap("user", 0, tokens=10 * 777), 777, Decimal(0), (Decimal(0), 7770)),
+        (Cap("user", 0, usd=Decimal("0.10")), 100, Decimal("0.01"), (Decimal("0.10"), 1000)),
+    ],
+    ids=["tokens", "usd"],
+)
+def test_concurrent_reservations_never_pass_the_cap(user, cap, tokens, usd, ledger):
+    # given a cap of ten reservations (of tokens, or of a cent) and fifty calls wanting
+    # one each
     limits = CallLimits(
         owner_id=user.pk,
         schedule_id=None,
         temperature=None,
         max_output_tokens=None,
-        caps=(Cap("user", user.pk, tokens=10 * 777),),
+        caps=(dataclasses.replace(cap, scope_id=user.pk),),
     )
     granted, refused = [], []
     lock = threading.Lock()
 
     def reserve() -> None:
         try:
-            budget_reserve(limits, 777)
+            budget_reserve(limits, tokens, usd)
             outcome = granted
         except BudgetExhausted:
             outcome = refused
@@ -217,39 +227,10 @@ def test_concurrent_reservations_never_pass_the_cap(user):
 
     # when they race
     run_at_once(reserve, 50)
-    # then exactly ten were granted
+    # then exactly ten were granted, and the ledger counts what they reserved
     assert (len(granted), len(refused)) == (10, 40)
-    assert TokenLedger.objects.get(scope="user", scope_id=user.pk).used_tokens == 7770
-
-
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_usd_reservations_never_pass_the_cap(user):
-    # given a cap of ten reservations of a cent and fifty calls wanting one each
-    limits = CallLimits(
-        owner_id=user.pk,
-        schedule_id=None,
-        temperature=None,
-        max_output_tokens=None,
-        caps=(Cap("user", user.pk, usd=Decimal("0.10")),),
-    )
-    granted, refused = [], []
-    lock = threading.Lock()
-
-    def reserve() -> None:
-        try:
-            budget_reserve(limits, 100, Decimal("0.01"))
-            outcome = granted
-        except BudgetExhausted:
-            outcome = refused
-        with lock:
-            outcome.append(1)
-
-    # when they race
-    run_at_once(reserve, 50)
-    # then exactly ten were granted, and the ledger counts their cents and tokens
-    assert (len(granted), len(refused)) == (10, 40)
-    ledger = TokenLedger.objects.get(scope="user", scope_id=user.pk)
-    assert (ledger.used_usd, ledger.used_tokens) == (Decimal("0.10"), 1000)
+    found = TokenLedger.objects.get(scope="user", scope_id=user.pk)
+    assert (found.used_usd, found.used_tokens) == ledger
 
 
 def test_twenty_debates_started_at_once_against_one_cap_never_pass_it(
