@@ -389,7 +389,6 @@ class Spend:
 
 
 _SPEND_SUMS = {
-    # First: once the sums named after the columns are added, F() would name the sums.
     "estimated_tokens": Sum(
         F("prompt_tokens") + F("completion_tokens"), filter=Q(tokens_estimated=True)
     ),
@@ -420,13 +419,15 @@ def debate_call_models() -> list[type[Usage]]:
 
 
 def _sums(model: type[Usage]) -> dict[str, Any]:
-    """Return the sums of a spend over the rows of ``model`` (those of dropped calls
-    first, as ``_SPEND_SUMS`` puts its own: they name columns that it sums)."""
-    return {**(_DROPPED_SUMS if model is DroppedCall else {}), **_SPEND_SUMS}
+    """Return the sums of a spend over the rows of ``model``, each named ``sum_`` and its
+    figure (an aggregate may not take the name of a column it or another one reads)."""
+    sums = {**_SPEND_SUMS, **(_DROPPED_SUMS if model is DroppedCall else {})}
+    return {f"sum_{name}": aggregate for name, aggregate in sums.items()}
 
 
 def _spend(found: dict[str, Any]) -> Spend:
-    return Spend(**{f.name: found.get(f.name) or f.default for f in fields(Spend)})
+    """Return the spend of the sums ``found`` (named as ``_sums`` names them)."""
+    return Spend(**{f.name: found.get(f"sum_{f.name}") or f.default for f in fields(Spend)})
 
 
 # Each scope of a spend: how a stored call reaches it, and how the spend of deleted
@@ -437,7 +438,7 @@ _SCOPES = {
     "owner_id": ("debate__owner_id", "owner_id"),
     "schedule_id": ("debate__schedule_id", "schedule_id"),
 }
-# Named apart from the columns they add up: an aggregate may not take a column's name.
+# The sums of the deleted debates' spend, named as ``_sums`` names those of stored calls.
 _DELETED_SUMS = {f"sum_{name}": Sum(name) for name in (*_SPEND_SUMS, *_DROPPED_SUMS)}
 
 
@@ -448,10 +449,6 @@ def _lookups(scope: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, An
     if any(_SCOPES[name][1] is None for name in given):
         return calls, None
     return calls, {_SCOPES[name][1]: value for name, value in given.items()}
-
-
-def _deleted_spend(found: dict[str, Any]) -> Spend:
-    return _spend({name: found[f"sum_{name}"] for name in (*_SPEND_SUMS, *_DROPPED_SUMS)})
 
 
 def _midnight(day: date) -> datetime:
@@ -490,7 +487,7 @@ def spend_of(
         kept = DeletedSpend.objects.filter(**deleted)
         if since is not None:
             kept = kept.filter(day__gte=since)
-        total += _deleted_spend(kept.aggregate(**_DELETED_SUMS))
+        total += _spend(kept.aggregate(**_DELETED_SUMS))
     return total
 
 
@@ -527,7 +524,7 @@ def spend_by_day(
         )
         for row in kept:
             if row["day"] in per_day:
-                per_day[row["day"]] += _deleted_spend(row)
+                per_day[row["day"]] += _spend(row)
     return [{"day": day.isoformat(), **spend.to_dict()} for day, spend in per_day.items()]
 
 
