@@ -357,6 +357,21 @@ def test_a_bybit_account_is_checked_in_one_line_naming_the_markets_minimum(
     assert fake_bybit.order_requests() == []
 
 
+def test_a_bybit_hedge_mode_account_holding_nothing_is_checked_as_hedge_mode(
+    api_client, bybit_trader, fake_bybit
+):
+    # given a Bybit account in hedge mode holding no position
+    fake_bybit.account.hedge_mode = True
+    # when the owner checks it
+    answer = api_client.post(f"/api/traders/{bybit_trader.pk}/check").json()
+    # then the line says hedge mode, as the market's position slots say (the orders its
+    # executions send read the same)
+    assert answer["message"] == (
+        "bybit: key accepted, 10,000.00 USDT available, hedge mode; BTCUSDT "
+        "takes orders from 5.00 USDT."
+    )
+
+
 def test_bybits_try_again_later_is_unavailable_not_a_refusal(fake_bybit):
     # given Bybit answering its system error, "please try again later" (10016), once
     fake_bybit.fail_next(

@@ -146,8 +146,8 @@ class ExchangeAdapter(Protocol):
         """Return the account's recent trades in ``symbol``, oldest first."""
         ...
 
-    def hedged(self) -> bool:
-        """Say whether the account keeps a long and a short of one coin apart (hedge
+    def hedged(self, symbol: str) -> bool:
+        """Say whether the account keeps a long and a short of ``symbol`` apart (hedge
         mode); in one-way mode an order the other way reduces the position."""
         ...
 

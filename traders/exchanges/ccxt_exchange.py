@@ -115,15 +115,6 @@ class _ScrubbingLogger(logging.LoggerAdapter):
 T = TypeVar("T")
 
 
-def _hedge_mode(client: ccxt.Exchange) -> bool:
-    """Say whether the account is in hedge mode: as the exchange says (Binance, OKX), or
-    on Bybit, where ccxt cannot ask and the mode is kept per coin, as its open positions
-    say (each names its positionIdx; with none open, one-way, the default)."""
-    if client.has.get("fetchPositionMode"):
-        return bool(client.fetch_position_mode().get("hedged"))
-    return any(position.get("hedged") for position in client.fetch_positions())
-
-
 def _bybit_symbol_hedged(client: ccxt.Exchange, symbol: str) -> bool:
     """Say whether Bybit trades ``symbol`` in hedge mode: its position slots, which Bybit
     lists for a symbol whether they hold anything or not, name positionIdx 1 and 2."""
@@ -340,11 +331,20 @@ class CcxtExchange:
             )
         return sorted(fills, key=lambda fill: fill.at_ms)
 
-    def hedged(self) -> bool:
-        """Say whether the account is in hedge mode, read once from the exchange
-        (``fetch_position_mode``)."""
+    def hedged(self, symbol: str) -> bool:
+        """Say whether the account trades ``symbol`` in hedge mode, read once from the
+        exchange: the account's mode (``fetch_position_mode``), or on Bybit, which keeps
+        the mode per coin and has no such call, the coin's own."""
+        if self.name == "bybit":
+            if symbol not in self._hedged_symbols:
+                self._hedged_symbols[symbol] = self._call(
+                    f"{symbol} position mode", lambda c: _bybit_symbol_hedged(c, to_ccxt(symbol))
+                )
+            return self._hedged_symbols[symbol]
         if self._hedged is None:
-            self._hedged = self._call("position mode", _hedge_mode)
+            self._hedged = self._call(
+                "position mode", lambda c: bool(c.fetch_position_mode().get("hedged"))
+            )
         return self._hedged
 
     def fetch_order(
@@ -449,14 +449,8 @@ class CcxtExchange:
         """Return what an order in ``symbol`` carries for the position mode: in hedge mode,
         ccxt's ``hedged``, which it turns into the position side of the order (Binance's
         positionSide, dropping reduceOnly, which hedge mode refuses; Bybit's positionIdx;
-        OKX's posSide); in one-way mode nothing. On Bybit the mode is the symbol's."""
-        if self.name != "bybit":
-            return {"hedged": True} if self.hedged() else {}
-        if symbol not in self._hedged_symbols:
-            self._hedged_symbols[symbol] = self._call(
-                f"{symbol} position mode", lambda c: _bybit_symbol_hedged(c, to_ccxt(symbol))
-            )
-        return {"hedged": True} if self._hedged_symbols[symbol] else {}
+        OKX's posSide); in one-way mode nothing."""
+        return {"hedged": True} if self.hedged(symbol) else {}
 
     def _market(self, symbol: str) -> dict[str, Any]:
         self._call("markets", lambda c: c.load_markets())

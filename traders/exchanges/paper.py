@@ -195,7 +195,7 @@ class PaperExchange:
             for order in filled
         ]
 
-    def hedged(self) -> bool:
+    def hedged(self, symbol: str) -> bool:
         """The paper account keeps positions per coin and side (hedge mode)."""
         return True
 

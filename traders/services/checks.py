@@ -29,7 +29,7 @@ def trader_check(
     adapter = exchange_for(trader)
     try:
         funds = adapter.balance()
-        hedged = adapter.hedged()
+        hedged = adapter.hedged(symbol)
         market = adapter.market(symbol)
     except AccessRefused as exc:
         return VenueCheck(False, f"{venue} refused the key: {exc}")

@@ -333,7 +333,7 @@ def _against_the_book(execution: Execution, adapter: ExchangeAdapter) -> Executi
         [p.side for p in positions if p.symbol == execution.symbol],
         # Both sides of a coin at once need the strategy's leave and a hedge-mode account:
         # in one-way mode an opening the other way would net the held position away.
-        hedging=bool(strategy and strategy.allow_hedging) and adapter.hedged(),
+        hedging=bool(strategy and strategy.allow_hedging) and adapter.hedged(execution.symbol),
         paused=trader.paused_reason,
     )
     if orders.nothing:
