@@ -39,6 +39,7 @@ from backtests.engine.baseline import (
     wants_another,
 )
 from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStep, BaselineAnswer, BaselineState
+from backtests.services import transitions
 from debates.claims import StepDeferred, step_held
 from debates.engine.consensus import decide
 from debates.engine.plan import OPENING
@@ -86,8 +87,7 @@ def baselines_move(backtest: Backtest, *, ended: list[int], now: datetime) -> in
 def _send_again(step_id: int, now: datetime) -> None:
     """Send again the task of a baseline that stopped moving (once, however many
     advances find it)."""
-    asking = BacktestStep.objects.filter(pk=step_id, baseline_state=BaselineState.ASKING)
-    if asking.update(baseline_moved_at=now):
+    if transitions.baseline_beat(step_id, now):
         _send(step_id)
 
 
@@ -95,17 +95,15 @@ def _begin(backtest: Backtest, step: BacktestStep, now: datetime) -> None:
     """Begin the baseline of ``step``: the debate's tokens as its target and the seat
     whose model answers; a step whose debate did not complete has none (done)."""
     if step.debate.status != DebateStatus.COMPLETED:
+        transitions.baseline_ended(step.pk, note="", source=BaselineState.NONE)
         step.baseline_state = BaselineState.DONE
-        step.save(update_fields=["baseline_state"])
         return
-    step.baseline_state = BaselineState.ASKING
-    step.baseline_target = debate_tokens(step.debate_id)
-    step.baseline_seat = baseline_seat(backtest.baseline, step.index, len(backtest.participants))
-    step.baseline_moved_at = now
-    step.save(
-        update_fields=["baseline_state", "baseline_target", "baseline_seat", "baseline_moved_at"]
-    )
-    _send(step.pk)
+    seat = baseline_seat(backtest.baseline, step.index, len(backtest.participants))
+    if transitions.baseline_begun(
+        step.pk, target=debate_tokens(step.debate_id), seat=seat, now=now
+    ):
+        step.baseline_state = BaselineState.ASKING
+        _send(step.pk)
 
 
 def debate_tokens(debate_id: int) -> int:
@@ -134,9 +132,7 @@ def baseline_answer_ask(*, step_id: int, holder: str) -> None:
 
 def _beat(step_id: int) -> None:
     """Mark a step's baseline alive while its task asks."""
-    BacktestStep.objects.filter(pk=step_id, baseline_state=BaselineState.ASKING).update(
-        baseline_moved_at=timezone.now()
-    )
+    transitions.baseline_beat(step_id, timezone.now())
 
 
 def _ask_or_end(step_id: int) -> None:
@@ -216,10 +212,7 @@ def _end(step: BacktestStep, note: str) -> None:
     from backtests.tasks import backtest_debate_moved_task
 
     with transaction.atomic():
-        ended = BacktestStep.objects.filter(pk=step.pk, baseline_state=BaselineState.ASKING).update(
-            baseline_state=BaselineState.DONE, baseline_note=note[:200]
-        )
-        if not ended:
+        if not transitions.baseline_ended(step.pk, note=note):
             return
         decision_reviews_baseline(debate_id=step.debate_id, actions=baseline_actions(step))
         send_on_commit(backtest_debate_moved_task.si(step.debate_id))

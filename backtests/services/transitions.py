@@ -17,7 +17,7 @@ from typing import Any
 from django.utils import timezone
 
 from backtests import events
-from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus
+from backtests.models import ACTIVE_STATUSES, Backtest, BacktestStatus, BacktestStep, BaselineState
 
 
 def _moved(backtest: Backtest, sources: tuple[str, ...], **fields: Any) -> bool:
@@ -106,3 +106,39 @@ def chain_replaced(backtest: Backtest, *, token: str, fresh: str) -> bool:
     if moved:
         backtest.tick_token = fresh
     return moved
+
+
+# --- A step's budget-matched baseline: none, asking, done (no event: the backtest's
+# progress, which counts the step once its baseline is done, announces it). -------------
+
+
+def _baseline_moved(step_id: int, source: str, **fields: Any) -> bool:
+    """Write ``fields`` to step ``step_id`` if its baseline is at ``source``; say whether
+    it moved."""
+    steps = BacktestStep.objects.filter(pk=step_id, baseline_state=source)
+    return steps.update(**fields) == 1
+
+
+def baseline_begun(step_id: int, *, target: int, seat: int, now: datetime) -> bool:
+    """Begin a step's baseline: its answers are to match ``target`` tokens, asked of the
+    model of seat ``seat``."""
+    return _baseline_moved(
+        step_id,
+        BaselineState.NONE,
+        baseline_state=BaselineState.ASKING,
+        baseline_target=target,
+        baseline_seat=seat,
+        baseline_moved_at=now,
+    )
+
+
+def baseline_beat(step_id: int, now: datetime) -> bool:
+    """Mark an asking baseline alive (the watchdog's clock)."""
+    return _baseline_moved(step_id, BaselineState.ASKING, baseline_moved_at=now)
+
+
+def baseline_ended(step_id: int, *, note: str, source: str = BaselineState.ASKING) -> bool:
+    """End a step's baseline, asking, or not begun (its debate did not complete)."""
+    return _baseline_moved(
+        step_id, source, baseline_state=BaselineState.DONE, baseline_note=note[:200]
+    )
