@@ -51,7 +51,6 @@ Faults as in ``tests.fakes.venue``; a 5xx carries Bybit's gateway page, not JSON
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable
 from datetime import datetime
@@ -68,21 +67,14 @@ from tests.fakes.bybit_answers import (
     POSITION_IDX,
 )
 from tests.fakes.perp import LONG, NET, NOTHING_TO_REDUCE, SHORT, PerpAccount, Plan, crossed, text
-from tests.fakes.venue import DEFAULT_NOW, FakeVenue, RecordedRequest, hmac_sha256, same_signature
-
-Route = Callable[["FakeBybit", RecordedRequest], tuple[int, Any]]
-
-
-def _signed(handler: Route) -> Route:
-    """Make ``handler`` a signed endpoint: with credentials set, a request needs the key
-    and a valid signature before it is answered."""
-
-    @functools.wraps(handler)
-    def checked(fake: FakeBybit, request: RecordedRequest) -> tuple[int, Any]:
-        refused = fake._refuse_unsigned(request)
-        return handler(fake, request) if refused is None else refused
-
-    return checked
+from tests.fakes.venue import (
+    DEFAULT_NOW,
+    FakeVenue,
+    RecordedRequest,
+    hmac_sha256,
+    same_signature,
+    signed,
+)
 
 
 class FakeBybit(FakeVenue):
@@ -159,23 +151,23 @@ class FakeBybit(FakeVenue):
 
     # account endpoints
 
-    @_signed
+    @signed
     def coin_info(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/asset/coin/query-info`` (ccxt loads it with the markets)."""
         names = ["USDT", *(symbol.removesuffix("USDT") for symbol in self.symbols)]
         return self._ok(answers.coins(names))
 
-    @_signed
+    @signed
     def api_key_info(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/user/query-api``: a read-write key of a unified account."""
         return self._ok(answers.api_key(self.api_key or ""))
 
-    @_signed
+    @signed
     def account_info(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/account/info``: a UTA 2.0 account in regular margin."""
         return self._ok(answers.account_info(self.now_ms))
 
-    @_signed
+    @signed
     def wallet_balance(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/account/wallet-balance``: the unified account's USDT."""
         if request.params.get("accountType") != "UNIFIED":
@@ -184,7 +176,7 @@ class FakeBybit(FakeVenue):
             wallet, unrealized, margin = self.account.funds()
         return self._ok({"list": [answers.wallet(wallet, unrealized, margin)]})
 
-    @_signed
+    @signed
     def position_list(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/position/list``: a symbol's position slots, or the positions
         holding a size in the settle coin."""
@@ -203,7 +195,7 @@ class FakeBybit(FakeVenue):
                 return self._error(10001, "symbol or settleCoin is required")
         return self._ok({"category": "linear", "list": entries, "nextPageCursor": ""})
 
-    @_signed
+    @signed
     def set_leverage(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /v5/position/set-leverage``; an unchanged leverage is an error."""
         params = request.params
@@ -221,7 +213,7 @@ class FakeBybit(FakeVenue):
 
     # orders
 
-    @_signed
+    @signed
     def create_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /v5/order/create``: fill a market order, or rest a conditional one;
         the answer holds the ids alone."""
@@ -250,17 +242,17 @@ class FakeBybit(FakeVenue):
             self.orders.append(order)
         return self._ok({"orderId": order["orderId"], "orderLinkId": link_id})
 
-    @_signed
+    @signed
     def open_orders(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/order/realtime``: the open orders (New, Untriggered)."""
         return self._order_list(request, lambda order: order["orderStatus"] in OPEN_STATUSES)
 
-    @_signed
+    @signed
     def order_history(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/order/history``: the finished orders."""
         return self._order_list(request, lambda order: order["orderStatus"] not in OPEN_STATUSES)
 
-    @_signed
+    @signed
     def cancel_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /v5/order/cancel`` by ``orderId`` or ``orderLinkId``."""
         with self.lock:
@@ -274,7 +266,7 @@ class FakeBybit(FakeVenue):
             order["updatedTime"] = str(self.now_ms)
         return self._ok({"orderId": order["orderId"], "orderLinkId": order["orderLinkId"]})
 
-    @_signed
+    @signed
     def executions(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /v5/execution/list``: the account's fills, newest first."""
         params = request.params
@@ -485,7 +477,7 @@ class FakeBybit(FakeVenue):
     def _error(self, code: int, message: str) -> tuple[int, Any]:
         return 200, answers.envelope(code, message, {}, self.now_ms)
 
-    def _refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
+    def refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
         if not (self.api_key and self.api_secret):
             return None
         headers = request.headers

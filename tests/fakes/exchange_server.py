@@ -49,14 +49,13 @@ faults serve order tests: ``reject_next`` answers with a Binance error code,
 connection without an answer.
 
 To add endpoints: write a method ``(self, request) -> (status, body)``, register it in
-``ROUTES`` (or ``fake.routes`` for one instance), decorate it with ``_private`` when it
+``ROUTES`` (or ``fake.routes`` for one instance), decorate it with ``signed`` when it
 needs the signature of a private endpoint, and keep any state on the instance under
 ``self.lock``.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 from bisect import bisect_right
 from collections.abc import Callable
@@ -77,6 +76,7 @@ from tests.fakes.venue import (
     hmac_sha256,
     open_funds,
     same_signature,
+    signed,
 )
 
 __all__ = ["FakeExchange", "RecordedRequest"]
@@ -108,19 +108,6 @@ EXTRA_MARKETS: tuple[dict[str, str], ...] = (
 
 NO_SUCH_ORDER = {"code": -2013, "msg": "Order does not exist."}
 UNKNOWN_ORDER = {"code": -2011, "msg": "Unknown order sent."}
-Handler = Callable[["FakeExchange", RecordedRequest], tuple[int, Any]]
-
-
-def _private(handler: Handler) -> Handler:
-    """Make ``handler`` a private endpoint: with credentials set, a request needs the key
-    and a valid signature before it is answered."""
-
-    @functools.wraps(handler)
-    def checked(fake: FakeExchange, request: RecordedRequest) -> tuple[int, Any]:
-        refused = fake._refuse_private(request)
-        return handler(fake, request) if refused is None else refused
-
-    return checked
 
 
 class FakeExchange(FakeVenue):
@@ -334,7 +321,7 @@ class FakeExchange(FakeVenue):
 
     # trading endpoints (private: signed like Binance when credentials are set)
 
-    @_private
+    @signed
     def change_leverage(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/leverage``: set the leverage of one symbol."""
         market, error = self._market(request)
@@ -348,7 +335,7 @@ class FakeExchange(FakeVenue):
             self.leverage[symbol] = leverage
         return 200, {"leverage": leverage, "maxNotionalValue": "1000000", "symbol": symbol}
 
-    @_private
+    @signed
     def leverage_bracket(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/leverageBracket``: one bracket per symbol."""
         bracket = {
@@ -361,7 +348,7 @@ class FakeExchange(FakeVenue):
         }
         return 200, [{"symbol": symbol, "brackets": [bracket]} for symbol in self.symbols]
 
-    @_private
+    @signed
     def account(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v3/account``: the USDT wallet, margins and open positions."""
         with self.lock:
@@ -399,7 +386,7 @@ class FakeExchange(FakeVenue):
             "positions": positions,
         }
 
-    @_private
+    @signed
     def balance(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v2/balance``: the USDT balance."""
         with self.lock:
@@ -419,7 +406,7 @@ class FakeExchange(FakeVenue):
             }
         ]
 
-    @_private
+    @signed
     def position_risk(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v3/positionRisk`` (and v2): the open positions."""
         wanted = request.params.get("symbol")
@@ -430,7 +417,7 @@ class FakeExchange(FakeVenue):
                 if position.amount and wanted in (None, key[0])
             ]
 
-    @_private
+    @signed
     def new_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/order``: fill a market order at once at the current price."""
         market, error = self._market(request)
@@ -583,21 +570,21 @@ class FakeExchange(FakeVenue):
         falls_to = (algo["orderType"] == "STOP_MARKET") == (algo["side"] == "SELL")
         return price <= trigger if falls_to else price >= trigger
 
-    @_private
+    @signed
     def query_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/order`` by ``origClientOrderId`` or ``orderId``."""
         with self.lock:
             order = self._order(request)
             return (400, NO_SUCH_ORDER) if order is None else (200, dict(order))
 
-    @_private
+    @signed
     def cancel_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``DELETE /fapi/v1/order``: market orders are filled, so -2011 when found."""
         with self.lock:
             order = self._order(request)
         return 400, NO_SUCH_ORDER if order is None else UNKNOWN_ORDER
 
-    @_private
+    @signed
     def new_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /fapi/v1/algoOrder``: rest a conditional stop or take-profit order."""
         market, error = self._market(request)
@@ -657,14 +644,14 @@ class FakeExchange(FakeVenue):
             self.algo_orders.append(order)
             return 200, dict(order)
 
-    @_private
+    @signed
     def query_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/algoOrder`` by ``clientAlgoId`` or ``algoId``."""
         with self.lock:
             order = self._algo_order(request)
             return (400, NO_SUCH_ORDER) if order is None else (200, dict(order))
 
-    @_private
+    @signed
     def open_algo_orders(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/openAlgoOrders``: the resting conditional orders, of one
         symbol when it is named."""
@@ -676,7 +663,7 @@ class FakeExchange(FakeVenue):
                 if order["algoStatus"] == "NEW" and wanted in (None, order["symbol"])
             ]
 
-    @_private
+    @signed
     def cancel_algo_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``DELETE /fapi/v1/algoOrder``: cancel a resting conditional order."""
         with self.lock:
@@ -694,7 +681,7 @@ class FakeExchange(FakeVenue):
                 "msg": "success",
             }
 
-    @_private
+    @signed
     def user_trades(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/userTrades`` for a symbol, optionally one order's trades."""
         symbol = request.params.get("symbol")
@@ -708,7 +695,7 @@ class FakeExchange(FakeVenue):
 
     # trading helpers (called with ``self.lock`` held where they read the account)
 
-    def _refuse_private(self, request: RecordedRequest) -> tuple[int, Any] | None:
+    def refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
         if not (self.api_key and self.api_secret):
             return None
         if request.headers.get("X-MBX-APIKEY") != self.api_key:
@@ -766,7 +753,7 @@ class FakeExchange(FakeVenue):
             return "", False, (400, MODE_MISMATCH)
         return position_side, params.get("reduceOnly") == "true", None
 
-    @_private
+    @signed
     def position_mode(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /fapi/v1/positionSide/dual``: whether the account is in hedge mode."""
         return 200, {"dualSidePosition": self.hedge_mode}

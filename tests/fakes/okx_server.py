@@ -49,9 +49,7 @@ with HTTP 401 as OKX does; the timestamp is not held to the fake's clock. Faults
 
 from __future__ import annotations
 
-import functools
 import itertools
-from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -68,9 +66,15 @@ from tests.fakes.perp import (
     crossed,
     text,
 )
-from tests.fakes.venue import DEFAULT_NOW, FakeVenue, RecordedRequest, hmac_sha256, same_signature
+from tests.fakes.venue import (
+    DEFAULT_NOW,
+    FakeVenue,
+    RecordedRequest,
+    hmac_sha256,
+    same_signature,
+    signed,
+)
 
-Route = Callable[["FakeOkx", RecordedRequest], tuple[int, Any]]
 Refusal = tuple[str, str]
 NO_POSITION = (
     "51169",
@@ -85,18 +89,6 @@ class _Refused(Exception):
     def __init__(self, code: str, msg: str) -> None:
         super().__init__(msg)
         self.refusal: Refusal = (code, msg)
-
-
-def _signed(handler: Route) -> Route:
-    """Make ``handler`` a signed endpoint: with credentials set, a request needs the key,
-    the passphrase and a valid signature before it is answered."""
-
-    @functools.wraps(handler)
-    def checked(fake: FakeOkx, request: RecordedRequest) -> tuple[int, Any]:
-        refused = fake._refuse_unsigned(request)
-        return handler(fake, request) if refused is None else refused
-
-    return checked
 
 
 class FakeOkx(FakeVenue):
@@ -180,17 +172,17 @@ class FakeOkx(FakeVenue):
 
     # account endpoints
 
-    @_signed
+    @signed
     def currencies(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/asset/currencies``: USDT on one chain."""
         return 200, answers.ok([answers.usdt_chain()])
 
-    @_signed
+    @signed
     def account_config(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/account/config``: the position mode among the rest."""
         return 200, answers.ok([answers.config(self.account.hedge_mode)])
 
-    @_signed
+    @signed
     def balance(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/account/balance``: the trading account's USDT."""
         with self.lock:
@@ -198,7 +190,7 @@ class FakeOkx(FakeVenue):
         entry = answers.balance(wallet, unrealized, margin)
         return 200, answers.ok([{**entry, "uTime": str(self.now_ms)}])
 
-    @_signed
+    @signed
     def positions(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/account/positions``: the open positions, optionally of the
         ``instId`` asked (several separated by commas)."""
@@ -211,7 +203,7 @@ class FakeOkx(FakeVenue):
             ]
         return 200, answers.ok(listed)
 
-    @_signed
+    @signed
     def set_leverage(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /api/v5/account/set-leverage`` for a swap in cross margin."""
         params = request.params
@@ -228,18 +220,18 @@ class FakeOkx(FakeVenue):
 
     # orders
 
-    @_signed
+    @signed
     def place_order(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /api/v5/trade/order``: fill one market order."""
         return self._outcome([self._place(request.params)])
 
-    @_signed
+    @signed
     def place_batch(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /api/v5/trade/batch-orders``: fill each market order."""
         entries = request.json if isinstance(request.json, list) else []
         return self._outcome([self._place(entry) for entry in entries])
 
-    @_signed
+    @signed
     def order_details(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/trade/order`` by ``ordId`` or ``clOrdId``."""
         with self.lock:
@@ -248,12 +240,12 @@ class FakeOkx(FakeVenue):
                 return 200, answers.refused("51603", "Order does not exist")
             return 200, answers.ok([dict(found)])
 
-    @_signed
+    @signed
     def place_algo(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /api/v5/trade/order-algo``: rest a conditional order."""
         return self._outcome([self._rest(request.params)])
 
-    @_signed
+    @signed
     def algo_details(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/trade/order-algo`` by ``algoId`` or ``algoClOrdId``."""
         with self.lock:
@@ -262,7 +254,7 @@ class FakeOkx(FakeVenue):
                 return 200, answers.refused("51603", "Order does not exist")
             return 200, answers.ok([dict(found)])
 
-    @_signed
+    @signed
     def cancel_algos(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``POST /api/v5/trade/cancel-algos``: cancel each live algo order named."""
         outcomes = []
@@ -278,7 +270,7 @@ class FakeOkx(FakeVenue):
                 outcomes.append({**ids, "sCode": code, "sMsg": msg, "clOrdId": "", "tag": ""})
         return self._outcome(outcomes)
 
-    @_signed
+    @signed
     def algos_pending(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/trade/orders-algo-pending``: the live algo orders of the
         ``ordType`` asked (several separated by commas)."""
@@ -297,7 +289,7 @@ class FakeOkx(FakeVenue):
             ]
         return 200, answers.ok(listed)
 
-    @_signed
+    @signed
     def fills(self, request: RecordedRequest) -> tuple[int, Any]:
         """Answer ``GET /api/v5/trade/fills`` and ``/fills-history``: the account's fills,
         newest first; the history needs ``instType``."""
@@ -584,7 +576,7 @@ class FakeOkx(FakeVenue):
     def _inst_id(symbol: str) -> str:
         return f"{symbol.removesuffix('USDT')}-USDT-SWAP"
 
-    def _refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
+    def refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
         if not (self.api_key and self.api_secret):
             return None
         headers = request.headers

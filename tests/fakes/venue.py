@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from functools import cache
+from functools import cache, wraps
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,19 @@ class Position:
 Handler = Callable[[Any, RecordedRequest], tuple[int, Any]]
 
 
+def signed(handler: Handler) -> Handler:
+    """Make ``handler`` a signed endpoint: a request is answered once the venue's
+    ``refuse_unsigned`` lets it through (with credentials set: its key, passphrase and
+    signature, as the venue checks them)."""
+
+    @wraps(handler)
+    def checked(fake: FakeVenue, request: RecordedRequest) -> tuple[int, Any]:
+        refused = fake.refuse_unsigned(request)
+        return handler(fake, request) if refused is None else refused
+
+    return checked
+
+
 class FakeVenue(BackgroundServer):
     """A fake exchange's HTTP side and clock; a subclass names its endpoints (``ROUTES``),
     its order paths (``ORDER_PATHS``) and its error body (``error_body``)."""
@@ -155,6 +168,11 @@ class FakeVenue(BackgroundServer):
         self.max_in_flight = 0
         self.dataset = {symbol: load_market(data_dir, symbol) for symbol in symbols}
         self.prices: dict[str, Decimal] = {}
+
+    def refuse_unsigned(self, request: RecordedRequest) -> tuple[int, Any] | None:
+        """Return the venue's answer to a request of a signed endpoint that it refuses
+        (no key, a wrong one, a bad signature), or None to answer it."""
+        return None
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         """Return the request handler bound to this venue."""
